@@ -1,0 +1,346 @@
+//! What one tool call did: statements, row changes, transaction observations, outbound
+//! reaches and effects the server reports itself.
+//!
+//! An [`Effect`] is filled while the call runs (see [`crate::CallEffects`]) and handed to the
+//! [`crate::Judge`] when the call ends. Evidence sources and their precision follow design §3.
+
+/// What a SQL statement does, as statement analysis classifies it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Operation {
+    /// `SELECT`, `VALUES`, `WITH ... SELECT`, `SHOW`, `EXPLAIN`.
+    Select,
+    /// `SELECT ... FOR UPDATE` / `FOR SHARE`: a lock, not a write.
+    SelectForUpdate,
+    /// `INSERT` without a conflict clause that updates.
+    Insert,
+    /// `INSERT ... ON CONFLICT`, `ON DUPLICATE KEY UPDATE`, `REPLACE`, `INSERT OR REPLACE`,
+    /// `MERGE`.
+    Upsert,
+    /// `UPDATE`.
+    Update,
+    /// `DELETE`.
+    Delete,
+    /// `TRUNCATE`.
+    Truncate,
+    /// `CREATE`, `ALTER`, `DROP`, `RENAME` and other schema changes.
+    Ddl,
+    /// `CALL` of a stored procedure.
+    Call,
+    /// `BEGIN`, `COMMIT`, `ROLLBACK`, `SAVEPOINT`, `RELEASE`.
+    Transaction,
+    /// Session settings that touch no table: `SET`, `PRAGMA` reads, `USE`.
+    Session,
+    /// The statement could not be parsed: a possible write (confidence likely).
+    Unknown,
+}
+
+impl Operation {
+    /// The operation name for `db.operation.name` and metric labels (OpenTelemetry database
+    /// semantic conventions use the SQL keyword).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Operation::Select => "SELECT",
+            Operation::SelectForUpdate => "SELECT FOR UPDATE",
+            Operation::Insert => "INSERT",
+            Operation::Upsert => "UPSERT",
+            Operation::Update => "UPDATE",
+            Operation::Delete => "DELETE",
+            Operation::Truncate => "TRUNCATE",
+            Operation::Ddl => "DDL",
+            Operation::Call => "CALL",
+            Operation::Transaction => "TRANSACTION",
+            Operation::Session => "SESSION",
+            Operation::Unknown => "UNKNOWN",
+        }
+    }
+
+    /// Every operation, for pre-allocating per-operation counters.
+    pub const ALL: [Operation; 12] = [
+        Operation::Select,
+        Operation::SelectForUpdate,
+        Operation::Insert,
+        Operation::Upsert,
+        Operation::Update,
+        Operation::Delete,
+        Operation::Truncate,
+        Operation::Ddl,
+        Operation::Call,
+        Operation::Transaction,
+        Operation::Session,
+        Operation::Unknown,
+    ];
+
+    /// The index of this operation in [`Operation::ALL`].
+    pub fn index(self) -> usize {
+        Operation::ALL.iter().position(|o| *o == self).unwrap_or(0)
+    }
+
+    /// Whether the statement by its kind changes table data or schema.
+    pub fn is_write(self) -> bool {
+        matches!(
+            self,
+            Operation::Insert
+                | Operation::Upsert
+                | Operation::Update
+                | Operation::Delete
+                | Operation::Truncate
+                | Operation::Ddl
+        )
+    }
+}
+
+/// How a statement ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StatementOutcome {
+    /// It ran without error. Whether its changes committed is told by row changes and
+    /// transaction observations.
+    Ok,
+    /// The driver returned an error.
+    Failed,
+}
+
+/// One statement a call ran, with what statement analysis and the driver said of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StatementEffect {
+    /// The operation.
+    pub operation: Operation,
+    /// Tables written (targets of INSERT/UPDATE/DELETE/TRUNCATE/DDL), lower-cased as written,
+    /// schema-qualified when the statement qualified them.
+    pub tables: Vec<String>,
+    /// Tables read (FROM, JOIN, subqueries), lower-cased.
+    pub read_tables: Vec<String>,
+    /// Columns assigned by `UPDATE ... SET` or an upsert's update clause, lower-cased.
+    pub set_columns: Vec<String>,
+    /// Whether an upsert may overwrite existing rows (`DO UPDATE`, `REPLACE`), as opposed to
+    /// `DO NOTHING` / `INSERT IGNORE`.
+    pub overwrites: bool,
+    /// Evidence that a SET cannot converge on repeat, e.g. `views = views + 1`: columns set
+    /// from themselves by arithmetic or concatenation, or from a non-deterministic function.
+    /// Each entry is `(column, expression text)`.
+    pub non_convergent: Vec<(String, String)>,
+    /// Functions called that are not known to be pure built-ins (lower-cased names): they
+    /// may write (a PL/pgSQL function called from SELECT).
+    pub opaque_calls: Vec<String>,
+    /// Whether this is `DROP` (of a table, view, schema…), a destructive DDL.
+    pub drops: bool,
+    /// Rows affected as the driver reported it, where that is trustworthy (PostgreSQL and
+    /// MySQL writes). Never set on SQLite, where it is stale.
+    pub rows_affected: Option<u64>,
+    /// Whether row-level observation (SQLite hooks, the PostgreSQL oracle) covered this
+    /// statement, so that the absence of row changes means it changed nothing.
+    pub observed: bool,
+    /// How the statement ended.
+    pub outcome: StatementOutcome,
+    /// A low-cardinality summary, as OpenTelemetry's `db.query.summary`: `SELECT appointments`.
+    pub summary: String,
+}
+
+impl StatementEffect {
+    /// A statement with the given operation and written tables, and nothing else known.
+    pub fn new(operation: Operation, tables: Vec<String>) -> Self {
+        let summary = if tables.is_empty() {
+            operation.as_str().to_owned()
+        } else {
+            format!("{} {}", operation.as_str(), tables.join(" "))
+        };
+        StatementEffect {
+            operation,
+            tables,
+            read_tables: Vec::new(),
+            set_columns: Vec::new(),
+            overwrites: false,
+            non_convergent: Vec::new(),
+            opaque_calls: Vec::new(),
+            drops: false,
+            rows_affected: None,
+            observed: false,
+            outcome: StatementOutcome::Ok,
+            summary,
+        }
+    }
+}
+
+/// The kind of a row change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RowOperation {
+    /// A row was inserted.
+    Insert,
+    /// An existing row was updated.
+    Update,
+    /// A row was deleted.
+    Delete,
+}
+
+impl RowOperation {
+    /// `insert`, `update` or `delete`: the metric label value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RowOperation::Insert => "insert",
+            RowOperation::Update => "update",
+            RowOperation::Delete => "delete",
+        }
+    }
+}
+
+/// What row images say about an update.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum RowImage {
+    /// No row images (the preupdate hook is off, or the backend has none).
+    #[default]
+    Unknown,
+    /// Old and new rows are equal.
+    Unchanged,
+    /// These columns (lower-cased names; empty when the names are not known) differ.
+    Changed(Vec<String>),
+}
+
+/// One row change, as a database hook or oracle reported it: confirmed evidence.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RowChange {
+    /// The table, lower-cased.
+    pub table: String,
+    /// Insert, update or delete.
+    pub operation: RowOperation,
+    /// The index in [`Effect::statements`] of the statement that caused it, where known.
+    pub statement: Option<usize>,
+    /// True once the change committed; false when it was rolled back.
+    pub committed: bool,
+    /// What row images say, for updates.
+    pub image: RowImage,
+    /// Whether a trigger made the change (SQLite preupdate depth > 0), where known.
+    pub nested: Option<bool>,
+}
+
+/// Per-table counts a transaction oracle read (PostgreSQL `pg_stat_xact_user_tables`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TableWrites {
+    /// The table, lower-cased, unqualified.
+    pub table: String,
+    /// Rows inserted.
+    pub inserted: u64,
+    /// Rows updated.
+    pub updated: u64,
+    /// Rows deleted.
+    pub deleted: u64,
+}
+
+/// What a transaction oracle said of one transaction (design §3: PostgreSQL).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TransactionObservation {
+    /// `pg_current_xact_id_if_assigned()` was non-NULL: the transaction wrote something.
+    pub wrote: bool,
+    /// Tables with non-zero counts.
+    pub tables: Vec<TableWrites>,
+    /// Whether the transaction committed (false: rolled back).
+    pub committed: bool,
+}
+
+/// An outbound request a tool made (from HTTP client instrumentation).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutboundReach {
+    /// The host, lower-cased, without port.
+    pub host: String,
+    /// The request method, upper-cased (`GET`, `POST`, …).
+    pub method: String,
+}
+
+impl OutboundReach {
+    /// Whether the method may change the remote side (anything but GET, HEAD, OPTIONS, TRACE).
+    pub fn is_mutating(&self) -> bool {
+        !matches!(self.method.as_str(), "GET" | "HEAD" | "OPTIONS" | "TRACE")
+    }
+}
+
+/// The kind of change an explicitly reported effect made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExplicitChange {
+    /// Something was added (a file created, a message queued, a mail sent).
+    Add,
+    /// Something existing was overwritten.
+    Overwrite,
+    /// Something was deleted.
+    Delete,
+}
+
+/// An effect the server reports itself (files, queues, mail), via the explicit API.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExplicitEffect {
+    /// What was changed, e.g. `file:/var/exports/a.csv` or `queue:mail`.
+    pub target: String,
+    /// How it was changed.
+    pub change: ExplicitChange,
+}
+
+/// Everything one tool call did that hintaudit observed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Effect {
+    /// Statements, in the order they started.
+    pub statements: Vec<StatementEffect>,
+    /// Row changes, in the order the hooks reported them.
+    pub row_changes: Vec<RowChange>,
+    /// Transaction oracle observations.
+    pub transactions: Vec<TransactionObservation>,
+    /// Outbound requests.
+    pub outbound: Vec<OutboundReach>,
+    /// Effects the server reported itself.
+    pub explicit: Vec<ExplicitEffect>,
+}
+
+impl Effect {
+    /// Whether nothing at all was observed.
+    pub fn is_empty(&self) -> bool {
+        self.statements.is_empty()
+            && self.row_changes.is_empty()
+            && self.transactions.is_empty()
+            && self.outbound.is_empty()
+            && self.explicit.is_empty()
+    }
+
+    /// A one-line summary for tables: `3 stmts (SELECT 2, UPDATE 1); rows: appointments update 1`.
+    pub fn summary(&self) -> String {
+        use std::collections::BTreeMap;
+        let mut ops: BTreeMap<&str, usize> = BTreeMap::new();
+        for s in &self.statements {
+            *ops.entry(s.operation.as_str()).or_default() += 1;
+        }
+        let mut rows: BTreeMap<(String, &str, bool), usize> = BTreeMap::new();
+        for r in &self.row_changes {
+            *rows
+                .entry((r.table.clone(), r.operation.as_str(), r.committed))
+                .or_default() += 1;
+        }
+        let mut out = if ops.is_empty() {
+            "no statements".to_owned()
+        } else {
+            let ops: Vec<String> = ops.iter().map(|(k, v)| format!("{k} {v}")).collect();
+            format!("{}", ops.join(", "))
+        };
+        if !rows.is_empty() {
+            let rows: Vec<String> = rows
+                .iter()
+                .map(|((t, op, committed), n)| {
+                    let rb = if *committed { "" } else { " (rolled back)" };
+                    format!("{t} {op} {n}{rb}")
+                })
+                .collect();
+            out.push_str("; rows: ");
+            out.push_str(&rows.join(", "));
+        }
+        for t in &self.transactions {
+            for w in &t.tables {
+                out.push_str(&format!(
+                    "; oracle: {} +{} ~{} -{}",
+                    w.table, w.inserted, w.updated, w.deleted
+                ));
+            }
+        }
+        if !self.outbound.is_empty() {
+            out.push_str(&format!("; outbound {}", self.outbound.len()));
+        }
+        if !self.explicit.is_empty() {
+            out.push_str(&format!("; reported {}", self.explicit.len()));
+        }
+        out
+    }
+}

@@ -1,0 +1,209 @@
+//! Findings: what the judge concludes, with rule, hint, severity, confidence and evidence.
+
+use crate::hints::Hint;
+
+/// How serious a finding is (design §2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Severity {
+    /// Worth knowing: missing hints, contradictions.
+    Info,
+    /// Probably wrong: attempted writes, broken idempotency, undeclared reach.
+    Warning,
+    /// A client would run something unasked that it should have asked about.
+    Critical,
+}
+
+impl Severity {
+    /// `info`, `warning` or `critical`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Info => "info",
+            Severity::Warning => "warning",
+            Severity::Critical => "critical",
+        }
+    }
+
+    /// Parses `info`, `warning` or `critical` (case-insensitive).
+    pub fn parse(s: &str) -> Option<Severity> {
+        match s.to_ascii_lowercase().as_str() {
+            "info" => Some(Severity::Info),
+            "warning" => Some(Severity::Warning),
+            "critical" => Some(Severity::Critical),
+            _ => None,
+        }
+    }
+}
+
+/// How strong the evidence is (design §2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Confidence {
+    /// It rests on statement analysis alone.
+    Likely,
+    /// A committed row change or a database oracle shows it.
+    Confirmed,
+}
+
+impl Confidence {
+    /// `likely` or `confirmed`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Confidence::Likely => "likely",
+            Confidence::Confirmed => "confirmed",
+        }
+    }
+}
+
+/// A rule of design §2.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
+pub enum Rule {
+    /// readOnlyHint true, and a committed change, DDL, or a mutating outbound request.
+    ReadOnlyWrite,
+    /// readOnlyHint true, and a write that changed nothing, rolled back, or was blocked.
+    ReadOnlyWriteAttempt,
+    /// destructiveHint false, and rows deleted or overwritten, TRUNCATE or DROP.
+    UndeclaredDestructive,
+    /// idempotentHint true, and a clean repeat made a net change.
+    IdempotencyBroken,
+    /// openWorldHint false, and an outbound connection outside the closed world.
+    UndeclaredOpenWorld,
+    /// A meaningful hint is unset.
+    HintMissing,
+    /// readOnlyHint and destructiveHint both explicitly true.
+    HintContradiction,
+    /// The hints served for a tool differ from those first seen.
+    HintsChanged,
+}
+
+impl Rule {
+    /// Every rule.
+    pub const ALL: [Rule; 8] = [
+        Rule::ReadOnlyWrite,
+        Rule::ReadOnlyWriteAttempt,
+        Rule::UndeclaredDestructive,
+        Rule::IdempotencyBroken,
+        Rule::UndeclaredOpenWorld,
+        Rule::HintMissing,
+        Rule::HintContradiction,
+        Rule::HintsChanged,
+    ];
+
+    /// The rule id, e.g. `read_only_write`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Rule::ReadOnlyWrite => "read_only_write",
+            Rule::ReadOnlyWriteAttempt => "read_only_write_attempt",
+            Rule::UndeclaredDestructive => "undeclared_destructive",
+            Rule::IdempotencyBroken => "idempotency_broken",
+            Rule::UndeclaredOpenWorld => "undeclared_open_world",
+            Rule::HintMissing => "hint_missing",
+            Rule::HintContradiction => "hint_contradiction",
+            Rule::HintsChanged => "hints_changed",
+        }
+    }
+
+    /// The severity of design §2.
+    pub fn severity(self) -> Severity {
+        match self {
+            Rule::ReadOnlyWrite | Rule::UndeclaredDestructive => Severity::Critical,
+            Rule::ReadOnlyWriteAttempt
+            | Rule::IdempotencyBroken
+            | Rule::UndeclaredOpenWorld
+            | Rule::HintsChanged => Severity::Warning,
+            Rule::HintMissing | Rule::HintContradiction => Severity::Info,
+        }
+    }
+
+    /// Parses a rule id.
+    pub fn parse(s: &str) -> Option<Rule> {
+        Rule::ALL.into_iter().find(|r| r.as_str() == s)
+    }
+}
+
+impl std::fmt::Display for Rule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One conclusion of the judge about one tool.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finding {
+    /// The tool name.
+    pub tool: String,
+    /// The rule.
+    pub rule: Rule,
+    /// The hint concerned.
+    pub hint: Hint,
+    /// The rule's severity.
+    pub severity: Severity,
+    /// How strong the evidence is.
+    pub confidence: Confidence,
+    /// One line of evidence, e.g. `UPDATE appointments: 1 row updated (committed)`. Never
+    /// contains argument values or SQL literals.
+    pub evidence: String,
+}
+
+impl Finding {
+    /// A finding for `rule`, with the rule's severity.
+    pub fn new(
+        tool: impl Into<String>,
+        rule: Rule,
+        hint: Hint,
+        confidence: Confidence,
+        evidence: impl Into<String>,
+    ) -> Self {
+        Finding {
+            tool: tool.into(),
+            rule,
+            hint,
+            severity: rule.severity(),
+            confidence,
+            evidence: evidence.into(),
+        }
+    }
+}
+
+/// Advice: a hint that could be less cautious (design §2). Never an alert.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
+pub enum Advice {
+    /// No write seen: readOnlyHint could be true.
+    CouldBeReadOnly,
+    /// Writes seen, none destructive: destructiveHint could be false.
+    CouldBeNonDestructive,
+    /// Clean repeats made no net change: idempotentHint could be true.
+    CouldBeIdempotent,
+    /// No outbound reach seen: openWorldHint could be false.
+    CouldBeClosedWorld,
+}
+
+impl Advice {
+    /// Every advice.
+    pub const ALL: [Advice; 4] = [
+        Advice::CouldBeReadOnly,
+        Advice::CouldBeNonDestructive,
+        Advice::CouldBeIdempotent,
+        Advice::CouldBeClosedWorld,
+    ];
+
+    /// The advice id, e.g. `could_be_read_only`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Advice::CouldBeReadOnly => "could_be_read_only",
+            Advice::CouldBeNonDestructive => "could_be_non_destructive",
+            Advice::CouldBeIdempotent => "could_be_idempotent",
+            Advice::CouldBeClosedWorld => "could_be_closed_world",
+        }
+    }
+
+    /// The hint the advice concerns.
+    pub fn hint(self) -> Hint {
+        match self {
+            Advice::CouldBeReadOnly => Hint::ReadOnly,
+            Advice::CouldBeNonDestructive => Hint::Destructive,
+            Advice::CouldBeIdempotent => Hint::Idempotent,
+            Advice::CouldBeClosedWorld => Hint::OpenWorld,
+        }
+    }
+}

@@ -1,0 +1,225 @@
+//! The idempotency history: which (tool, arguments) pairs ran, and when tables were written.
+//!
+//! Arguments are never kept: a call is identified by an [`ArgsKey`], a keyed BLAKE3 hash of
+//! its canonical JSON arguments (object keys sorted, no whitespace), with a key drawn at
+//! random per process. A repeat is *clean* when no other call wrote, between the end of the
+//! previous identical call and the end of this one, any table this call touches. Concurrent
+//! calls still running when the repeat is judged are not seen: under heavy concurrency a
+//! repeat may be judged clean when it was not (rare; documented in the README).
+
+use std::collections::HashMap;
+use std::num::NonZeroUsize;
+use std::sync::Arc;
+
+use lru::LruCache;
+use serde_json::Value;
+
+/// A keyed 128-bit hash of a call's canonical arguments. Two calls with equal arguments
+/// (whatever the key order or whitespace) have equal keys under one [`ArgsHasher`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ArgsKey([u8; 16]);
+
+/// Hashes arguments into [`ArgsKey`]s with a secret key.
+#[derive(Clone)]
+pub struct ArgsHasher {
+    key: [u8; 32],
+}
+
+impl std::fmt::Debug for ArgsHasher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ArgsHasher { key: <secret> }")
+    }
+}
+
+impl ArgsHasher {
+    /// A hasher with a random key from the operating system. If the OS has no randomness to
+    /// give, the key falls back to one derived from the time and address space (still
+    /// distinct per process; the hash then only protects against casual reading).
+    pub fn random() -> Self {
+        let mut key = [0u8; 32];
+        if getrandom::fill(&mut key).is_err() {
+            let seed = format!("{:?}{:p}", std::time::SystemTime::now(), &key);
+            key = *blake3::hash(seed.as_bytes()).as_bytes();
+        }
+        ArgsHasher { key }
+    }
+
+    /// A hasher with a fixed key (tests, or keys shared between processes).
+    pub fn with_key(key: [u8; 32]) -> Self {
+        ArgsHasher { key }
+    }
+
+    /// The key of `arguments` (`None`: a call without arguments, the same as `{}`).
+    pub fn key(&self, arguments: Option<&Value>) -> ArgsKey {
+        let mut hasher = blake3::Hasher::new_keyed(&self.key);
+        match arguments {
+            Some(v) => write_canonical(v, &mut hasher),
+            None => {
+                hasher.update(b"{}");
+            }
+        }
+        let mut out = [0u8; 16];
+        out.copy_from_slice(&hasher.finalize().as_bytes()[..16]);
+        ArgsKey(out)
+    }
+}
+
+/// Writes `value` as canonical JSON: object keys sorted by their UTF-8 bytes, no whitespace,
+/// strings and numbers as serde_json writes them. Written by hand (rather than with a JCS
+/// crate) to stream into the hasher without building a string.
+fn write_canonical(value: &Value, out: &mut blake3::Hasher) {
+    match value {
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            out.update(b"{");
+            for (i, k) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    out.update(b",");
+                }
+                write_canonical(&Value::String(k.clone()), out);
+                out.update(b":");
+                write_canonical(&map[k], out);
+            }
+            out.update(b"}");
+        }
+        Value::Array(items) => {
+            out.update(b"[");
+            for (i, v) in items.iter().enumerate() {
+                if i > 0 {
+                    out.update(b",");
+                }
+                write_canonical(v, out);
+            }
+            out.update(b"]");
+        }
+        scalar => {
+            // serde_json writes scalars without whitespace, deterministically.
+            out.update(scalar.to_string().as_bytes());
+        }
+    }
+}
+
+/// What the history knows of the previous identical call when a repeat ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Repeat {
+    /// No identical call is in the history.
+    First,
+    /// An identical call ran before and no other call wrote this call's tables since.
+    Clean,
+    /// An identical call ran before, but another call wrote one of this call's tables since.
+    Disturbed,
+}
+
+/// Bounded history: an LRU of (tool, arguments) → epoch of the end of the last such call,
+/// and the epoch each table was last written at.
+#[derive(Debug)]
+pub struct History {
+    epoch: u64,
+    calls: LruCache<(Arc<str>, ArgsKey), u64>,
+    tables: HashMap<String, u64>,
+    max_tables: usize,
+}
+
+impl History {
+    /// A history keeping `capacity` calls and at most `max_tables` table epochs (beyond it,
+    /// writes to new tables make every repeat that touches them disturbed: precision first).
+    pub fn new(capacity: NonZeroUsize, max_tables: usize) -> Self {
+        History {
+            epoch: 0,
+            calls: LruCache::new(capacity),
+            tables: HashMap::new(),
+            max_tables,
+        }
+    }
+
+    /// Records the end of a call of `tool` with `args` that touched (read or wrote) `touched`
+    /// and wrote `written`, and says whether it was a clean repeat.
+    pub fn record<'a>(
+        &mut self,
+        tool: &str,
+        args: ArgsKey,
+        touched: impl IntoIterator<Item = &'a str>,
+        written: impl IntoIterator<Item = &'a str>,
+    ) -> Repeat {
+        self.epoch += 1;
+        let now = self.epoch;
+        let key: (Arc<str>, ArgsKey) = (Arc::from(tool), args);
+        let repeat = match self.calls.get(&key) {
+            None => Repeat::First,
+            Some(&prev_end) => {
+                let disturbed = touched.into_iter().any(|t| match self.tables.get(t) {
+                    Some(&written_at) => written_at > prev_end,
+                    None => self.tables.len() >= self.max_tables,
+                });
+                if disturbed { Repeat::Disturbed } else { Repeat::Clean }
+            }
+        };
+        for t in written {
+            if let Some(e) = self.tables.get_mut(t) {
+                *e = now;
+            } else if self.tables.len() < self.max_tables {
+                self.tables.insert(t.to_owned(), now);
+            }
+        }
+        self.calls.put(key, now);
+        repeat
+    }
+
+    /// Number of calls remembered.
+    pub fn len(&self) -> usize {
+        self.calls.len()
+    }
+
+    /// Whether no call is remembered.
+    pub fn is_empty(&self) -> bool {
+        self.calls.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn key_ignores_order_and_whitespace() {
+        let h = ArgsHasher::with_key([7; 32]);
+        let a: Value = serde_json::from_str(r#"{"b": [1, {"y":2,"x":1}], "a": "s"}"#).unwrap();
+        let b: Value = serde_json::from_str(r#"{"a":"s","b":[1,{"x":1,"y":2}]}"#).unwrap();
+        assert_eq!(h.key(Some(&a)), h.key(Some(&b)));
+        assert_ne!(h.key(Some(&a)), h.key(Some(&json!({"a": "s"}))));
+        assert_eq!(h.key(None), h.key(Some(&json!({}))));
+        // Array order matters.
+        assert_ne!(h.key(Some(&json!([1, 2]))), h.key(Some(&json!([2, 1]))));
+        // Another key, another hash.
+        assert_ne!(h.key(Some(&a)), ArgsHasher::with_key([8; 32]).key(Some(&a)));
+    }
+
+    #[test]
+    fn repeats_are_clean_unless_tables_were_written_between() {
+        let k = ArgsHasher::with_key([1; 32]).key(None);
+        let mut h = History::new(NonZeroUsize::new(8).unwrap(), 100);
+        assert_eq!(h.record("t", k, ["a"], ["a"]), Repeat::First);
+        assert_eq!(h.record("t", k, ["a"], ["a"]), Repeat::Clean);
+        // Another tool writes table a in between.
+        h.record("other", k, ["a"], ["a"]);
+        assert_eq!(h.record("t", k, ["a"], []), Repeat::Disturbed);
+        assert_eq!(h.record("t", k, ["a"], []), Repeat::Clean);
+        // A write to an untouched table does not disturb.
+        h.record("other", k, ["b"], ["b"]);
+        assert_eq!(h.record("t", k, ["a"], []), Repeat::Clean);
+    }
+
+    #[test]
+    fn capacity_bounds_the_history() {
+        let hasher = ArgsHasher::with_key([1; 32]);
+        let mut h = History::new(NonZeroUsize::new(2).unwrap(), 100);
+        for i in 0..10 {
+            h.record("t", hasher.key(Some(&json!(i))), [], []);
+        }
+        assert_eq!(h.len(), 2);
+        // The oldest were evicted: calling with 0 again is a first call.
+        assert_eq!(h.record("t", hasher.key(Some(&json!(0))), [], []), Repeat::First);
+    }
+}

@@ -1,0 +1,282 @@
+//! The judge: compares what a call did with the hints its tool declares (design §2).
+//!
+//! ```
+//! use hintaudit_core::*;
+//! let judge = Judge::new(Policy::default());
+//! let hints = DeclaredHints { read_only: Some(true), ..Default::default() };
+//! let mut effect = Effect::default();
+//! effect.statements.push(StatementEffect::new(Operation::Update, vec!["appointments".into()]));
+//! effect.row_changes.push(RowChange {
+//!     table: "appointments".into(), operation: RowOperation::Update, statement: Some(0),
+//!     committed: true, image: RowImage::Unknown, nested: None,
+//! });
+//! let verdict = judge.judge(&ToolCall { tool: "get_appointment", hints, arguments: None, effect: &effect });
+//! assert_eq!(verdict.findings[0].rule, Rule::ReadOnlyWrite);
+//! assert_eq!(verdict.findings[0].confidence, Confidence::Confirmed);
+//! ```
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use serde_json::Value;
+
+use crate::effect::Effect;
+use crate::facts::{summarize, Facts};
+use crate::finding::{Advice, Confidence, Finding, Rule};
+use crate::hints::{DeclaredHints, Hint};
+use crate::history::{ArgsHasher, History, Repeat};
+use crate::policy::Policy;
+
+/// Most tools whose first-seen hints and advice counters the judge keeps; calls of further
+/// tools are judged but not tracked for `hints_changed` or advice.
+pub const MAX_TRACKED_TOOLS: usize = 10_000;
+/// Most tables whose last write the idempotency history tracks.
+pub const MAX_TRACKED_TABLES: usize = 10_000;
+
+/// One finished tool call, as the judge sees it.
+#[derive(Debug, Clone, Copy)]
+pub struct ToolCall<'a> {
+    /// The tool name.
+    pub tool: &'a str,
+    /// The hints the tool declared when it was called.
+    pub hints: DeclaredHints,
+    /// The call's arguments (hashed, never kept); `None` for none.
+    pub arguments: Option<&'a Value>,
+    /// What the call did.
+    pub effect: &'a Effect,
+}
+
+/// The judge's conclusion about one call.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Verdict {
+    /// Findings, most severe first.
+    pub findings: Vec<Finding>,
+    /// Whether this call repeated an identical earlier one, and whether cleanly.
+    pub repeat: Option<Repeat>,
+    /// The facts the findings rest on.
+    pub facts: Facts,
+}
+
+impl Verdict {
+    /// `clean`, or the most severe finding's severity: the span attribute `hintaudit.verdict`.
+    pub fn label(&self) -> &'static str {
+        self.findings
+            .iter()
+            .map(|f| f.severity)
+            .max()
+            .map_or("clean", |s| s.as_str())
+    }
+}
+
+#[derive(Debug, Default, Clone, Copy)]
+struct AdviceCounters {
+    calls: u64,
+    writing_calls: u64,
+    destructive_calls: u64,
+    reaching_calls: u64,
+    clean_repeats: u64,
+    changing_repeats: u64,
+}
+
+#[derive(Debug)]
+struct State {
+    history: History,
+    first_hints: HashMap<Arc<str>, DeclaredHints>,
+    advice: HashMap<Arc<str>, AdviceCounters>,
+}
+
+/// The judge. Cheap to share (`Arc`); every method takes `&self` and is safe to call from
+/// any thread. State (history, first-seen hints, advice counters) is bounded: see
+/// [`Policy::with_history_capacity`], [`MAX_TRACKED_TOOLS`], [`MAX_TRACKED_TABLES`].
+#[derive(Debug)]
+pub struct Judge {
+    policy: Policy,
+    hasher: ArgsHasher,
+    state: Mutex<State>,
+}
+
+impl Judge {
+    /// A judge with `policy` and a random argument-hash key.
+    pub fn new(policy: Policy) -> Self {
+        Judge {
+            state: Mutex::new(State {
+                history: History::new(policy.history_capacity(), MAX_TRACKED_TABLES),
+                first_hints: HashMap::new(),
+                advice: HashMap::new(),
+            }),
+            hasher: ArgsHasher::random(),
+            policy,
+        }
+    }
+
+    /// The policy.
+    pub fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Judges one finished call against its declared hints, and records it in the history.
+    pub fn judge(&self, call: &ToolCall<'_>) -> Verdict {
+        let facts = Facts::from_effect(call.effect, &self.policy);
+        let hints = call.hints;
+        let mut findings = Vec::new();
+        let mut push = |rule: Rule, hint: Hint, evidence: &[crate::facts::Evidence]| {
+            if let Some(e) = summarize(evidence) {
+                findings.push(Finding::new(call.tool, rule, hint, e.confidence, e.text));
+            }
+        };
+
+        if hints.read_only == Some(true) {
+            if !facts.writes.is_empty() {
+                push(Rule::ReadOnlyWrite, Hint::ReadOnly, &facts.writes);
+            } else {
+                push(Rule::ReadOnlyWriteAttempt, Hint::ReadOnly, &facts.attempts);
+            }
+        } else if hints.destructive == Some(false) {
+            push(Rule::UndeclaredDestructive, Hint::Destructive, &facts.destructive);
+        }
+
+        if hints.open_world == Some(false) {
+            let outside: Vec<crate::facts::Evidence> = facts
+                .hosts
+                .iter()
+                .filter(|h| !self.policy.is_closed_world_host(h))
+                .map(|h| crate::facts::Evidence {
+                    text: format!("outbound connection to {h}"),
+                    confidence: Confidence::Confirmed,
+                })
+                .collect();
+            push(Rule::UndeclaredOpenWorld, Hint::OpenWorld, &outside);
+        }
+
+        let key = self.hasher.key(call.arguments);
+        let mut state = self.state();
+        let repeat = state.history.record(
+            call.tool,
+            key,
+            facts.touched_tables.iter().map(String::as_str),
+            facts.written_tables.iter().map(String::as_str),
+        );
+        let changed_on_repeat = repeat == Repeat::Clean && !facts.net_changes.is_empty();
+        if repeat == Repeat::Clean
+            && hints.read_only != Some(true)
+            && hints.idempotent == Some(true)
+            && changed_on_repeat
+        {
+            if let Some(e) = summarize(&facts.net_changes) {
+                findings.push(Finding::new(
+                    call.tool,
+                    Rule::IdempotencyBroken,
+                    Hint::Idempotent,
+                    e.confidence,
+                    format!("repeat with the same arguments: {}", e.text),
+                ));
+            }
+        }
+
+        let tracked = state.advice.len() < MAX_TRACKED_TOOLS || state.advice.contains_key(call.tool);
+        if tracked {
+            let c = state.advice.entry(Arc::from(call.tool)).or_default();
+            c.calls += 1;
+            c.writing_calls += u64::from(!facts.writes.is_empty() || !facts.attempts.is_empty() || facts.any_write_statement);
+            c.destructive_calls += u64::from(!facts.destructive.is_empty());
+            c.reaching_calls += u64::from(!facts.hosts.is_empty());
+            c.clean_repeats += u64::from(repeat == Repeat::Clean);
+            c.changing_repeats += u64::from(changed_on_repeat);
+        }
+        drop(state);
+
+        findings.sort_by(|a, b| b.severity.cmp(&a.severity).then(a.rule.cmp(&b.rule)));
+        Verdict { findings, repeat: Some(repeat), facts }
+    }
+
+    /// Lints one tool's hints as tools/list serves them: `hint_missing` for every meaningful
+    /// unset hint, `hint_contradiction`, and `hints_changed` when they differ from the hints
+    /// first seen for this tool (the first listing sets them).
+    pub fn judge_listing(&self, tool: &str, hints: DeclaredHints) -> Vec<Finding> {
+        let mut findings = lint_hints(tool, hints);
+        let mut state = self.state();
+        match state.first_hints.get(tool) {
+            Some(first) if *first != hints => findings.push(Finding::new(
+                tool,
+                Rule::HintsChanged,
+                changed_hint(first, &hints),
+                Confidence::Confirmed,
+                format!("hints changed from {} to {}", first.compact(), hints.compact()),
+            )),
+            Some(_) => {}
+            None if state.first_hints.len() < MAX_TRACKED_TOOLS => {
+                state.first_hints.insert(Arc::from(tool), hints);
+            }
+            None => {}
+        }
+        findings
+    }
+
+    /// Advice for a tool with these hints, from the calls judged so far.
+    pub fn advice(&self, tool: &str, hints: DeclaredHints) -> Vec<Advice> {
+        let c = self.state().advice.get(tool).copied().unwrap_or_default();
+        advice_for(hints, c, self.policy.advice_after_calls())
+    }
+}
+
+fn changed_hint(a: &DeclaredHints, b: &DeclaredHints) -> Hint {
+    Hint::ALL
+        .into_iter()
+        .find(|h| a.get(*h) != b.get(*h))
+        .unwrap_or(Hint::ReadOnly)
+}
+
+/// The listing rules that need no state: `hint_missing` and `hint_contradiction`.
+pub fn lint_hints(tool: &str, hints: DeclaredHints) -> Vec<Finding> {
+    let mut findings: Vec<Finding> = hints
+        .missing()
+        .map(|h| {
+            Finding::new(
+                tool,
+                Rule::HintMissing,
+                h,
+                Confidence::Confirmed,
+                format!(
+                    "{} unset; clients assume {}",
+                    h.spec_name(),
+                    h.default_value()
+                ),
+            )
+        })
+        .collect();
+    if hints.read_only == Some(true) && hints.destructive == Some(true) {
+        findings.push(Finding::new(
+            tool,
+            Rule::HintContradiction,
+            Hint::Destructive,
+            Confidence::Confirmed,
+            "readOnlyHint true and destructiveHint true",
+        ));
+    }
+    findings
+}
+
+fn advice_for(hints: DeclaredHints, c: AdviceCounters, after: u64) -> Vec<Advice> {
+    let e = hints.effective();
+    let mut out = Vec::new();
+    if c.calls < after {
+        return out;
+    }
+    if !e.read_only && c.writing_calls == 0 {
+        out.push(Advice::CouldBeReadOnly);
+    }
+    if !e.read_only && e.destructive && c.writing_calls > 0 && c.destructive_calls == 0 {
+        out.push(Advice::CouldBeNonDestructive);
+    }
+    if !e.read_only && !e.idempotent && c.writing_calls > 0 && c.clean_repeats > 0 && c.changing_repeats == 0 {
+        out.push(Advice::CouldBeIdempotent);
+    }
+    if e.open_world && c.reaching_calls == 0 {
+        out.push(Advice::CouldBeClosedWorld);
+    }
+    out
+}

@@ -1,0 +1,135 @@
+//! Policy: what the judge watches and when it gives advice.
+
+use std::collections::HashSet;
+use std::num::NonZeroUsize;
+
+/// Judge policy. Build with [`Policy::default`] and the `with_*` setters.
+///
+/// ```
+/// use hintaudit_core::Policy;
+/// let policy = Policy::default()
+///     .with_ignored_table("access_log")
+///     .with_ignored_column("updated_at")
+///     .with_ignored_column("appointments.last_viewed_at");
+/// assert!(policy.is_ignored_table("public.access_log"));
+/// assert!(policy.is_ignored_column("patients", "updated_at"));
+/// assert!(policy.is_ignored_column("appointments", "last_viewed_at"));
+/// assert!(!policy.is_ignored_column("patients", "last_viewed_at"));
+/// ```
+#[derive(Debug, Clone)]
+pub struct Policy {
+    ignored_tables: HashSet<String>,
+    ignored_columns: HashSet<(Option<String>, String)>,
+    advice_after_calls: u64,
+    history_capacity: NonZeroUsize,
+    closed_world_hosts: Vec<String>,
+}
+
+/// Default number of calls without contrary evidence before advice is given.
+pub const DEFAULT_ADVICE_AFTER_CALLS: u64 = 20;
+/// Default number of (tool, arguments) entries the idempotency history keeps.
+pub const DEFAULT_HISTORY_CAPACITY: usize = 10_000;
+
+impl Default for Policy {
+    /// Watches every table, ignores no column, advises after 20 calls, keeps 10,000 history
+    /// entries (about 100 bytes each), and treats only loopback hosts as the closed world.
+    fn default() -> Self {
+        Policy {
+            ignored_tables: HashSet::new(),
+            ignored_columns: HashSet::new(),
+            advice_after_calls: DEFAULT_ADVICE_AFTER_CALLS,
+            history_capacity: NonZeroUsize::new(DEFAULT_HISTORY_CAPACITY).expect("non-zero"),
+            closed_world_hosts: vec!["localhost".into(), "127.0.0.1".into(), "::1".into()],
+        }
+    }
+}
+
+/// Lower-cases and strips quotes and the schema: `"Public"."Access_Log"` → `access_log`.
+pub fn normalize_table(name: &str) -> String {
+    let last = name.rsplit('.').next().unwrap_or(name);
+    last.trim_matches(|c| c == '"' || c == '`' || c == '[' || c == ']')
+        .to_lowercase()
+}
+
+impl Policy {
+    /// Ignores a bookkeeping table (any schema): changes to it are no effect on the
+    /// environment. Names are matched case-insensitively, without schema.
+    pub fn with_ignored_table(mut self, table: impl AsRef<str>) -> Self {
+        self.ignored_tables.insert(normalize_table(table.as_ref()));
+        self
+    }
+
+    /// Ignores a bookkeeping column: `updated_at` in every table, or `table.column` in one.
+    /// A change confined to ignored columns is no net change and no overwrite.
+    pub fn with_ignored_column(mut self, column: impl AsRef<str>) -> Self {
+        let column = column.as_ref().to_lowercase();
+        let key = match column.rsplit_once('.') {
+            Some((table, col)) => (Some(normalize_table(table)), col.to_owned()),
+            None => (None, column),
+        };
+        self.ignored_columns.insert(key);
+        self
+    }
+
+    /// Calls with no contrary evidence before advice is given (default 20; 0 is taken as 1).
+    pub fn with_advice_after_calls(mut self, calls: u64) -> Self {
+        self.advice_after_calls = calls.max(1);
+        self
+    }
+
+    /// How many (tool, arguments) entries the idempotency history keeps, least recently used
+    /// evicted first (default 10,000).
+    pub fn with_history_capacity(mut self, entries: NonZeroUsize) -> Self {
+        self.history_capacity = entries;
+        self
+    }
+
+    /// Hosts that belong to the closed world of tools declaring `openWorldHint: false`
+    /// (default: loopback). Replaces the list.
+    pub fn with_closed_world_hosts<I, S>(mut self, hosts: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.closed_world_hosts = hosts.into_iter().map(|h| h.into().to_lowercase()).collect();
+        self
+    }
+
+    /// Whether a table is bookkeeping.
+    pub fn is_ignored_table(&self, table: &str) -> bool {
+        !self.ignored_tables.is_empty() && self.ignored_tables.contains(&normalize_table(table))
+    }
+
+    /// Whether a column of a table is bookkeeping.
+    pub fn is_ignored_column(&self, table: &str, column: &str) -> bool {
+        if self.ignored_columns.is_empty() {
+            return false;
+        }
+        let column = column.to_lowercase();
+        self.ignored_columns.contains(&(None, column.clone()))
+            || self
+                .ignored_columns
+                .contains(&(Some(normalize_table(table)), column))
+    }
+
+    /// Whether every one of `columns` is bookkeeping (false for an empty list).
+    pub fn all_columns_ignored(&self, table: &str, columns: &[String]) -> bool {
+        !columns.is_empty() && columns.iter().all(|c| self.is_ignored_column(table, c))
+    }
+
+    /// Calls before advice.
+    pub fn advice_after_calls(&self) -> u64 {
+        self.advice_after_calls
+    }
+
+    /// History capacity.
+    pub fn history_capacity(&self) -> NonZeroUsize {
+        self.history_capacity
+    }
+
+    /// Whether a host is inside the closed world.
+    pub fn is_closed_world_host(&self, host: &str) -> bool {
+        let host = host.to_lowercase();
+        self.closed_world_hosts.iter().any(|h| *h == host)
+    }
+}

@@ -1,0 +1,157 @@
+//! The call scope: which tool call the current task works for.
+//!
+//! The rmcp layer opens a [`CallScope`] around the inner `call_tool` future; code that runs
+//! inside it (the audited sqlx pool, HTTP client instrumentation, the explicit API) finds it
+//! with [`CallScope::current`] and records into its [`CallEffects`]. The scope is a
+//! `tokio::task_local!`, so it is lost when a tool spawns a task of its own: use
+//! [`CallScope::carry`] or [`CallScope::spawn`] to take it along.
+//!
+//! ```
+//! use hintaudit_core::{CallScope, Operation, StatementEffect};
+//! # #[tokio::main(flavor = "current_thread")] async fn main() {
+//! let scope = CallScope::new("cancel_appointment");
+//! let effects = scope.effects_handle();
+//! scope
+//!     .run(async {
+//!         let here = CallScope::current().expect("inside the scope");
+//!         here.effects().record_statement(StatementEffect::new(Operation::Delete, vec!["appointments".into()]));
+//!     })
+//!     .await;
+//! assert!(CallScope::current().is_none());
+//! assert_eq!(effects.snapshot().statements.len(), 1);
+//! # }
+//! ```
+
+use std::future::Future;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use crate::effect::{
+    Effect, ExplicitEffect, OutboundReach, RowChange, StatementEffect, TransactionObservation,
+};
+
+tokio::task_local! {
+    static CURRENT: Option<CallScope>;
+}
+
+/// The effects of one tool call, filled from any thread while the call runs.
+///
+/// Every method locks a mutex for a few instructions and never panics (a poisoned lock is
+/// taken over: the data is append-only, so a panic elsewhere cannot leave it inconsistent).
+#[derive(Debug, Default)]
+pub struct CallEffects {
+    tool: Arc<str>,
+    effect: Mutex<Effect>,
+}
+
+impl CallEffects {
+    fn lock(&self) -> MutexGuard<'_, Effect> {
+        self.effect.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The tool this call is for.
+    pub fn tool(&self) -> &str {
+        &self.tool
+    }
+
+    /// Records a statement; returns its index, for [`CallEffects::update_statement`] and
+    /// [`RowChange::statement`].
+    pub fn record_statement(&self, statement: StatementEffect) -> usize {
+        let mut effect = self.lock();
+        effect.statements.push(statement);
+        effect.statements.len() - 1
+    }
+
+    /// Updates a recorded statement once the driver has answered. An unknown index is ignored.
+    pub fn update_statement(&self, index: usize, update: impl FnOnce(&mut StatementEffect)) {
+        if let Some(s) = self.lock().statements.get_mut(index) {
+            update(s);
+        }
+    }
+
+    /// Records row changes (from database hooks).
+    pub fn record_row_changes(&self, changes: impl IntoIterator<Item = RowChange>) {
+        self.lock().row_changes.extend(changes);
+    }
+
+    /// Records what a transaction oracle observed.
+    pub fn record_transaction(&self, observation: TransactionObservation) {
+        self.lock().transactions.push(observation);
+    }
+
+    /// Records an outbound request.
+    pub fn record_outbound(&self, reach: OutboundReach) {
+        self.lock().outbound.push(reach);
+    }
+
+    /// Records an effect the server reports itself.
+    pub fn record_explicit(&self, effect: ExplicitEffect) {
+        self.lock().explicit.push(effect);
+    }
+
+    /// A copy of everything recorded so far.
+    pub fn snapshot(&self) -> Effect {
+        self.lock().clone()
+    }
+
+    /// Takes everything recorded so far, leaving the effects empty.
+    pub fn take(&self) -> Effect {
+        std::mem::take(&mut *self.lock())
+    }
+}
+
+/// The scope of one tool call. Cheap to clone (one `Arc`).
+#[derive(Debug, Clone)]
+pub struct CallScope {
+    effects: Arc<CallEffects>,
+}
+
+impl CallScope {
+    /// A new scope for a call of `tool`, with empty effects.
+    pub fn new(tool: impl Into<Arc<str>>) -> Self {
+        CallScope {
+            effects: Arc::new(CallEffects {
+                tool: tool.into(),
+                effect: Mutex::new(Effect::default()),
+            }),
+        }
+    }
+
+    /// The scope the current task runs in, if any. Outside a tokio task, `None`.
+    pub fn current() -> Option<CallScope> {
+        CURRENT.try_with(|s| s.clone()).ok().flatten()
+    }
+
+    /// The effects of this call.
+    pub fn effects(&self) -> &CallEffects {
+        &self.effects
+    }
+
+    /// A shared handle to the effects, to read them after the scope ends.
+    pub fn effects_handle(&self) -> Arc<CallEffects> {
+        self.effects.clone()
+    }
+
+    /// Runs `future` inside this scope.
+    pub async fn run<F: Future>(self, future: F) -> F::Output {
+        CURRENT.scope(Some(self), future).await
+    }
+
+    /// Wraps `future` so that it runs in the current task's scope (or in none, when there is
+    /// none), wherever it is later polled. Use it for futures a tool hands to another task.
+    pub fn carry<F: Future>(future: F) -> impl Future<Output = F::Output> {
+        CURRENT.scope(Self::current(), future)
+    }
+
+    /// `tokio::spawn` that carries the current scope into the new task, so the spawned task's
+    /// statements are attributed to the call that spawned it.
+    ///
+    /// # Panics
+    /// As `tokio::spawn`: when called outside a tokio runtime.
+    pub fn spawn<F>(future: F) -> tokio::task::JoinHandle<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        tokio::spawn(Self::carry(future))
+    }
+}

@@ -1,0 +1,120 @@
+//! Process-wide audit counters: unattributed statements and audit failures.
+//!
+//! These are the counters design §5 names `hintaudit_unattributed_statements_total{operation}`
+//! and `hintaudit_audit_errors_total{stage}`. Audit code anywhere in the process increments
+//! them with atomics (no locks, no allocation); exporters read them at scrape time.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::effect::Operation;
+
+/// Where an audit failure happened. The audited call always goes on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum AuditStage {
+    /// Statement classification failed in a way other than "unparseable".
+    Classify,
+    /// A database hook could not be installed or bound.
+    Hook,
+    /// A transaction oracle query failed.
+    Oracle,
+    /// The judge could not run.
+    Judge,
+    /// A recorder failed to record findings.
+    Record,
+    /// An exporter dropped data (queue full, collector down).
+    Export,
+    /// Hints could not be learned from the inner server.
+    Registry,
+}
+
+impl AuditStage {
+    /// Every stage, for iteration by exporters.
+    pub const ALL: [AuditStage; 7] = [
+        AuditStage::Classify,
+        AuditStage::Hook,
+        AuditStage::Oracle,
+        AuditStage::Judge,
+        AuditStage::Record,
+        AuditStage::Export,
+        AuditStage::Registry,
+    ];
+
+    /// The `stage` label value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AuditStage::Classify => "classify",
+            AuditStage::Hook => "hook",
+            AuditStage::Oracle => "oracle",
+            AuditStage::Judge => "judge",
+            AuditStage::Record => "record",
+            AuditStage::Export => "export",
+            AuditStage::Registry => "registry",
+        }
+    }
+
+    fn index(self) -> usize {
+        AuditStage::ALL.iter().position(|s| *s == self).unwrap_or(0)
+    }
+}
+
+/// Process-wide audit counters. Get them with [`stats`].
+#[derive(Debug)]
+pub struct AuditStats {
+    unattributed: [AtomicU64; Operation::ALL.len()],
+    unattributed_rows: AtomicU64,
+    errors: [AtomicU64; AuditStage::ALL.len()],
+}
+
+static STATS: AuditStats = AuditStats {
+    unattributed: [const { AtomicU64::new(0) }; Operation::ALL.len()],
+    unattributed_rows: AtomicU64::new(0),
+    errors: [const { AtomicU64::new(0) }; AuditStage::ALL.len()],
+};
+
+/// The process-wide audit counters.
+pub fn stats() -> &'static AuditStats {
+    &STATS
+}
+
+impl AuditStats {
+    /// Counts a statement that ran outside any call scope.
+    pub fn unattributed_statement(&self, operation: Operation) {
+        self.unattributed[operation.index()].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Counts row changes that no call was bound to.
+    pub fn unattributed_rows(&self, rows: u64) {
+        self.unattributed_rows.fetch_add(rows, Ordering::Relaxed);
+    }
+
+    /// Counts an audit failure at `stage`, and logs the first of each stage at WARN level.
+    pub fn audit_error(&self, stage: AuditStage, what: &dyn std::fmt::Display) {
+        let before = self.errors[stage.index()].fetch_add(1, Ordering::Relaxed);
+        if before == 0 {
+            tracing_log(stage, what);
+        }
+    }
+
+    /// Statements run outside any call scope, by operation, since the process started.
+    pub fn unattributed_statements(&self, operation: Operation) -> u64 {
+        self.unattributed[operation.index()].load(Ordering::Relaxed)
+    }
+
+    /// Row changes no call was bound to, since the process started.
+    pub fn unattributed_row_changes(&self) -> u64 {
+        self.unattributed_rows.load(Ordering::Relaxed)
+    }
+
+    /// Audit failures at `stage` since the process started.
+    pub fn audit_errors(&self, stage: AuditStage) -> u64 {
+        self.errors[stage.index()].load(Ordering::Relaxed)
+    }
+}
+
+fn tracing_log(stage: AuditStage, what: &dyn std::fmt::Display) {
+    tracing::warn!(
+        stage = stage.as_str(),
+        "hintaudit: audit failure: {what} (further failures at this stage are only counted)"
+    );
+}
