@@ -32,6 +32,7 @@ mod judge;
 mod policy;
 mod record;
 mod scope;
+pub mod semconv;
 mod stats;
 
 pub use effect::{
