@@ -314,7 +314,7 @@ impl Effect {
             "no statements".to_owned()
         } else {
             let ops: Vec<String> = ops.iter().map(|(k, v)| format!("{k} {v}")).collect();
-            format!("{}", ops.join(", "))
+            ops.join(", ")
         };
         if !rows.is_empty() {
             let rows: Vec<String> = rows

@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 
 use crate::effect::{Effect, Operation, RowImage, RowOperation, StatementOutcome};
 use crate::finding::Confidence;
-use crate::policy::{normalize_table, Policy};
+use crate::policy::{Policy, normalize_table};
 
 /// One piece of evidence: a line of text and how strong it is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -20,10 +20,16 @@ pub struct Evidence {
 
 impl Evidence {
     fn confirmed(text: String) -> Self {
-        Evidence { text, confidence: Confidence::Confirmed }
+        Evidence {
+            text,
+            confidence: Confidence::Confirmed,
+        }
     }
     fn likely(text: String) -> Self {
-        Evidence { text, confidence: Confidence::Likely }
+        Evidence {
+            text,
+            confidence: Confidence::Likely,
+        }
     }
 }
 
@@ -68,7 +74,11 @@ fn row_groups(effect: &Effect, policy: &Policy) -> Vec<(String, RowOperation, bo
 }
 
 fn rows(n: usize) -> String {
-    if n == 1 { "1 row".into() } else { format!("{n} rows") }
+    if n == 1 {
+        "1 row".into()
+    } else {
+        format!("{n} rows")
+    }
 }
 
 impl Facts {
@@ -81,10 +91,11 @@ impl Facts {
         let mut hooked_statements = vec![false; effect.statements.len()];
         for (table, op, committed, idx) in row_groups(effect, policy) {
             for &i in &idx {
-                if let Some(s) = effect.row_changes[i].statement {
-                    if let Some(h) = hooked_statements.get_mut(s) {
-                        *h = true;
-                    }
+                if let Some(h) = effect.row_changes[i]
+                    .statement
+                    .and_then(|s| hooked_statements.get_mut(s))
+                {
+                    *h = true;
                 }
             }
             f.touched_tables.insert(table.clone());
@@ -99,8 +110,14 @@ impl Facts {
             }
             match op {
                 RowOperation::Insert => {
-                    f.writes.push(Evidence::confirmed(format!("{} inserted into {table}", rows(idx.len()))));
-                    f.net_changes.push(Evidence::confirmed(format!("{} inserted into {table}", rows(idx.len()))));
+                    f.writes.push(Evidence::confirmed(format!(
+                        "{} inserted into {table}",
+                        rows(idx.len())
+                    )));
+                    f.net_changes.push(Evidence::confirmed(format!(
+                        "{} inserted into {table}",
+                        rows(idx.len())
+                    )));
                     f.written_tables.insert(table);
                 }
                 RowOperation::Delete => {
@@ -117,9 +134,8 @@ impl Facts {
                     for &i in &idx {
                         let rc = &effect.row_changes[i];
                         let stmt = rc.statement.and_then(|s| effect.statements.get(s));
-                        let direct = stmt.is_some_and(|s| {
-                            s.tables.iter().any(|t| normalize_table(t) == table)
-                        });
+                        let direct = stmt
+                            .is_some_and(|s| s.tables.iter().any(|t| normalize_table(t) == table));
                         match &rc.image {
                             RowImage::Unchanged => unchanged += 1,
                             RowImage::Changed(cols) if policy.all_columns_ignored(&table, cols) => {
@@ -161,9 +177,16 @@ impl Facts {
                         f.written_tables.insert(table.clone());
                         if let Some(why) = non_convergent {
                             // Row images prove the change; a SET from itself only suggests it.
-                            let images = effect.row_changes.iter().any(|r| matches!(r.image, RowImage::Changed(_)));
+                            let images = effect
+                                .row_changes
+                                .iter()
+                                .any(|r| matches!(r.image, RowImage::Changed(_)));
                             let e = format!("{text} ({why})");
-                            f.net_changes.push(if images { Evidence::confirmed(e) } else { Evidence::likely(e) });
+                            f.net_changes.push(if images {
+                                Evidence::confirmed(e)
+                            } else {
+                                Evidence::likely(e)
+                            });
                         }
                     }
                     if unchanged > 0 && changed == 0 {
@@ -203,7 +226,10 @@ impl Facts {
                     .iter()
                     .filter(|s| s.tables.iter().any(|x| normalize_table(x) == table))
                     .all(|s| policy.all_columns_ignored(&table, &s.set_columns))
-                    && effect.statements.iter().any(|s| s.tables.iter().any(|x| normalize_table(x) == table));
+                    && effect
+                        .statements
+                        .iter()
+                        .any(|s| s.tables.iter().any(|x| normalize_table(x) == table));
                 let updated = if set_cols_ignored { 0 } else { w.updated };
                 if w.inserted + updated + w.deleted == 0 {
                     continue;
@@ -226,11 +252,14 @@ impl Facts {
                     .flat_map(|s| s.non_convergent.iter())
                     .find(|(c, _)| !policy.is_ignored_column(&table, c))
                 {
-                    f.net_changes.push(Evidence::likely(format!("{text} (SET {col} = {expr})")));
+                    f.net_changes
+                        .push(Evidence::likely(format!("{text} (SET {col} = {expr})")));
                 }
             }
             if !t.committed && t.wrote && t.tables.is_empty() {
-                f.attempts.push(Evidence::confirmed("transaction wrote, then rolled back".into()));
+                f.attempts.push(Evidence::confirmed(
+                    "transaction wrote, then rolled back".into(),
+                ));
             }
         }
 
@@ -242,7 +271,12 @@ impl Facts {
                 .map(|t| normalize_table(t))
                 .filter(|t| watched(t))
                 .collect();
-            for t in s.read_tables.iter().map(|t| normalize_table(t)).filter(|t| watched(t)) {
+            for t in s
+                .read_tables
+                .iter()
+                .map(|t| normalize_table(t))
+                .filter(|t| watched(t))
+            {
                 f.touched_tables.insert(t);
             }
             for t in &targets {
@@ -258,7 +292,8 @@ impl Facts {
             let what = s.summary.as_str();
             if s.outcome == StatementOutcome::Failed {
                 if s.operation != Operation::Unknown {
-                    f.attempts.push(Evidence::confirmed(format!("{what}: failed")));
+                    f.attempts
+                        .push(Evidence::confirmed(format!("{what}: failed")));
                 }
                 continue;
             }
@@ -276,7 +311,8 @@ impl Facts {
                     let text = format!("{what}: schema change");
                     f.writes.push(Evidence::likely(text.clone()));
                     if s.drops {
-                        f.destructive.push(Evidence::likely(format!("{what}: DROP")));
+                        f.destructive
+                            .push(Evidence::likely(format!("{what}: DROP")));
                     }
                     f.written_tables.extend(targets.iter().cloned());
                 }
@@ -290,7 +326,8 @@ impl Facts {
                     // Hooks or the oracle saw this statement. No row change: it changed nothing,
                     // except where SQLite's hooks are blind (REPLACE conflict deletes).
                     if !hooked && !covered_by_oracle {
-                        f.attempts.push(Evidence::confirmed(format!("{what}: changed nothing")));
+                        f.attempts
+                            .push(Evidence::confirmed(format!("{what}: changed nothing")));
                     }
                     if s.operation == Operation::Upsert && s.overwrites && !covered_by_oracle {
                         f.destructive.push(Evidence::likely(format!(
@@ -299,7 +336,9 @@ impl Facts {
                     }
                 }
                 op => match s.rows_affected {
-                    Some(0) => f.attempts.push(Evidence::confirmed(format!("{what}: 0 rows affected"))),
+                    Some(0) => f
+                        .attempts
+                        .push(Evidence::confirmed(format!("{what}: 0 rows affected"))),
                     Some(n) => {
                         let text = format!("{what}: {} affected", rows(n as usize));
                         f.writes.push(Evidence::confirmed(text.clone()));
@@ -316,7 +355,8 @@ impl Facts {
                             Operation::Update if !ignored => {
                                 f.destructive.push(Evidence::confirmed(text.clone()));
                                 if let Some((c, e)) = s.non_convergent.first() {
-                                    f.net_changes.push(Evidence::likely(format!("{text} (SET {c} = {e})")));
+                                    f.net_changes
+                                        .push(Evidence::likely(format!("{text} (SET {c} = {e})")));
                                 }
                             }
                             Operation::Upsert if s.overwrites && !ignored => {
@@ -324,7 +364,8 @@ impl Facts {
                                     "{text}; an upsert that may have overwritten"
                                 )));
                                 if let Some((c, e)) = s.non_convergent.first() {
-                                    f.net_changes.push(Evidence::likely(format!("{text} (SET {c} = {e})")));
+                                    f.net_changes
+                                        .push(Evidence::likely(format!("{text} (SET {c} = {e})")));
                                 }
                             }
                             Operation::Insert => f.net_changes.push(Evidence::confirmed(text)),
@@ -340,7 +381,9 @@ impl Facts {
                             Operation::Update if !s.set_columns.is_empty() => {
                                 f.destructive.push(Evidence::likely(text))
                             }
-                            Operation::Upsert if s.overwrites => f.destructive.push(Evidence::likely(text)),
+                            Operation::Upsert if s.overwrites => {
+                                f.destructive.push(Evidence::likely(text))
+                            }
                             _ => {}
                         }
                     }
@@ -351,7 +394,10 @@ impl Facts {
         for o in &effect.outbound {
             f.hosts.insert(o.host.clone());
             if o.is_mutating() {
-                f.writes.push(Evidence::confirmed(format!("outbound {} to {}", o.method, o.host)));
+                f.writes.push(Evidence::confirmed(format!(
+                    "outbound {} to {}",
+                    o.method, o.host
+                )));
             }
         }
         for e in &effect.explicit {

@@ -97,7 +97,11 @@ impl DeclaredHints {
     /// Reads hints from a tool's `annotations` JSON object. Missing fields, `null` values and
     /// non-boolean values are all unset; a missing or non-object `annotations` gives all unset.
     pub fn from_annotations_json(annotations: Option<&Value>) -> Self {
-        let get = |key: &str| annotations.and_then(|a| a.get(key)).and_then(Value::as_bool);
+        let get = |key: &str| {
+            annotations
+                .and_then(|a| a.get(key))
+                .and_then(Value::as_bool)
+        };
         DeclaredHints {
             read_only: get("readOnlyHint"),
             destructive: get("destructiveHint"),
@@ -201,13 +205,25 @@ mod tests {
             (json!("nonsense"), DeclaredHints::default()),
             (
                 json!({"readOnlyHint": null, "destructiveHint": false, "idempotentHint": "yes", "openWorldHint": true}),
-                DeclaredHints { read_only: None, destructive: Some(false), idempotent: None, open_world: Some(true) },
+                DeclaredHints {
+                    read_only: None,
+                    destructive: Some(false),
+                    idempotent: None,
+                    open_world: Some(true),
+                },
             ),
         ];
         for (json, want) in cases {
-            assert_eq!(DeclaredHints::from_annotations_json(Some(&json)), want, "{json}");
+            assert_eq!(
+                DeclaredHints::from_annotations_json(Some(&json)),
+                want,
+                "{json}"
+            );
         }
-        assert_eq!(DeclaredHints::from_annotations_json(None), DeclaredHints::default());
+        assert_eq!(
+            DeclaredHints::from_annotations_json(None),
+            DeclaredHints::default()
+        );
     }
 
     #[test]
@@ -216,19 +232,37 @@ mod tests {
         let rows = [
             ((None, None, None, None), (false, true, false, true)),
             ((Some(true), None, None, None), (true, false, false, true)),
-            ((Some(true), Some(true), Some(true), Some(false)), (true, false, false, false)),
-            ((Some(false), Some(false), Some(true), None), (false, false, true, true)),
+            (
+                (Some(true), Some(true), Some(true), Some(false)),
+                (true, false, false, false),
+            ),
+            (
+                (Some(false), Some(false), Some(true), None),
+                (false, false, true, true),
+            ),
         ];
         for ((r, d, i, o), (er, ed, ei, eo)) in rows {
-            let h = DeclaredHints { read_only: r, destructive: d, idempotent: i, open_world: o };
+            let h = DeclaredHints {
+                read_only: r,
+                destructive: d,
+                idempotent: i,
+                open_world: o,
+            };
             let e = h.effective();
-            assert_eq!((e.read_only, e.destructive, e.idempotent, e.open_world), (er, ed, ei, eo), "{h:?}");
+            assert_eq!(
+                (e.read_only, e.destructive, e.idempotent, e.open_world),
+                (er, ed, ei, eo),
+                "{h:?}"
+            );
         }
     }
 
     #[test]
     fn missing_lists_only_meaningful_hints() {
-        let ro = DeclaredHints { read_only: Some(true), ..Default::default() };
+        let ro = DeclaredHints {
+            read_only: Some(true),
+            ..Default::default()
+        };
         assert_eq!(ro.missing().collect::<Vec<_>>(), vec![Hint::OpenWorld]);
         let none = DeclaredHints::default();
         assert_eq!(none.missing().count(), 4);

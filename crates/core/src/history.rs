@@ -152,7 +152,11 @@ impl History {
                     Some(&written_at) => written_at > prev_end,
                     None => self.tables.len() >= self.max_tables,
                 });
-                if disturbed { Repeat::Disturbed } else { Repeat::Clean }
+                if disturbed {
+                    Repeat::Disturbed
+                } else {
+                    Repeat::Clean
+                }
             }
         };
         for t in written {
@@ -220,6 +224,9 @@ mod tests {
         }
         assert_eq!(h.len(), 2);
         // The oldest were evicted: calling with 0 again is a first call.
-        assert_eq!(h.record("t", hasher.key(Some(&json!(0))), [], []), Repeat::First);
+        assert_eq!(
+            h.record("t", hasher.key(Some(&json!(0))), [], []),
+            Repeat::First
+        );
     }
 }

@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use serde_json::Value;
 
 use crate::effect::Effect;
-use crate::facts::{summarize, Facts};
+use crate::facts::{Facts, summarize};
 use crate::finding::{Advice, Confidence, Finding, Rule};
 use crate::hints::{DeclaredHints, Hint};
 use crate::history::{ArgsHasher, History, Repeat};
@@ -136,7 +136,11 @@ impl Judge {
                 push(Rule::ReadOnlyWriteAttempt, Hint::ReadOnly, &facts.attempts);
             }
         } else if hints.destructive == Some(false) {
-            push(Rule::UndeclaredDestructive, Hint::Destructive, &facts.destructive);
+            push(
+                Rule::UndeclaredDestructive,
+                Hint::Destructive,
+                &facts.destructive,
+            );
         }
 
         if hints.open_world == Some(false) {
@@ -165,8 +169,9 @@ impl Judge {
             && hints.read_only != Some(true)
             && hints.idempotent == Some(true)
             && changed_on_repeat
+            && let Some(e) = summarize(&facts.net_changes)
         {
-            if let Some(e) = summarize(&facts.net_changes) {
+            {
                 findings.push(Finding::new(
                     call.tool,
                     Rule::IdempotencyBroken,
@@ -177,11 +182,14 @@ impl Judge {
             }
         }
 
-        let tracked = state.advice.len() < MAX_TRACKED_TOOLS || state.advice.contains_key(call.tool);
+        let tracked =
+            state.advice.len() < MAX_TRACKED_TOOLS || state.advice.contains_key(call.tool);
         if tracked {
             let c = state.advice.entry(Arc::from(call.tool)).or_default();
             c.calls += 1;
-            c.writing_calls += u64::from(!facts.writes.is_empty() || !facts.attempts.is_empty() || facts.any_write_statement);
+            c.writing_calls += u64::from(
+                !facts.writes.is_empty() || !facts.attempts.is_empty() || facts.any_write_statement,
+            );
             c.destructive_calls += u64::from(!facts.destructive.is_empty());
             c.reaching_calls += u64::from(!facts.hosts.is_empty());
             c.clean_repeats += u64::from(repeat == Repeat::Clean);
@@ -190,7 +198,11 @@ impl Judge {
         drop(state);
 
         findings.sort_by(|a, b| b.severity.cmp(&a.severity).then(a.rule.cmp(&b.rule)));
-        Verdict { findings, repeat: Some(repeat), facts }
+        Verdict {
+            findings,
+            repeat: Some(repeat),
+            facts,
+        }
     }
 
     /// Lints one tool's hints as tools/list serves them: `hint_missing` for every meaningful
@@ -205,7 +217,11 @@ impl Judge {
                 Rule::HintsChanged,
                 changed_hint(first, &hints),
                 Confidence::Confirmed,
-                format!("hints changed from {} to {}", first.compact(), hints.compact()),
+                format!(
+                    "hints changed from {} to {}",
+                    first.compact(),
+                    hints.compact()
+                ),
             )),
             Some(_) => {}
             None if state.first_hints.len() < MAX_TRACKED_TOOLS => {
@@ -272,7 +288,12 @@ fn advice_for(hints: DeclaredHints, c: AdviceCounters, after: u64) -> Vec<Advice
     if !e.read_only && e.destructive && c.writing_calls > 0 && c.destructive_calls == 0 {
         out.push(Advice::CouldBeNonDestructive);
     }
-    if !e.read_only && !e.idempotent && c.writing_calls > 0 && c.clean_repeats > 0 && c.changing_repeats == 0 {
+    if !e.read_only
+        && !e.idempotent
+        && c.writing_calls > 0
+        && c.clean_repeats > 0
+        && c.changing_repeats == 0
+    {
         out.push(Advice::CouldBeIdempotent);
     }
     if e.open_world && c.reaching_calls == 0 {

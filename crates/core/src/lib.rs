@@ -39,17 +39,15 @@ pub use effect::{
     Effect, ExplicitChange, ExplicitEffect, Operation, OutboundReach, RowChange, RowImage,
     RowOperation, StatementEffect, StatementOutcome, TableWrites, TransactionObservation,
 };
-pub use facts::{summarize, Evidence, Facts};
+pub use facts::{Evidence, Facts, summarize};
 pub use finding::{Advice, Confidence, Finding, Rule, Severity};
-pub use hints::{tri_label, DeclaredHints, EffectiveHints, Hint};
+pub use hints::{DeclaredHints, EffectiveHints, Hint, tri_label};
 pub use history::{ArgsHasher, ArgsKey, History, Repeat};
-pub use judge::{lint_hints, Judge, ToolCall, Verdict, MAX_TRACKED_TABLES, MAX_TRACKED_TOOLS};
-pub use policy::{
-    normalize_table, Policy, DEFAULT_ADVICE_AFTER_CALLS, DEFAULT_HISTORY_CAPACITY,
-};
+pub use judge::{Judge, MAX_TRACKED_TABLES, MAX_TRACKED_TOOLS, ToolCall, Verdict, lint_hints};
+pub use policy::{DEFAULT_ADVICE_AFTER_CALLS, DEFAULT_HISTORY_CAPACITY, Policy, normalize_table};
 pub use record::{AuditEvent, CallReport, CallStatus, LogRecorder, Recorder};
 pub use scope::{CallEffects, CallScope};
-pub use stats::{stats, AuditStage, AuditStats};
+pub use stats::{AuditStage, AuditStats, stats};
 
 #[cfg(test)]
 mod tests;

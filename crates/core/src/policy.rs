@@ -130,6 +130,6 @@ impl Policy {
     /// Whether a host is inside the closed world.
     pub fn is_closed_world_host(&self, host: &str) -> bool {
         let host = host.to_lowercase();
-        self.closed_world_hosts.iter().any(|h| *h == host)
+        self.closed_world_hosts.contains(&host)
     }
 }

@@ -6,17 +6,19 @@
 //!
 //! ```
 //! use hintaudit_core::{AuditEvent, Recorder};
-//! use std::sync::atomic::{AtomicUsize, Ordering};
-//! let findings = AtomicUsize::new(0);
-//! let count = |event: &AuditEvent<'_>| {
+//! use std::sync::{Arc, atomic::{AtomicUsize, Ordering}};
+//! let findings = Arc::new(AtomicUsize::new(0));
+//! let seen = findings.clone();
+//! let count = move |event: &AuditEvent<'_>| {
 //!     if let AuditEvent::Call(report) = event {
-//!         findings.fetch_add(report.verdict.findings.len(), Ordering::Relaxed);
+//!         seen.fetch_add(report.verdict.findings.len(), Ordering::Relaxed);
 //!     }
 //! };
 //! // closures are recorders; so is `()`, which records nothing.
 //! fn takes(_: &impl Recorder) {}
 //! takes(&count);
 //! takes(&());
+//! assert_eq!(findings.load(Ordering::Relaxed), 0);
 //! ```
 
 use std::time::Duration;
@@ -148,8 +150,12 @@ impl Recorder for LogRecorder {
                 f.evidence.as_str(),
             );
             match f.severity {
-                Critical => tracing::error!(tool, rule, hint, confidence = conf, "hint violation: {ev}"),
-                Warning => tracing::warn!(tool, rule, hint, confidence = conf, "hint violation: {ev}"),
+                Critical => {
+                    tracing::error!(tool, rule, hint, confidence = conf, "hint violation: {ev}")
+                }
+                Warning => {
+                    tracing::warn!(tool, rule, hint, confidence = conf, "hint violation: {ev}")
+                }
                 Info if listing => tracing::debug!(tool, rule, hint, "hint lint: {ev}"),
                 Info => tracing::info!(tool, rule, hint, confidence = conf, "{ev}"),
             }
