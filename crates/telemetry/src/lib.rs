@@ -1,0 +1,1 @@
+//! hintaudit-telemetry (in progress).

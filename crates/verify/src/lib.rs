@@ -1,0 +1,1 @@
+//! hintaudit-verify (in progress).
