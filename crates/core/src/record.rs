@@ -90,7 +90,8 @@ pub enum AuditEvent<'a> {
 }
 
 /// Receives audit events. Implemented by `()` (records nothing), by closures
-/// `Fn(&AuditEvent)`, by [`LogRecorder`], by pairs `(A, B)` (both, in order), and by the
+/// `Fn(&AuditEvent)`, by [`LogRecorder`], by pairs `(A, B)` (both, in order), by `Option<R>`,
+/// and by the
 /// Prometheus and OpenTelemetry recorders of hintaudit-telemetry.
 pub trait Recorder: Send + Sync + 'static {
     /// Records one event. Must not block for long and must not panic.
@@ -114,6 +115,15 @@ impl<A: Recorder, B: Recorder> Recorder for (A, B) {
     fn record(&self, event: &AuditEvent<'_>) {
         self.0.record(event);
         self.1.record(event);
+    }
+}
+
+/// `Some(r)` records as `r`; `None` records nothing.
+impl<R: Recorder> Recorder for Option<R> {
+    fn record(&self, event: &AuditEvent<'_>) {
+        if let Some(r) = self {
+            r.record(event)
+        }
     }
 }
 
