@@ -1,0 +1,108 @@
+//! [`HintAuditLayer`]: the `tower::Layer` that wraps an rmcp `ServerHandler` in
+//! [`HintAudit`].
+
+use std::fmt;
+use std::sync::Arc;
+
+use hintaudit_core::{Judge, LogRecorder, Policy, Recorder};
+use rmcp::ServerHandler;
+
+use crate::handler::HintAudit;
+use crate::make_span::{DefaultMakeSpan, MakeSpan};
+
+/// What every [`HintAudit`] made by one layer shares: the judge, the recorder and the span
+/// maker.
+#[derive(Clone)]
+pub(crate) struct Config {
+    pub(crate) judge: Arc<Judge>,
+    pub(crate) recorder: Arc<dyn Recorder>,
+    pub(crate) make_span: Arc<dyn MakeSpan>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            judge: Arc::new(Judge::new(Policy::default())),
+            recorder: Arc::new(LogRecorder),
+            make_span: Arc::new(DefaultMakeSpan::new()),
+        }
+    }
+}
+
+/// A `tower::Layer` that wraps an rmcp [`ServerHandler`] `H` in [`HintAudit<H>`], which audits
+/// every tools/call and tools/list against the tools' declared hints.
+///
+/// Cheap to clone; every handler it makes shares its [`Judge`] (so idempotency history and
+/// first-seen hints span sessions when a streamable HTTP server makes one handler per session),
+/// its recorder and its span maker. Each handler keeps its own hints registry.
+///
+/// ```
+/// use hintaudit_rmcp::{HintAuditLayer, Policy};
+/// use tower::Layer;
+///
+/// # #[derive(Clone)] struct MyServer;
+/// # impl rmcp::ServerHandler for MyServer {}
+/// let layer = HintAuditLayer::new()
+///     .with_policy(Policy::default().with_ignored_table("access_log"))
+///     .with_recorder(|event: &hintaudit_rmcp::AuditEvent<'_>| { let _ = event; });
+/// let server = layer.layer(MyServer);
+/// # let _ = server;
+/// ```
+#[derive(Clone, Default)]
+pub struct HintAuditLayer {
+    config: Config,
+}
+
+impl HintAuditLayer {
+    /// A layer with a [`Judge`] under the default [`Policy`], the [`LogRecorder`] and the
+    /// [`DefaultMakeSpan`].
+    pub fn new() -> Self {
+        HintAuditLayer::default()
+    }
+
+    /// Uses this judge (share one judge between layers to share its history and advice).
+    pub fn with_judge(mut self, judge: Arc<Judge>) -> Self {
+        self.config.judge = judge;
+        self
+    }
+
+    /// Uses a new judge under `policy`, replacing the current judge.
+    pub fn with_policy(mut self, policy: Policy) -> Self {
+        self.config.judge = Arc::new(Judge::new(policy));
+        self
+    }
+
+    /// Sends audit events to `recorder` instead of the [`LogRecorder`]. To keep logging as
+    /// well, pass a pair: `(LogRecorder, other)`.
+    pub fn with_recorder(mut self, recorder: impl Recorder) -> Self {
+        self.config.recorder = Arc::new(recorder);
+        self
+    }
+
+    /// Makes each call's span with `make_span` instead of [`DefaultMakeSpan`].
+    pub fn with_make_span(mut self, make_span: impl MakeSpan) -> Self {
+        self.config.make_span = Arc::new(make_span);
+        self
+    }
+
+    /// The judge handlers made by this layer use.
+    pub fn judge(&self) -> &Arc<Judge> {
+        &self.config.judge
+    }
+}
+
+impl fmt::Debug for HintAuditLayer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HintAuditLayer")
+            .field("judge", &self.config.judge)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<H: ServerHandler> tower::Layer<H> for HintAuditLayer {
+    type Service = HintAudit<H>;
+
+    fn layer(&self, inner: H) -> HintAudit<H> {
+        HintAudit::with_config(inner, self.config.clone())
+    }
+}

@@ -1,0 +1,180 @@
+//! The span a tool call runs in: [`MakeSpan`], its default [`DefaultMakeSpan`], and the
+//! [`CallInfo`] it is made from.
+//!
+//! [`crate::HintAudit`] calls [`MakeSpan::make_span`] once per tools/call, before the inner
+//! `call_tool` runs, and polls the inner future inside the span (`Instrument`), so spans and
+//! events of the tool body (the audited sqlx pool's statement spans, say) become its children.
+//! When the call has been judged, the layer records on the span:
+//!
+//! - `hintaudit.verdict` ([`semconv::VERDICT`]): `clean`, `info`, `warning` or `critical`;
+//! - `error.type` ([`semconv::ERROR_TYPE`]): `tool_error` for results with `isError: true`, or
+//!   the JSON-RPC error code (e.g. `-32602`) for protocol errors;
+//! - `otel.status_code` ([`semconv::OTEL_STATUS_CODE`]) `error` on either kind of error;
+//!
+//! and emits one event per finding inside the span, with message `hintaudit.finding`
+//! ([`semconv::FINDING_EVENT`]) and fields `hintaudit.rule`, `hintaudit.hint`,
+//! `hintaudit.severity`, `hintaudit.confidence`, `hintaudit.evidence`; tracing-opentelemetry
+//! turns these into span events. A custom span must declare those fields
+//! (`= tracing::field::Empty`) for the recorded values to show: tracing ignores values recorded
+//! for fields a span did not declare.
+//!
+//! Arguments and results are never recorded.
+//!
+//! ```
+//! use hintaudit_rmcp::{CallInfo, HintAuditLayer};
+//! // A closure is a MakeSpan: here a debug-level span with just the tool name.
+//! let layer = HintAuditLayer::new()
+//!     .with_make_span(|call: &CallInfo<'_>| tracing::debug_span!("tool", tool = call.tool()));
+//! # let _ = layer;
+//! ```
+
+use hintaudit_core::{DeclaredHints, Hint, semconv};
+use rmcp::model::{Extensions, JsonObject, RequestId};
+use tracing::Span;
+use tracing::field::Empty;
+
+/// What is known about a tools/call when its span is made, before the inner handler runs.
+///
+/// Borrowed from the request; nothing here outlives [`MakeSpan::make_span`]. Arguments are
+/// deliberately absent.
+#[derive(Debug, Clone, Copy)]
+pub struct CallInfo<'a> {
+    pub(crate) tool: &'a str,
+    pub(crate) hints: DeclaredHints,
+    pub(crate) known_tool: bool,
+    pub(crate) request_id: &'a RequestId,
+    pub(crate) meta: &'a JsonObject,
+    pub(crate) session_id: Option<&'a str>,
+    pub(crate) extensions: &'a Extensions,
+}
+
+impl<'a> CallInfo<'a> {
+    /// The tool name as the client sent it (`params.name`).
+    pub fn tool(&self) -> &'a str {
+        self.tool
+    }
+
+    /// The hints the server declares for the tool (all unset for unknown tools).
+    pub fn hints(&self) -> DeclaredHints {
+        self.hints
+    }
+
+    /// Whether the server declares the tool (via `get_tool` or a tools/list seen earlier).
+    pub fn known_tool(&self) -> bool {
+        self.known_tool
+    }
+
+    /// The JSON-RPC request id (a number or a string; `Display` prints it bare).
+    pub fn request_id(&self) -> &'a RequestId {
+        self.request_id
+    }
+
+    /// The request's `params._meta` map (MCP: `RequestMetaObject`), empty when the client sent
+    /// none. rmcp 3.11 moves it off the params into `RequestContext::meta` when it decodes
+    /// the request; it holds `progressToken`, the SEP-414 trace context keys `traceparent`,
+    /// `tracestate` and `baggage`, and for protocol 2026-07-28 the per-request client
+    /// metadata.
+    pub fn meta(&self) -> &'a JsonObject {
+        self.meta
+    }
+
+    /// The W3C `traceparent` from `_meta` (SEP-414), if the client sent a string there.
+    pub fn traceparent(&self) -> Option<&'a str> {
+        self.meta.get("traceparent").and_then(|v| v.as_str())
+    }
+
+    /// The W3C `tracestate` from `_meta` (SEP-414), if the client sent a string there.
+    pub fn tracestate(&self) -> Option<&'a str> {
+        self.meta.get("tracestate").and_then(|v| v.as_str())
+    }
+
+    /// The MCP session id, when the transport has one: the `Mcp-Session-Id` header of the HTTP
+    /// request under rmcp's streamable HTTP server (from the `http::request::Parts` it puts in
+    /// the request's extensions). `None` over stdio and other streams, for stateless HTTP, and
+    /// for the `initialize` request itself, before the server has assigned one.
+    pub fn session_id(&self) -> Option<&'a str> {
+        self.session_id
+    }
+
+    /// The request's extensions (`RequestContext::extensions`): under streamable HTTP they
+    /// hold the request's `http::request::Parts`, with all its headers.
+    pub fn extensions(&self) -> &'a Extensions {
+        self.extensions
+    }
+}
+
+/// Makes the span a tools/call runs in. One method; implemented by [`DefaultMakeSpan`] and by
+/// closures `Fn(&CallInfo<'_>) -> tracing::Span`.
+///
+/// Called once per call on the task that serves it; it should be quick. A panic in it is
+/// caught: the call then runs in no span and the failure is counted at stage `record`.
+pub trait MakeSpan: Send + Sync + 'static {
+    /// Makes the span for one call.
+    fn make_span(&self, call: &CallInfo<'_>) -> Span;
+}
+
+impl<F> MakeSpan for F
+where
+    F: Fn(&CallInfo<'_>) -> Span + Send + Sync + 'static,
+{
+    fn make_span(&self, call: &CallInfo<'_>) -> Span {
+        self(call)
+    }
+}
+
+/// The default span: INFO level, named `tools/call`, with the attributes of the MCP and GenAI
+/// semantic conventions (design §5):
+///
+/// | field | value |
+/// |---|---|
+/// | `otel.name` | `tools/call {tool}` |
+/// | `otel.kind` | `server` |
+/// | `mcp.method.name` | `tools/call` |
+/// | `gen_ai.tool.name` | the tool name |
+/// | `gen_ai.operation.name` | `execute_tool` |
+/// | `jsonrpc.request.id` | the request id |
+/// | `mcp.session.id` | the session id, when known |
+/// | `hintaudit.hint.read_only` … `hintaudit.hint.open_world` | `true`, `false` or `unset` |
+/// | `hintaudit.verdict`, `error.type`, `otel.status_code` | empty; recorded after the call |
+///
+/// The remote parent (`traceparent` in `_meta`) is not set here: hintaudit-telemetry wraps or
+/// replaces this to do so, reading [`CallInfo::traceparent`].
+#[derive(Debug, Clone, Copy, Default)]
+pub struct DefaultMakeSpan {
+    _priv: (),
+}
+
+impl DefaultMakeSpan {
+    /// The default span maker.
+    pub fn new() -> Self {
+        DefaultMakeSpan::default()
+    }
+}
+
+impl MakeSpan for DefaultMakeSpan {
+    fn make_span(&self, call: &CallInfo<'_>) -> Span {
+        let tool = call.tool();
+        let hints = call.hints();
+        let span = tracing::info_span!(
+            "tools/call",
+            { semconv::OTEL_NAME } = %format_args!("tools/call {tool}"),
+            { semconv::OTEL_KIND } = "server",
+            { semconv::MCP_METHOD_NAME } = "tools/call",
+            { semconv::GEN_AI_TOOL_NAME } = tool,
+            { semconv::GEN_AI_OPERATION_NAME } = "execute_tool",
+            { semconv::JSONRPC_REQUEST_ID } = %call.request_id(),
+            { semconv::MCP_SESSION_ID } = Empty,
+            { semconv::HINT_READ_ONLY } = hints.label(Hint::ReadOnly),
+            { semconv::HINT_DESTRUCTIVE } = hints.label(Hint::Destructive),
+            { semconv::HINT_IDEMPOTENT } = hints.label(Hint::Idempotent),
+            { semconv::HINT_OPEN_WORLD } = hints.label(Hint::OpenWorld),
+            { semconv::VERDICT } = Empty,
+            { semconv::ERROR_TYPE } = Empty,
+            { semconv::OTEL_STATUS_CODE } = Empty,
+        );
+        if let Some(session) = call.session_id() {
+            span.record(semconv::MCP_SESSION_ID, session);
+        }
+        span
+    }
+}

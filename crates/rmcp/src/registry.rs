@@ -1,0 +1,159 @@
+//! The hints registry: the declared hints of every tool the inner server serves.
+//!
+//! Filled without any client call: from `ServerHandler::get_tool` the first time a tool is
+//! called (for `#[tool_handler]` servers that answers from the router), and from every
+//! tools/list answer that passes through the layer (the latest listing wins). Hints are read
+//! from the tool's serialized `annotations` JSON with
+//! [`DeclaredHints::from_annotations_json`], so `null`, missing and non-boolean values all
+//! count as unset, never as false.
+
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+
+use hintaudit_core::DeclaredHints;
+use rmcp::model::Tool;
+
+/// Most tools whose hints one [`crate::HintAudit`] caches. Tools beyond it are still judged:
+/// their hints are asked of the inner server's `get_tool` on every call instead of cached.
+pub const MAX_REGISTERED_TOOLS: usize = 10_000;
+
+/// Tool name → declared hints, bounded by [`MAX_REGISTERED_TOOLS`].
+#[derive(Debug, Default)]
+pub(crate) struct Registry {
+    tools: RwLock<HashMap<Arc<str>, DeclaredHints>>,
+}
+
+impl Registry {
+    /// The cached hints of `tool`, if it has been seen.
+    pub(crate) fn get(&self, tool: &str) -> Option<DeclaredHints> {
+        self.tools
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(tool)
+            .copied()
+    }
+
+    /// Whether `tool` has cached hints.
+    pub(crate) fn contains(&self, tool: &str) -> bool {
+        self.tools
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains_key(tool)
+    }
+
+    /// Caches `hints` for `tool`, replacing earlier hints. Ignored when the registry is full
+    /// and `tool` is new.
+    pub(crate) fn insert(&self, tool: &str, hints: DeclaredHints) {
+        let mut tools = self.tools.write().unwrap_or_else(|e| e.into_inner());
+        if let Some(slot) = tools.get_mut(tool) {
+            *slot = hints;
+        } else if tools.len() < MAX_REGISTERED_TOOLS {
+            tools.insert(Arc::from(tool), hints);
+        }
+    }
+
+    /// Reads `tool`'s hints and caches them; returns them.
+    pub(crate) fn learn(&self, tool: &Tool) -> DeclaredHints {
+        let hints = hints_of(tool);
+        self.insert(&tool.name, hints);
+        hints
+    }
+
+    /// Every cached tool with its hints, sorted by name.
+    pub(crate) fn snapshot(&self) -> Vec<(String, DeclaredHints)> {
+        let mut all: Vec<(String, DeclaredHints)> = self
+            .tools
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .map(|(name, hints)| (name.to_string(), *hints))
+            .collect();
+        all.sort_by(|a, b| a.0.cmp(&b.0));
+        all
+    }
+}
+
+/// The declared hints of an rmcp [`Tool`], read from its `annotations` as they serialize on the
+/// wire (MCP schema `ToolAnnotations`). Should serialization ever fail, the typed fields are
+/// read instead.
+pub(crate) fn hints_of(tool: &Tool) -> DeclaredHints {
+    let Some(annotations) = tool.annotations.as_ref() else {
+        return DeclaredHints::default();
+    };
+    match serde_json::to_value(annotations) {
+        Ok(json) => DeclaredHints::from_annotations_json(Some(&json)),
+        Err(_) => DeclaredHints {
+            read_only: annotations.read_only_hint,
+            destructive: annotations.destructive_hint,
+            idempotent: annotations.idempotent_hint,
+            open_world: annotations.open_world_hint,
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rmcp::model::ToolAnnotations;
+
+    fn tool(name: &'static str, annotations: Option<ToolAnnotations>) -> Tool {
+        let mut tool = Tool::new(name, "test", Arc::new(serde_json::Map::new()));
+        tool.annotations = annotations;
+        tool
+    }
+
+    #[test]
+    fn hints_are_tri_state() {
+        let rows = [
+            (None, DeclaredHints::default()),
+            (Some(ToolAnnotations::new()), DeclaredHints::default()),
+            (
+                Some(ToolAnnotations::new().read_only(true).open_world(false)),
+                DeclaredHints {
+                    read_only: Some(true),
+                    open_world: Some(false),
+                    ..Default::default()
+                },
+            ),
+            (
+                Some(ToolAnnotations::from_raw(
+                    None,
+                    Some(false),
+                    None,
+                    Some(true),
+                    None,
+                )),
+                DeclaredHints {
+                    read_only: Some(false),
+                    idempotent: Some(true),
+                    ..Default::default()
+                },
+            ),
+        ];
+        for (annotations, want) in rows {
+            assert_eq!(
+                hints_of(&tool("t", annotations.clone())),
+                want,
+                "{annotations:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn registry_learns_replaces_and_is_bounded() {
+        let registry = Registry::default();
+        assert_eq!(registry.get("a"), None);
+        let hints = registry.learn(&tool("a", Some(ToolAnnotations::new().read_only(true))));
+        assert_eq!(hints.read_only, Some(true));
+        assert_eq!(registry.get("a"), Some(hints));
+        registry.insert("a", DeclaredHints::default());
+        assert_eq!(registry.get("a"), Some(DeclaredHints::default()));
+
+        for i in 0..MAX_REGISTERED_TOOLS + 5 {
+            registry.insert(&format!("t{i}"), DeclaredHints::default());
+        }
+        assert_eq!(registry.snapshot().len(), MAX_REGISTERED_TOOLS);
+        assert!(registry.contains("a"), "existing entries stay");
+        assert!(!registry.contains(&format!("t{}", MAX_REGISTERED_TOOLS + 4)));
+    }
+}
