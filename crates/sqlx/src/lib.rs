@@ -1,1 +1,3 @@
-//! placeholder
+//! hintaudit-sqlx (work in progress).
+mod classify;
+pub use classify::{Classification, DEFAULT_CLASSIFY_CACHE, SqlDialect, TxControl, classify};

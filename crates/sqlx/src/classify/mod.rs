@@ -1,0 +1,289 @@
+//! Statement classification (design §3, "statement analysis"): what a SQL text does, from
+//! sqlparser's AST, with the dialect of the backend.
+//!
+//! ```
+//! use hintaudit_sqlx::{classify, SqlDialect};
+//! use hintaudit_core::Operation;
+//! let c = classify("UPDATE posts SET views = views + 1 WHERE id = $1", SqlDialect::Postgres);
+//! assert_eq!(c.effect.operation, Operation::Update);
+//! assert_eq!(c.effect.tables, ["posts"]);
+//! assert_eq!(c.effect.non_convergent, [("views".to_owned(), "views + 1".to_owned())]);
+//! assert_eq!(c.effect.summary, "UPDATE posts");
+//! assert_eq!(c.sanitized, "UPDATE posts SET views = views + ? WHERE id = $1");
+//! ```
+
+mod converge;
+mod functions;
+mod sanitize;
+mod walk;
+
+use std::num::NonZeroUsize;
+use std::sync::{Arc, Mutex};
+
+use hintaudit_core::{Operation, StatementEffect};
+use lru::LruCache;
+use sqlparser::dialect::{Dialect, MySqlDialect, PostgreSqlDialect, SQLiteDialect};
+use sqlparser::parser::Parser;
+
+/// The SQL dialect to parse with: one per backend.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum SqlDialect {
+    /// SQLite (sqlparser's `SQLiteDialect`).
+    Sqlite,
+    /// PostgreSQL (sqlparser's `PostgreSqlDialect`).
+    Postgres,
+    /// MySQL / MariaDB (sqlparser's `MySqlDialect`); no audited pool yet.
+    MySql,
+}
+
+impl SqlDialect {
+    fn parser_dialect(self) -> &'static dyn Dialect {
+        match self {
+            SqlDialect::Sqlite => &SQLiteDialect {},
+            SqlDialect::Postgres => &PostgreSqlDialect {},
+            SqlDialect::MySql => &MySqlDialect {},
+        }
+    }
+}
+
+/// Transaction control a statement performs, so the audited connection can follow the
+/// transaction state of statements it did not open itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TxControl {
+    /// `BEGIN` / `START TRANSACTION`.
+    Begin,
+    /// `COMMIT` / `END`.
+    Commit,
+    /// `ROLLBACK` (the whole transaction).
+    Rollback,
+    /// `ROLLBACK TO SAVEPOINT`.
+    RollbackTo,
+    /// `SAVEPOINT`.
+    Savepoint,
+    /// `RELEASE SAVEPOINT`.
+    Release,
+}
+
+/// What statement analysis says of one SQL text (which may hold several statements).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Classification {
+    /// The statement skeleton for [`hintaudit_core::CallEffects::record_statement`]:
+    /// operation, tables written and read (lower-cased), SET columns, upsert overwrite,
+    /// non-convergent assignments, opaque calls, DROP, summary. Driver results and
+    /// observation flags are left at their defaults.
+    pub effect: StatementEffect,
+    /// The SQL keyword(s) for `db.operation.name`: `SELECT`, `INSERT`, `CREATE TABLE`.
+    pub operation_name: String,
+    /// The text with every literal replaced by `?` and comments removed; bind parameters
+    /// (`$1`, `?`) are kept. Safe for `db.query.text`.
+    pub sanitized: String,
+    /// Transaction control, if the text is `BEGIN`, `COMMIT`, `SAVEPOINT`…
+    pub tx_control: Option<TxControl>,
+    /// PostgreSQL: the statement cannot run inside a transaction block (`VACUUM`,
+    /// `CREATE INDEX CONCURRENTLY`, `CREATE DATABASE`), or the text holds several statements
+    /// with transaction control; the oracle must not wrap it.
+    pub no_transaction_block: bool,
+    /// A `DELETE` without `WHERE`: SQLite's truncate optimisation skips the update hook.
+    pub delete_without_where: bool,
+    /// Whether the text was parsed (false: [`Operation::Unknown`]).
+    pub parsed: bool,
+}
+
+impl Classification {
+    /// Whether the statement may write: a write operation, an unparseable or unknown text,
+    /// a procedure call, or any statement calling an opaque function. This decides when the
+    /// PostgreSQL oracle runs under [`crate::PgOracle::Writes`].
+    pub fn may_write(&self) -> bool {
+        let op = self.effect.operation;
+        op.is_write()
+            || matches!(op, Operation::Unknown | Operation::Call)
+            || !self.effect.opaque_calls.is_empty()
+    }
+}
+
+/// Classifies one SQL text. Never fails and never panics: an unparseable text is
+/// [`Operation::Unknown`] with a sanitized text from the tokenizer (or `?` when even that
+/// fails).
+pub fn classify(sql: &str, dialect: SqlDialect) -> Classification {
+    let d = dialect.parser_dialect();
+    let sanitized = sanitize::sanitize(d, sql);
+    let statements = match Parser::parse_sql(d, sql) {
+        Ok(s) if !s.is_empty() => s,
+        _ => return unknown(sql, sanitized),
+    };
+    let mut w = walk::Walk::default();
+    let mut keywords: Vec<String> = Vec::new();
+    let mut tx_controls = 0usize;
+    for s in &statements {
+        let before = w.operation;
+        w.operation = None;
+        w.statement(s);
+        w.nested(s);
+        if w.tx_control.is_some() {
+            tx_controls += 1;
+        }
+        let this = w.operation.unwrap_or(Operation::Ddl);
+        if !keywords.contains(&w.keyword) {
+            keywords.push(w.keyword.clone());
+        }
+        // Several statements: the strongest operation wins (a write over a read).
+        w.operation = Some(match before {
+            Some(b) if stronger(b, this) => b,
+            _ => this,
+        });
+    }
+    let operation = w.operation.unwrap_or(Operation::Unknown);
+    let read_tables: Vec<String> = w
+        .read_tables
+        .iter()
+        .filter(|t| !w.cte_names.contains(*t) && !w.tables.contains(*t))
+        .cloned()
+        .collect();
+    let mut opaque: Vec<String> = Vec::new();
+    for c in &w.calls {
+        let short = c.rsplit('.').next().unwrap_or(c);
+        if functions::is_opaque(short) && !opaque.contains(c) {
+            opaque.push(c.clone());
+        }
+    }
+    let operation_name = if statements.len() == 1 {
+        w.keyword.clone()
+    } else {
+        keywords.join(";")
+    };
+    let shown = if w.tables.is_empty() {
+        &read_tables
+    } else {
+        &w.tables
+    };
+    let summary = summary(&operation_name, shown);
+    let mut effect = StatementEffect::new(operation, w.tables);
+    effect.read_tables = read_tables;
+    effect.set_columns = w.set_columns;
+    effect.overwrites = w.overwrites && operation == Operation::Upsert;
+    effect.non_convergent = w.non_convergent;
+    effect.opaque_calls = opaque;
+    effect.drops = w.drops;
+    effect.summary = summary;
+    Classification {
+        effect,
+        operation_name,
+        sanitized,
+        tx_control: if statements.len() == 1 {
+            w.tx_control
+        } else {
+            None
+        },
+        no_transaction_block: w.no_transaction_block || (tx_controls > 0 && statements.len() > 1),
+        delete_without_where: w.delete_without_where,
+        parsed: true,
+    }
+}
+
+fn stronger(a: Operation, b: Operation) -> bool {
+    let score = |o: Operation| match o {
+        Operation::Unknown => 10,
+        o if o.is_write() => 5 + u8::from(matches!(o, Operation::Delete | Operation::Truncate)),
+        Operation::Call => 4,
+        Operation::SelectForUpdate => 2,
+        Operation::Select => 1,
+        _ => 0,
+    };
+    score(a) >= score(b)
+}
+
+/// `db.query.summary`: the operation and up to three tables, as OpenTelemetry shapes it.
+fn summary(operation_name: &str, tables: &[String]) -> String {
+    let mut out = operation_name.to_owned();
+    for t in tables.iter().take(3) {
+        out.push(' ');
+        out.push_str(t);
+    }
+    out
+}
+
+fn unknown(sql: &str, sanitized: String) -> Classification {
+    let keyword = sql
+        .split_whitespace()
+        .next()
+        .map(|w| w.to_uppercase())
+        .filter(|w| w.len() <= 16 && w.chars().all(|c| c.is_ascii_alphabetic()))
+        .unwrap_or_default();
+    let upper = sql.to_uppercase();
+    let no_tx = [
+        "VACUUM",
+        "CONCURRENTLY",
+        "CREATE DATABASE",
+        "DROP DATABASE",
+        "ALTER SYSTEM",
+    ]
+    .iter()
+    .any(|k| upper.contains(k));
+    // sqlparser reads `PRAGMA name = value` with literal values only; the other forms
+    // (`PRAGMA table_info(t)`, `PRAGMA foreign_keys = ON`) are settings or reads.
+    let op = if keyword == "PRAGMA" {
+        Operation::Session
+    } else {
+        Operation::Unknown
+    };
+    let mut effect = StatementEffect::new(op, Vec::new());
+    if !keyword.is_empty() {
+        effect.summary = keyword.clone();
+    }
+    Classification {
+        effect,
+        operation_name: keyword,
+        sanitized,
+        tx_control: None,
+        no_transaction_block: no_tx || upper.contains("COMMIT") || upper.contains("BEGIN"),
+        delete_without_where: false,
+        parsed: false,
+    }
+}
+
+/// Default number of SQL texts whose classification a pool keeps.
+pub const DEFAULT_CLASSIFY_CACHE: usize = 1024;
+
+/// Texts longer than this are classified every time instead of cached (bulk statements with
+/// inlined literals would only churn the cache). Bytes.
+const MAX_CACHED_SQL: usize = 16 * 1024;
+
+/// A per-pool LRU cache of classifications, keyed by SQL text.
+#[derive(Debug)]
+pub(crate) struct Classifier {
+    dialect: SqlDialect,
+    cache: Mutex<LruCache<Box<str>, Arc<Classification>>>,
+}
+
+impl Classifier {
+    pub(crate) fn new(dialect: SqlDialect, capacity: usize) -> Self {
+        let cap = NonZeroUsize::new(capacity).unwrap_or(NonZeroUsize::MIN);
+        Classifier {
+            dialect,
+            cache: Mutex::new(LruCache::new(cap)),
+        }
+    }
+
+    /// The classification of `sql`, from the cache when it was seen recently.
+    pub(crate) fn classify(&self, sql: &str) -> Arc<Classification> {
+        if sql.len() > MAX_CACHED_SQL {
+            return Arc::new(classify(sql, self.dialect));
+        }
+        if let Some(hit) = self.lock().get(sql) {
+            return hit.clone();
+        }
+        let c = Arc::new(classify(sql, self.dialect));
+        self.lock().put(sql.into(), c.clone());
+        c
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, LruCache<Box<str>, Arc<Classification>>> {
+        self.cache.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+#[cfg(test)]
+mod tests;

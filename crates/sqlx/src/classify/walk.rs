@@ -1,0 +1,521 @@
+//! Walks one parsed statement: operation, tables written and read, SET columns,
+//! non-convergent assignments and function calls.
+
+use std::collections::BTreeSet;
+use std::ops::ControlFlow;
+
+use hintaudit_core::Operation;
+use sqlparser::ast::{
+    Assignment, AssignmentTarget, Expr, FromTable, Insert, ObjectName, ObjectNamePart, ObjectType,
+    OnConflictAction, OnInsert, Query, SetExpr, SqliteOnConflict, Statement, TableFactor,
+    TableObject, TableWithJoins, Visit, Visitor,
+};
+
+use super::TxControl;
+use super::converge::is_non_convergent;
+
+/// What one statement does, before merging with the other statements of the same text.
+#[derive(Debug, Default)]
+pub(crate) struct Walk {
+    pub operation: Option<Operation>,
+    /// The SQL keyword(s) for `db.operation.name`: `SELECT`, `INSERT`, `CREATE TABLE`.
+    pub keyword: String,
+    pub tables: Vec<String>,
+    pub read_tables: BTreeSet<String>,
+    pub cte_names: BTreeSet<String>,
+    pub set_columns: Vec<String>,
+    pub overwrites: bool,
+    pub non_convergent: Vec<(String, String)>,
+    pub calls: Vec<String>,
+    pub drops: bool,
+    pub tx_control: Option<TxControl>,
+    pub no_transaction_block: bool,
+    pub delete_without_where: bool,
+}
+
+/// Lower-cased dotted name, quotes removed.
+pub(crate) fn object_name(name: &ObjectName) -> String {
+    let parts: Vec<String> = name
+        .0
+        .iter()
+        .map(|p| match p {
+            ObjectNamePart::Identifier(i) => i.value.to_lowercase(),
+            other => other.to_string().to_lowercase(),
+        })
+        .collect();
+    parts.join(".")
+}
+
+pub(crate) fn last_part(name: &ObjectName) -> String {
+    match name.0.last() {
+        Some(ObjectNamePart::Identifier(i)) => i.value.to_lowercase(),
+        Some(other) => other.to_string().to_lowercase(),
+        None => String::new(),
+    }
+}
+
+/// Rank of a write operation when several appear in one text: the strongest is reported.
+fn rank(op: Operation, overwrites: bool, drops: bool) -> u8 {
+    match op {
+        Operation::Ddl if drops => 9,
+        Operation::Truncate => 8,
+        Operation::Delete => 7,
+        Operation::Upsert if overwrites => 6,
+        Operation::Update => 5,
+        Operation::Upsert => 4,
+        Operation::Insert => 3,
+        Operation::Ddl => 2,
+        Operation::Call => 1,
+        _ => 0,
+    }
+}
+
+impl Walk {
+    fn write(&mut self, op: Operation, keyword: &str, tables: Vec<String>) {
+        let stronger = match self.operation {
+            None => true,
+            Some(cur) => {
+                rank(op, self.overwrites, self.drops) > rank(cur, self.overwrites, self.drops)
+                    || !cur.is_write()
+            }
+        };
+        if stronger {
+            self.operation = Some(op);
+            self.keyword = keyword.to_owned();
+        }
+        for t in tables {
+            if !self.tables.contains(&t) {
+                self.tables.push(t);
+            }
+        }
+    }
+
+    fn set(&mut self, op: Operation, keyword: &str) {
+        self.operation = Some(op);
+        self.keyword = keyword.to_owned();
+    }
+
+    /// Records `SET` assignments. `excluded` names the pseudo-table of an upsert whose columns
+    /// hold the proposed row (`EXCLUDED.x` converges).
+    fn assignments(&mut self, assignments: &[Assignment], table_aliases: &[String]) {
+        for a in assignments {
+            let columns: Vec<String> = match &a.target {
+                AssignmentTarget::ColumnName(n) => vec![last_part(n)],
+                AssignmentTarget::Tuple(ns) => ns.iter().map(last_part).collect(),
+            };
+            for col in columns {
+                if !self.set_columns.contains(&col) {
+                    self.set_columns.push(col.clone());
+                }
+                if is_non_convergent(&col, &a.value, table_aliases) {
+                    self.non_convergent.push((col, a.value.to_string()));
+                }
+            }
+        }
+    }
+
+    fn insert(&mut self, insert: &Insert) {
+        let table = match &insert.table {
+            TableObject::TableName(n) => object_name(n),
+            other => other.to_string().to_lowercase(),
+        };
+        let mut aliases = vec![table.clone(), last_of(&table)];
+        if let Some(a) = &insert.table_alias {
+            aliases.push(a.alias.value.to_lowercase());
+        }
+        let (op, keyword, overwrites) = match (&insert.on, insert.or) {
+            (_, Some(SqliteOnConflict::Replace)) => (Operation::Upsert, "INSERT", true),
+            _ if insert.replace_into => (Operation::Upsert, "REPLACE", true),
+            (Some(OnInsert::DuplicateKeyUpdate(a)), _) => {
+                self.assignments(a, &aliases);
+                (Operation::Upsert, "INSERT", true)
+            }
+            (Some(OnInsert::OnConflict(c)), _) => match &c.action {
+                OnConflictAction::DoNothing => (Operation::Upsert, "INSERT", false),
+                OnConflictAction::DoUpdate(u) => {
+                    self.assignments(&u.assignments, &aliases);
+                    (Operation::Upsert, "INSERT", true)
+                }
+            },
+            (_, Some(SqliteOnConflict::Ignore)) => (Operation::Upsert, "INSERT", false),
+            _ if insert.ignore => (Operation::Upsert, "INSERT", false),
+            _ => (Operation::Insert, "INSERT", false),
+        };
+        self.overwrites |= overwrites;
+        self.write(op, keyword, vec![table]);
+    }
+
+    pub(crate) fn statement(&mut self, statement: &Statement) {
+        match statement {
+            Statement::Query(q) => self.query(q),
+            Statement::Insert(i) => self.insert(i),
+            Statement::Update(u) => {
+                let table = first_relation(std::slice::from_ref(&u.table));
+                let mut aliases = vec![];
+                if let Some(t) = &table {
+                    aliases.push(t.clone());
+                    aliases.push(last_of(t));
+                }
+                if let TableFactor::Table { alias: Some(a), .. } = &u.table.relation {
+                    aliases.push(a.name.value.to_lowercase());
+                }
+                self.assignments(&u.assignments, &aliases);
+                self.write(Operation::Update, "UPDATE", table.into_iter().collect());
+            }
+            Statement::Delete(d) => {
+                let tables: Vec<String> = if d.tables.is_empty() {
+                    match &d.from {
+                        FromTable::WithFromKeyword(t) | FromTable::WithoutKeyword(t) => {
+                            first_relation(t).into_iter().collect()
+                        }
+                    }
+                } else {
+                    d.tables.iter().map(object_name).collect()
+                };
+                if d.selection.is_none() && d.using.is_none() && d.limit.is_none() {
+                    self.delete_without_where = true;
+                }
+                self.write(Operation::Delete, "DELETE", tables);
+            }
+            Statement::Merge(m) => {
+                let tables = match &m.table {
+                    TableFactor::Table { name, .. } => vec![object_name(name)],
+                    _ => vec![],
+                };
+                self.overwrites = true;
+                self.write(Operation::Upsert, "MERGE", tables);
+            }
+            Statement::Truncate(t) => {
+                let tables = t.table_names.iter().map(|t| object_name(&t.name)).collect();
+                self.write(Operation::Truncate, "TRUNCATE", tables);
+            }
+            Statement::Drop {
+                object_type, names, ..
+            } => {
+                self.drops = true;
+                let keyword = format!("DROP {object_type}");
+                let tables = match object_type {
+                    ObjectType::Table | ObjectType::View | ObjectType::MaterializedView => {
+                        names.iter().map(object_name).collect()
+                    }
+                    _ => vec![],
+                };
+                if text_has(&keyword, "DATABASE") {
+                    self.no_transaction_block = true;
+                }
+                self.write(Operation::Ddl, &keyword, tables);
+            }
+            Statement::DropFunction(_)
+            | Statement::DropDomain(_)
+            | Statement::DropProcedure { .. }
+            | Statement::DropPolicy(_)
+            | Statement::DropRule(_)
+            | Statement::DropTrigger(_)
+            | Statement::DropExtension(_) => {
+                self.drops = true;
+                self.write(Operation::Ddl, "DROP", vec![]);
+            }
+            Statement::CreateTable(c) => {
+                self.write(Operation::Ddl, "CREATE TABLE", vec![object_name(&c.name)]);
+                if let Some(q) = &c.query {
+                    self.query(q);
+                }
+            }
+            Statement::CreateView(v) => {
+                self.write(Operation::Ddl, "CREATE VIEW", vec![object_name(&v.name)]);
+            }
+            Statement::CreateIndex(i) => {
+                if i.concurrently {
+                    self.no_transaction_block = true;
+                }
+                self.write(
+                    Operation::Ddl,
+                    "CREATE INDEX",
+                    vec![object_name(&i.table_name)],
+                );
+            }
+            Statement::AlterTable(a) => {
+                self.write(Operation::Ddl, "ALTER TABLE", vec![object_name(&a.name)]);
+            }
+            Statement::RenameTable(r) => {
+                let tables = r.iter().map(|r| object_name(&r.old_name)).collect();
+                self.write(Operation::Ddl, "RENAME TABLE", tables);
+            }
+            Statement::CreateDatabase { .. } => {
+                self.no_transaction_block = true;
+                self.write(Operation::Ddl, "CREATE DATABASE", vec![]);
+            }
+            Statement::Vacuum(_) => {
+                self.no_transaction_block = true;
+                self.set(Operation::Session, "VACUUM");
+            }
+            Statement::Call(f) => {
+                self.calls.push(object_name(&f.name));
+                if self.operation.is_none_or(|o| !o.is_write()) {
+                    self.set(Operation::Call, "CALL");
+                }
+            }
+            Statement::StartTransaction { .. } => {
+                self.tx_control = Some(TxControl::Begin);
+                self.set(Operation::Transaction, "BEGIN");
+            }
+            Statement::Commit { .. } => {
+                self.tx_control = Some(TxControl::Commit);
+                self.set(Operation::Transaction, "COMMIT");
+            }
+            Statement::Rollback { savepoint, .. } => {
+                self.tx_control = Some(if savepoint.is_some() {
+                    TxControl::RollbackTo
+                } else {
+                    TxControl::Rollback
+                });
+                self.set(Operation::Transaction, "ROLLBACK");
+            }
+            Statement::Savepoint { .. } => {
+                self.tx_control = Some(TxControl::Savepoint);
+                self.set(Operation::Transaction, "SAVEPOINT");
+            }
+            Statement::ReleaseSavepoint { .. } => {
+                self.tx_control = Some(TxControl::Release);
+                self.set(Operation::Transaction, "RELEASE");
+            }
+            Statement::Pragma { name, value, .. } => {
+                let session = matches!(
+                    last_part(name).as_str(),
+                    "foreign_keys"
+                        | "busy_timeout"
+                        | "synchronous"
+                        | "cache_size"
+                        | "temp_store"
+                        | "recursive_triggers"
+                        | "case_sensitive_like"
+                        | "query_only"
+                        | "journal_mode"
+                        | "locking_mode"
+                        | "defer_foreign_keys"
+                        | "mmap_size"
+                        | "analysis_limit"
+                        | "cell_size_check"
+                        | "automatic_index"
+                        | "ignore_check_constraints"
+                        | "reverse_unordered_selects"
+                        | "trusted_schema"
+                        | "optimize"
+                        | "wal_checkpoint"
+                );
+                if value.is_none() || session {
+                    self.set(Operation::Session, "PRAGMA");
+                } else {
+                    self.write(Operation::Ddl, "PRAGMA", vec![]);
+                }
+            }
+            Statement::Set(_)
+            | Statement::Use(_)
+            | Statement::Reset(_)
+            | Statement::Discard { .. }
+            | Statement::LISTEN { .. }
+            | Statement::UNLISTEN { .. }
+            | Statement::Prepare { .. }
+            | Statement::Deallocate { .. }
+            | Statement::Analyze(_) => {
+                let kw = first_word(&statement.to_string());
+                self.set(Operation::Session, &kw);
+            }
+            Statement::ShowVariable { .. }
+            | Statement::ShowStatus { .. }
+            | Statement::ShowVariables { .. }
+            | Statement::ShowCreate { .. }
+            | Statement::ShowColumns { .. }
+            | Statement::ShowDatabases { .. }
+            | Statement::ShowSchemas { .. }
+            | Statement::ShowTables { .. }
+            | Statement::ShowViews { .. }
+            | Statement::ShowFunctions { .. }
+            | Statement::ShowCollation { .. }
+            | Statement::ExplainTable { .. } => self.set(Operation::Session, "SHOW"),
+            Statement::Explain {
+                analyze, statement, ..
+            } => {
+                if *analyze {
+                    // EXPLAIN ANALYZE runs the statement; the nested walk reports it.
+                    let _ = statement;
+                } else {
+                    self.set(Operation::Select, "EXPLAIN");
+                }
+            }
+            Statement::Execute { name, .. } => {
+                // EXECUTE of a prepared statement: its text is unknown here.
+                if let Some(n) = name {
+                    self.calls.push(object_name(n));
+                }
+                self.set(Operation::Unknown, "EXECUTE");
+            }
+            Statement::Lock(_) | Statement::LockTables { .. } | Statement::UnlockTables => {
+                self.set(Operation::SelectForUpdate, "LOCK");
+            }
+            Statement::Copy { to, .. } => {
+                if *to {
+                    self.set(Operation::Select, "COPY");
+                } else {
+                    self.write(Operation::Insert, "COPY", copy_table(statement));
+                }
+            }
+            other => {
+                let kw = keyword_of(&other.to_string());
+                if kw.contains("CONCURRENTLY") || kw.starts_with("ALTER SYSTEM") {
+                    self.no_transaction_block = true;
+                }
+                self.write(Operation::Ddl, &kw, vec![]);
+            }
+        }
+    }
+
+    fn query(&mut self, q: &Query) {
+        let locks = !q.locks.is_empty();
+        match q.body.as_ref() {
+            // The nested walk reports these: `WITH d AS (...) DELETE ... RETURNING`.
+            SetExpr::Insert(_) | SetExpr::Update(_) | SetExpr::Delete(_) | SetExpr::Merge(_) => {}
+            _ => {
+                if self.operation.is_none() {
+                    if locks {
+                        self.set(Operation::SelectForUpdate, "SELECT");
+                    } else {
+                        self.set(Operation::Select, "SELECT");
+                    }
+                }
+            }
+        }
+    }
+
+    /// Walks everything nested: CTEs with writes, subqueries, table factors, function calls.
+    pub(crate) fn nested(&mut self, statement: &Statement) {
+        let mut v = Nested {
+            walk: self,
+            depth: 0,
+            skip_below: None,
+        };
+        let _ = statement.visit(&mut v);
+    }
+}
+
+fn copy_table(statement: &Statement) -> Vec<String> {
+    match statement {
+        Statement::Copy {
+            source: sqlparser::ast::CopySource::Table { table_name, .. },
+            ..
+        } => vec![object_name(table_name)],
+        _ => vec![],
+    }
+}
+
+fn text_has(text: &str, word: &str) -> bool {
+    text.to_uppercase().contains(word)
+}
+
+fn first_word(text: &str) -> String {
+    text.split_whitespace().next().unwrap_or("").to_uppercase()
+}
+
+/// The first two words of a statement's text, for `db.operation.name`: `CREATE TRIGGER`.
+fn keyword_of(text: &str) -> String {
+    let words: Vec<String> = text
+        .split_whitespace()
+        .take(3)
+        .map(|w| w.to_uppercase())
+        .collect();
+    match words.first().map(String::as_str) {
+        Some("CREATE" | "ALTER" | "DROP" | "REFRESH" | "GRANT" | "REVOKE" | "COMMENT") => {
+            let mut out = words[..words.len().min(2)].join(" ");
+            if words.iter().any(|w| w == "CONCURRENTLY") || text_has(text, " CONCURRENTLY ") {
+                out.push_str(" CONCURRENTLY");
+            }
+            out
+        }
+        Some(w) => w.to_owned(),
+        None => String::new(),
+    }
+}
+
+fn last_of(name: &str) -> String {
+    name.rsplit('.').next().unwrap_or(name).to_owned()
+}
+
+fn first_relation(tables: &[TableWithJoins]) -> Option<String> {
+    tables.iter().find_map(|t| match &t.relation {
+        TableFactor::Table {
+            name, args: None, ..
+        } => Some(object_name(name)),
+        _ => None,
+    })
+}
+
+/// Visits every nested node: tables read, CTE names, function calls, nested writes.
+struct Nested<'a> {
+    walk: &'a mut Walk,
+    depth: usize,
+    /// Inside `EXPLAIN` without `ANALYZE`: nested statements do not run.
+    skip_below: Option<usize>,
+}
+
+impl Visitor for Nested<'_> {
+    type Break = ();
+
+    fn pre_visit_statement(&mut self, statement: &Statement) -> ControlFlow<()> {
+        // Statements nested in CTEs or set expressions: `WITH d AS (DELETE ...) SELECT`.
+        if self.depth > 0 && self.skip_below.is_none() {
+            self.walk.statement(statement);
+        }
+        if self.skip_below.is_none()
+            && matches!(statement, Statement::Explain { analyze: false, .. })
+        {
+            self.skip_below = Some(self.depth);
+        }
+        self.depth += 1;
+        ControlFlow::Continue(())
+    }
+
+    fn post_visit_statement(&mut self, _: &Statement) -> ControlFlow<()> {
+        self.depth = self.depth.saturating_sub(1);
+        if self.skip_below == Some(self.depth) {
+            self.skip_below = None;
+        }
+        ControlFlow::Continue(())
+    }
+
+    fn pre_visit_query(&mut self, query: &Query) -> ControlFlow<()> {
+        if let Some(with) = &query.with {
+            for cte in &with.cte_tables {
+                self.walk
+                    .cte_names
+                    .insert(cte.alias.name.value.to_lowercase());
+            }
+        }
+        ControlFlow::Continue(())
+    }
+
+    fn pre_visit_table_factor(&mut self, factor: &TableFactor) -> ControlFlow<()> {
+        match factor {
+            TableFactor::Table {
+                name, args: None, ..
+            } => {
+                self.walk.read_tables.insert(object_name(name));
+            }
+            TableFactor::Table {
+                name,
+                args: Some(_),
+                ..
+            } => {
+                self.walk.calls.push(object_name(name));
+            }
+            _ => {}
+        }
+        ControlFlow::Continue(())
+    }
+
+    fn pre_visit_expr(&mut self, expr: &Expr) -> ControlFlow<()> {
+        if let Expr::Function(f) = expr {
+            self.walk.calls.push(object_name(&f.name));
+        }
+        ControlFlow::Continue(())
+    }
+}
