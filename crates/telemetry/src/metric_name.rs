@@ -1,0 +1,223 @@
+//! The names of every metric hintaudit exports (design §5), in one enum.
+//!
+//! Nothing else in the workspace spells a metric name: code, tests, dashboards and alert rules
+//! take them from [`MetricName`] (a test keeps dashboards and rules in step with
+//! [`MetricName::ALL`]).
+//!
+//! ```
+//! use hintaudit_telemetry::{MetricKind, MetricName};
+//! assert_eq!(MetricName::HintViolations.as_str(), "hintaudit_hint_violations_total");
+//! assert_eq!(MetricName::HintViolations.labels(), &["tool", "rule", "hint", "severity"]);
+//! assert_eq!(MetricName::ToolCallDuration.kind(), MetricKind::Histogram);
+//! assert_eq!(MetricName::parse("hintaudit_tool_advice"), Some(MetricName::ToolAdvice));
+//! ```
+
+/// The Prometheus type of a metric.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum MetricKind {
+    /// A monotonic counter (`_total`).
+    Counter,
+    /// A histogram (`_bucket`, `_sum`, `_count`).
+    Histogram,
+    /// A gauge.
+    Gauge,
+}
+
+impl MetricKind {
+    /// `counter`, `histogram` or `gauge`, as the `# TYPE` line of the text format spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MetricKind::Counter => "counter",
+            MetricKind::Histogram => "histogram",
+            MetricKind::Gauge => "gauge",
+        }
+    }
+}
+
+/// A metric of design §5.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
+pub enum MetricName {
+    /// `hintaudit_tool_calls_total{tool,status}`: finished tool calls; status `ok`,
+    /// `tool_error` or `protocol_error`.
+    ToolCalls,
+    /// `hintaudit_tool_call_duration_seconds{tool}`: histogram of call wall time, seconds.
+    ToolCallDuration,
+    /// `hintaudit_hint_violations_total{tool,rule,hint,severity}`: findings of tool calls, and
+    /// `hints_changed` once per change of a tool's listed hints.
+    HintViolations,
+    /// `hintaudit_tool_statements_total{tool,operation}`: SQL statements run by tool calls.
+    ToolStatements,
+    /// `hintaudit_tool_row_changes_total{tool,table,operation}`: committed row changes, rows.
+    ToolRowChanges,
+    /// `hintaudit_tool_declared_hints{tool,read_only,destructive,idempotent,open_world}`:
+    /// gauge 1 for each declared tool's current hints, values `true`, `false` or `unset`.
+    ToolDeclaredHints,
+    /// `hintaudit_tool_advice{tool,advice}`: gauge 1 while the advice holds, else 0.
+    ToolAdvice,
+    /// `hintaudit_tool_hints_changed_total{tool}`: times a tool's listed hints changed.
+    ToolHintsChanged,
+    /// `hintaudit_unattributed_statements_total{operation}`: statements run outside any call.
+    UnattributedStatements,
+    /// `hintaudit_audit_errors_total{stage}`: audit failures (the call went on), including
+    /// spans the trace exporter dropped (`stage="export"`).
+    AuditErrors,
+}
+
+impl MetricName {
+    /// Every metric, in the order of design §5.
+    pub const ALL: [MetricName; 10] = [
+        MetricName::ToolCalls,
+        MetricName::ToolCallDuration,
+        MetricName::HintViolations,
+        MetricName::ToolStatements,
+        MetricName::ToolRowChanges,
+        MetricName::ToolDeclaredHints,
+        MetricName::ToolAdvice,
+        MetricName::ToolHintsChanged,
+        MetricName::UnattributedStatements,
+        MetricName::AuditErrors,
+    ];
+
+    /// The metric name, e.g. `hintaudit_tool_calls_total`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MetricName::ToolCalls => "hintaudit_tool_calls_total",
+            MetricName::ToolCallDuration => "hintaudit_tool_call_duration_seconds",
+            MetricName::HintViolations => "hintaudit_hint_violations_total",
+            MetricName::ToolStatements => "hintaudit_tool_statements_total",
+            MetricName::ToolRowChanges => "hintaudit_tool_row_changes_total",
+            MetricName::ToolDeclaredHints => "hintaudit_tool_declared_hints",
+            MetricName::ToolAdvice => "hintaudit_tool_advice",
+            MetricName::ToolHintsChanged => "hintaudit_tool_hints_changed_total",
+            MetricName::UnattributedStatements => "hintaudit_unattributed_statements_total",
+            MetricName::AuditErrors => "hintaudit_audit_errors_total",
+        }
+    }
+
+    /// Parses a metric name as [`MetricName::as_str`] spells it.
+    pub fn parse(name: &str) -> Option<MetricName> {
+        MetricName::ALL.into_iter().find(|m| m.as_str() == name)
+    }
+
+    /// The `# HELP` text.
+    pub fn help(self) -> &'static str {
+        match self {
+            MetricName::ToolCalls => "MCP tool calls seen by hintaudit, by tool and status.",
+            MetricName::ToolCallDuration => "Wall time of MCP tool calls, in seconds.",
+            MetricName::HintViolations => {
+                "Findings where a tool's behaviour contradicts its declared hints."
+            }
+            MetricName::ToolStatements => "SQL statements run by tool calls, by operation.",
+            MetricName::ToolRowChanges => "Committed row changes made by tool calls, in rows.",
+            MetricName::ToolDeclaredHints => {
+                "Hints each declared tool serves (1 for the current set; true, false or unset)."
+            }
+            MetricName::ToolAdvice => {
+                "1 while a hint could be less cautious with no contrary evidence, else 0."
+            }
+            MetricName::ToolHintsChanged => "Times the hints served for a tool changed.",
+            MetricName::UnattributedStatements => {
+                "SQL statements run outside any tool call scope, by operation."
+            }
+            MetricName::AuditErrors => {
+                "Audit failures by stage; the audited call went on. Includes dropped spans."
+            }
+        }
+    }
+
+    /// The Prometheus type.
+    pub fn kind(self) -> MetricKind {
+        match self {
+            MetricName::ToolCallDuration => MetricKind::Histogram,
+            MetricName::ToolDeclaredHints | MetricName::ToolAdvice => MetricKind::Gauge,
+            _ => MetricKind::Counter,
+        }
+    }
+
+    /// The label names, in order.
+    pub fn labels(self) -> &'static [&'static str] {
+        match self {
+            MetricName::ToolCalls => &["tool", "status"],
+            MetricName::ToolCallDuration => &["tool"],
+            MetricName::HintViolations => &["tool", "rule", "hint", "severity"],
+            MetricName::ToolStatements => &["tool", "operation"],
+            MetricName::ToolRowChanges => &["tool", "table", "operation"],
+            MetricName::ToolDeclaredHints => &[
+                "tool",
+                "read_only",
+                "destructive",
+                "idempotent",
+                "open_world",
+            ],
+            MetricName::ToolAdvice => &["tool", "advice"],
+            MetricName::ToolHintsChanged => &["tool"],
+            MetricName::UnattributedStatements => &["operation"],
+            MetricName::AuditErrors => &["stage"],
+        }
+    }
+
+    /// The names of the series a scrape shows for it: the name itself, or for the histogram
+    /// its `_bucket`, `_sum` and `_count` series.
+    pub fn series_names(self) -> Vec<String> {
+        match self.kind() {
+            MetricKind::Histogram => ["_bucket", "_sum", "_count"]
+                .iter()
+                .map(|s| format!("{}{s}", self.as_str()))
+                .collect(),
+            _ => vec![self.as_str().to_owned()],
+        }
+    }
+}
+
+impl std::fmt::Display for MetricName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The `tool` label value for calls of tools the server does not declare (design §5), and for
+/// declared tools beyond the recorder's tool cap.
+pub const UNKNOWN_TOOL: &str = "__unknown__";
+/// The `table` label value for tables beyond the first N seen (design §5).
+pub const OTHER_TABLE: &str = "__other__";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_prefixed_and_parse_back() {
+        let mut seen = std::collections::HashSet::new();
+        for m in MetricName::ALL {
+            assert!(seen.insert(m.as_str()), "{m} twice");
+            assert!(m.as_str().starts_with("hintaudit_"), "{m}");
+            assert_eq!(MetricName::parse(m.as_str()), Some(m));
+            // Prometheus naming: counters end in _total, nothing else does.
+            assert_eq!(
+                m.as_str().ends_with("_total"),
+                m.kind() == MetricKind::Counter,
+                "{m}"
+            );
+            assert!(!m.help().is_empty());
+            assert!(m.labels().iter().all(|l| !l.starts_with("__")));
+        }
+        assert_eq!(MetricName::parse("hintaudit_nope"), None);
+    }
+
+    #[test]
+    fn histogram_series_names() {
+        assert_eq!(
+            MetricName::ToolCallDuration.series_names(),
+            vec![
+                "hintaudit_tool_call_duration_seconds_bucket",
+                "hintaudit_tool_call_duration_seconds_sum",
+                "hintaudit_tool_call_duration_seconds_count"
+            ]
+        );
+        assert_eq!(
+            MetricName::ToolAdvice.series_names(),
+            vec!["hintaudit_tool_advice"]
+        );
+    }
+}

@@ -1,0 +1,432 @@
+//! OpenTelemetry tracing: tracing spans → tracing-opentelemetry → a bounded batch queue → the
+//! OTLP exporter (gRPC or HTTP/protobuf).
+//!
+//! Configuration follows the OpenTelemetry environment variables unless set in code:
+//!
+//! | variable | effect |
+//! |---|---|
+//! | `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`, `OTEL_EXPORTER_OTLP_ENDPOINT` | where to send; tracing export is on when either is set |
+//! | `OTEL_EXPORTER_OTLP_TRACES_PROTOCOL`, `OTEL_EXPORTER_OTLP_PROTOCOL` | `grpc` or `http/protobuf` (the default) |
+//! | `OTEL_EXPORTER_OTLP_TIMEOUT`, `_HEADERS`, `_COMPRESSION`, `_INSECURE` (and `_TRACES_` forms) | read by opentelemetry-otlp |
+//! | `OTEL_SERVICE_NAME`, `OTEL_RESOURCE_ATTRIBUTES` | the resource; [`TracingConfig::with_default_service_name`] applies only when neither names the service |
+//! | `OTEL_BSP_MAX_QUEUE_SIZE`, `OTEL_BSP_MAX_EXPORT_BATCH_SIZE`, `OTEL_BSP_SCHEDULE_DELAY` | queue limits (defaults 2048 spans, 512 spans, 1000 ms) |
+//! | `OTEL_SDK_DISABLED=true`, `OTEL_TRACES_EXPORTER=none` | export off |
+//!
+//! Exporting never blocks or fails a call: a finished span is handed to a bounded queue
+//! without waiting, a background thread exports batches, and spans that do not make it
+//! (queue full, collector down) are counted in `hintaudit_audit_errors_total{stage="export"}`,
+//! one per span.
+//!
+//! ```no_run
+//! # #[tokio::main] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use hintaudit_telemetry::{TracingConfig, init_tracing};
+//! // OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4317 OTEL_EXPORTER_OTLP_PROTOCOL=grpc
+//! let _guard = init_tracing(TracingConfig::from_env().with_default_service_name("bookings"))?;
+//! // ... serve; dropping the guard flushes what is queued.
+//! # Ok(()) }
+//! ```
+
+use std::time::Duration;
+
+use opentelemetry::KeyValue;
+use opentelemetry::trace::TracerProvider as _;
+use opentelemetry_otlp::WithExportConfig;
+use opentelemetry_sdk::Resource;
+use opentelemetry_sdk::propagation::TraceContextPropagator;
+use opentelemetry_sdk::trace::{SdkTracer, SdkTracerProvider};
+use tracing::Subscriber;
+use tracing_opentelemetry::OpenTelemetryLayer;
+use tracing_subscriber::EnvFilter;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::registry::LookupSpan;
+use tracing_subscriber::util::SubscriberInitExt;
+
+use crate::error::TracingError;
+use crate::export::{BoundedProcessor, ExportHandle, ExportStats, QueueLimits};
+
+/// The OTLP transport.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum OtlpProtocol {
+    /// OTLP/gRPC (`grpc`), usually port 4317. Needs a Tokio runtime when built.
+    Grpc,
+    /// OTLP/HTTP with protobuf bodies (`http/protobuf`), usually port 4318.
+    HttpProtobuf,
+}
+
+impl OtlpProtocol {
+    /// Parses the values of `OTEL_EXPORTER_OTLP_PROTOCOL`: `grpc`, `http/protobuf`.
+    /// `http/json` is not supported and gives `None`.
+    pub fn parse(s: &str) -> Option<OtlpProtocol> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "grpc" => Some(OtlpProtocol::Grpc),
+            "http/protobuf" => Some(OtlpProtocol::HttpProtobuf),
+            _ => None,
+        }
+    }
+
+    fn from_env() -> Option<OtlpProtocol> {
+        let var = env_nonempty("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
+            .or_else(|| env_nonempty("OTEL_EXPORTER_OTLP_PROTOCOL"))?;
+        let parsed = OtlpProtocol::parse(&var);
+        if parsed.is_none() {
+            tracing::warn!("hintaudit: OTLP protocol {var:?} not supported; using http/protobuf");
+        }
+        parsed
+    }
+}
+
+fn env_nonempty(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+}
+
+fn env_usize(name: &str) -> Option<usize> {
+    env_nonempty(name)?.trim().parse().ok()
+}
+
+/// How to export traces. Start from [`TracingConfig::from_env`] (or
+/// [`TracingConfig::disabled`]) and override in code with the `with_*` setters.
+#[derive(Debug, Clone)]
+pub struct TracingConfig {
+    enabled: bool,
+    endpoint: Option<String>,
+    protocol: Option<OtlpProtocol>,
+    default_service_name: Option<String>,
+    max_queue_size: usize,
+    max_export_batch_size: usize,
+    scheduled_delay: Duration,
+    export_timeout: Option<Duration>,
+}
+
+/// Default bound of the span queue, in spans (the OpenTelemetry default).
+pub const DEFAULT_MAX_QUEUE_SIZE: usize = 2048;
+/// Default largest batch per export, in spans (the OpenTelemetry default).
+pub const DEFAULT_MAX_EXPORT_BATCH_SIZE: usize = 512;
+/// Default delay between two scheduled exports.
+pub const DEFAULT_SCHEDULED_DELAY: Duration = Duration::from_millis(1000);
+
+impl TracingConfig {
+    /// No export: [`init_tracing`] installs only the log output.
+    pub fn disabled() -> Self {
+        TracingConfig {
+            enabled: false,
+            endpoint: None,
+            protocol: None,
+            default_service_name: None,
+            max_queue_size: DEFAULT_MAX_QUEUE_SIZE,
+            max_export_batch_size: DEFAULT_MAX_EXPORT_BATCH_SIZE,
+            scheduled_delay: DEFAULT_SCHEDULED_DELAY,
+            export_timeout: None,
+        }
+    }
+
+    /// Reads the environment (see the [module docs](self)): export is on when an OTLP
+    /// endpoint variable is set and the SDK is not disabled.
+    pub fn from_env() -> Self {
+        let mut c = TracingConfig::disabled();
+        let endpoint_set = env_nonempty("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT").is_some()
+            || env_nonempty("OTEL_EXPORTER_OTLP_ENDPOINT").is_some();
+        let sdk_disabled = env_nonempty("OTEL_SDK_DISABLED")
+            .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"));
+        let exporter_none = env_nonempty("OTEL_TRACES_EXPORTER")
+            .is_some_and(|v| v.trim().eq_ignore_ascii_case("none"));
+        c.enabled = endpoint_set && !sdk_disabled && !exporter_none;
+        c.protocol = OtlpProtocol::from_env();
+        if let Some(n) = env_usize("OTEL_BSP_MAX_QUEUE_SIZE") {
+            c.max_queue_size = n;
+        }
+        if let Some(n) = env_usize("OTEL_BSP_MAX_EXPORT_BATCH_SIZE") {
+            c.max_export_batch_size = n;
+        }
+        if let Some(ms) = env_usize("OTEL_BSP_SCHEDULE_DELAY") {
+            c.scheduled_delay = Duration::from_millis(ms as u64);
+        }
+        c
+    }
+
+    /// Exports to `endpoint`, and turns export on. Like `OTEL_EXPORTER_OTLP_ENDPOINT`, a base
+    /// URL (`http://127.0.0.1:4318`); for HTTP, `/v1/traces` is appended unless the URL
+    /// already ends with it.
+    pub fn with_endpoint(mut self, endpoint: impl Into<String>) -> Self {
+        self.endpoint = Some(endpoint.into());
+        self.enabled = true;
+        self
+    }
+
+    /// The transport (default: the environment's, else `http/protobuf`).
+    pub fn with_protocol(mut self, protocol: OtlpProtocol) -> Self {
+        self.protocol = Some(protocol);
+        self
+    }
+
+    /// `service.name` when neither `OTEL_SERVICE_NAME` nor `OTEL_RESOURCE_ATTRIBUTES` names
+    /// the service (the SDK would say `unknown_service`).
+    pub fn with_default_service_name(mut self, name: impl Into<String>) -> Self {
+        self.default_service_name = Some(name.into());
+        self
+    }
+
+    /// At most `n` spans queued or being exported (default [`DEFAULT_MAX_QUEUE_SIZE`]);
+    /// further spans are dropped and counted.
+    pub fn with_max_queue_size(mut self, n: usize) -> Self {
+        self.max_queue_size = n;
+        self
+    }
+
+    /// At most `n` spans per export (default [`DEFAULT_MAX_EXPORT_BATCH_SIZE`]).
+    pub fn with_max_export_batch_size(mut self, n: usize) -> Self {
+        self.max_export_batch_size = n;
+        self
+    }
+
+    /// Time between scheduled exports (default [`DEFAULT_SCHEDULED_DELAY`]).
+    pub fn with_scheduled_delay(mut self, delay: Duration) -> Self {
+        self.scheduled_delay = delay;
+        self
+    }
+
+    /// Time limit of one export (default: `OTEL_EXPORTER_OTLP_TIMEOUT`, else 10 s).
+    pub fn with_export_timeout(mut self, timeout: Duration) -> Self {
+        self.export_timeout = Some(timeout);
+        self
+    }
+
+    /// Whether traces will be exported.
+    pub fn is_enabled(&self) -> bool {
+        self.enabled
+    }
+
+    fn resource(&self) -> Resource {
+        let detected = Resource::builder().build();
+        let unnamed = detected
+            .get(&opentelemetry::Key::new("service.name"))
+            .is_none_or(|v| v.as_str().starts_with("unknown_service"));
+        match (&self.default_service_name, unnamed) {
+            (Some(name), true) => Resource::builder()
+                .with_attribute(KeyValue::new("service.name", name.clone()))
+                .build(),
+            _ => detected,
+        }
+    }
+
+    fn exporter(&self) -> Result<opentelemetry_otlp::SpanExporter, TracingError> {
+        let protocol = self.protocol.unwrap_or(OtlpProtocol::HttpProtobuf);
+        let builder = opentelemetry_otlp::SpanExporter::builder();
+        let exporter = match protocol {
+            OtlpProtocol::Grpc => {
+                if tokio::runtime::Handle::try_current().is_err() {
+                    return Err(TracingError::NoRuntime);
+                }
+                let mut b = builder.with_tonic();
+                if let Some(endpoint) = &self.endpoint {
+                    b = b.with_endpoint(endpoint.clone());
+                }
+                if let Some(t) = self.export_timeout {
+                    b = b.with_timeout(t);
+                }
+                b.build()?
+            }
+            OtlpProtocol::HttpProtobuf => {
+                let mut b = builder
+                    .with_http()
+                    .with_protocol(opentelemetry_otlp::Protocol::HttpBinary);
+                if let Some(endpoint) = &self.endpoint {
+                    b = b.with_endpoint(http_traces_url(endpoint));
+                }
+                if let Some(t) = self.export_timeout {
+                    b = b.with_timeout(t);
+                }
+                b.build()?
+            }
+        };
+        Ok(exporter)
+    }
+}
+
+fn http_traces_url(endpoint: &str) -> String {
+    let trimmed = endpoint.trim_end_matches('/');
+    if trimmed.ends_with("/v1/traces") {
+        trimmed.to_owned()
+    } else {
+        format!("{trimmed}/v1/traces")
+    }
+}
+
+/// A built span pipeline: tracer provider, bounded queue and OTLP exporter. Make a
+/// tracing layer with [`OtelPipeline::layer`]; drop it (or call [`OtelPipeline::shutdown`])
+/// to flush. Use this when the application installs its own subscriber; [`init_tracing`]
+/// does it all.
+#[derive(Debug)]
+pub struct OtelPipeline {
+    provider: SdkTracerProvider,
+    handle: ExportHandle,
+}
+
+impl OtelPipeline {
+    /// Builds the pipeline, or `None` when `config` has export off.
+    ///
+    /// # Errors
+    /// [`TracingError::Exporter`] for a bad endpoint or client; [`TracingError::NoRuntime`]
+    /// for gRPC outside a Tokio runtime.
+    pub fn new(config: &TracingConfig) -> Result<Option<OtelPipeline>, TracingError> {
+        if !config.enabled {
+            return Ok(None);
+        }
+        Self::with_exporter(config, config.exporter()?).map(Some)
+    }
+
+    /// Builds the pipeline around any span exporter (for tests and other backends), with
+    /// `config`'s queue limits and resource; export is on whatever `config` says.
+    pub fn with_exporter<E>(
+        config: &TracingConfig,
+        exporter: E,
+    ) -> Result<OtelPipeline, TracingError>
+    where
+        E: opentelemetry_sdk::trace::SpanExporter + 'static,
+    {
+        let limits = QueueLimits {
+            max_queue_size: config.max_queue_size,
+            max_export_batch_size: config.max_export_batch_size,
+            scheduled_delay: config.scheduled_delay,
+        };
+        let (processor, handle) = BoundedProcessor::new(exporter, limits);
+        let provider = SdkTracerProvider::builder()
+            .with_resource(config.resource())
+            .with_span_processor(processor)
+            .build();
+        Ok(OtelPipeline { provider, handle })
+    }
+
+    /// A tracing layer that turns spans into OpenTelemetry spans of this pipeline. Thread
+    /// ids and source locations are left out; `otel.name`, `otel.kind` and
+    /// `otel.status_code` fields set the span's name, kind and status.
+    pub fn layer<S>(&self) -> OpenTelemetryLayer<S, SdkTracer>
+    where
+        S: Subscriber + for<'span> LookupSpan<'span>,
+    {
+        tracing_opentelemetry::layer()
+            .with_tracer(self.provider.tracer("hintaudit"))
+            .with_threads(false)
+            .with_location(false)
+    }
+
+    /// The tracer provider.
+    pub fn tracer_provider(&self) -> &SdkTracerProvider {
+        &self.provider
+    }
+
+    /// Spans exported, dropped and in flight so far.
+    pub fn export_stats(&self) -> ExportStats {
+        self.handle.stats()
+    }
+
+    /// Exports what is queued now; waits up to 5 s. Blocks: call it off the async runtime's
+    /// threads (`spawn_blocking`) or on a multi-threaded runtime.
+    pub fn force_flush(&self) {
+        if let Err(e) = self.provider.force_flush() {
+            tracing::debug!("hintaudit: flushing spans: {e}");
+        }
+    }
+
+    /// Flushes and stops the pipeline; waits up to 5 s. Later spans are dropped and counted.
+    pub fn shutdown(&self) {
+        if let Err(e) = self.provider.shutdown_with_timeout(Duration::from_secs(5)) {
+            tracing::debug!("hintaudit: shutting down tracing: {e}");
+        }
+    }
+}
+
+impl Drop for OtelPipeline {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+/// Keeps tracing export alive; dropping it flushes queued spans (up to 5 s) and stops the
+/// exporter. Hold it in `main`. Drop it outside a single-threaded async runtime: with gRPC,
+/// flushing needs the runtime's worker threads.
+#[derive(Debug)]
+#[must_use = "dropping the guard stops trace export"]
+pub struct TracingGuard {
+    pipeline: Option<OtelPipeline>,
+}
+
+impl TracingGuard {
+    /// Whether traces are being exported.
+    pub fn is_exporting(&self) -> bool {
+        self.pipeline.is_some()
+    }
+
+    /// Spans exported, dropped and in flight so far (all zero when not exporting).
+    pub fn export_stats(&self) -> ExportStats {
+        self.pipeline
+            .as_ref()
+            .map(OtelPipeline::export_stats)
+            .unwrap_or_default()
+    }
+
+    /// The pipeline, when exporting.
+    pub fn pipeline(&self) -> Option<&OtelPipeline> {
+        self.pipeline.as_ref()
+    }
+}
+
+/// Installs the global tracing subscriber: an `EnvFilter` from `RUST_LOG` (default `info`),
+/// log lines on stderr (stdout belongs to stdio MCP transports), and, when `config` has
+/// export on, the OpenTelemetry layer of a new [`OtelPipeline`]. Also installs the W3C trace
+/// context propagator globally.
+///
+/// # Errors
+/// [`TracingError`] when the pipeline cannot be built or a subscriber is already installed.
+pub fn init_tracing(config: TracingConfig) -> Result<TracingGuard, TracingError> {
+    let pipeline = OtelPipeline::new(&config)?;
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let fmt = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
+    let otel = pipeline.as_ref().map(OtelPipeline::layer);
+    tracing_subscriber::registry()
+        .with(filter)
+        .with(fmt)
+        .with(otel)
+        .try_init()?;
+    opentelemetry::global::set_text_map_propagator(TraceContextPropagator::new());
+    Ok(TracingGuard { pipeline })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn protocols_and_urls() {
+        let rows = [
+            ("grpc", Some(OtlpProtocol::Grpc)),
+            (" GRPC ", Some(OtlpProtocol::Grpc)),
+            ("http/protobuf", Some(OtlpProtocol::HttpProtobuf)),
+            ("http/json", None),
+            ("", None),
+        ];
+        for (s, want) in rows {
+            assert_eq!(OtlpProtocol::parse(s), want, "{s:?}");
+        }
+        assert_eq!(http_traces_url("http://h:4318"), "http://h:4318/v1/traces");
+        assert_eq!(http_traces_url("http://h:4318/"), "http://h:4318/v1/traces");
+        assert_eq!(
+            http_traces_url("http://h:4318/v1/traces"),
+            "http://h:4318/v1/traces"
+        );
+    }
+
+    #[test]
+    fn disabled_builds_nothing() {
+        assert!(
+            OtelPipeline::new(&TracingConfig::disabled())
+                .unwrap()
+                .is_none()
+        );
+        assert!(
+            TracingConfig::disabled()
+                .with_endpoint("http://127.0.0.1:1")
+                .is_enabled()
+        );
+    }
+}

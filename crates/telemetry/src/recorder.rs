@@ -1,0 +1,507 @@
+//! The Prometheus recorder: turns audit events into the metrics of design §5.
+//!
+//! [`PrometheusRecorder`] implements [`Recorder`]; the rmcp layer calls it at the end of every
+//! tools/call ([`AuditEvent::Call`]) and for every tool of every tools/list answer
+//! ([`AuditEvent::Listing`]). What each event does:
+//!
+//! | event | metrics |
+//! |---|---|
+//! | call | `hintaudit_tool_calls_total{tool,status}` +1; `hintaudit_tool_call_duration_seconds{tool}` observes the wall time; `hintaudit_tool_statements_total{tool,operation}` +1 per statement; `hintaudit_tool_row_changes_total{tool,table,operation}` + committed rows (hook row changes, and PostgreSQL oracle counts of committed transactions); `hintaudit_hint_violations_total{tool,rule,hint,severity}` +1 per finding; for declared tools, `hintaudit_tool_advice{tool,advice}` set to 1 or 0 for each advice, and the declared-hints gauge brought up to date |
+//! | listing | the tool becomes declared; `hintaudit_tool_declared_hints{tool,…}` is 1 for its current hints (the series of its previous hints is removed); when the hints differ from the previous listing of the tool, `hintaudit_tool_hints_changed_total{tool}` +1, and if the judge reported `hints_changed` for it, `hintaudit_hint_violations_total{rule="hints_changed",…}` +1 |
+//!
+//! Listing findings `hint_missing` and `hint_contradiction` are not counted as violations: they
+//! describe a state, which every tools/list repeats, and the declared-hints gauge shows them
+//! (`unset` values). A violation counter that grew with the number of client sessions would
+//! say nothing.
+//!
+//! Label values are bounded (design §5): `tool` is a declared tool (the first
+//! [`DEFAULT_MAX_TOOLS`] declared) or `__unknown__`; `table` is one of the first
+//! [`DEFAULT_MAX_TABLES`] tables seen or `__other__`; `operation`, `status`, `rule`, `hint`,
+//! `severity` and `advice` come from closed enums. Label handles are cached per tool, so a
+//! call costs a read lock, a hash lookup and a few atomic adds.
+//!
+//! ```
+//! use hintaudit_core::*;
+//! use hintaudit_telemetry::PrometheusRecorder;
+//! let recorder = PrometheusRecorder::new();
+//! let hints = DeclaredHints { read_only: Some(true), ..Default::default() };
+//! recorder.record(&AuditEvent::Listing { tool: "get_slot", hints, findings: &[] });
+//! let (effect, verdict) = (Effect::default(), Verdict::default());
+//! let report = CallReport {
+//!     tool: "get_slot", known_tool: true, hints, status: CallStatus::Ok,
+//!     duration: std::time::Duration::from_millis(3), effect: &effect, verdict: &verdict,
+//!     advice: &[],
+//! };
+//! recorder.record(&AuditEvent::Call(&report));
+//! let text = hintaudit_telemetry::encode_text(recorder.registry());
+//! assert!(text.contains(r#"hintaudit_tool_calls_total{status="ok",tool="get_slot"} 1"#));
+//! assert!(text.contains(r#"hintaudit_tool_declared_hints{destructive="unset",idempotent="unset",open_world="unset",read_only="true",tool="get_slot"} 1"#));
+//! ```
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
+
+use hintaudit_core::{
+    Advice, AuditEvent, AuditStage, CallReport, CallStatus, DeclaredHints, Finding, Hint,
+    Operation, Recorder, RowOperation, Rule, Severity, stats,
+};
+use prometheus::{
+    Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts,
+    Registry,
+};
+
+use crate::collector::AuditStatsCollector;
+use crate::error::RegisterError;
+use crate::labels::TableLabels;
+use crate::metric_name::{MetricName, UNKNOWN_TOOL};
+
+/// Default cap on distinct `table` label values; further tables are `__other__` (design §5).
+pub const DEFAULT_MAX_TABLES: usize = 200;
+/// Default cap on declared tools with their own `tool` label value; further tools are
+/// `__unknown__`.
+pub const DEFAULT_MAX_TOOLS: usize = 1000;
+/// Default buckets of `hintaudit_tool_call_duration_seconds`, in seconds.
+pub const DEFAULT_DURATION_BUCKETS: [f64; 14] = [
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
+];
+
+const STATUSES: [CallStatus; 3] = [
+    CallStatus::Ok,
+    CallStatus::ToolError,
+    CallStatus::ProtocolError,
+];
+
+fn status_index(status: CallStatus) -> usize {
+    STATUSES.iter().position(|s| *s == status).unwrap_or(0)
+}
+
+#[derive(Debug)]
+struct Families {
+    calls: IntCounterVec,
+    duration: HistogramVec,
+    violations: IntCounterVec,
+    statements: IntCounterVec,
+    rows: IntCounterVec,
+    declared: IntGaugeVec,
+    advice: IntGaugeVec,
+    hints_changed: IntCounterVec,
+}
+
+fn opts(name: MetricName) -> Opts {
+    Opts::new(name.as_str(), name.help())
+}
+
+impl Families {
+    fn new(buckets: Vec<f64>) -> prometheus::Result<Self> {
+        let counter = |m: MetricName| IntCounterVec::new(opts(m), m.labels());
+        let gauge = |m: MetricName| IntGaugeVec::new(opts(m), m.labels());
+        let d = MetricName::ToolCallDuration;
+        Ok(Families {
+            calls: counter(MetricName::ToolCalls)?,
+            duration: HistogramVec::new(
+                HistogramOpts::new(d.as_str(), d.help()).buckets(buckets),
+                d.labels(),
+            )?,
+            violations: counter(MetricName::HintViolations)?,
+            statements: counter(MetricName::ToolStatements)?,
+            rows: counter(MetricName::ToolRowChanges)?,
+            declared: gauge(MetricName::ToolDeclaredHints)?,
+            advice: gauge(MetricName::ToolAdvice)?,
+            hints_changed: counter(MetricName::ToolHintsChanged)?,
+        })
+    }
+
+    fn register(&self, registry: &Registry) -> prometheus::Result<()> {
+        registry.register(Box::new(self.calls.clone()))?;
+        registry.register(Box::new(self.duration.clone()))?;
+        registry.register(Box::new(self.violations.clone()))?;
+        registry.register(Box::new(self.statements.clone()))?;
+        registry.register(Box::new(self.rows.clone()))?;
+        registry.register(Box::new(self.declared.clone()))?;
+        registry.register(Box::new(self.advice.clone()))?;
+        registry.register(Box::new(self.hints_changed.clone()))?;
+        Ok(())
+    }
+}
+
+/// Per-tool state of what a declared tool serves.
+#[derive(Debug, Default)]
+struct HintState {
+    /// The hints the declared-hints gauge shows.
+    current: Option<DeclaredHints>,
+    /// The hints of the last listing, for counting changes.
+    listed: Option<DeclaredHints>,
+}
+
+/// Cached label handles of one `tool` label value.
+#[derive(Debug)]
+struct ToolMetrics {
+    label: Arc<str>,
+    calls: [IntCounter; 3],
+    duration: Histogram,
+    statements: [OnceLock<IntCounter>; Operation::ALL.len()],
+    rows: RwLock<HashMap<(Arc<str>, RowOperation), IntCounter>>,
+    violations: RwLock<HashMap<(Rule, Hint, Severity), IntCounter>>,
+    /// For declared tools only: advice gauges in [`Advice::ALL`] order, and hint state.
+    declared: Option<([IntGauge; 4], Mutex<HintState>, IntCounter)>,
+}
+
+impl ToolMetrics {
+    fn new(f: &Families, label: Arc<str>, declared: bool) -> Self {
+        let l: &str = &label;
+        let calls = STATUSES.map(|s| f.calls.with_label_values(&[l, s.as_str()]));
+        let declared = declared.then(|| {
+            (
+                Advice::ALL.map(|a| f.advice.with_label_values(&[l, a.as_str()])),
+                Mutex::new(HintState::default()),
+                f.hints_changed.with_label_values(&[l]),
+            )
+        });
+        ToolMetrics {
+            duration: f.duration.with_label_values(&[l]),
+            calls,
+            statements: [const { OnceLock::new() }; Operation::ALL.len()],
+            rows: RwLock::default(),
+            violations: RwLock::default(),
+            declared,
+            label,
+        }
+    }
+
+    fn statement(&self, f: &Families, op: Operation) -> &IntCounter {
+        self.statements[op.index()]
+            .get_or_init(|| f.statements.with_label_values(&[&self.label, op.as_str()]))
+    }
+
+    fn rows(&self, f: &Families, table: &Arc<str>, op: RowOperation, n: u64) {
+        if n == 0 {
+            return;
+        }
+        let key = (table.clone(), op);
+        if let Some(c) = read(&self.rows).get(&key) {
+            c.inc_by(n);
+            return;
+        }
+        let mut map = write(&self.rows);
+        map.entry(key)
+            .or_insert_with(|| f.rows.with_label_values(&[&self.label, table, op.as_str()]))
+            .inc_by(n);
+    }
+
+    fn violation(&self, f: &Families, rule: Rule, hint: Hint, severity: Severity) {
+        let key = (rule, hint, severity);
+        if let Some(c) = read(&self.violations).get(&key) {
+            c.inc();
+            return;
+        }
+        write(&self.violations)
+            .entry(key)
+            .or_insert_with(|| {
+                f.violations.with_label_values(&[
+                    &self.label,
+                    rule.as_str(),
+                    hint.spec_name(),
+                    severity.as_str(),
+                ])
+            })
+            .inc();
+    }
+
+    /// Points the declared-hints gauge at `hints`, removing the previous series.
+    fn show_hints(&self, f: &Families, state: &mut HintState, hints: DeclaredHints) {
+        if state.current == Some(hints) {
+            return;
+        }
+        if let Some(old) = state.current {
+            let _ = f
+                .declared
+                .remove_label_values(&hint_labels(&self.label, &old));
+        }
+        f.declared
+            .with_label_values(&hint_labels(&self.label, &hints))
+            .set(1);
+        state.current = Some(hints);
+    }
+}
+
+fn hint_labels<'a>(tool: &'a str, h: &DeclaredHints) -> [&'a str; 5] {
+    [
+        tool,
+        h.label(Hint::ReadOnly),
+        h.label(Hint::Destructive),
+        h.label(Hint::Idempotent),
+        h.label(Hint::OpenWorld),
+    ]
+}
+
+fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
+    lock.read().unwrap_or_else(|e| e.into_inner())
+}
+
+fn write<T>(lock: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
+    lock.write().unwrap_or_else(|e| e.into_inner())
+}
+
+fn lock<T>(lock: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    lock.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+#[derive(Debug)]
+struct Inner {
+    registry: Registry,
+    families: Families,
+    tools: RwLock<HashMap<Arc<str>, Arc<ToolMetrics>>>,
+    unknown: Arc<ToolMetrics>,
+    tables: TableLabels,
+    max_tools: usize,
+    tool_cap_hit: AtomicBool,
+}
+
+/// Records audit events as Prometheus metrics (design §5). Cheap to clone (an `Arc`); every
+/// clone records into the same metrics. See the [module docs](self) for what each event does.
+#[derive(Debug, Clone)]
+pub struct PrometheusRecorder {
+    inner: Arc<Inner>,
+}
+
+/// Builds a [`PrometheusRecorder`]. Get one with [`PrometheusRecorder::builder`].
+#[derive(Debug, Clone)]
+pub struct PrometheusRecorderBuilder {
+    registry: Option<Registry>,
+    max_tables: usize,
+    max_tools: usize,
+    buckets: Vec<f64>,
+}
+
+impl PrometheusRecorderBuilder {
+    /// Registers the metrics in `registry` (for example the server's own) instead of a new one.
+    pub fn with_registry(mut self, registry: Registry) -> Self {
+        self.registry = Some(registry);
+        self
+    }
+
+    /// At most `n` distinct `table` label values (default [`DEFAULT_MAX_TABLES`]); row changes
+    /// of further tables count under `__other__`.
+    pub fn with_max_tables(mut self, n: usize) -> Self {
+        self.max_tables = n;
+        self
+    }
+
+    /// At most `n` declared tools get their own `tool` label value (default
+    /// [`DEFAULT_MAX_TOOLS`]); further tools count under `__unknown__`, and reaching the cap
+    /// is counted once in `hintaudit_audit_errors_total{stage="record"}`.
+    pub fn with_max_tools(mut self, n: usize) -> Self {
+        self.max_tools = n;
+        self
+    }
+
+    /// Histogram buckets of `hintaudit_tool_call_duration_seconds`, in seconds, ascending
+    /// (default [`DEFAULT_DURATION_BUCKETS`]).
+    pub fn with_duration_buckets(mut self, buckets: impl Into<Vec<f64>>) -> Self {
+        self.buckets = buckets.into();
+        self
+    }
+
+    /// Creates the metrics and registers them, with the collector of the process-wide audit
+    /// counters (`hintaudit_unattributed_statements_total`, `hintaudit_audit_errors_total`).
+    ///
+    /// # Errors
+    /// [`RegisterError`] when the registry already holds metrics of the same names (another
+    /// recorder registered there), or the buckets are not ascending.
+    pub fn build(self) -> Result<PrometheusRecorder, RegisterError> {
+        let registry = self.registry.unwrap_or_default();
+        let families = Families::new(self.buckets)?;
+        families.register(&registry)?;
+        registry.register(Box::new(AuditStatsCollector::new()?))?;
+        let unknown = Arc::new(ToolMetrics::new(&families, Arc::from(UNKNOWN_TOOL), false));
+        Ok(PrometheusRecorder {
+            inner: Arc::new(Inner {
+                registry,
+                families,
+                tools: RwLock::default(),
+                unknown,
+                tables: TableLabels::new(self.max_tables),
+                max_tools: self.max_tools,
+                tool_cap_hit: AtomicBool::new(false),
+            }),
+        })
+    }
+}
+
+impl Default for PrometheusRecorder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl PrometheusRecorder {
+    /// A recorder with its own registry and the default limits.
+    pub fn new() -> Self {
+        // A fresh registry holds nothing the recorder's names could clash with, and the
+        // default buckets are ascending, so this cannot fail.
+        Self::builder()
+            .build()
+            .expect("a fresh registry accepts hintaudit's metrics")
+    }
+
+    /// A builder, to choose the registry and the label caps.
+    pub fn builder() -> PrometheusRecorderBuilder {
+        PrometheusRecorderBuilder {
+            registry: None,
+            max_tables: DEFAULT_MAX_TABLES,
+            max_tools: DEFAULT_MAX_TOOLS,
+            buckets: DEFAULT_DURATION_BUCKETS.to_vec(),
+        }
+    }
+
+    /// The registry the metrics live in: serve it with [`crate::metrics_router`] or
+    /// [`crate::serve_metrics`].
+    pub fn registry(&self) -> &Registry {
+        &self.inner.registry
+    }
+
+    /// Declares a tool with its hints, as a tools/list answer would, without counting a hints
+    /// change. For servers whose tool list is known up front.
+    pub fn declare_tool(&self, tool: &str, hints: DeclaredHints) {
+        if let Some(t) = self.declared(tool) {
+            self.update_hints(&t, hints, None);
+        }
+    }
+
+    /// The cached metrics of a declared tool, declaring it if the cap allows; `None` past the
+    /// cap.
+    fn declared(&self, tool: &str) -> Option<Arc<ToolMetrics>> {
+        let i = &self.inner;
+        if let Some(t) = read(&i.tools).get(tool) {
+            return Some(t.clone());
+        }
+        let mut tools = write(&i.tools);
+        if let Some(t) = tools.get(tool) {
+            return Some(t.clone());
+        }
+        if tool == UNKNOWN_TOOL {
+            return None;
+        }
+        if tools.len() >= i.max_tools {
+            if !i.tool_cap_hit.swap(true, Ordering::Relaxed) {
+                stats().audit_error(
+                    AuditStage::Record,
+                    &format!(
+                        "more than {} declared tools: further tools are labelled {UNKNOWN_TOOL}",
+                        i.max_tools
+                    ),
+                );
+            }
+            return None;
+        }
+        let label: Arc<str> = Arc::from(tool);
+        let t = Arc::new(ToolMetrics::new(&i.families, label.clone(), true));
+        tools.insert(label, t.clone());
+        Some(t)
+    }
+
+    /// Brings the gauge up to date; for listings (`listing` is the listing's findings), counts
+    /// a change of the listed hints.
+    fn update_hints(&self, t: &ToolMetrics, hints: DeclaredHints, listing: Option<&[Finding]>) {
+        let Some((_, state, changed)) = &t.declared else {
+            return;
+        };
+        let f = &self.inner.families;
+        let mut state = lock(state);
+        t.show_hints(f, &mut state, hints);
+        let Some(findings) = listing else {
+            return;
+        };
+        if let Some(prev) = state.listed.replace(hints)
+            && prev != hints
+        {
+            changed.inc();
+            if let Some(finding) = findings.iter().find(|x| x.rule == Rule::HintsChanged) {
+                t.violation(f, finding.rule, finding.hint, finding.severity);
+            }
+        }
+    }
+
+    fn record_call(&self, r: &CallReport<'_>) {
+        let f = &self.inner.families;
+        let declared = if r.known_tool {
+            self.declared(r.tool)
+        } else {
+            None
+        };
+        let t = declared.as_deref().unwrap_or(&self.inner.unknown);
+        t.calls[status_index(r.status)].inc();
+        t.duration.observe(r.duration.as_secs_f64());
+        for s in &r.effect.statements {
+            t.statement(f, s.operation).inc();
+        }
+        self.record_rows(t, r);
+        for finding in &r.verdict.findings {
+            t.violation(f, finding.rule, finding.hint, finding.severity);
+        }
+        if let Some((advice, _, _)) = &t.declared {
+            for (gauge, a) in advice.iter().zip(Advice::ALL) {
+                gauge.set(i64::from(r.advice.contains(&a)));
+            }
+            self.update_hints(t, r.hints, None);
+        }
+    }
+
+    /// Committed row changes, summed per (table, operation) before touching counters.
+    fn record_rows(&self, t: &ToolMetrics, r: &CallReport<'_>) {
+        let e = r.effect;
+        if e.row_changes.is_empty() && e.transactions.is_empty() {
+            return;
+        }
+        let mut sums: Vec<(&str, RowOperation, u64)> = Vec::new();
+        for c in e.row_changes.iter().filter(|c| c.committed) {
+            push_sum(&mut sums, &c.table, c.operation, 1);
+        }
+        for tx in e.transactions.iter().filter(|tx| tx.committed) {
+            for w in &tx.tables {
+                push_sum(&mut sums, &w.table, RowOperation::Insert, w.inserted);
+                push_sum(&mut sums, &w.table, RowOperation::Update, w.updated);
+                push_sum(&mut sums, &w.table, RowOperation::Delete, w.deleted);
+            }
+        }
+        let f = &self.inner.families;
+        for (table, op, n) in sums {
+            let label = self.inner.tables.label(table);
+            t.rows(f, &label, op, n);
+        }
+    }
+}
+
+fn push_sum<'a>(
+    sums: &mut Vec<(&'a str, RowOperation, u64)>,
+    table: &'a str,
+    op: RowOperation,
+    n: u64,
+) {
+    if n == 0 {
+        return;
+    }
+    match sums.iter_mut().find(|(t, o, _)| *t == table && *o == op) {
+        Some(entry) => entry.2 += n,
+        None => sums.push((table, op, n)),
+    }
+}
+
+impl Recorder for PrometheusRecorder {
+    fn record(&self, event: &AuditEvent<'_>) {
+        match event {
+            AuditEvent::Call(report) => self.record_call(report),
+            AuditEvent::Listing {
+                tool,
+                hints,
+                findings,
+            } => {
+                if let Some(t) = self.declared(tool) {
+                    self.update_hints(&t, *hints, Some(findings));
+                }
+            }
+            _ => {}
+        }
+    }
+}
