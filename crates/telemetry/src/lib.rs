@@ -5,6 +5,7 @@ mod error;
 mod export;
 mod http;
 mod labels;
+mod make_span;
 mod metric_name;
 mod otel;
 mod propagation;
@@ -19,6 +20,7 @@ pub use export::ExportStats;
 pub use http::{
     METRICS_PATH, MetricsServer, encode_text, metrics_excerpt, metrics_router, serve_metrics,
 };
+pub use make_span::OtelMakeSpan;
 pub use metric_name::{MetricKind, MetricName, OTHER_TABLE, UNKNOWN_TOOL};
 pub use otel::{
     DEFAULT_MAX_EXPORT_BATCH_SIZE, DEFAULT_MAX_QUEUE_SIZE, DEFAULT_SCHEDULED_DELAY, OtelPipeline,

@@ -1,0 +1,59 @@
+//! The tools/call span with the client's remote parent: [`OtelMakeSpan`], a
+//! [`hintaudit_rmcp::MakeSpan`] for [`hintaudit_rmcp::HintAuditLayer::with_make_span`].
+//!
+//! It builds the span of another span maker ([`DefaultMakeSpan`] unless told otherwise: the
+//! `tools/call {tool}` server span with the attributes of design §5) and, when the request's
+//! `params._meta` carries a valid W3C `traceparent` (and `tracestate`), makes that remote span
+//! its OpenTelemetry parent, so the server span joins the client's trace. Without one, the
+//! span starts a new trace (or nests under the current span, as tracing would).
+//!
+//! ```
+//! use hintaudit_rmcp::HintAuditLayer;
+//! use hintaudit_telemetry::{OtelMakeSpan, PrometheusRecorder};
+//! let recorder = PrometheusRecorder::new();
+//! let layer = HintAuditLayer::new()
+//!     .with_recorder(recorder.clone())
+//!     .with_make_span(OtelMakeSpan::new());
+//! # let _ = layer;
+//! ```
+
+use hintaudit_rmcp::{CallInfo, DefaultMakeSpan, MakeSpan};
+use tracing::Span;
+use tracing_opentelemetry::OpenTelemetrySpanExt;
+
+use crate::propagation::remote_parent;
+
+/// Makes the tools/call span with [`DefaultMakeSpan`] (or the span maker given to
+/// [`OtelMakeSpan::wrapping`]) and sets its OpenTelemetry parent from `_meta`'s
+/// `traceparent`/`tracestate`. A span that is disabled, or already started, keeps its parent.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct OtelMakeSpan<M = DefaultMakeSpan> {
+    inner: M,
+}
+
+impl OtelMakeSpan {
+    /// Around the default span.
+    pub fn new() -> Self {
+        OtelMakeSpan::default()
+    }
+}
+
+impl<M: MakeSpan> OtelMakeSpan<M> {
+    /// Around another span maker, which must return a span not yet entered.
+    pub fn wrapping(inner: M) -> Self {
+        OtelMakeSpan { inner }
+    }
+}
+
+impl<M: MakeSpan> MakeSpan for OtelMakeSpan<M> {
+    fn make_span(&self, call: &CallInfo<'_>) -> Span {
+        let span = self.inner.make_span(call);
+        if !span.is_disabled()
+            && let Some(cx) = remote_parent(call.meta())
+            && let Err(e) = span.set_parent(cx)
+        {
+            tracing::debug!("hintaudit: remote parent not set: {e}");
+        }
+        span
+    }
+}

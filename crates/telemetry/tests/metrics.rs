@@ -1,0 +1,560 @@
+//! The Prometheus recorder end to end: synthetic audit events in, a real HTTP scrape out,
+//! parsed with a text-format parser and checked by `promtool check metrics`.
+
+mod support;
+
+use std::collections::BTreeSet;
+use std::process::{Command, Stdio};
+
+use hintaudit_core::*;
+use hintaudit_telemetry::{
+    MetricName, OTHER_TABLE, PrometheusRecorder, UNKNOWN_TOOL, encode_text, metrics_excerpt,
+    metrics_router, serve_metrics,
+};
+use support::*;
+
+const CALLS: &str = "hintaudit_tool_calls_total";
+const VIOLATIONS: &str = "hintaudit_hint_violations_total";
+const STATEMENTS: &str = "hintaudit_tool_statements_total";
+const ROWS: &str = "hintaudit_tool_row_changes_total";
+const DECLARED: &str = "hintaudit_tool_declared_hints";
+const ADVICE: &str = "hintaudit_tool_advice";
+const CHANGED: &str = "hintaudit_tool_hints_changed_total";
+
+#[test]
+fn test_constants_match_the_enum() {
+    let names = [
+        CALLS, VIOLATIONS, STATEMENTS, ROWS, DECLARED, ADVICE, CHANGED,
+    ];
+    for n in names {
+        assert!(MetricName::parse(n).is_some(), "{n}");
+    }
+}
+
+/// Plants a known workload: three declared tools, one unknown, every kind of effect.
+fn planted() -> PrometheusRecorder {
+    let r = PrometheusRecorder::new();
+    let get = hints(Some(true), None, None, Some(false));
+    let cancel = hints(Some(false), Some(false), Some(true), Some(false));
+    let export = DeclaredHints::default();
+    listing(&r, "get_booking", get, &lint_hints("get_booking", get));
+    listing(&r, "cancel_booking", cancel, &[]);
+    listing(
+        &r,
+        "export_report",
+        export,
+        &lint_hints("export_report", export),
+    );
+
+    // get_booking writes although read-only: one critical finding.
+    let mut e = Effect::default();
+    e.statements.push(statement(Operation::Select, "bookings"));
+    e.statements.push(statement(Operation::Update, "bookings"));
+    e.row_changes
+        .push(row("bookings", RowOperation::Update, true));
+    let f = vec![finding("get_booking", Rule::ReadOnlyWrite, Hint::ReadOnly)];
+    call(&r, "get_booking", true, get, CallStatus::Ok, 10, &e, f, &[]);
+    // ... and once cleanly.
+    let mut e = Effect::default();
+    e.statements.push(statement(Operation::Select, "bookings"));
+    call(
+        &r,
+        "get_booking",
+        true,
+        get,
+        CallStatus::Ok,
+        2,
+        &e,
+        vec![],
+        &[],
+    );
+
+    // cancel_booking deletes two rows (a third, in audit_log, rolled back) and errs.
+    let mut e = Effect::default();
+    e.statements.push(statement(Operation::Delete, "bookings"));
+    e.row_changes
+        .push(row("bookings", RowOperation::Delete, true));
+    e.row_changes
+        .push(row("bookings", RowOperation::Delete, true));
+    e.row_changes
+        .push(row("audit_log", RowOperation::Delete, false));
+    let f = vec![finding(
+        "cancel_booking",
+        Rule::UndeclaredDestructive,
+        Hint::Destructive,
+    )];
+    call(
+        &r,
+        "cancel_booking",
+        true,
+        cancel,
+        CallStatus::ToolError,
+        30,
+        &e,
+        f,
+        &[],
+    );
+    // ... and a PostgreSQL-style call: oracle counts, one committed transaction.
+    let mut e = Effect::default();
+    e.transactions.push(TransactionObservation {
+        wrote: true,
+        committed: true,
+        tables: vec![TableWrites {
+            table: "slots".into(),
+            inserted: 0,
+            updated: 3,
+            deleted: 0,
+        }],
+    });
+    e.transactions.push(TransactionObservation {
+        wrote: true,
+        committed: false,
+        tables: vec![TableWrites {
+            table: "slots".into(),
+            inserted: 0,
+            updated: 0,
+            deleted: 5,
+        }],
+    });
+    call(
+        &r,
+        "cancel_booking",
+        true,
+        cancel,
+        CallStatus::Ok,
+        4,
+        &e,
+        vec![],
+        &[],
+    );
+
+    // A tool the server does not declare.
+    let none = DeclaredHints::default();
+    let e = Effect::default();
+    call(
+        &r,
+        "drop_everything",
+        false,
+        none,
+        CallStatus::ProtocolError,
+        1,
+        &e,
+        vec![],
+        &[],
+    );
+
+    // Advice for the tool with no hints.
+    let advice = [Advice::CouldBeReadOnly, Advice::CouldBeClosedWorld];
+    call(
+        &r,
+        "export_report",
+        true,
+        export,
+        CallStatus::Ok,
+        5,
+        &e,
+        vec![],
+        &advice,
+    );
+    r
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scrape_over_http_has_the_exact_planted_values() {
+    let recorder = planted();
+    // Mounted beside another route, as an operator does beside /mcp.
+    let app = axum::Router::new()
+        .route("/mcp", axum::routing::get(|| async { "mcp" }))
+        .merge(metrics_router(recorder.registry().clone()));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = tokio::spawn(async move { axum::serve(listener, app).await });
+
+    let (status, headers, body) = http_get(addr, "/metrics").await;
+    assert!(status.contains(" 200 "), "{status}");
+    assert!(
+        headers.contains("content-type: text/plain; version=0.0.4"),
+        "{headers}"
+    );
+    let (_, _, mcp) = http_get(addr, "/mcp").await;
+    assert_eq!(mcp, "mcp");
+    server.abort();
+
+    let s = Scraped::parse(&body);
+    let calls = |tool, status| s.value(CALLS, &[("tool", tool), ("status", status)]);
+    assert_eq!(calls("get_booking", "ok"), Some(2.0));
+    assert_eq!(calls("get_booking", "tool_error"), Some(0.0));
+    assert_eq!(calls("cancel_booking", "tool_error"), Some(1.0));
+    assert_eq!(calls("cancel_booking", "ok"), Some(1.0));
+    assert_eq!(calls("export_report", "ok"), Some(1.0));
+    assert_eq!(calls(UNKNOWN_TOOL, "protocol_error"), Some(1.0));
+    assert_eq!(calls("drop_everything", "protocol_error"), None);
+
+    let v = |tool, rule, hint, sev| {
+        s.value(
+            VIOLATIONS,
+            &[
+                ("tool", tool),
+                ("rule", rule),
+                ("hint", hint),
+                ("severity", sev),
+            ],
+        )
+    };
+    let ro = v("get_booking", "read_only_write", "readOnlyHint", "critical");
+    assert_eq!(ro, Some(1.0));
+    let destructive = v(
+        "cancel_booking",
+        "undeclared_destructive",
+        "destructiveHint",
+        "critical",
+    );
+    assert_eq!(destructive, Some(1.0));
+    // Listing lint (hint_missing) is a state, shown by the gauge, not a violation count.
+    assert_eq!(s.samples(VIOLATIONS).count(), 2, "{}", s.text);
+
+    let st = |tool, op| s.value(STATEMENTS, &[("tool", tool), ("operation", op)]);
+    assert_eq!(st("get_booking", "SELECT"), Some(2.0));
+    assert_eq!(st("get_booking", "UPDATE"), Some(1.0));
+    assert_eq!(st("cancel_booking", "DELETE"), Some(1.0));
+    assert_eq!(s.samples(STATEMENTS).count(), 3);
+
+    let rows =
+        |tool, table, op| s.value(ROWS, &[("tool", tool), ("table", table), ("operation", op)]);
+    assert_eq!(rows("get_booking", "bookings", "update"), Some(1.0));
+    assert_eq!(rows("cancel_booking", "bookings", "delete"), Some(2.0));
+    assert_eq!(rows("cancel_booking", "slots", "update"), Some(3.0));
+    assert_eq!(
+        s.samples(ROWS).count(),
+        3,
+        "rolled-back changes are not counted"
+    );
+
+    // The declared-hints gauge: one series per declared tool, unset shown as `unset`.
+    let gauge = |tool, ro, d, i, ow| {
+        s.value(
+            DECLARED,
+            &[
+                ("tool", tool),
+                ("read_only", ro),
+                ("destructive", d),
+                ("idempotent", i),
+                ("open_world", ow),
+            ],
+        )
+    };
+    assert_eq!(
+        gauge("get_booking", "true", "unset", "unset", "false"),
+        Some(1.0)
+    );
+    assert_eq!(
+        gauge("cancel_booking", "false", "false", "true", "false"),
+        Some(1.0)
+    );
+    assert_eq!(
+        gauge("export_report", "unset", "unset", "unset", "unset"),
+        Some(1.0)
+    );
+    assert_eq!(s.samples(DECLARED).count(), 3);
+
+    let advice = |tool, a| s.value(ADVICE, &[("tool", tool), ("advice", a)]);
+    assert_eq!(advice("export_report", "could_be_read_only"), Some(1.0));
+    assert_eq!(advice("export_report", "could_be_closed_world"), Some(1.0));
+    assert_eq!(advice("export_report", "could_be_idempotent"), Some(0.0));
+    assert_eq!(advice("get_booking", "could_be_read_only"), Some(0.0));
+    assert_eq!(advice(UNKNOWN_TOOL, "could_be_read_only"), None);
+
+    let count = "hintaudit_tool_call_duration_seconds_count";
+    assert_eq!(s.value(count, &[("tool", "get_booking")]), Some(2.0));
+    let sum = "hintaudit_tool_call_duration_seconds_sum";
+    let got = s.value(sum, &[("tool", "get_booking")]).unwrap();
+    assert!((got - 0.012).abs() < 1e-9, "{got}");
+    assert_eq!(s.value(CHANGED, &[("tool", "get_booking")]), Some(0.0));
+
+    // Every metric of §5 is there, with its help text; the process-wide counters have
+    // every label value from the start.
+    for m in MetricName::ALL {
+        assert!(body.contains(&format!("# HELP {} ", m.as_str())), "{m}");
+        assert!(
+            body.contains(&format!("# TYPE {} {}", m.as_str(), m.kind().as_str())),
+            "{m}"
+        );
+    }
+    for stage in AuditStage::ALL {
+        let v = s.value("hintaudit_audit_errors_total", &[("stage", stage.as_str())]);
+        assert!(v.is_some(), "{stage:?}");
+    }
+    for op in Operation::ALL {
+        let v = s.value(
+            "hintaudit_unattributed_statements_total",
+            &[("operation", op.as_str())],
+        );
+        assert!(v.is_some(), "{op:?}");
+    }
+}
+
+#[test]
+fn process_wide_counters_are_read_at_scrape_time() {
+    let recorder = PrometheusRecorder::new();
+    let value = |stage: &str| {
+        Scraped::parse(&encode_text(recorder.registry()))
+            .value("hintaudit_audit_errors_total", &[("stage", stage)])
+            .unwrap()
+    };
+    let before = value("oracle");
+    stats().audit_error(AuditStage::Oracle, &"test: the oracle failed");
+    stats().audit_error(AuditStage::Oracle, &"test: the oracle failed");
+    assert!(value("oracle") >= before + 2.0);
+    stats().unattributed_statement(Operation::Truncate);
+    let s = Scraped::parse(&encode_text(recorder.registry()));
+    let op = s.value(
+        "hintaudit_unattributed_statements_total",
+        &[("operation", "TRUNCATE")],
+    );
+    assert!(op.unwrap() >= 1.0);
+}
+
+/// A deterministic stream of random-looking names.
+fn random_names(n: usize) -> impl Iterator<Item = String> {
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    (0..n).map(move |_| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        format!("tool_{x:016x}")
+    })
+}
+
+#[test]
+fn ten_thousand_unknown_tools_add_one_label_value() {
+    let r = PrometheusRecorder::new();
+    let declared = ["a", "b", "c", "d", "e"];
+    for t in declared {
+        listing(&r, t, hints(Some(true), None, None, None), &[]);
+    }
+    let mut e = Effect::default();
+    e.statements.push(statement(Operation::Delete, "bookings"));
+    e.row_changes
+        .push(row("bookings", RowOperation::Delete, true));
+    let names: Vec<String> = random_names(10_000).collect();
+    assert_eq!(names.iter().collect::<BTreeSet<_>>().len(), 10_000);
+    for name in &names {
+        let f = vec![finding(name, Rule::ReadOnlyWrite, Hint::ReadOnly)];
+        let none = DeclaredHints::default();
+        call(
+            &r,
+            name,
+            false,
+            none,
+            CallStatus::ProtocolError,
+            1,
+            &e,
+            f,
+            &[],
+        );
+    }
+    let s = Scraped::parse(&encode_text(r.registry()));
+    let mut want: BTreeSet<String> = declared.iter().map(|t| t.to_string()).collect();
+    want.insert(UNKNOWN_TOOL.to_owned());
+    assert_eq!(s.label_values("tool"), want);
+    let unknown = [("tool", UNKNOWN_TOOL), ("status", "protocol_error")];
+    assert_eq!(s.value(CALLS, &unknown), Some(10_000.0));
+    let rows = [
+        ("tool", UNKNOWN_TOOL),
+        ("table", "bookings"),
+        ("operation", "delete"),
+    ];
+    assert_eq!(s.value(ROWS, &rows), Some(10_000.0));
+    // The exposition stays small: no series per random name.
+    assert!(
+        s.scrape.samples.len() < 200,
+        "{} samples",
+        s.scrape.samples.len()
+    );
+}
+
+#[test]
+fn tables_past_the_cap_are_other_and_tools_past_the_cap_unknown() {
+    let r = PrometheusRecorder::builder()
+        .with_max_tables(2)
+        .with_max_tools(2)
+        .build()
+        .unwrap();
+    for t in ["one", "two", "three"] {
+        listing(&r, t, DeclaredHints::default(), &[]);
+    }
+    let mut e = Effect::default();
+    for table in ["t1", "t2", "t3", "t4", "t1"] {
+        e.row_changes.push(row(table, RowOperation::Insert, true));
+    }
+    let none = DeclaredHints::default();
+    for tool in ["one", "three"] {
+        call(&r, tool, true, none, CallStatus::Ok, 1, &e, vec![], &[]);
+    }
+    let s = Scraped::parse(&encode_text(r.registry()));
+    let tables: BTreeSet<String> = s.label_values("table");
+    let want: BTreeSet<String> = ["t1", "t2", OTHER_TABLE].map(String::from).into();
+    assert_eq!(tables, want);
+    let rows = |tool, table| {
+        s.value(
+            ROWS,
+            &[("tool", tool), ("table", table), ("operation", "insert")],
+        )
+    };
+    assert_eq!(rows("one", "t1"), Some(2.0));
+    assert_eq!(rows("one", OTHER_TABLE), Some(2.0));
+    // "three" was declared past the tool cap: it counts as unknown, without declared hints.
+    assert_eq!(rows(UNKNOWN_TOOL, "t2"), Some(1.0));
+    let tools = s.label_values("tool");
+    let want: BTreeSet<String> = ["one", "two", UNKNOWN_TOOL].map(String::from).into();
+    assert_eq!(tools, want);
+    assert_eq!(s.samples(DECLARED).count(), 2);
+}
+
+#[test]
+fn hints_changes_replace_the_gauge_and_count_once_per_change() {
+    let r = PrometheusRecorder::new();
+    let judge = Judge::new(Policy::default());
+    let first = hints(Some(true), None, None, Some(false));
+    let second = hints(Some(false), Some(true), None, Some(false));
+    let list = |h: DeclaredHints| {
+        let findings = judge.judge_listing("t", h);
+        listing(&r, "t", h, &findings);
+    };
+    list(first);
+    list(first);
+    list(second); // judge: hints_changed
+    list(second); // still changed from the first: no new change
+    let s = Scraped::parse(&encode_text(r.registry()));
+    assert_eq!(s.value(CHANGED, &[("tool", "t")]), Some(1.0));
+    let v = [
+        ("tool", "t"),
+        ("rule", "hints_changed"),
+        ("hint", "readOnlyHint"),
+        ("severity", "warning"),
+    ];
+    assert_eq!(s.value(VIOLATIONS, &v), Some(1.0));
+    let series: Vec<_> = s.samples(DECLARED).collect();
+    assert_eq!(series.len(), 1, "the old hints' series is removed");
+    assert_eq!(series[0].labels.get("read_only"), Some("false"));
+    assert_eq!(series[0].labels.get("destructive"), Some("true"));
+    assert_eq!(series[0].labels.get("idempotent"), Some("unset"));
+
+    list(first); // back to the first hints: a change, but no finding
+    let s = Scraped::parse(&encode_text(r.registry()));
+    assert_eq!(s.value(CHANGED, &[("tool", "t")]), Some(2.0));
+    assert_eq!(s.value(VIOLATIONS, &v), Some(1.0));
+    assert_eq!(s.samples(DECLARED).count(), 1);
+}
+
+#[test]
+fn declared_tools_learned_from_calls_and_declare_tool() {
+    let r = PrometheusRecorder::new();
+    r.declare_tool("listed_up_front", hints(None, None, None, Some(true)));
+    let h = hints(Some(true), None, None, None);
+    call(
+        &r,
+        "seen_in_a_call",
+        true,
+        h,
+        CallStatus::Ok,
+        1,
+        &Effect::default(),
+        vec![],
+        &[],
+    );
+    let s = Scraped::parse(&encode_text(r.registry()));
+    let tools = s.label_values("tool");
+    let want: BTreeSet<String> = ["listed_up_front", "seen_in_a_call", UNKNOWN_TOOL]
+        .map(String::from)
+        .into();
+    assert_eq!(tools, want);
+    assert_eq!(s.samples(DECLARED).count(), 2);
+    assert_eq!(s.value(CHANGED, &[("tool", "listed_up_front")]), Some(0.0));
+}
+
+#[test]
+fn two_recorders_share_a_registry_only_once() {
+    let registry = prometheus::Registry::new();
+    let first = PrometheusRecorder::builder()
+        .with_registry(registry.clone())
+        .build();
+    assert!(first.is_ok());
+    let second = PrometheusRecorder::builder()
+        .with_registry(registry)
+        .build();
+    assert!(second.is_err(), "the same names cannot be registered twice");
+}
+
+#[test]
+fn excerpt_shows_nonzero_samples_only() {
+    let r = planted();
+    let text = metrics_excerpt(
+        r.registry(),
+        &[MetricName::HintViolations, MetricName::ToolCalls],
+    );
+    assert!(text.contains("hintaudit_hint_violations_total{"), "{text}");
+    assert!(
+        text.contains(r#"status="ok",tool="get_booking"} 2"#),
+        "{text}"
+    );
+    assert!(!text.contains(" 0\n"), "{text}");
+    assert!(!text.contains('#'), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn standalone_listener_serves_and_stops() {
+    let r = planted();
+    let server = serve_metrics("127.0.0.1:0".parse().unwrap(), r.registry().clone())
+        .await
+        .unwrap();
+    let addr = server.local_addr();
+    let (status, _, body) = http_get(addr, "/metrics").await;
+    assert!(status.contains(" 200 "), "{status}");
+    assert!(body.contains("hintaudit_tool_calls_total"));
+    let (status, _, _) = http_get(addr, "/other").await;
+    assert!(status.contains(" 404 "), "{status}");
+    server.shutdown().await;
+    assert!(tokio::net::TcpStream::connect(addr).await.is_err());
+}
+
+/// `promtool check metrics` lints the exposition (naming, help, types). Prometheus's Debian
+/// package ships promtool; CI installs it and sets HINTAUDIT_REQUIRE_PROMTOOL=1.
+#[test]
+fn promtool_accepts_the_exposition() {
+    let text = encode_text(planted().registry());
+    let child = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn();
+    let mut child = match child {
+        Ok(c) => c,
+        Err(e) if !required("HINTAUDIT_REQUIRE_PROMTOOL") => {
+            println!(
+                "SKIPPED promtool_accepts_the_exposition: promtool not runnable ({e}); install Prometheus's Debian package (apt-get install prometheus)"
+            );
+            return;
+        }
+        Err(e) => panic!("promtool is required here but not runnable: {e}"),
+    };
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.status.success(),
+        "promtool check metrics failed:\n{said}\n---\n{text}"
+    );
+    assert!(said.trim().is_empty(), "promtool has lint remarks:\n{said}");
+}
