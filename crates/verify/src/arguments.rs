@@ -1,0 +1,353 @@
+//! Arguments generated from a tool's `inputSchema` when the cases file gives none.
+//!
+//! Required fields get a value from, in order: `examples`/`example`, `default`, `const`, the
+//! first `enum` value, the test database (id-like fields), or a plain value of the field's
+//! type. Mode-like fields (an enum of up to 8 values, or a boolean named like `dry_run`) are
+//! tried with every value, even when optional: one mode may write where another does not.
+
+use serde_json::{Map, Value, json};
+
+/// Most argument sets one tool gets from mode combinations.
+pub(crate) const MAX_GENERATED_CASES: usize = 16;
+const MAX_MODE_VALUES: usize = 8;
+const MODE_BOOLEANS: &[&str] = &[
+    "dry_run",
+    "dryrun",
+    "dryRun",
+    "preview",
+    "confirm",
+    "force",
+    "apply",
+    "commit",
+    "execute",
+    "simulate",
+    "validate_only",
+    "validateOnly",
+];
+
+/// A field whose value the generator wants from the database.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct IdField {
+    /// The property name, e.g. `booking_id`.
+    pub name: String,
+    /// `integer`, `number` or `string`.
+    pub ty: String,
+}
+
+/// Whether a property name looks like an identifier of a row.
+pub(crate) fn is_id_like(name: &str, schema: &Value) -> bool {
+    let lower = name.to_ascii_lowercase();
+    lower == "id"
+        || lower.ends_with("_id")
+        || (name.ends_with("Id") && name.len() > 2)
+        || lower == "uuid"
+        || lower.ends_with("_uuid")
+        || schema.get("format").and_then(Value::as_str) == Some("uuid")
+}
+
+/// Resolves a local `$ref` (`#/$defs/X`, `#/definitions/X`) against the root schema, and
+/// picks the first non-null branch of `anyOf`/`oneOf` (how pydantic spells `Optional`).
+fn resolve<'a>(root: &'a Value, schema: &'a Value) -> &'a Value {
+    let mut s = schema;
+    for _ in 0..16 {
+        if let Some(r) = s.get("$ref").and_then(Value::as_str) {
+            match r.strip_prefix('#').and_then(|p| root.pointer(p)) {
+                Some(t) => {
+                    s = t;
+                    continue;
+                }
+                None => return s,
+            }
+        }
+        if let Some(branches) = s
+            .get("anyOf")
+            .or_else(|| s.get("oneOf"))
+            .and_then(Value::as_array)
+            && let Some(b) = branches
+                .iter()
+                .find(|b| b.get("type").and_then(Value::as_str) != Some("null"))
+        {
+            s = b;
+            continue;
+        }
+        return s;
+    }
+    s
+}
+
+fn type_of(schema: &Value) -> Option<&str> {
+    match schema.get("type") {
+        Some(Value::String(t)) => Some(t),
+        Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).find(|t| *t != "null"),
+        _ => None,
+    }
+}
+
+/// The mode values of a property, when it is mode-like.
+fn mode_values(name: &str, schema: &Value) -> Option<Vec<Value>> {
+    if let Some(values) = schema.get("enum").and_then(Value::as_array)
+        && (2..=MAX_MODE_VALUES).contains(&values.len())
+    {
+        return Some(values.clone());
+    }
+    if type_of(schema) == Some("boolean") && MODE_BOOLEANS.contains(&name) {
+        return Some(vec![json!(true), json!(false)]);
+    }
+    None
+}
+
+/// A value of the schema's own making (examples, default, const, enum), if it has one.
+fn declared_value(schema: &Value) -> Option<Value> {
+    if let Some(e) = schema
+        .get("examples")
+        .and_then(Value::as_array)
+        .and_then(|a| a.first())
+    {
+        return Some(e.clone());
+    }
+    for key in ["example", "default", "const"] {
+        if let Some(v) = schema.get(key) {
+            return Some(v.clone());
+        }
+    }
+    schema
+        .get("enum")
+        .and_then(Value::as_array)
+        .and_then(|a| a.first())
+        .cloned()
+}
+
+/// A plain value of a schema's type; `None` when the schema says too little.
+fn plain_value(root: &Value, schema: &Value, depth: usize) -> Option<Value> {
+    let schema = resolve(root, schema);
+    if let Some(v) = declared_value(schema) {
+        return Some(v);
+    }
+    if depth > 8 {
+        return None;
+    }
+    Some(match type_of(schema)? {
+        "string" => match schema.get("format").and_then(Value::as_str) {
+            Some("email") => json!("hintaudit@example.com"),
+            Some("date") => json!("2030-01-01"),
+            Some("date-time") => json!("2030-01-01T10:00:00Z"),
+            Some("time") => json!("10:00:00"),
+            Some("uuid") => json!("00000000-0000-4000-8000-000000000001"),
+            Some("uri") | Some("url") => json!("http://127.0.0.1/"),
+            _ => {
+                let min = schema.get("minLength").and_then(Value::as_u64).unwrap_or(0);
+                json!("hintaudit".repeat((min as usize).div_ceil(9).max(1)))
+            }
+        },
+        "integer" => json!(
+            schema
+                .get("minimum")
+                .and_then(Value::as_i64)
+                .unwrap_or(1)
+                .max(1)
+        ),
+        "number" => json!(schema.get("minimum").and_then(Value::as_f64).unwrap_or(1.0)),
+        "boolean" => json!(false),
+        "null" => Value::Null,
+        "array" => {
+            let min = schema.get("minItems").and_then(Value::as_u64).unwrap_or(0);
+            if min == 0 {
+                json!([])
+            } else {
+                let item = plain_value(root, schema.get("items")?, depth + 1)?;
+                Value::Array(vec![item; min as usize])
+            }
+        }
+        "object" => Value::Object(required_object(root, schema, depth + 1)?),
+        _ => return None,
+    })
+}
+
+fn required_object(root: &Value, schema: &Value, depth: usize) -> Option<Map<String, Value>> {
+    let mut out = Map::new();
+    let props = schema.get("properties");
+    for name in required(schema) {
+        let prop = props.and_then(|p| p.get(&name)).unwrap_or(&Value::Null);
+        out.insert(name, plain_value(root, prop, depth)?);
+    }
+    Some(out)
+}
+
+fn required(schema: &Value) -> Vec<String> {
+    schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| {
+            r.iter()
+                .filter_map(|v| v.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The plan for one tool's generated arguments: a base object, id-like fields to fill from
+/// the database, and mode fields to expand.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Plan {
+    pub base: Map<String, Value>,
+    pub ids: Vec<IdField>,
+    pub modes: Vec<(String, Vec<Value>)>,
+}
+
+/// Plans arguments for an input schema, or says why it cannot.
+pub(crate) fn plan(input_schema: &Value) -> Result<Plan, String> {
+    let root = input_schema;
+    let props = root.get("properties").and_then(Value::as_object);
+    let mut plan = Plan {
+        base: Map::new(),
+        ids: Vec::new(),
+        modes: Vec::new(),
+    };
+    let required = required(root);
+    if let Some(props) = props {
+        for (name, prop) in props {
+            let prop = resolve(root, prop);
+            if let Some(values) = mode_values(name, prop) {
+                plan.modes.push((name.clone(), values));
+            }
+        }
+    }
+    for name in &required {
+        if plan.modes.iter().any(|(n, _)| n == name) {
+            continue;
+        }
+        let prop = props
+            .and_then(|p| p.get(name))
+            .map(|p| resolve(root, p))
+            .unwrap_or(&Value::Null);
+        if declared_value(prop).is_none()
+            && is_id_like(name, prop)
+            && let Some(ty @ ("integer" | "number" | "string")) = type_of(prop)
+        {
+            plan.ids.push(IdField {
+                name: name.clone(),
+                ty: ty.to_owned(),
+            });
+            continue;
+        }
+        let value = plain_value(root, prop, 0)
+            .ok_or_else(|| format!("cannot generate a value for required field {name:?}"))?;
+        plan.base.insert(name.clone(), value);
+    }
+    Ok(plan)
+}
+
+/// Converts a database value (text form) to the JSON type a field wants.
+pub(crate) fn typed(text: &str, ty: &str) -> Value {
+    match ty {
+        "integer" => text
+            .parse::<i64>()
+            .map_or_else(|_| json!(text), |i| json!(i)),
+        "number" => text
+            .parse::<f64>()
+            .map_or_else(|_| json!(text), |f| json!(f)),
+        _ => json!(text),
+    }
+}
+
+impl Plan {
+    /// Argument sets: the base with ids filled, times every combination of mode values
+    /// (at most [`MAX_GENERATED_CASES`]), each with a label such as `mode=apply`.
+    pub fn expand(&self, ids: &Map<String, Value>) -> Vec<(String, Value)> {
+        let mut base = self.base.clone();
+        base.extend(ids.iter().map(|(k, v)| (k.clone(), v.clone())));
+        let mut sets: Vec<(Vec<String>, Map<String, Value>)> = vec![(Vec::new(), base)];
+        for (name, values) in &self.modes {
+            let mut next = Vec::new();
+            for (labels, args) in &sets {
+                for v in values {
+                    if next.len() >= MAX_GENERATED_CASES {
+                        break;
+                    }
+                    let mut args = args.clone();
+                    args.insert(name.clone(), v.clone());
+                    let mut labels = labels.clone();
+                    let shown = v.as_str().map_or_else(|| v.to_string(), str::to_owned);
+                    labels.push(format!("{name}={shown}"));
+                    next.push((labels, args));
+                }
+            }
+            sets = next;
+        }
+        sets.into_iter()
+            .map(|(labels, args)| {
+                let label = if labels.is_empty() {
+                    "generated".to_owned()
+                } else {
+                    format!("generated {}", labels.join(" "))
+                };
+                (label, Value::Object(args))
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn required_fields_defaults_examples_enums() {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "guest": {"type": "string", "examples": ["Ada"]},
+                "nights": {"type": "integer", "default": 2},
+                "room": {"type": "string", "enum": ["single"]},
+                "email": {"type": "string", "format": "email"},
+                "note": {"type": "string"},
+                "when": {"anyOf": [{"$ref": "#/$defs/Day"}, {"type": "null"}]},
+                "tags": {"type": "array", "items": {"type": "string"}, "minItems": 1}
+            },
+            "required": ["guest", "nights", "room", "email", "when", "tags"],
+            "$defs": {"Day": {"type": "string", "format": "date"}}
+        });
+        let p = plan(&schema).unwrap();
+        assert_eq!(
+            Value::Object(p.base.clone()),
+            json!({"guest": "Ada", "nights": 2, "room": "single",
+                   "email": "hintaudit@example.com", "when": "2030-01-01", "tags": ["hintaudit"]})
+        );
+        assert!(p.ids.is_empty() && p.modes.is_empty());
+        assert_eq!(p.expand(&Map::new()).len(), 1);
+    }
+
+    #[test]
+    fn modes_expand_and_ids_wait_for_the_database() {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "booking_id": {"type": "integer"},
+                "mode": {"type": "string", "enum": ["preview", "apply"]},
+                "dry_run": {"type": "boolean"}
+            },
+            "required": ["booking_id"]
+        });
+        let p = plan(&schema).unwrap();
+        assert_eq!(
+            p.ids,
+            vec![IdField {
+                name: "booking_id".into(),
+                ty: "integer".into()
+            }]
+        );
+        let mut ids = Map::new();
+        ids.insert("booking_id".into(), typed("7", "integer"));
+        let sets = p.expand(&ids);
+        assert_eq!(sets.len(), 4);
+        assert_eq!(sets[0].0, "generated dry_run=true mode=preview");
+        assert_eq!(sets[0].1["booking_id"], json!(7));
+    }
+
+    #[test]
+    fn unknowable_required_fields_are_reported() {
+        let schema = json!({"type": "object", "properties": {"x": {}}, "required": ["x"]});
+        assert!(plan(&schema).unwrap_err().contains("\"x\""));
+        assert!(plan(&json!({})).is_ok());
+    }
+}

@@ -1,0 +1,278 @@
+//! The test database: one connection per run, table discovery from the catalog, streamed
+//! scans into [`Snapshot`]s, setup SQL and value samples for generated arguments.
+//!
+//! Backends: SQLite, PostgreSQL, MySQL/MariaDB, through sqlx. A cheap change marker
+//! (SQLite's `PRAGMA data_version`, PostgreSQL's WAL insert position) lets a snapshot be
+//! reused when nothing was written since the last one; MySQL has none and always rescans.
+
+mod mysql;
+mod postgres;
+mod sqlite;
+
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use hintaudit_core::Policy;
+use sqlx::{Connection, mysql::MySqlConnection, postgres::PgConnection, sqlite::SqliteConnection};
+
+use crate::error::VerifyError;
+use crate::snapshot::{Snapshot, TableShape, TableSnapshot};
+
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
+
+pub(crate) enum Database {
+    Sqlite(SqliteConnection),
+    Postgres(PgConnection),
+    MySql(MySqlConnection),
+}
+
+/// Quotes an identifier with `q` (`"` or `` ` ``), doubling it inside.
+pub(crate) fn quote_ident(name: &str, q: char) -> String {
+    let mut s = String::with_capacity(name.len() + 2);
+    s.push(q);
+    for c in name.chars() {
+        if c == q {
+            s.push(q);
+        }
+        s.push(c);
+    }
+    s.push(q);
+    s
+}
+
+impl Database {
+    /// Connects to a sqlx URL: `sqlite:` (the file must exist), `postgres:`/`postgresql:`,
+    /// `mysql:`/`mariadb:`.
+    pub async fn connect(url: &str) -> Result<Database, VerifyError> {
+        let scheme = url.split(':').next().unwrap_or("").to_ascii_lowercase();
+        let fut = async {
+            Ok::<_, sqlx::Error>(match scheme.as_str() {
+                "sqlite" => {
+                    let opts = sqlx::sqlite::SqliteConnectOptions::from_str(url)?
+                        .create_if_missing(false)
+                        .busy_timeout(Duration::from_secs(10));
+                    Database::Sqlite(SqliteConnection::connect_with(&opts).await?)
+                }
+                "postgres" | "postgresql" => Database::Postgres(PgConnection::connect(url).await?),
+                "mysql" | "mariadb" => {
+                    let url = url.replacen("mariadb:", "mysql:", 1);
+                    Database::MySql(MySqlConnection::connect(&url).await?)
+                }
+                _ => {
+                    return Err(sqlx::Error::Configuration(
+                        format!(
+                            "unsupported scheme {scheme:?}: use sqlite:, postgres: or mysql: URLs"
+                        )
+                        .into(),
+                    ));
+                }
+            })
+        };
+        match tokio::time::timeout(CONNECT_TIMEOUT, fut).await {
+            Ok(Ok(db)) => Ok(db),
+            Ok(Err(e)) => Err(VerifyError::db(
+                &format!("cannot connect to {}", redact(url)),
+                e,
+            )),
+            Err(_) => Err(VerifyError::Database(format!(
+                "cannot connect to {}: no answer within {} s",
+                redact(url),
+                CONNECT_TIMEOUT.as_secs()
+            ))),
+        }
+    }
+
+    /// Watched tables (not ignored by `policy`), with their watched columns, by name.
+    pub async fn tables(&mut self, policy: &Policy) -> Result<Vec<TableShape>, sqlx::Error> {
+        let raw = match self {
+            Database::Sqlite(c) => sqlite::tables(c).await?,
+            Database::Postgres(c) => postgres::tables(c).await?,
+            Database::MySql(c) => mysql::tables(c).await?,
+        };
+        let mut out: Vec<TableShape> = raw
+            .into_iter()
+            .filter(|t| !policy.is_ignored_table(&t.name))
+            .map(|t| t.shape(policy))
+            .collect();
+        out.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(out)
+    }
+
+    /// Streams one table into its snapshot.
+    pub async fn scan(&mut self, shape: TableShape) -> Result<TableSnapshot, sqlx::Error> {
+        match self {
+            Database::Sqlite(c) => sqlite::scan(c, shape).await,
+            Database::Postgres(c) => postgres::scan(c, shape).await,
+            Database::MySql(c) => mysql::scan(c, shape).await,
+        }
+    }
+
+    /// A value that changes whenever anything may have been written, or `None` when the
+    /// backend has none.
+    pub async fn change_marker(&mut self) -> Result<Option<String>, sqlx::Error> {
+        match self {
+            Database::Sqlite(c) => sqlite::change_marker(c).await,
+            Database::Postgres(c) => postgres::change_marker(c).await,
+            Database::MySql(_) => Ok(None),
+        }
+    }
+
+    /// Runs a script of one or more statements (a case's setup SQL).
+    pub async fn execute_script(&mut self, sql: &str) -> Result<(), sqlx::Error> {
+        let sql = sqlx::AssertSqlSafe(sql.to_owned());
+        match self {
+            Database::Sqlite(c) => sqlx::raw_sql(sql).execute(c).await.map(drop),
+            Database::Postgres(c) => sqlx::raw_sql(sql).execute(c).await.map(drop),
+            Database::MySql(c) => sqlx::raw_sql(sql).execute(c).await.map(drop),
+        }
+    }
+
+    /// Up to `limit` distinct non-NULL values of a column, as text, smallest first.
+    pub async fn sample(
+        &mut self,
+        table: &TableShape,
+        column: &str,
+        limit: u32,
+    ) -> Result<Vec<String>, sqlx::Error> {
+        match self {
+            Database::Sqlite(c) => sqlite::sample(c, table, column, limit).await,
+            Database::Postgres(c) => postgres::sample(c, table, column, limit).await,
+            Database::MySql(c) => mysql::sample(c, table, column, limit).await,
+        }
+    }
+}
+
+/// A table as a backend's catalog lists it, before the policy removes ignored columns.
+pub(crate) struct RawTable {
+    pub name: String,
+    pub sql_name: String,
+    /// Columns in catalog order.
+    pub columns: Vec<String>,
+    /// Primary key columns in key order.
+    pub key: Vec<String>,
+    /// Columns to read as bytes (MySQL binary types).
+    pub binary: Vec<String>,
+}
+
+impl RawTable {
+    fn shape(self, policy: &Policy) -> TableShape {
+        let mut columns: Vec<String> = self
+            .columns
+            .into_iter()
+            .filter(|c| !policy.is_ignored_column(&self.name, c) || self.key.contains(c))
+            .collect();
+        columns.sort();
+        let key = self
+            .key
+            .iter()
+            .filter_map(|k| columns.iter().position(|c| c == k))
+            .collect();
+        let binary = columns.iter().map(|c| self.binary.contains(c)).collect();
+        TableShape {
+            name: self.name,
+            sql_name: self.sql_name,
+            columns,
+            key,
+            binary,
+        }
+    }
+}
+
+/// Removes a password from a URL for messages.
+pub(crate) fn redact(url: &str) -> String {
+    if let Some((scheme, rest)) = url.split_once("://")
+        && let Some((cred, host)) = rest.split_once('@')
+        && let Some((user, _)) = cred.split_once(':')
+    {
+        return format!("{scheme}://{user}:***@{host}");
+    }
+    url.to_owned()
+}
+
+/// Counters of the snapshot work, for progress lines and the benchmark.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct SnapshotStats {
+    /// Snapshots asked for.
+    pub snapshots: u64,
+    /// Snapshots that rescanned the tables (the others were reused: nothing had changed).
+    pub scans: u64,
+    /// Rows hashed in all scans.
+    pub rows_scanned: u64,
+    /// Time spent scanning, in milliseconds.
+    pub scan_millis: u64,
+}
+
+/// Takes snapshots of the watched tables, reusing the last one when the change marker says
+/// nothing was written.
+pub(crate) struct Snapshotter {
+    db: Database,
+    policy: Policy,
+    last: Option<(Option<String>, Arc<Snapshot>)>,
+    stats: SnapshotStats,
+}
+
+impl Snapshotter {
+    pub fn new(db: Database, policy: Policy) -> Self {
+        Snapshotter {
+            db,
+            policy,
+            last: None,
+            stats: SnapshotStats::default(),
+        }
+    }
+
+    pub fn db(&mut self) -> &mut Database {
+        &mut self.db
+    }
+
+    pub fn stats(&self) -> SnapshotStats {
+        self.stats
+    }
+
+    /// Forgets the last snapshot: the next one rescans (after our own writes, which a
+    /// connection's change marker does not count on SQLite).
+    pub fn invalidate(&mut self) {
+        self.last = None;
+    }
+
+    /// A snapshot of every watched table now.
+    pub async fn take(&mut self) -> Result<Arc<Snapshot>, VerifyError> {
+        self.stats.snapshots += 1;
+        let marker = self
+            .db
+            .change_marker()
+            .await
+            .map_err(|e| VerifyError::db("reading the change marker", e))?;
+        if let (Some(m), Some((Some(last_m), snap))) = (&marker, &self.last)
+            && m == last_m
+        {
+            return Ok(snap.clone());
+        }
+        let started = Instant::now();
+        let shapes = self
+            .db
+            .tables(&self.policy)
+            .await
+            .map_err(|e| VerifyError::db("listing tables", e))?;
+        let mut snap = Snapshot::default();
+        for shape in shapes {
+            let name = shape.name.clone();
+            let table = self
+                .db
+                .scan(shape)
+                .await
+                .map_err(|e| VerifyError::db(&format!("reading table {name}"), e))?;
+            self.stats.rows_scanned += table.row_count();
+            snap.tables.insert(name, table);
+        }
+        self.stats.scans += 1;
+        self.stats.scan_millis += started.elapsed().as_millis() as u64;
+        let snap = Arc::new(snap);
+        self.last = Some((marker, snap.clone()));
+        Ok(snap)
+    }
+}
+
+#[cfg(test)]
+mod tests;

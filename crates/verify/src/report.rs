@@ -1,0 +1,130 @@
+//! The verification report: per tool, its hints, status, findings, advice and cases.
+
+use hintaudit_core::{Advice, DeclaredHints, Finding, Rule, Severity};
+
+use crate::db::SnapshotStats;
+use crate::snapshot::TableDiff;
+
+/// The rules `hintaudit verify` checks, in report order: one JUnit testcase per tool and rule.
+pub const VERIFY_RULES: [Rule; 5] = [
+    Rule::ReadOnlyWrite,
+    Rule::UndeclaredDestructive,
+    Rule::IdempotencyBroken,
+    Rule::HintMissing,
+    Rule::HintContradiction,
+];
+
+/// Whether a rule is judged from calls (as opposed to from tools/list).
+pub fn is_behaviour_rule(rule: Rule) -> bool {
+    matches!(
+        rule,
+        Rule::ReadOnlyWrite | Rule::UndeclaredDestructive | Rule::IdempotencyBroken
+    )
+}
+
+/// What became of one tool.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ToolStatus {
+    /// Exercised, and no call contradicted its hints.
+    Passed,
+    /// Exercised, and a call contradicted its hints (see the findings).
+    Failed,
+    /// No call could show anything: no arguments could be made, or every call failed
+    /// without changing the database. Never counted as passed.
+    NotExercised(String),
+}
+
+impl ToolStatus {
+    /// `passed`, `failed` or `not_exercised`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            ToolStatus::Passed => "passed",
+            ToolStatus::Failed => "failed",
+            ToolStatus::NotExercised(_) => "not_exercised",
+        }
+    }
+}
+
+/// One tool call in a case.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CallRecord {
+    /// The tool's error text (one line), when the call failed. A failed call's changes are
+    /// still judged: a failed call that wrote is still a write.
+    pub error: Option<String>,
+    /// What the call changed, per table; empty when nothing changed.
+    pub changes: Vec<TableDiff>,
+}
+
+/// One argument set for a tool, with its calls (two for tools declaring idempotentHint).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CaseReport {
+    /// The case name from the cases file, `case N`, or `generated [mode=value ...]`.
+    pub label: String,
+    /// Whether the arguments came from the cases file.
+    pub from_file: bool,
+    /// The calls, in order.
+    pub calls: Vec<CallRecord>,
+}
+
+/// Everything found about one tool.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolReport {
+    /// The tool name.
+    pub name: String,
+    /// The hints tools/list declared.
+    pub hints: DeclaredHints,
+    /// The outcome.
+    pub status: ToolStatus,
+    /// Listing findings (hint_missing, hint_contradiction) and behaviour findings, each
+    /// (rule, hint) once, most severe first.
+    pub findings: Vec<Finding>,
+    /// Hints that could be less cautious, from the calls made.
+    pub advice: Vec<Advice>,
+    /// The cases run, in order.
+    pub cases: Vec<CaseReport>,
+}
+
+/// The result of a verification run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Report {
+    /// The server, as given (`--stdio` command or `--url`).
+    pub server: String,
+    /// The database URL, password removed.
+    pub database: String,
+    /// Tools in the order they ran.
+    pub tools: Vec<ToolReport>,
+    /// Snapshot counters.
+    pub stats: SnapshotStats,
+    /// Wall time of the run, in seconds.
+    pub elapsed_seconds: f64,
+}
+
+impl Report {
+    /// Every finding of every tool.
+    pub fn findings(&self) -> impl Iterator<Item = &Finding> {
+        self.tools.iter().flat_map(|t| t.findings.iter())
+    }
+
+    /// The tool report for a name.
+    pub fn tool(&self, name: &str) -> Option<&ToolReport> {
+        self.tools.iter().find(|t| t.name == name)
+    }
+
+    /// Whether any finding is at or above `fail_on`: exit code 1.
+    pub fn fails(&self, fail_on: Severity) -> bool {
+        self.findings().any(|f| f.severity >= fail_on)
+    }
+
+    /// Counts of tools by status: (passed, failed, not exercised).
+    pub fn status_counts(&self) -> (usize, usize, usize) {
+        let mut c = (0, 0, 0);
+        for t in &self.tools {
+            match t.status {
+                ToolStatus::Passed => c.0 += 1,
+                ToolStatus::Failed => c.1 += 1,
+                ToolStatus::NotExercised(_) => c.2 += 1,
+            }
+        }
+        c
+    }
+}

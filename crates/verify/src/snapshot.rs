@@ -1,0 +1,422 @@
+//! Snapshots of the watched tables and the diff between two of them.
+//!
+//! A snapshot keeps, per table, one `(key hash, row hash)` pair of 16 + 16 bytes per row,
+//! sorted by key hash, and a table digest: never the row data. Rows are keyed by their
+//! primary key, or by the whole row when the table has none (then the snapshot is a multiset
+//! of row hashes). Cells are hashed with their column names, the columns sorted by name, so a
+//! table rebuilt with its columns in another order snapshots the same.
+
+use std::collections::BTreeMap;
+
+/// One cell value as a backend decoded it, before hashing.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Cell<'a> {
+    /// SQL NULL.
+    Null,
+    /// An integer (SQLite INTEGER).
+    Int(i64),
+    /// A float (SQLite REAL), hashed by its bits.
+    Real(f64),
+    /// Text; PostgreSQL and MySQL values arrive as their text form.
+    Text(&'a str),
+    /// Bytes (SQLite BLOB).
+    Blob(&'a [u8]),
+}
+
+impl Cell<'_> {
+    fn encode(&self, out: &mut Vec<u8>) {
+        match self {
+            Cell::Null => out.push(0),
+            Cell::Int(i) => {
+                out.push(1);
+                out.extend_from_slice(&i.to_le_bytes());
+            }
+            Cell::Real(f) => {
+                out.push(2);
+                out.extend_from_slice(&f.to_bits().to_le_bytes());
+            }
+            Cell::Text(s) => {
+                out.push(3);
+                out.extend_from_slice(&(s.len() as u64).to_le_bytes());
+                out.extend_from_slice(s.as_bytes());
+            }
+            Cell::Blob(b) => {
+                out.push(4);
+                out.extend_from_slice(&(b.len() as u64).to_le_bytes());
+                out.extend_from_slice(b);
+            }
+        }
+    }
+}
+
+fn hash16(bytes: &[u8]) -> u128 {
+    let h = blake3::hash(bytes);
+    let mut first = [0u8; 16];
+    first.copy_from_slice(&h.as_bytes()[..16]);
+    u128::from_le_bytes(first)
+}
+
+/// The shape of one table as the catalog describes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct TableShape {
+    /// The table name as reports show it (schema-qualified outside PostgreSQL's `public`).
+    pub name: String,
+    /// The table as SQL names it, quoted.
+    pub sql_name: String,
+    /// Watched columns, sorted by name.
+    pub columns: Vec<String>,
+    /// Indexes into `columns` of the primary key, in key order; empty when there is none.
+    pub key: Vec<usize>,
+    /// Per column: whether the backend must read it as bytes (MySQL binary types).
+    pub binary: Vec<bool>,
+}
+
+/// Builds one table's snapshot from rows streamed by a backend.
+pub(crate) struct TableScan {
+    shape: TableShape,
+    rows: Vec<(u128, u128)>,
+    row_buf: Vec<u8>,
+    key_buf: Vec<u8>,
+}
+
+impl TableScan {
+    /// A scan of a table of this shape.
+    pub fn new(shape: TableShape) -> Self {
+        TableScan {
+            shape,
+            rows: Vec::new(),
+            row_buf: Vec::with_capacity(256),
+            key_buf: Vec::with_capacity(64),
+        }
+    }
+
+    /// Adds one row; `cells` follow the order of [`TableShape::columns`].
+    pub fn push(&mut self, cells: &[Cell<'_>]) {
+        self.row_buf.clear();
+        for (name, cell) in self.shape.columns.iter().zip(cells) {
+            self.row_buf
+                .extend_from_slice(&(name.len() as u32).to_le_bytes());
+            self.row_buf.extend_from_slice(name.as_bytes());
+            cell.encode(&mut self.row_buf);
+        }
+        let row = hash16(&self.row_buf);
+        if self.shape.key.is_empty() {
+            self.rows.push((row, 0));
+        } else {
+            self.key_buf.clear();
+            for &i in &self.shape.key {
+                if let Some(cell) = cells.get(i) {
+                    cell.encode(&mut self.key_buf);
+                }
+            }
+            self.rows.push((hash16(&self.key_buf), row));
+        }
+    }
+
+    /// Finishes the scan: sorts, folds duplicate rows of key-less tables into counts, and
+    /// computes the digest.
+    pub fn finish(mut self) -> TableSnapshot {
+        self.rows.sort_unstable();
+        let keyed = !self.shape.key.is_empty();
+        if !keyed {
+            // Multiset: (row hash, occurrences).
+            let mut folded: Vec<(u128, u128)> = Vec::with_capacity(self.rows.len());
+            for (row, _) in self.rows {
+                match folded.last_mut() {
+                    Some(last) if last.0 == row => last.1 += 1,
+                    _ => folded.push((row, 1)),
+                }
+            }
+            self.rows = folded;
+        }
+        let mut hasher = blake3::Hasher::new();
+        for c in &self.shape.columns {
+            hasher.update(&(c.len() as u32).to_le_bytes());
+            hasher.update(c.as_bytes());
+        }
+        hasher.update(&[u8::from(keyed)]);
+        for (k, v) in &self.rows {
+            hasher.update(&k.to_le_bytes());
+            hasher.update(&v.to_le_bytes());
+        }
+        let mut digest = [0u8; 16];
+        digest.copy_from_slice(&hasher.finalize().as_bytes()[..16]);
+        TableSnapshot {
+            shape: self.shape,
+            rows: self.rows,
+            digest,
+        }
+    }
+}
+
+/// One table in a snapshot: hashes only.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct TableSnapshot {
+    shape: TableShape,
+    /// Keyed: `(key hash, row hash)`; key-less: `(row hash, count)`. Sorted.
+    rows: Vec<(u128, u128)>,
+    digest: [u8; 16],
+}
+
+impl TableSnapshot {
+    /// Rows in the table.
+    pub fn row_count(&self) -> u64 {
+        if self.shape.key.is_empty() {
+            self.rows.iter().map(|(_, n)| *n as u64).sum()
+        } else {
+            self.rows.len() as u64
+        }
+    }
+}
+
+/// Every watched table at one moment.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Snapshot {
+    pub tables: BTreeMap<String, TableSnapshot>,
+}
+
+impl Snapshot {
+    /// Rows in all tables.
+    #[cfg(test)]
+    pub fn row_count(&self) -> u64 {
+        self.tables.values().map(TableSnapshot::row_count).sum()
+    }
+}
+
+/// What changed in one table between two snapshots.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct TableDiff {
+    /// The table.
+    pub table: String,
+    /// Rows present after and not before (by key, or by whole row without a key).
+    pub added: u64,
+    /// Rows present before and not after.
+    pub removed: u64,
+    /// Rows whose key stayed and whose other cells changed (keyed tables only).
+    pub changed: u64,
+    /// The table appeared.
+    pub created: bool,
+    /// The table disappeared.
+    pub dropped: bool,
+    /// The table's columns or primary key changed.
+    pub altered: bool,
+}
+
+impl TableDiff {
+    /// Whether anything changed.
+    pub fn is_empty(&self) -> bool {
+        self.added == 0
+            && self.removed == 0
+            && self.changed == 0
+            && !self.created
+            && !self.dropped
+            && !self.altered
+    }
+}
+
+/// The difference between two snapshots: tables with changes only, by name.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Diff {
+    pub tables: Vec<TableDiff>,
+}
+
+impl Diff {
+    /// Compares two snapshots.
+    pub fn between(before: &Snapshot, after: &Snapshot) -> Diff {
+        let mut names: Vec<&String> = before.tables.keys().chain(after.tables.keys()).collect();
+        names.sort();
+        names.dedup();
+        let mut tables = Vec::new();
+        for name in names {
+            let d = match (before.tables.get(name), after.tables.get(name)) {
+                (Some(b), Some(a)) if b.digest == a.digest => continue,
+                (Some(b), Some(a)) => table_diff(name, b, a),
+                (None, Some(a)) => TableDiff {
+                    table: name.clone(),
+                    added: a.row_count(),
+                    created: true,
+                    ..TableDiff::default()
+                },
+                (Some(b), None) => TableDiff {
+                    table: name.clone(),
+                    removed: b.row_count(),
+                    dropped: true,
+                    ..TableDiff::default()
+                },
+                (None, None) => continue,
+            };
+            if !d.is_empty() {
+                tables.push(d);
+            }
+        }
+        Diff { tables }
+    }
+
+    /// Whether nothing changed.
+    #[cfg(test)]
+    pub fn is_empty(&self) -> bool {
+        self.tables.is_empty()
+    }
+}
+
+fn table_diff(name: &str, b: &TableSnapshot, a: &TableSnapshot) -> TableDiff {
+    let mut d = TableDiff {
+        table: name.to_owned(),
+        altered: b.shape.columns != a.shape.columns || b.shape.key != a.shape.key,
+        ..TableDiff::default()
+    };
+    let keyed = !a.shape.key.is_empty();
+    let keyed_before = !b.shape.key.is_empty();
+    if keyed != keyed_before {
+        // Keyed one side only: the hashes mean different things; count whole tables.
+        d.removed = b.row_count();
+        d.added = a.row_count();
+        return d;
+    }
+    let (mut i, mut j) = (0, 0);
+    let (br, ar) = (&b.rows, &a.rows);
+    while i < br.len() || j < ar.len() {
+        match (br.get(i), ar.get(j)) {
+            (Some(x), Some(y)) if x.0 == y.0 => {
+                if keyed {
+                    d.changed += u64::from(x.1 != y.1);
+                } else if y.1 > x.1 {
+                    d.added += (y.1 - x.1) as u64;
+                } else {
+                    d.removed += (x.1 - y.1) as u64;
+                }
+                i += 1;
+                j += 1;
+            }
+            (Some(x), Some(y)) if x.0 < y.0 => {
+                d.removed += if keyed { 1 } else { x.1 as u64 };
+                i += 1;
+            }
+            (Some(_), Some(y)) => {
+                d.added += if keyed { 1 } else { y.1 as u64 };
+                j += 1;
+            }
+            (Some(x), None) => {
+                d.removed += if keyed { 1 } else { x.1 as u64 };
+                i += 1;
+            }
+            (None, Some(y)) => {
+                d.added += if keyed { 1 } else { y.1 as u64 };
+                j += 1;
+            }
+            (None, None) => break,
+        }
+    }
+    d
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shape(cols: &[&str], key: &[usize]) -> TableShape {
+        TableShape {
+            name: "t".into(),
+            sql_name: "\"t\"".into(),
+            columns: cols.iter().map(|c| c.to_string()).collect(),
+            key: key.to_vec(),
+            binary: vec![false; cols.len()],
+        }
+    }
+
+    fn snap(shape: TableShape, rows: &[Vec<Cell<'_>>]) -> Snapshot {
+        let mut scan = TableScan::new(shape);
+        for r in rows {
+            scan.push(r);
+        }
+        let mut s = Snapshot::default();
+        s.tables.insert("t".into(), scan.finish());
+        s
+    }
+
+    #[test]
+    fn keyed_rows_added_removed_changed() {
+        use Cell::*;
+        let before = snap(
+            shape(&["id", "name"], &[0]),
+            &[
+                vec![Int(1), Text("a")],
+                vec![Int(2), Text("b")],
+                vec![Int(3), Null],
+            ],
+        );
+        let after = snap(
+            shape(&["id", "name"], &[0]),
+            &[
+                vec![Int(1), Text("a")],
+                vec![Int(3), Text("c")],
+                vec![Int(4), Text("d")],
+            ],
+        );
+        let d = Diff::between(&before, &after);
+        assert_eq!(
+            (d.tables[0].added, d.tables[0].removed, d.tables[0].changed),
+            (1, 1, 1)
+        );
+        assert!(Diff::between(&before, &before).is_empty());
+    }
+
+    #[test]
+    fn keyless_rows_are_a_multiset() {
+        use Cell::*;
+        let row = vec![Text("x"), Real(1.5)];
+        let before = snap(shape(&["a", "b"], &[]), &[row.clone(), row.clone()]);
+        let after = snap(shape(&["a", "b"], &[]), std::slice::from_ref(&row));
+        let d = Diff::between(&before, &after);
+        assert_eq!((d.tables[0].added, d.tables[0].removed), (0, 1));
+        assert_eq!(before.row_count(), 2);
+        // A changed row in a key-less table is one removed and one added.
+        let changed = snap(
+            shape(&["a", "b"], &[]),
+            &[row.clone(), vec![Text("x"), Real(2.5)]],
+        );
+        let d = Diff::between(&before, &changed);
+        assert_eq!((d.tables[0].added, d.tables[0].removed), (1, 1));
+    }
+
+    #[test]
+    fn cells_of_different_types_hash_apart() {
+        use Cell::*;
+        // NULL vs empty text vs empty blob vs 0 vs 0.0 vs -0.0: all distinct rows.
+        let cells = [
+            Null,
+            Text(""),
+            Blob(b""),
+            Int(0),
+            Real(0.0),
+            Real(-0.0),
+            Text("1"),
+            Int(1),
+        ];
+        let rows: Vec<Vec<Cell<'_>>> = cells.iter().map(|c| vec![*c]).collect();
+        let s = snap(shape(&["v"], &[]), &rows);
+        assert_eq!(s.tables["t"].rows.len(), cells.len());
+        // Text and blob concatenations cannot collide across cells.
+        let a = snap(shape(&["x", "y"], &[]), &[vec![Text("ab"), Text("c")]]);
+        let b = snap(shape(&["x", "y"], &[]), &[vec![Text("a"), Text("bc")]]);
+        assert!(!Diff::between(&a, &b).is_empty());
+    }
+
+    #[test]
+    fn created_dropped_and_altered_tables() {
+        use Cell::*;
+        let empty = Snapshot::default();
+        let one = snap(shape(&["id"], &[0]), &[vec![Int(1)], vec![Int(2)]]);
+        let d = Diff::between(&empty, &one);
+        assert!(d.tables[0].created && d.tables[0].added == 2);
+        let d = Diff::between(&one, &empty);
+        assert!(d.tables[0].dropped && d.tables[0].removed == 2);
+        let wider = snap(
+            shape(&["extra", "id"], &[1]),
+            &[vec![Null, Int(1)], vec![Null, Int(2)]],
+        );
+        let d = Diff::between(&one, &wider);
+        assert!(d.tables[0].altered);
+        assert_eq!(d.tables[0].changed, 2);
+    }
+}

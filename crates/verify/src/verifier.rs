@@ -1,0 +1,457 @@
+//! The run: list and lint the tools, then call each one between snapshots and let the core
+//! judge compare the diffs with the declared hints.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use hintaudit_core::{
+    Advice, Effect, Finding, Hint, Judge, Operation, Policy, RowChange, RowImage, RowOperation,
+    StatementEffect, ToolCall, lint_hints,
+};
+use serde_json::{Map, Value};
+
+use crate::arguments::{self, Plan};
+use crate::cases::Cases;
+use crate::client::{CallOutcome, McpClient, ServerSpec, ToolInfo};
+use crate::db::{Database, Snapshotter, redact};
+use crate::error::VerifyError;
+use crate::report::{CallRecord, CaseReport, Report, ToolReport, ToolStatus, is_behaviour_rule};
+use crate::snapshot::{Diff, TableDiff, TableShape};
+
+/// Default time one tool call may take, in seconds.
+pub const DEFAULT_TIMEOUT_SECS: u64 = 30;
+
+/// Verifies one MCP server against its test database.
+///
+/// Build with [`Verifier::new`] and the `with_*` setters, then [`Verifier::run`]. Tools run
+/// in a stable order: tools declaring readOnlyHint true first, then those declaring
+/// destructiveHint false, then the rest, each group by name; a tool's cases in file order.
+#[derive(Debug, Clone)]
+pub struct Verifier {
+    server: ServerSpec,
+    database: String,
+    cases: Cases,
+    policy: Policy,
+    timeout: Duration,
+    progress: bool,
+}
+
+impl Verifier {
+    /// A verifier for `server`, whose test database is at `database` (a sqlx URL).
+    pub fn new(server: ServerSpec, database: impl Into<String>) -> Self {
+        Verifier {
+            server,
+            database: database.into(),
+            cases: Cases::default(),
+            policy: Policy::default(),
+            timeout: Duration::from_secs(DEFAULT_TIMEOUT_SECS),
+            progress: false,
+        }
+    }
+
+    /// Argument sets and setup SQL per tool.
+    pub fn with_cases(mut self, cases: Cases) -> Self {
+        self.cases = cases;
+        self
+    }
+
+    /// Reads the cases from a TOML or JSON file.
+    pub fn with_cases_file(self, path: &Path) -> Result<Self, VerifyError> {
+        Ok(self.with_cases(Cases::load(path)?))
+    }
+
+    /// Ignores a bookkeeping table: it is not snapshotted.
+    pub fn with_ignored_table(mut self, table: impl AsRef<str>) -> Self {
+        self.policy = self.policy.with_ignored_table(table);
+        self
+    }
+
+    /// Ignores a bookkeeping column (`column` in every table, or `table.column`).
+    pub fn with_ignored_column(mut self, column: impl AsRef<str>) -> Self {
+        self.policy = self.policy.with_ignored_column(column);
+        self
+    }
+
+    /// How long one call (and the handshake) may take (default 30 s).
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// Prints progress lines on stderr once the run has taken more than 2 s.
+    pub fn with_progress(mut self, progress: bool) -> Self {
+        self.progress = progress;
+        self
+    }
+
+    /// Runs the verification. Errors end the run: the server failed, exited or did not
+    /// answer in time, or the database could not be used.
+    pub async fn run(&self) -> Result<Report, VerifyError> {
+        let started = Instant::now();
+        let client = McpClient::connect(&self.server, self.timeout).await?;
+        let result = self.run_with(&client, started).await;
+        client.close().await;
+        result
+    }
+
+    async fn run_with(&self, client: &McpClient, started: Instant) -> Result<Report, VerifyError> {
+        let mut tools = client.list_tools().await?;
+        if let Some(unknown) = self
+            .cases
+            .tools()
+            .find(|t| !tools.iter().any(|x| x.name == *t))
+        {
+            return Err(VerifyError::Usage(format!(
+                "the cases file names tool {unknown:?}, which the server does not list"
+            )));
+        }
+        tools.sort_by(|a, b| group(a).cmp(&group(b)).then(a.name.cmp(&b.name)));
+        let db = Database::connect(&self.database).await?;
+        let mut snaps = Snapshotter::new(db, self.policy.clone());
+        let total = tools.len();
+        let mut reports = Vec::with_capacity(total);
+        for (i, tool) in tools.iter().enumerate() {
+            if self.progress && started.elapsed() > Duration::from_secs(2) {
+                eprintln!(
+                    "hintaudit verify: [{}/{total}] {} ({:.1} s)",
+                    i + 1,
+                    tool.name,
+                    started.elapsed().as_secs_f64()
+                );
+            }
+            reports.push(self.verify_tool(client, &mut snaps, tool).await?);
+        }
+        Ok(Report {
+            server: match &self.server {
+                ServerSpec::Stdio(c) => c.clone(),
+                ServerSpec::Url(u) => u.clone(),
+            },
+            database: redact(&self.database),
+            tools: reports,
+            stats: snaps.stats(),
+            elapsed_seconds: started.elapsed().as_secs_f64(),
+        })
+    }
+
+    async fn verify_tool(
+        &self,
+        client: &McpClient,
+        snaps: &mut Snapshotter,
+        tool: &ToolInfo,
+    ) -> Result<ToolReport, VerifyError> {
+        let mut findings = lint_hints(&tool.name, tool.hints);
+        for f in &mut findings {
+            if tool.null_hints.contains(&f.hint) {
+                f.evidence = format!("{} is null (treated as unset); {}", f.hint, f.evidence);
+            }
+        }
+        let mut runs: Vec<(String, bool, Vec<String>, Value)> = self
+            .cases
+            .for_tool(&tool.name)
+            .enumerate()
+            .map(|(i, c)| {
+                let label = c.name.clone().unwrap_or_else(|| format!("case {}", i + 1));
+                (label, true, c.setup.clone(), c.arguments.clone())
+            })
+            .collect();
+        let mut not_exercised: Option<String> = None;
+        if runs.is_empty() {
+            match arguments::plan(&tool.input_schema) {
+                Ok(plan) => match self.fill_ids(snaps.db(), &plan, &tool.name).await? {
+                    Some(ids) => runs.extend(
+                        plan.expand(&ids)
+                            .into_iter()
+                            .map(|(label, args)| (label, false, Vec::new(), args)),
+                    ),
+                    None => {
+                        not_exercised = Some(format!(
+                            "no value in the database for {}",
+                            plan.ids
+                                .iter()
+                                .map(|f| f.name.as_str())
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ))
+                    }
+                },
+                Err(why) => not_exercised = Some(why),
+            }
+        }
+
+        let repeat = tool.hints.read_only != Some(true) && tool.hints.idempotent == Some(true);
+        let mut cases = Vec::with_capacity(runs.len());
+        let mut behaviour: Vec<Finding> = Vec::new();
+        for (label, from_file, setup, args) in runs {
+            for script in &setup {
+                snaps.db().execute_script(script).await.map_err(|e| {
+                    VerifyError::db(&format!("setup SQL of {} / {label}", tool.name), e)
+                })?;
+            }
+            if !setup.is_empty() {
+                snaps.invalidate();
+            }
+            // A fresh judge per case: setup SQL between cases is no write the history sees.
+            let judge = Judge::new(self.policy.clone());
+            let mut before = snaps.take().await?;
+            let mut calls = Vec::new();
+            for _ in 0..if repeat { 2 } else { 1 } {
+                let outcome = client.call(&tool.name, &args).await?;
+                let after = snaps.take().await?;
+                let diff = Diff::between(&before, &after);
+                let effect = effect_of(&diff);
+                let verdict = judge.judge(&ToolCall {
+                    tool: &tool.name,
+                    hints: tool.hints,
+                    arguments: Some(&args),
+                    effect: &effect,
+                });
+                behaviour.extend(
+                    verdict
+                        .findings
+                        .into_iter()
+                        .filter(|f| is_behaviour_rule(f.rule)),
+                );
+                calls.push(CallRecord {
+                    error: match outcome {
+                        CallOutcome::Ok => None,
+                        CallOutcome::Error(e) => Some(e),
+                    },
+                    changes: diff.tables,
+                });
+                before = after;
+            }
+            cases.push(CaseReport {
+                label,
+                from_file,
+                calls,
+            });
+        }
+
+        let all_calls = || cases.iter().flat_map(|c| c.calls.iter());
+        let wrote = all_calls().any(|c| !c.changes.is_empty());
+        let any_ok = all_calls().any(|c| c.error.is_none());
+        if not_exercised.is_none() && !wrote && !any_ok {
+            not_exercised = Some(match all_calls().find_map(|c| c.error.clone()) {
+                Some(e) => format!("every call failed without a change (first error: {e})"),
+                None => "no case to run".to_owned(),
+            });
+        }
+        for f in behaviour {
+            if !findings
+                .iter()
+                .any(|x| x.rule == f.rule && x.hint == f.hint)
+            {
+                findings.push(f);
+            }
+        }
+        findings.sort_by(|a, b| b.severity.cmp(&a.severity).then(a.rule.cmp(&b.rule)));
+        let failed = findings.iter().any(|f| is_behaviour_rule(f.rule));
+        let status = match (failed, not_exercised) {
+            (true, _) => ToolStatus::Failed,
+            (false, Some(why)) => ToolStatus::NotExercised(why),
+            (false, None) => ToolStatus::Passed,
+        };
+        let advice = if status == ToolStatus::Passed {
+            advice(tool, &cases)
+        } else {
+            Vec::new()
+        };
+        Ok(ToolReport {
+            name: tool.name.clone(),
+            hints: tool.hints,
+            status,
+            findings,
+            advice,
+            cases,
+        })
+    }
+
+    /// Values for the plan's id-like fields, drawn from the database; `None` when one has
+    /// no source.
+    async fn fill_ids(
+        &self,
+        db: &mut Database,
+        plan: &Plan,
+        tool: &str,
+    ) -> Result<Option<Map<String, Value>>, VerifyError> {
+        let mut out = Map::new();
+        if plan.ids.is_empty() {
+            return Ok(Some(out));
+        }
+        let tables = db
+            .tables(&Policy::default())
+            .await
+            .map_err(|e| VerifyError::db("listing tables", e))?;
+        for field in &plan.ids {
+            let mut value = None;
+            for (table, column) in id_sources(&field.name, tool, &tables) {
+                let got = db
+                    .sample(table, &column, 1)
+                    .await
+                    .map_err(|e| VerifyError::db(&format!("sampling {}", table.name), e))?;
+                if let Some(v) = got.first() {
+                    value = Some(arguments::typed(v, &field.ty));
+                    break;
+                }
+            }
+            match value {
+                Some(v) => {
+                    out.insert(field.name.clone(), v);
+                }
+                None => return Ok(None),
+            }
+        }
+        Ok(Some(out))
+    }
+}
+
+/// Run order group: read-only first, then non-destructive, then the rest.
+fn group(t: &ToolInfo) -> u8 {
+    match (t.hints.read_only, t.hints.destructive) {
+        (Some(true), _) => 0,
+        (_, Some(false)) => 1,
+        _ => 2,
+    }
+}
+
+fn singular(s: &str) -> &str {
+    s.strip_suffix("es")
+        .filter(|x| x.ends_with('s') || x.ends_with('x'))
+        .or_else(|| s.strip_suffix('s'))
+        .unwrap_or(s)
+}
+
+fn single_key(t: &TableShape) -> Option<String> {
+    match t.key.as_slice() {
+        [k] => t.columns.get(*k).cloned(),
+        _ => t.columns.iter().find(|c| c.as_str() == "id").cloned(),
+    }
+}
+
+/// Where an id-like field's values may come from, best first.
+fn id_sources<'a>(
+    field: &str,
+    tool: &str,
+    tables: &'a [TableShape],
+) -> Vec<(&'a TableShape, String)> {
+    let lower = field.to_ascii_lowercase();
+    let stem = lower
+        .strip_suffix("_id")
+        .or_else(|| lower.strip_suffix("_uuid"))
+        .or_else(|| field.strip_suffix("Id").map(|_| &lower[..lower.len() - 2]))
+        .map(str::to_owned);
+    let table_stem = |t: &TableShape| {
+        let name = t
+            .name
+            .rsplit('.')
+            .next()
+            .unwrap_or(&t.name)
+            .to_ascii_lowercase();
+        singular(&name).to_owned()
+    };
+    let mut out: Vec<(&TableShape, String)> = Vec::new();
+    if let Some(stem) = &stem {
+        for t in tables.iter().filter(|t| table_stem(t) == singular(stem)) {
+            if let Some(k) = single_key(t) {
+                out.push((t, k));
+            }
+        }
+    }
+    if lower != "id" {
+        for t in tables {
+            if let Some(c) = t.columns.iter().find(|c| c.eq_ignore_ascii_case(field)) {
+                out.push((t, c.clone()));
+            }
+        }
+    } else {
+        let words: Vec<String> = tool
+            .to_ascii_lowercase()
+            .split(|c: char| !c.is_ascii_alphanumeric())
+            .map(|w| singular(w).to_owned())
+            .collect();
+        for t in tables.iter().filter(|t| words.contains(&table_stem(t))) {
+            if let Some(k) = single_key(t) {
+                out.push((t, k));
+            }
+        }
+        for t in tables {
+            if let Some(k) = single_key(t).filter(|k| k == "id") {
+                out.push((t, k));
+            }
+        }
+    }
+    out
+}
+
+/// The diff as the core judge's effect: one committed row change per row, confirmed; DDL
+/// for created, dropped and altered tables.
+pub(crate) fn effect_of(diff: &Diff) -> Effect {
+    let mut effect = Effect::default();
+    for t in &diff.tables {
+        push_rows(&mut effect, t, RowOperation::Insert, t.added);
+        push_rows(&mut effect, t, RowOperation::Delete, t.removed);
+        push_rows(&mut effect, t, RowOperation::Update, t.changed);
+        if t.created || t.dropped || t.altered {
+            let verb = if t.created {
+                "CREATE TABLE"
+            } else if t.dropped {
+                "DROP TABLE"
+            } else {
+                "ALTER TABLE"
+            };
+            let mut s = StatementEffect::new(Operation::Ddl, vec![t.table.clone()]);
+            s.drops = t.dropped;
+            s.summary = format!("{verb} {}", t.table);
+            effect.statements.push(s);
+        }
+    }
+    effect
+}
+
+fn push_rows(effect: &mut Effect, t: &TableDiff, operation: RowOperation, n: u64) {
+    for _ in 0..n {
+        effect.row_changes.push(RowChange {
+            table: t.table.clone(),
+            operation,
+            statement: None,
+            committed: true,
+            image: if operation == RowOperation::Update {
+                RowImage::Changed(Vec::new())
+            } else {
+                RowImage::Unknown
+            },
+            nested: None,
+        });
+    }
+}
+
+/// Advice from the calls of a passed tool: no change across all cases, or changes none of
+/// which removed or overwrote rows.
+fn advice(tool: &ToolInfo, cases: &[CaseReport]) -> Vec<Advice> {
+    let e = tool.hints.effective();
+    let changes = || {
+        cases
+            .iter()
+            .flat_map(|c| c.calls.iter())
+            .flat_map(|c| c.changes.iter())
+    };
+    let wrote = changes().next().is_some();
+    let destroyed = changes().any(|d| d.removed > 0 || d.changed > 0 || d.dropped || d.altered);
+    let mut out = Vec::new();
+    if !e.read_only && !wrote {
+        out.push(Advice::CouldBeReadOnly);
+    }
+    if !e.read_only && e.destructive && wrote && !destroyed {
+        out.push(Advice::CouldBeNonDestructive);
+    }
+    out
+}
+
+/// The hint an advice is about, spelled for reports.
+pub(crate) fn advice_text(a: Advice) -> String {
+    let value = match a.hint() {
+        Hint::ReadOnly => "true",
+        _ => "false",
+    };
+    format!("{}: {} could be {value}", a.as_str(), a.hint())
+}
