@@ -1,0 +1,102 @@
+//! The [`Backend`] trait: what differs between SQLite and PostgreSQL (and MySQL later).
+//!
+//! The audited pool, connection and transaction are generic over `DB: Backend`; the backend
+//! decides how a statement runs under observation: SQLite binds the connection's hooks to the
+//! call, PostgreSQL may wrap the statement in a transaction and ask the oracle.
+
+use std::fmt::Debug;
+use std::sync::Arc;
+
+use futures_core::future::BoxFuture;
+use futures_core::stream::BoxStream;
+use sqlx::{Database, Describe, Either, Error, SqlStr};
+
+use crate::classify::SqlDialect;
+use crate::execute::{Attribution, AuditedQuery};
+use crate::pool::Shared;
+
+pub(crate) mod sealed {
+    /// Only this crate implements [`crate::Backend`].
+    pub trait Sealed {}
+}
+
+/// A database the audited pool supports: [`sqlx::Sqlite`] and [`sqlx::Postgres`] (with the
+/// `sqlite` and `postgres` features). Sealed: the methods are this crate's plumbing.
+pub trait Backend: Database + sealed::Sealed {
+    /// `db.system.name`: `sqlite`, `postgresql`.
+    const SYSTEM_NAME: &'static str;
+    /// The sqlparser dialect statements are classified with.
+    const DIALECT: SqlDialect;
+
+    /// Per-pool audit state (SQLite: the registry of hooked connections).
+    #[doc(hidden)]
+    type PoolState: Default + Send + Sync + Debug + 'static;
+    /// Per-held-connection audit state (SQLite: the hook slot, unbound on drop).
+    #[doc(hidden)]
+    type ConnState: Default + Send + Debug + 'static;
+    /// Per-transaction audit state (PostgreSQL: the oracle's snapshot).
+    #[doc(hidden)]
+    type TxState: Default + Send + Debug + 'static;
+
+    /// Runs one audited statement as a stream of results and rows.
+    #[doc(hidden)]
+    fn run_many<'e>(
+        ctx: Ctx<'e, Self>,
+        query: AuditedQuery<Self>,
+    ) -> BoxStream<'e, Result<Either<Self::QueryResult, Self::Row>, Error>>;
+
+    /// Runs one audited statement for at most one row.
+    #[doc(hidden)]
+    fn run_optional<'e>(
+        ctx: Ctx<'e, Self>,
+        query: AuditedQuery<Self>,
+    ) -> BoxFuture<'e, Result<Option<Self::Row>, Error>>;
+
+    /// `Executor::prepare_with` on the raw connection.
+    #[doc(hidden)]
+    fn prepare_raw<'e>(
+        conn: &'e mut Self::Connection,
+        sql: SqlStr,
+        parameters: &'e [Self::TypeInfo],
+    ) -> BoxFuture<'e, Result<Self::Statement, Error>>;
+
+    /// `Executor::describe` on the raw connection.
+    #[doc(hidden)]
+    fn describe_raw<'e>(
+        conn: &'e mut Self::Connection,
+        sql: SqlStr,
+    ) -> BoxFuture<'e, Result<Describe<Self>, Error>>;
+
+    /// Called right after `BEGIN` of an [`crate::AuditedTransaction`].
+    #[doc(hidden)]
+    fn after_begin<'e>(
+        conn: &'e mut Self::Connection,
+        tx: &'e mut Self::TxState,
+        shared: &'e Shared<Self>,
+    ) -> BoxFuture<'e, ()>;
+
+    /// Called right before `COMMIT` (`committed`) or `ROLLBACK` of an
+    /// [`crate::AuditedTransaction`].
+    #[doc(hidden)]
+    fn before_end<'e>(
+        conn: &'e mut Self::Connection,
+        tx: &'e mut Self::TxState,
+        committed: bool,
+    ) -> BoxFuture<'e, ()>;
+
+    /// Called once `COMMIT` or `ROLLBACK` answered (`ok` false: it failed).
+    #[doc(hidden)]
+    fn after_end(tx: &mut Self::TxState, committed: bool, ok: bool);
+}
+
+/// Everything a backend needs to run one audited statement.
+#[doc(hidden)]
+pub struct Ctx<'e, DB: Backend> {
+    pub(crate) conn: &'e mut DB::Connection,
+    pub(crate) state: &'e mut DB::ConnState,
+    pub(crate) tx: Option<&'e mut DB::TxState>,
+    pub(crate) shared: Arc<Shared<DB>>,
+    pub(crate) att: Attribution,
+    /// A single statement on a pooled connection: release the binding when it ends.
+    pub(crate) pooled: bool,
+}

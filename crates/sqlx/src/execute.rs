@@ -1,0 +1,147 @@
+//! The statement as the driver gets it, and its attribution to a tool call.
+//!
+//! [`AuditedQuery::split`] takes the user's `Execute` value apart in the order sqlx's drivers
+//! do (arguments, then `persistent`, then the SQL text), so argument-encoding errors and
+//! statement caching behave exactly as without auditing. [`Attribution::start`] classifies
+//! the text, records the statement into the current [`CallScope`] (or counts it as
+//! unattributed) and opens the statement span; [`Attribution::finish`] records the outcome.
+
+use std::sync::Arc;
+
+use hintaudit_core::{semconv, stats, CallEffects, CallScope, StatementOutcome};
+use sqlx::database::Database;
+use sqlx::error::BoxDynError;
+use sqlx::{Execute, SqlStr};
+use tracing::field::Empty;
+
+use crate::classify::{Classification, Classifier};
+
+/// The user's query, taken apart: text, arguments (or their encoding error), persistence
+/// and the prepared statement it came from, if any.
+#[doc(hidden)]
+pub struct AuditedQuery<DB: Database> {
+    sql: SqlStr,
+    arguments: Option<Result<Option<DB::Arguments>, BoxDynError>>,
+    persistent: bool,
+    statement: Option<DB::Statement>,
+}
+
+impl<DB: Database> AuditedQuery<DB> {
+    /// Takes `query` apart in the drivers' order: `take_arguments`, `persistent`, `sql`.
+    pub(crate) fn split<'q, E: Execute<'q, DB>>(mut query: E) -> Self {
+        let statement = query.statement().cloned();
+        let arguments = query.take_arguments();
+        let persistent = query.persistent();
+        let sql = query.sql();
+        AuditedQuery { sql, arguments: Some(arguments), persistent, statement }
+    }
+
+    /// The SQL text.
+    pub(crate) fn text(&self) -> &str {
+        self.sql.as_str()
+    }
+}
+
+impl<'q, DB: Database> Execute<'q, DB> for AuditedQuery<DB> {
+    fn sql(self) -> SqlStr {
+        self.sql
+    }
+
+    fn statement(&self) -> Option<&DB::Statement> {
+        self.statement.as_ref()
+    }
+
+    fn take_arguments(&mut self) -> Result<Option<DB::Arguments>, BoxDynError> {
+        self.arguments.take().unwrap_or(Ok(None))
+    }
+
+    fn persistent(&self) -> bool {
+        self.persistent
+    }
+}
+
+/// Where a statement's evidence goes: one call's effects and the statement's index there.
+#[derive(Debug, Clone)]
+pub(crate) struct Sink {
+    pub(crate) effects: Arc<CallEffects>,
+    pub(crate) index: usize,
+}
+
+impl Sink {
+    /// Whether `self` and `other` are the same statement of the same call.
+    pub(crate) fn same(&self, other: &Sink) -> bool {
+        Arc::ptr_eq(&self.effects, &other.effects) && self.index == other.index
+    }
+}
+
+/// One statement's classification, attribution and span.
+#[derive(Debug)]
+pub(crate) struct Attribution {
+    pub(crate) class: Arc<Classification>,
+    pub(crate) sink: Option<Sink>,
+    pub(crate) span: tracing::Span,
+}
+
+impl Attribution {
+    /// Classifies `sql`, records the statement into the current call scope (or counts it as
+    /// unattributed) and opens its span as a child of the current span.
+    pub(crate) fn start(classifier: &Classifier, system: &'static str, sql: &str) -> Self {
+        let class = classifier.classify(sql);
+        let sink = match CallScope::current() {
+            Some(scope) => {
+                let effects = scope.effects_handle();
+                let index = effects.record_statement(class.effect.clone());
+                Some(Sink { effects, index })
+            }
+            None => {
+                stats().unattributed_statement(class.effect.operation);
+                None
+            }
+        };
+        let collection = class
+            .effect
+            .tables
+            .first()
+            .or(class.effect.read_tables.first())
+            .map(String::as_str)
+            .unwrap_or("");
+        let span = tracing::info_span!(
+            "db.statement",
+            { semconv::OTEL_NAME } = class.effect.summary.as_str(),
+            { semconv::OTEL_KIND } = "client",
+            { semconv::OTEL_STATUS_CODE } = Empty,
+            { semconv::DB_SYSTEM_NAME } = system,
+            { semconv::DB_OPERATION_NAME } = class.operation_name.as_str(),
+            { semconv::DB_COLLECTION_NAME } = collection,
+            { semconv::DB_QUERY_SUMMARY } = class.effect.summary.as_str(),
+            { semconv::DB_QUERY_TEXT } = class.sanitized.as_str(),
+            { semconv::DB_RESPONSE_AFFECTED_ROWS } = Empty,
+        );
+        Attribution { class, sink, span }
+    }
+
+    /// Records how the statement ended: outcome, rows affected (only where trustworthy:
+    /// pass `None` on SQLite), and whether row-level observation covered it.
+    pub(crate) fn finish(&self, ok: bool, rows_affected: Option<u64>, observed: bool) {
+        if let Some(n) = rows_affected {
+            self.span.record(semconv::DB_RESPONSE_AFFECTED_ROWS, n);
+        }
+        if !ok {
+            self.span.record(semconv::OTEL_STATUS_CODE, "error");
+        }
+        if let Some(sink) = &self.sink {
+            sink.effects.update_statement(sink.index, |s| {
+                s.outcome = if ok { StatementOutcome::Ok } else { StatementOutcome::Failed };
+                if rows_affected.is_some() {
+                    s.rows_affected = rows_affected;
+                }
+                s.observed = observed;
+            });
+        }
+    }
+
+    /// Marks the statement observed after the fact (the PostgreSQL oracle at COMMIT).
+    pub(crate) fn mark_observed(sink: &Sink) {
+        sink.effects.update_statement(sink.index, |s| s.observed = true);
+    }
+}

@@ -1,0 +1,318 @@
+//! [`AuditedPool`]: a sqlx pool whose statements are attributed to the tool call that runs
+//! them (design §3, "attribution").
+
+use std::fmt;
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use futures_core::future::BoxFuture;
+use futures_core::stream::BoxStream;
+use futures_util::{FutureExt, TryStreamExt};
+use sqlx::pool::PoolOptions;
+use sqlx::{Connection, Describe, Either, Error, Execute, Executor, Pool, SqlStr};
+use tracing::Instrument;
+
+use crate::backend::{Backend, Ctx};
+use crate::classify::{Classifier, DEFAULT_CLASSIFY_CACHE};
+use crate::connection::AuditedConnection;
+use crate::execute::{Attribution, AuditedQuery};
+use crate::stream::TryStream;
+use crate::transaction::AuditedTransaction;
+
+/// When the PostgreSQL transaction oracle runs (design §3, §7). Ignored by other backends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum PgOracle {
+    /// Never: PostgreSQL evidence is statement analysis and rows affected only.
+    Off,
+    /// For statements that may write: write operations, unparseable text, `CALL`, and any
+    /// statement calling a function that is not a known pure built-in
+    /// ([`crate::Classification::may_write`]). Plain `SELECT`s skip it. The default.
+    #[default]
+    Writes,
+    /// For every statement and every transaction, reads included.
+    Always,
+}
+
+/// State shared by a pool and everything acquired from it.
+#[doc(hidden)]
+pub struct Shared<DB: Backend> {
+    pub(crate) pool: Pool<DB>,
+    pub(crate) classifier: Classifier,
+    pub(crate) oracle: PgOracle,
+    pub(crate) backend: DB::PoolState,
+}
+
+/// Options for an [`AuditedPool`]; start with [`AuditedPool::options`].
+#[derive(Debug, Clone)]
+pub struct AuditedPoolOptions<DB: Backend> {
+    oracle: PgOracle,
+    classify_cache: usize,
+    _db: PhantomData<fn() -> DB>,
+}
+
+impl<DB: Backend> Default for AuditedPoolOptions<DB> {
+    fn default() -> Self {
+        AuditedPoolOptions {
+            oracle: PgOracle::default(),
+            classify_cache: DEFAULT_CLASSIFY_CACHE,
+            _db: PhantomData,
+        }
+    }
+}
+
+impl<DB: Backend> AuditedPoolOptions<DB> {
+    /// When the PostgreSQL oracle runs (default [`PgOracle::Writes`]).
+    pub fn with_postgres_oracle(mut self, oracle: PgOracle) -> Self {
+        self.oracle = oracle;
+        self
+    }
+
+    /// How many distinct SQL texts the pool keeps classified (LRU; default
+    /// [`DEFAULT_CLASSIFY_CACHE`] = 1024 entries; texts over 16 KiB are never cached).
+    pub fn with_classify_cache(mut self, entries: usize) -> Self {
+        self.classify_cache = entries.max(1);
+        self
+    }
+
+    /// Audits an existing pool. Statements through [`AuditedPool::inner`] or through other
+    /// clones of `pool` are not audited.
+    pub fn wrap(self, pool: Pool<DB>) -> AuditedPool<DB> {
+        AuditedPool {
+            shared: Arc::new(Shared {
+                pool,
+                classifier: Classifier::new(DB::DIALECT, self.classify_cache),
+                oracle: self.oracle,
+                backend: DB::PoolState::default(),
+            }),
+        }
+    }
+
+    /// Opens a pool with sqlx's default [`PoolOptions`] for `url`.
+    ///
+    /// # Errors
+    /// As [`Pool::connect`]: an invalid URL or a failed first connection.
+    pub async fn connect(self, url: &str) -> Result<AuditedPool<DB>, Error> {
+        Ok(self.wrap(PoolOptions::<DB>::new().connect(url).await?))
+    }
+
+    /// Opens a pool with your pool and connection options. Your `after_connect`,
+    /// `before_acquire` and `after_release` callbacks are kept as they are: hintaudit installs
+    /// its SQLite hooks lazily, the first time a call-scoped statement uses a connection.
+    ///
+    /// # Errors
+    /// As [`PoolOptions::connect_with`].
+    pub async fn connect_with(
+        self,
+        pool_options: PoolOptions<DB>,
+        connect_options: <DB::Connection as Connection>::Options,
+    ) -> Result<AuditedPool<DB>, Error> {
+        Ok(self.wrap(pool_options.connect_with(connect_options).await?))
+    }
+}
+
+/// A sqlx pool that records every statement, and on SQLite every row change, into the
+/// [`hintaudit_core::CallScope`] of the tool call that runs it.
+///
+/// `&AuditedPool<DB>`, `&mut AuditedConnection<DB>` and `&mut AuditedTransaction<DB>` are
+/// sqlx [`Executor`]s: `sqlx::query(..).execute(&pool)`, `fetch_one`, `fetch_optional`,
+/// `fetch_all`, `fetch`, `query_as` and `query_scalar` work unchanged. Cloning is cheap (one
+/// `Arc`) and clones share the connections, the classification cache and the hook registry.
+pub struct AuditedPool<DB: Backend> {
+    pub(crate) shared: Arc<Shared<DB>>,
+}
+
+impl<DB: Backend> Clone for AuditedPool<DB> {
+    fn clone(&self) -> Self {
+        AuditedPool { shared: self.shared.clone() }
+    }
+}
+
+impl<DB: Backend> fmt::Debug for AuditedPool<DB> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AuditedPool")
+            .field("system", &DB::SYSTEM_NAME)
+            .field("pool", &self.shared.pool)
+            .field("oracle", &self.shared.oracle)
+            .finish()
+    }
+}
+
+impl<DB: Backend> AuditedPool<DB> {
+    /// Options: the PostgreSQL oracle, the classification cache size.
+    pub fn options() -> AuditedPoolOptions<DB> {
+        AuditedPoolOptions::default()
+    }
+
+    /// Opens a pool for `url` with default options.
+    ///
+    /// # Errors
+    /// As [`Pool::connect`].
+    pub async fn connect(url: &str) -> Result<Self, Error> {
+        Self::options().connect(url).await
+    }
+
+    /// Opens a pool with your pool and connection options; see
+    /// [`AuditedPoolOptions::connect_with`].
+    ///
+    /// # Errors
+    /// As [`PoolOptions::connect_with`].
+    pub async fn connect_with(
+        pool_options: PoolOptions<DB>,
+        connect_options: <DB::Connection as Connection>::Options,
+    ) -> Result<Self, Error> {
+        Self::options().connect_with(pool_options, connect_options).await
+    }
+
+    /// Audits an existing pool with default options; see [`AuditedPoolOptions::wrap`].
+    pub fn from_pool(pool: Pool<DB>) -> Self {
+        Self::options().wrap(pool)
+    }
+
+    /// The underlying sqlx pool, for **unaudited** access (migrations, health checks).
+    /// Statements run through it are neither attributed nor counted.
+    pub fn inner(&self) -> &Pool<DB> {
+        &self.shared.pool
+    }
+
+    /// When the PostgreSQL oracle runs for this pool.
+    pub fn postgres_oracle(&self) -> PgOracle {
+        self.shared.oracle
+    }
+
+    /// Takes a connection out of the pool; statements on it are audited, and on SQLite the
+    /// connection stays bound to the calling tool call while you hold it.
+    ///
+    /// # Errors
+    /// As [`Pool::acquire`]: pool closed or timed out.
+    pub async fn acquire(&self) -> Result<AuditedConnection<DB>, Error> {
+        let conn = self.shared.pool.acquire().await?;
+        Ok(AuditedConnection::new(conn, self.shared.clone()))
+    }
+
+    /// Starts a transaction on a pooled connection. On PostgreSQL the oracle reads the
+    /// transaction's writes before `COMMIT` / `ROLLBACK` (see the crate docs for its cost).
+    ///
+    /// # Errors
+    /// As [`Pool::begin`].
+    pub async fn begin(&self) -> Result<AuditedTransaction<DB>, Error> {
+        AuditedTransaction::begin(self.shared.clone()).await
+    }
+
+    /// Closes the pool: see [`Pool::close`].
+    pub async fn close(&self) {
+        self.shared.pool.close().await
+    }
+
+    /// Whether [`AuditedPool::close`] was called.
+    pub fn is_closed(&self) -> bool {
+        self.shared.pool.is_closed()
+    }
+}
+
+impl<'p, DB: Backend> Executor<'p> for &'_ AuditedPool<DB> {
+    type Database = DB;
+
+    fn fetch_many<'e, 'q: 'e, E>(
+        self,
+        query: E,
+    ) -> BoxStream<'e, Result<Either<DB::QueryResult, DB::Row>, Error>>
+    where
+        'p: 'e,
+        E: 'q + Execute<'q, DB>,
+    {
+        let shared = self.shared.clone();
+        let query = AuditedQuery::split(query);
+        let att = Attribution::start(&shared.classifier, DB::SYSTEM_NAME, query.text());
+        let span = att.span.clone();
+        Box::pin(TryStream::new(move |y| {
+            async move {
+                let mut conn = match shared.pool.acquire().await {
+                    Ok(c) => c,
+                    Err(e) => {
+                        att.finish(false, None, false);
+                        return Err(e);
+                    }
+                };
+                let mut state = DB::ConnState::default();
+                let ctx = Ctx {
+                    conn: &mut *conn,
+                    state: &mut state,
+                    tx: None,
+                    shared: shared.clone(),
+                    att,
+                    pooled: true,
+                };
+                let mut s = DB::run_many(ctx, query);
+                while let Some(v) = s.try_next().await? {
+                    y.send(v).await;
+                }
+                Ok(())
+            }
+            .instrument(span)
+        }))
+    }
+
+    fn fetch_optional<'e, 'q: 'e, E>(
+        self,
+        query: E,
+    ) -> BoxFuture<'e, Result<Option<DB::Row>, Error>>
+    where
+        'p: 'e,
+        E: 'q + Execute<'q, DB>,
+    {
+        let shared = self.shared.clone();
+        let query = AuditedQuery::split(query);
+        let att = Attribution::start(&shared.classifier, DB::SYSTEM_NAME, query.text());
+        let span = att.span.clone();
+        async move {
+            let mut conn = match shared.pool.acquire().await {
+                Ok(c) => c,
+                Err(e) => {
+                    att.finish(false, None, false);
+                    return Err(e);
+                }
+            };
+            let mut state = DB::ConnState::default();
+            let ctx = Ctx {
+                conn: &mut *conn,
+                state: &mut state,
+                tx: None,
+                shared: shared.clone(),
+                att,
+                pooled: true,
+            };
+            DB::run_optional(ctx, query).await
+        }
+        .instrument(span)
+        .boxed()
+    }
+
+    fn prepare_with<'e>(
+        self,
+        sql: SqlStr,
+        parameters: &'e [DB::TypeInfo],
+    ) -> BoxFuture<'e, Result<DB::Statement, Error>>
+    where
+        'p: 'e,
+    {
+        let pool = self.shared.pool.clone();
+        async move {
+            let mut conn = pool.acquire().await?;
+            DB::prepare_raw(&mut conn, sql, parameters).await
+        }
+        .boxed()
+    }
+
+    fn describe<'e>(self, sql: SqlStr) -> BoxFuture<'e, Result<Describe<DB>, Error>>
+    where
+        'p: 'e,
+    {
+        let pool = self.shared.pool.clone();
+        async move {
+            let mut conn = pool.acquire().await?;
+            DB::describe_raw(&mut conn, sql).await
+        }
+        .boxed()
+    }
+}

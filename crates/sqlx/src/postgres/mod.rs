@@ -1,0 +1,426 @@
+//! The PostgreSQL backend: rows affected from the driver, and the transaction oracle.
+//!
+//! An autocommit statement that may write runs wrapped as `BEGIN; snapshot; statement;
+//! snapshot; COMMIT` on one connection (ROLLBACK on error); a statement inside an
+//! [`crate::AuditedTransaction`] runs as it is, and the oracle reads the whole transaction
+//! right before `COMMIT` / `ROLLBACK`.
+
+mod oracle;
+
+use std::sync::Arc;
+
+use futures_core::future::BoxFuture;
+use futures_core::stream::BoxStream;
+use futures_util::{FutureExt, TryStreamExt};
+use hintaudit_core::{
+    stats, AuditStage, CallEffects, CallScope, Operation, StatementOutcome, TransactionObservation,
+};
+use sqlx::postgres::{PgConnection, PgQueryResult, PgRow, PgTypeInfo, Postgres};
+use sqlx::{Connection, Describe, Either, Error, Executor, SqlStr};
+use tracing::Instrument;
+
+use crate::backend::{sealed, Backend, Ctx};
+use crate::classify::{SqlDialect, TxControl};
+use crate::execute::{Attribution, AuditedQuery, Sink};
+use crate::pool::{PgOracle, Shared};
+use crate::stream::TryStream;
+
+/// A held PostgreSQL connection's audit state: whether the caller opened a transaction with
+/// a raw `BEGIN` (the oracle must not wrap statements then).
+#[doc(hidden)]
+#[derive(Debug, Default)]
+pub struct PgConnState {
+    raw_transaction: bool,
+}
+
+/// An [`crate::AuditedTransaction`]'s oracle state.
+#[doc(hidden)]
+#[derive(Debug, Default)]
+pub struct PgTxState {
+    oracle: PgOracle,
+    before: Option<oracle::Snapshot>,
+    statements: Vec<(Sink, bool)>,
+    failed: bool,
+    observation: Option<TransactionObservation>,
+    ended: bool,
+}
+
+impl Drop for PgTxState {
+    fn drop(&mut self) {
+        if !self.ended {
+            // Dropped without COMMIT or ROLLBACK: sqlx rolls back, the oracle cannot ask.
+            self.mark_rolled_back();
+        }
+    }
+}
+
+impl PgTxState {
+    fn mark_rolled_back(&self) {
+        for (sink, write) in &self.statements {
+            if *write {
+                sink.effects
+                    .update_statement(sink.index, |s| s.outcome = StatementOutcome::Failed);
+            }
+        }
+    }
+
+    fn sink(&self) -> Option<Arc<CallEffects>> {
+        CallScope::current()
+            .map(|s| s.effects_handle())
+            .or_else(|| self.statements.last().map(|(s, _)| s.effects.clone()))
+    }
+}
+
+impl sealed::Sealed for Postgres {}
+
+fn is_dml(op: Operation) -> bool {
+    matches!(op, Operation::Insert | Operation::Upsert | Operation::Update | Operation::Delete)
+}
+
+fn wants_oracle(mode: PgOracle, att: &Attribution) -> bool {
+    let c = &att.class;
+    match mode {
+        PgOracle::Off => false,
+        PgOracle::Writes => c.may_write(),
+        PgOracle::Always => true,
+    }
+}
+
+/// Whether an autocommit statement runs wrapped in the oracle's transaction.
+fn wrap(ctx: &Ctx<'_, Postgres>) -> bool {
+    let c = &ctx.att.class;
+    ctx.tx.is_none()
+        && !ctx.state.raw_transaction
+        && !ctx.conn.is_in_transaction()
+        && c.tx_control.is_none()
+        && !c.no_transaction_block
+        && wants_oracle(ctx.shared.oracle, &ctx.att)
+}
+
+/// Before a statement inside an audited transaction: the oracle's first snapshot, taken
+/// lazily before the first statement that may write.
+async fn before_in_tx(conn: &mut PgConnection, tx: &mut PgTxState, att: &Attribution) {
+    if tx.before.is_none() && !tx.failed && wants_oracle(tx.oracle, att) {
+        match oracle::snapshot_protected(conn).await {
+            Ok(s) => tx.before = Some(s),
+            Err(e) => stats().audit_error(AuditStage::Oracle, &e),
+        }
+    }
+    if let Some(sink) = &att.sink {
+        tx.statements.push((sink.clone(), att.class.effect.operation.is_write()));
+    }
+}
+
+/// Records the end of a statement: outcome, rows affected (DML only), observation, and the
+/// connection's raw transaction state.
+fn finish(
+    att: &Attribution,
+    state: &mut PgConnState,
+    tx: Option<&mut PgTxState>,
+    ok: bool,
+    rows: u64,
+    observed: bool,
+) {
+    let rows = (ok && is_dml(att.class.effect.operation)).then_some(rows);
+    att.finish(ok, rows, observed);
+    if let Some(tx) = tx {
+        tx.failed |= !ok;
+    } else if ok {
+        match att.class.tx_control {
+            Some(TxControl::Begin) => state.raw_transaction = true,
+            Some(TxControl::Commit | TxControl::Rollback) => state.raw_transaction = false,
+            _ => {}
+        }
+    }
+}
+
+type Item = Either<PgQueryResult, PgRow>;
+
+/// Runs the statement to completion: every item, and the rows affected.
+async fn collect(
+    conn: &mut PgConnection,
+    query: AuditedQuery<Postgres>,
+    one: bool,
+    dml: bool,
+) -> Result<(Vec<Item>, u64), Error> {
+    if one && !dml {
+        let row = conn.fetch_optional(query).await?;
+        return Ok((row.map(Either::Right).into_iter().collect(), 0));
+    }
+    let mut items = Vec::new();
+    let mut rows = 0;
+    let mut have_row = false;
+    let mut s = conn.fetch_many(query);
+    while let Some(v) = s.try_next().await? {
+        match v {
+            Either::Left(r) => {
+                rows += r.rows_affected();
+                items.push(Either::Left(r));
+            }
+            // fetch_optional answers with the first row; the others are drained.
+            Either::Right(row) if !one || !have_row => {
+                have_row = true;
+                items.push(Either::Right(row));
+            }
+            Either::Right(_) => {}
+        }
+    }
+    Ok((items, rows))
+}
+
+/// Runs an autocommit statement inside the oracle's transaction: `BEGIN`, snapshot,
+/// statement, snapshot (in a savepoint), `COMMIT`; `ROLLBACK` when the statement fails.
+/// Returns `None` when the wrapping could not start: the caller runs the statement unwrapped.
+async fn run_wrapped(
+    conn: &mut PgConnection,
+    att: &Attribution,
+    query: AuditedQuery<Postgres>,
+    one: bool,
+) -> Result<(Vec<Item>, u64, bool), (Error, Option<AuditedQuery<Postgres>>)> {
+    let mut tx = match conn.begin().await {
+        Ok(tx) => tx,
+        Err(e) => {
+            stats().audit_error(AuditStage::Oracle, &e);
+            return Err((e, Some(query)));
+        }
+    };
+    let before = match oracle::snapshot(&mut tx).await {
+        Ok(s) => s,
+        Err(e) => {
+            stats().audit_error(AuditStage::Oracle, &e);
+            let _ = tx.rollback().await;
+            return Err((e, Some(query)));
+        }
+    };
+    let dml = is_dml(att.class.effect.operation);
+    match collect(&mut tx, query, one, dml).await {
+        Ok((items, rows)) => {
+            let after = oracle::snapshot_protected(&mut tx).await;
+            if let Err(e) = &after {
+                stats().audit_error(AuditStage::Oracle, e);
+            }
+            let committed = tx.commit().await;
+            if let (Ok(after), Some(sink)) = (&after, &att.sink) {
+                let obs = oracle::observe(&before, after, committed.is_ok());
+                sink.effects.record_transaction(obs);
+            }
+            match committed {
+                Ok(()) => Ok((items, rows, after.is_ok())),
+                // Deferred constraints fail at COMMIT: in autocommit the statement would have
+                // failed, so this is the statement's error.
+                Err(e) => Err((e, None)),
+            }
+        }
+        Err(e) => {
+            let _ = tx.rollback().await;
+            Err((e, None))
+        }
+    }
+}
+
+impl Backend for Postgres {
+    const SYSTEM_NAME: &'static str = "postgresql";
+    const DIALECT: SqlDialect = SqlDialect::Postgres;
+    type PoolState = ();
+    type ConnState = PgConnState;
+    type TxState = PgTxState;
+
+    fn run_many<'e>(
+        ctx: Ctx<'e, Self>,
+        query: AuditedQuery<Self>,
+    ) -> BoxStream<'e, Result<Either<PgQueryResult, PgRow>, Error>> {
+        let span = ctx.att.span.clone();
+        Box::pin(TryStream::new(move |y| {
+            async move {
+                let wrapped = wrap(&ctx);
+                let Ctx { conn, state, mut tx, att, .. } = ctx;
+                if let Some(tx) = tx.as_deref_mut() {
+                    before_in_tx(conn, tx, &att).await;
+                }
+                let query = if wrapped {
+                    // Buffered: the rows are yielded once COMMIT answered.
+                    match run_wrapped(conn, &att, query, false).await {
+                        Ok((items, rows, observed)) => {
+                            finish(&att, state, None, true, rows, observed);
+                            for v in items {
+                                y.send(v).await;
+                            }
+                            return Ok(());
+                        }
+                        Err((e, None)) => {
+                            finish(&att, state, None, false, 0, false);
+                            return Err(e);
+                        }
+                        Err((_, Some(q))) => q,
+                    }
+                } else {
+                    query
+                };
+                let mut rows = 0;
+                let mut s = conn.fetch_many(query);
+                let mut done = Guard { att: &att, ok: false, rows: 0, armed: true };
+                loop {
+                    match s.try_next().await {
+                        Ok(Some(v)) => {
+                            if let Either::Left(r) = &v {
+                                rows += r.rows_affected();
+                                done.rows = rows;
+                            }
+                            y.send(v).await;
+                        }
+                        Ok(None) => break,
+                        Err(e) => {
+                            drop(s);
+                            done.armed = false;
+                            finish(&att, state, tx, false, 0, false);
+                            return Err(e);
+                        }
+                    }
+                }
+                drop(s);
+                done.armed = false;
+                finish(&att, state, tx, true, rows, false);
+                Ok(())
+            }
+            .instrument(span)
+        }))
+    }
+
+    fn run_optional<'e>(
+        ctx: Ctx<'e, Self>,
+        query: AuditedQuery<Self>,
+    ) -> BoxFuture<'e, Result<Option<PgRow>, Error>> {
+        let span = ctx.att.span.clone();
+        async move {
+            let wrapped = wrap(&ctx);
+            let Ctx { conn, state, mut tx, att, .. } = ctx;
+            if let Some(tx) = tx.as_deref_mut() {
+                before_in_tx(conn, tx, &att).await;
+            }
+            let first = |items: Vec<Item>| {
+                items.into_iter().find_map(|v| match v {
+                    Either::Right(r) => Some(r),
+                    Either::Left(_) => None,
+                })
+            };
+            let query = if wrapped {
+                match run_wrapped(conn, &att, query, true).await {
+                    Ok((items, rows, observed)) => {
+                        finish(&att, state, None, true, rows, observed);
+                        return Ok(first(items));
+                    }
+                    Err((e, None)) => {
+                        finish(&att, state, None, false, 0, false);
+                        return Err(e);
+                    }
+                    Err((_, Some(q))) => q,
+                }
+            } else {
+                query
+            };
+            let dml = is_dml(att.class.effect.operation);
+            let mut done = Guard { att: &att, ok: false, rows: 0, armed: true };
+            let r = collect(conn, query, true, dml).await;
+            done.armed = false;
+            match r {
+                Ok((items, rows)) => {
+                    finish(&att, state, tx, true, rows, false);
+                    Ok(first(items))
+                }
+                Err(e) => {
+                    finish(&att, state, tx, false, 0, false);
+                    Err(e)
+                }
+            }
+        }
+        .instrument(span)
+        .boxed()
+    }
+
+    fn prepare_raw<'e>(
+        conn: &'e mut PgConnection,
+        sql: SqlStr,
+        parameters: &'e [PgTypeInfo],
+    ) -> BoxFuture<'e, Result<<Postgres as sqlx::Database>::Statement, Error>> {
+        conn.prepare_with(sql, parameters)
+    }
+
+    fn describe_raw<'e>(
+        conn: &'e mut PgConnection,
+        sql: SqlStr,
+    ) -> BoxFuture<'e, Result<Describe<Postgres>, Error>> {
+        conn.describe(sql)
+    }
+
+    fn after_begin<'e>(
+        conn: &'e mut PgConnection,
+        tx: &'e mut PgTxState,
+        shared: &'e Shared<Self>,
+    ) -> BoxFuture<'e, ()> {
+        async move {
+            tx.oracle = shared.oracle;
+            if tx.oracle == PgOracle::Always {
+                match oracle::snapshot(conn).await {
+                    Ok(s) => tx.before = Some(s),
+                    Err(e) => {
+                        stats().audit_error(AuditStage::Oracle, &e);
+                        tx.failed = true;
+                    }
+                }
+            }
+        }
+        .boxed()
+    }
+
+    fn before_end<'e>(
+        conn: &'e mut PgConnection,
+        tx: &'e mut PgTxState,
+        committed: bool,
+    ) -> BoxFuture<'e, ()> {
+        async move {
+            let Some(before) = tx.before.take() else { return };
+            if tx.failed {
+                return; // the transaction is aborted: nothing can be asked
+            }
+            match oracle::snapshot_protected(conn).await {
+                Ok(after) => tx.observation = Some(oracle::observe(&before, &after, committed)),
+                Err(e) => stats().audit_error(AuditStage::Oracle, &e),
+            }
+        }
+        .boxed()
+    }
+
+    fn after_end(tx: &mut PgTxState, committed: bool, ok: bool) {
+        tx.ended = true;
+        match tx.observation.take() {
+            Some(mut obs) => {
+                obs.committed = committed && ok;
+                if let Some(effects) = tx.sink() {
+                    effects.record_transaction(obs);
+                }
+                for (sink, _) in &tx.statements {
+                    Attribution::mark_observed(sink);
+                }
+            }
+            None if !(committed && ok) => tx.mark_rolled_back(),
+            None => {}
+        }
+    }
+}
+
+/// Finishes a statement whose stream or future was dropped before it ended.
+struct Guard<'a> {
+    att: &'a Attribution,
+    ok: bool,
+    rows: u64,
+    armed: bool,
+}
+
+impl Drop for Guard<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            let rows = is_dml(self.att.class.effect.operation).then_some(self.rows);
+            self.att.finish(self.ok || self.rows > 0, rows, false);
+        }
+    }
+}

@@ -1,0 +1,199 @@
+//! SQLite hooks (design §3): every row change with its table, buffered per connection until
+//! the transaction commits or rolls back.
+//!
+//! When the hooks fire: the update hook once per row inserted, updated or deleted in a rowid
+//! table, including rows written by triggers, while the statement steps; the commit hook when
+//! a transaction commits, including the implicit transaction of an autocommit statement
+//! (before the statement returns); the rollback hook on `ROLLBACK` or an implicit rollback.
+//! The update hook is blind to `DELETE` without `WHERE` (truncate optimisation), to rows
+//! `REPLACE` deletes on conflict, and to `WITHOUT ROWID` tables.
+//!
+//! The hooks run on sqlx's worker thread, where the caller's task-locals are invisible, so
+//! each connection has a [`Slot`]: the audited executor binds it to (the call's effects,
+//! the statement's index) before a statement runs, and every row change is tagged with the
+//! binding current when it happened.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+
+use hintaudit_core::{stats, AuditStage, RowChange, RowImage, RowOperation};
+use sqlx::sqlite::{LockedSqliteHandle, SqliteOperation};
+
+use crate::execute::Sink;
+
+/// A row change waiting for its transaction to end.
+#[derive(Debug)]
+struct Pending {
+    sink: Option<Sink>,
+    table: Box<str>,
+    operation: RowOperation,
+    image: RowImage,
+    nested: Option<bool>,
+}
+
+#[derive(Debug, Default)]
+struct SlotState {
+    binding: Option<Sink>,
+    pending: Vec<Pending>,
+    /// Row changes the update hook reported since the last bind.
+    seen: u64,
+    /// Row images from the preupdate hook, consumed by the update hook for the same row.
+    #[cfg(feature = "preupdate-hook")]
+    images: Vec<(RowImage, Option<bool>)>,
+}
+
+/// One connection's binding and its buffered row changes.
+#[derive(Debug, Default)]
+pub(crate) struct Slot {
+    state: Mutex<SlotState>,
+}
+
+/// Most row changes buffered per connection before further ones are only counted: a
+/// transaction that changes more rows reports the first this many (memory bound, §6).
+pub(crate) const MAX_PENDING_ROWS: usize = 100_000;
+
+impl Slot {
+    fn lock(&self) -> MutexGuard<'_, SlotState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Binds the connection to a statement of a call (or to nothing), and resets the count of
+    /// rows seen.
+    pub(crate) fn bind(&self, sink: Option<Sink>) {
+        let mut s = self.lock();
+        s.binding = sink;
+        s.seen = 0;
+    }
+
+    /// Row changes the update hook reported since the last [`Slot::bind`].
+    pub(crate) fn seen(&self) -> u64 {
+        self.lock().seen
+    }
+
+    fn on_update(&self, operation: &SqliteOperation, table: &str) {
+        let operation = match operation {
+            SqliteOperation::Insert => RowOperation::Insert,
+            SqliteOperation::Update => RowOperation::Update,
+            SqliteOperation::Delete => RowOperation::Delete,
+            SqliteOperation::Unknown(_) => return,
+        };
+        let mut s = self.lock();
+        s.seen += 1;
+        #[cfg(feature = "preupdate-hook")]
+        let (image, nested) = s.images.pop().unwrap_or((RowImage::Unknown, None));
+        #[cfg(not(feature = "preupdate-hook"))]
+        let (image, nested) = (RowImage::Unknown, None);
+        if s.pending.len() >= MAX_PENDING_ROWS {
+            drop(s);
+            stats().audit_error(AuditStage::Hook, &"too many pending SQLite row changes");
+            return;
+        }
+        let sink = s.binding.clone();
+        s.pending.push(Pending { sink, table: table.to_lowercase().into(), operation, image, nested });
+    }
+
+    #[cfg(feature = "preupdate-hook")]
+    fn on_preupdate(&self, image: RowImage, nested: bool) {
+        let mut s = self.lock();
+        // The update hook for this row follows; keep at most one image waiting.
+        s.images.clear();
+        s.images.push((image, Some(nested)));
+    }
+
+    /// Records buffered changes as committed (`true`) or rolled back.
+    fn flush(&self, committed: bool) {
+        let pending = std::mem::take(&mut self.lock().pending);
+        record(pending, committed);
+    }
+
+    /// A statement failed: its buffered changes were undone by SQLite's statement rollback.
+    /// They are recorded as rolled back now.
+    pub(crate) fn abort_statement(&self, sink: &Sink) {
+        let mut s = self.lock();
+        let (mine, rest): (Vec<Pending>, Vec<Pending>) = std::mem::take(&mut s.pending)
+            .into_iter()
+            .partition(|p| p.sink.as_ref().is_some_and(|x| x.same(sink)));
+        s.pending = rest;
+        drop(s);
+        record(mine, false);
+    }
+}
+
+/// Hands row changes to the calls they were bound to; counts the unbound ones.
+fn record(pending: Vec<Pending>, committed: bool) {
+    let mut unbound = 0u64;
+    let mut batch: Vec<RowChange> = Vec::new();
+    let mut current: Option<Sink> = None;
+    for p in pending {
+        let Some(sink) = p.sink else {
+            unbound += 1;
+            continue;
+        };
+        if current.as_ref().is_some_and(|c| !Arc::ptr_eq(&c.effects, &sink.effects)) {
+            if let Some(c) = current.take() {
+                c.effects.record_row_changes(std::mem::take(&mut batch));
+            }
+        }
+        batch.push(RowChange {
+            table: p.table.into(),
+            operation: p.operation,
+            statement: Some(sink.index),
+            committed,
+            image: p.image,
+            nested: p.nested,
+        });
+        current = Some(sink);
+    }
+    if let Some(c) = current {
+        c.effects.record_row_changes(batch);
+    }
+    if unbound > 0 {
+        stats().unattributed_rows(unbound);
+    }
+}
+
+/// The slots of one pool's connections, keyed by the address of the `sqlite3` handle. The
+/// hooks own their slot; the registry holds it weakly, so a closed connection's entry dies
+/// with its hooks and an address SQLite reuses is hooked afresh.
+#[derive(Debug, Default)]
+pub struct Registry {
+    slots: Mutex<HashMap<usize, Weak<Slot>>>,
+}
+
+impl Registry {
+    /// The slot of the connection behind `handle`, installing the hooks the first time.
+    pub(crate) fn slot(&self, handle: &mut LockedSqliteHandle<'_>) -> Arc<Slot> {
+        let key = handle.as_raw_handle().as_ptr() as usize;
+        let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(slot) = slots.get(&key).and_then(Weak::upgrade) {
+            return slot;
+        }
+        let slot = Arc::new(Slot::default());
+        install(handle, &slot);
+        slots.retain(|_, w| w.strong_count() > 0);
+        slots.insert(key, Arc::downgrade(&slot));
+        slot
+    }
+}
+
+/// Installs the update, commit and rollback hooks (and the preupdate hook with the
+/// `preupdate-hook` feature). Any hooks set before on this connection are replaced.
+fn install(handle: &mut LockedSqliteHandle<'_>, slot: &Arc<Slot>) {
+    let s = slot.clone();
+    handle.set_update_hook(move |r| s.on_update(&r.operation, r.table));
+    let s = slot.clone();
+    handle.set_commit_hook(move || {
+        s.flush(true);
+        true // never veto the commit
+    });
+    let s = slot.clone();
+    handle.set_rollback_hook(move || s.flush(false));
+    #[cfg(feature = "preupdate-hook")]
+    {
+        let s = slot.clone();
+        handle.set_preupdate_hook(move |r| {
+            let (image, nested) = super::images::image(&r);
+            s.on_preupdate(image, nested);
+        });
+    }
+}

@@ -1,0 +1,415 @@
+//! The audited pool against a real SQLite file: attribution, hooks, transactions, triggers,
+//! concurrency, and every executor entry point.
+
+use std::time::Duration;
+
+use futures_util::TryStreamExt;
+use hintaudit_core::{
+    CallScope, Effect, Operation, RowChange, RowImage, RowOperation, StatementOutcome, stats,
+};
+use hintaudit_sqlx::AuditedPool;
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions};
+use sqlx::{Executor, Row, Sqlite};
+use tempfile::TempDir;
+
+async fn pool(max: u32) -> (TempDir, AuditedPool<Sqlite>) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let opts = SqliteConnectOptions::new()
+        .filename(dir.path().join("audit.db"))
+        .create_if_missing(true)
+        .journal_mode(SqliteJournalMode::Wal)
+        .busy_timeout(Duration::from_secs(30));
+    let pool =
+        AuditedPool::<Sqlite>::connect_with(SqlitePoolOptions::new().max_connections(max), opts)
+            .await
+            .expect("connect");
+    pool.inner()
+        .execute(
+            "CREATE TABLE appointments (id INTEGER PRIMARY KEY, patient TEXT NOT NULL UNIQUE, \
+             status TEXT NOT NULL DEFAULT 'booked', views INTEGER NOT NULL DEFAULT 0); \
+             CREATE TABLE audit_log (id INTEGER PRIMARY KEY, what TEXT); \
+             CREATE TRIGGER appointments_audit AFTER INSERT ON appointments \
+             BEGIN INSERT INTO audit_log (what) VALUES ('insert ' || NEW.id); END;",
+        )
+        .await
+        .expect("schema");
+    (dir, pool)
+}
+
+fn rows(e: &Effect, table: &str, op: RowOperation, committed: bool) -> usize {
+    e.row_changes
+        .iter()
+        .filter(|r| r.table == table && r.operation == op && r.committed == committed)
+        .count()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn statements_and_row_changes_land_in_their_call() {
+    let (_dir, pool) = pool(4).await;
+    let scope = CallScope::new("book");
+    let effects = scope.effects_handle();
+    scope
+        .run(async {
+            for p in ["ann", "bob"] {
+                sqlx::query("INSERT INTO appointments (patient) VALUES (?)")
+                    .bind(p)
+                    .execute(&pool)
+                    .await
+                    .expect("insert");
+            }
+            sqlx::query("UPDATE appointments SET views = views + 1 WHERE patient = ?")
+                .bind("ann")
+                .execute(&pool)
+                .await
+                .expect("update");
+            sqlx::query("DELETE FROM appointments WHERE patient = ?")
+                .bind("bob")
+                .execute(&pool)
+                .await
+                .expect("delete");
+            let n: i64 = sqlx::query_scalar("SELECT count(*) FROM appointments")
+                .fetch_one(&pool)
+                .await
+                .expect("count");
+            assert_eq!(n, 1);
+        })
+        .await;
+    let e = effects.snapshot();
+    let ops: Vec<Operation> = e.statements.iter().map(|s| s.operation).collect();
+    use Operation::*;
+    assert_eq!(ops, [Insert, Insert, Update, Delete, Select]);
+    assert!(
+        e.statements
+            .iter()
+            .all(|s| s.outcome == StatementOutcome::Ok)
+    );
+    assert!(
+        e.statements.iter().all(|s| s.rows_affected.is_none()),
+        "never on SQLite"
+    );
+    assert!(
+        e.statements[..4].iter().all(|s| s.observed),
+        "{:?}",
+        e.statements
+    );
+    assert_eq!(e.statements[2].non_convergent[0].0, "views");
+    // Autocommit statements fire the commit hook: every change arrives committed.
+    assert_eq!(rows(&e, "appointments", RowOperation::Insert, true), 2);
+    assert_eq!(rows(&e, "appointments", RowOperation::Update, true), 1);
+    assert_eq!(rows(&e, "appointments", RowOperation::Delete, true), 1);
+    // The trigger's writes to another table are reported, attributed to the inserts.
+    assert_eq!(rows(&e, "audit_log", RowOperation::Insert, true), 2);
+    let by_stmt: Vec<Option<usize>> = e
+        .row_changes
+        .iter()
+        .filter(|r| r.table == "appointments")
+        .map(|r| r.statement)
+        .collect();
+    assert_eq!(by_stmt, [Some(0), Some(1), Some(2), Some(3)]);
+    assert!(
+        e.row_changes.iter().all(|r| !r.committed
+            || r.image == RowImage::Unknown
+            || cfg!(feature = "preupdate-hook"))
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_calls_see_only_their_own_rows() {
+    let (_dir, pool) = pool(8).await;
+    const CALLS: usize = 40;
+    let mut handles = Vec::new();
+    for i in 0..CALLS {
+        let pool = pool.clone();
+        let scope = CallScope::new(format!("call{i}"));
+        let effects = scope.effects_handle();
+        handles.push(tokio::spawn(async move {
+            scope
+                .run(async {
+                    // Call i inserts i+1 rows, in a transaction for odd i.
+                    if i % 2 == 1 {
+                        let mut tx = pool.begin().await.expect("begin");
+                        for k in 0..=i {
+                            sqlx::query("INSERT INTO appointments (patient) VALUES (?)")
+                                .bind(format!("p{i}_{k}"))
+                                .execute(&mut tx)
+                                .await
+                                .expect("insert");
+                        }
+                        tx.commit().await.expect("commit");
+                    } else {
+                        let mut conn = pool.acquire().await.expect("acquire");
+                        for k in 0..=i {
+                            sqlx::query("INSERT INTO appointments (patient) VALUES (?)")
+                                .bind(format!("p{i}_{k}"))
+                                .execute(&mut conn)
+                                .await
+                                .expect("insert");
+                        }
+                    }
+                    sqlx::query(
+                        "UPDATE appointments SET status = 'seen' WHERE patient LIKE ? ESCAPE '\\'",
+                    )
+                    .bind(format!("p{i}\\_%"))
+                    .execute(&pool)
+                    .await
+                    .expect("update");
+                })
+                .await;
+            (i, effects.snapshot())
+        }));
+    }
+    for h in handles {
+        let (i, e) = h.await.expect("join");
+        assert_eq!(e.statements.len(), i + 2, "call {i}");
+        assert_eq!(
+            rows(&e, "appointments", RowOperation::Insert, true),
+            i + 1,
+            "call {i}"
+        );
+        assert_eq!(
+            rows(&e, "audit_log", RowOperation::Insert, true),
+            i + 1,
+            "call {i}"
+        );
+        assert_eq!(
+            rows(&e, "appointments", RowOperation::Update, true),
+            i + 1,
+            "call {i}"
+        );
+        assert_eq!(e.row_changes.len(), 3 * (i + 1), "call {i}");
+        assert!(e.row_changes.iter().all(|r| r.committed), "call {i}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rolled_back_rows_are_attempts() {
+    let (_dir, pool) = pool(2).await;
+    let scope = CallScope::new("try");
+    let effects = scope.effects_handle();
+    scope
+        .run(async {
+            let mut tx = pool.begin().await.expect("begin");
+            sqlx::query("INSERT INTO appointments (patient) VALUES ('x')")
+                .execute(&mut tx)
+                .await
+                .expect("insert");
+            tx.rollback().await.expect("rollback");
+            // A failing statement: its rows are undone too.
+            let err = sqlx::query("INSERT INTO appointments (patient) VALUES ('y'), ('y')")
+                .execute(&pool)
+                .await;
+            assert!(err.is_err());
+        })
+        .await;
+    let e = effects.snapshot();
+    assert_eq!(rows(&e, "appointments", RowOperation::Insert, false), 2);
+    assert_eq!(rows(&e, "appointments", RowOperation::Insert, true), 0);
+    assert_eq!(rows(&e, "audit_log", RowOperation::Insert, false), 2);
+    assert_eq!(e.statements[1].outcome, StatementOutcome::Failed);
+    let left: i64 = sqlx::query_scalar("SELECT count(*) FROM appointments")
+        .fetch_one(pool.inner())
+        .await
+        .expect("count");
+    assert_eq!(left, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hooks_are_blind_to_delete_without_where() {
+    let (_dir, pool) = pool(1).await;
+    pool.inner()
+        .execute("INSERT INTO appointments (patient) VALUES ('a'), ('b')")
+        .await
+        .expect("seed");
+    let scope = CallScope::new("wipe");
+    let effects = scope.effects_handle();
+    scope
+        .run(async {
+            sqlx::query("DELETE FROM appointments")
+                .execute(&pool)
+                .await
+                .expect("delete");
+        })
+        .await;
+    let e = effects.snapshot();
+    let deletes = rows(&e, "appointments", RowOperation::Delete, true);
+    if cfg!(feature = "preupdate-hook") {
+        // The preupdate hook turns SQLite's truncate optimisation off.
+        assert_eq!(deletes, 2);
+        assert!(e.statements[0].observed);
+    } else {
+        assert_eq!(
+            deletes, 0,
+            "the truncate optimisation skips the update hook"
+        );
+        assert!(
+            !e.statements[0].observed,
+            "so the statement is not marked observed"
+        );
+    }
+    assert_eq!(e.statements[0].operation, Operation::Delete);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unscoped_statements_and_rows_are_counted() {
+    let (_dir, pool) = pool(1).await;
+    let mut conn = pool.acquire().await.expect("acquire");
+    // A scoped statement hooks the connection.
+    CallScope::new("warm")
+        .run(async {
+            sqlx::query("SELECT 1")
+                .execute(&mut conn)
+                .await
+                .expect("select");
+        })
+        .await;
+    let stmts = stats().unattributed_statements(Operation::Insert);
+    let before_rows = stats().unattributed_row_changes();
+    sqlx::query("INSERT INTO appointments (patient) VALUES ('nobody')")
+        .execute(&mut conn)
+        .await
+        .expect("insert");
+    assert!(stats().unattributed_statements(Operation::Insert) > stmts);
+    // The insert and its trigger's insert.
+    assert!(stats().unattributed_row_changes() >= before_rows + 2);
+}
+
+#[derive(Debug, PartialEq)]
+struct Appt {
+    id: i64,
+    patient: String,
+}
+
+impl sqlx::FromRow<'_, sqlx::sqlite::SqliteRow> for Appt {
+    fn from_row(row: &sqlx::sqlite::SqliteRow) -> Result<Self, sqlx::Error> {
+        Ok(Appt {
+            id: row.try_get("id")?,
+            patient: row.try_get("patient")?,
+        })
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_executor_entry_point_works() {
+    let (_dir, pool) = pool(2).await;
+    let scope = CallScope::new("all");
+    let effects = scope.effects_handle();
+    scope
+        .run(async {
+            // &pool
+            let r = sqlx::query("INSERT INTO appointments (patient) VALUES (?)")
+                .bind("a")
+                .execute(&pool)
+                .await
+                .expect("execute");
+            assert_eq!(r.rows_affected(), 1);
+            let row = sqlx::query("SELECT patient FROM appointments")
+                .fetch_one(&pool)
+                .await
+                .expect("one");
+            assert_eq!(row.get::<String, _>(0), "a");
+            let all: Vec<Appt> = sqlx::query_as("SELECT id, patient FROM appointments")
+                .fetch_all(&pool)
+                .await
+                .expect("all");
+            assert_eq!(
+                all,
+                [Appt {
+                    id: 1,
+                    patient: "a".into()
+                }]
+            );
+            let n = sqlx::query("SELECT * FROM appointments")
+                .fetch(&pool)
+                .try_collect::<Vec<_>>()
+                .await
+                .expect("fetch");
+            assert_eq!(n.len(), 1);
+            let none = sqlx::query("SELECT 1 FROM appointments WHERE id = 99")
+                .fetch_optional(&pool)
+                .await
+                .expect("opt");
+            assert!(none.is_none());
+            let id: i64 =
+                sqlx::query_scalar("INSERT INTO appointments (patient) VALUES ('r') RETURNING id")
+                    .fetch_one(&pool)
+                    .await
+                    .expect("returning");
+            assert_eq!(id, 2);
+            // &mut conn
+            let mut conn = pool.acquire().await.expect("acquire");
+            sqlx::query("INSERT INTO appointments (patient) VALUES ('b')")
+                .execute(&mut conn)
+                .await
+                .expect("c exec");
+            let one: Appt =
+                sqlx::query_as("SELECT id, patient FROM appointments WHERE patient = 'b'")
+                    .fetch_one(&mut conn)
+                    .await
+                    .expect("c one");
+            assert_eq!(one.patient, "b");
+            let s: Vec<_> = sqlx::query("SELECT id FROM appointments")
+                .fetch(&mut conn)
+                .try_collect()
+                .await
+                .expect("c fetch");
+            assert_eq!(s.len(), 3);
+            let all = sqlx::query("SELECT id FROM appointments")
+                .fetch_all(&mut conn)
+                .await
+                .expect("c all");
+            assert_eq!(all.len(), 3);
+            drop(conn);
+            // &mut tx
+            let mut tx = pool.begin().await.expect("begin");
+            sqlx::query("INSERT INTO appointments (patient) VALUES ('c')")
+                .execute(&mut tx)
+                .await
+                .expect("t exec");
+            let n: i64 = sqlx::query_scalar("SELECT count(*) FROM appointments")
+                .fetch_one(&mut tx)
+                .await
+                .expect("t one");
+            assert_eq!(n, 4);
+            let s: Vec<_> = sqlx::query("SELECT id FROM appointments")
+                .fetch(&mut tx)
+                .try_collect()
+                .await
+                .expect("t fetch");
+            assert_eq!(s.len(), 4);
+            let o = sqlx::query("SELECT id FROM appointments WHERE id = 1")
+                .fetch_optional(&mut tx)
+                .await
+                .expect("t opt");
+            assert!(o.is_some());
+            tx.commit().await.expect("commit");
+            // Errors surface exactly as sqlx gives them.
+            let raw = sqlx::query("INSERT INTO appointments (patient) VALUES (NULL)")
+                .execute(pool.inner())
+                .await
+                .expect_err("not null");
+            let audited = sqlx::query("INSERT INTO appointments (patient) VALUES (NULL)")
+                .execute(&pool)
+                .await
+                .expect_err("not null");
+            assert_eq!(raw.to_string(), audited.to_string());
+            let raw = sqlx::query("SELECT nope FROM appointments")
+                .execute(pool.inner())
+                .await
+                .expect_err("bad column");
+            let audited = sqlx::query("SELECT nope FROM appointments")
+                .execute(&pool)
+                .await
+                .expect_err("bad column");
+            assert_eq!(raw.to_string(), audited.to_string());
+        })
+        .await;
+    let e = effects.snapshot();
+    assert_eq!(rows(&e, "appointments", RowOperation::Insert, true), 4);
+    let failed = e
+        .statements
+        .iter()
+        .filter(|s| s.outcome == StatementOutcome::Failed)
+        .count();
+    assert_eq!(failed, 2);
+    let _: Option<&RowChange> = e.row_changes.first();
+}
