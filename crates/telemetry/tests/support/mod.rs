@@ -159,3 +159,5 @@ pub fn required(tool_var: &str) -> bool {
         .iter()
         .any(|v| std::env::var(v).is_ok_and(|x| x == "1" || x.eq_ignore_ascii_case("true")))
 }
+
+pub mod mcp;
