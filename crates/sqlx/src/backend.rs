@@ -43,7 +43,7 @@ pub trait Backend: Database + sealed::Sealed {
     fn run_many<'e>(
         ctx: Ctx<'e, Self>,
         query: AuditedQuery<Self>,
-    ) -> BoxStream<'e, Result<Either<Self::QueryResult, Self::Row>, Error>>;
+    ) -> BoxStream<'e, Result<Step<Self>, Error>>;
 
     /// Runs one audited statement for at most one row.
     #[doc(hidden)]
@@ -88,6 +88,9 @@ pub trait Backend: Database + sealed::Sealed {
     #[doc(hidden)]
     fn after_end(tx: &mut Self::TxState, committed: bool, ok: bool);
 }
+
+/// One item of a statement's answer: its result (rows affected) or a row.
+pub type Step<DB> = Either<<DB as Database>::QueryResult, <DB as Database>::Row>;
 
 /// Everything a backend needs to run one audited statement.
 #[doc(hidden)]

@@ -29,7 +29,11 @@ pub struct AuditedConnection<DB: Backend> {
 
 impl<DB: Backend> AuditedConnection<DB> {
     pub(crate) fn new(conn: PoolConnection<DB>, shared: Arc<Shared<DB>>) -> Self {
-        AuditedConnection { state: DB::ConnState::default(), conn, shared }
+        AuditedConnection {
+            state: DB::ConnState::default(),
+            conn,
+            shared,
+        }
     }
 
     /// The raw connection, for **unaudited** access (driver-specific APIs). Statements run

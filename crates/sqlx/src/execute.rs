@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use hintaudit_core::{semconv, stats, CallEffects, CallScope, StatementOutcome};
+use hintaudit_core::{CallEffects, CallScope, StatementOutcome, semconv, stats};
 use sqlx::database::Database;
 use sqlx::error::BoxDynError;
 use sqlx::{Execute, SqlStr};
@@ -33,7 +33,12 @@ impl<DB: Database> AuditedQuery<DB> {
         let arguments = query.take_arguments();
         let persistent = query.persistent();
         let sql = query.sql();
-        AuditedQuery { sql, arguments: Some(arguments), persistent, statement }
+        AuditedQuery {
+            sql,
+            arguments: Some(arguments),
+            persistent,
+            statement,
+        }
     }
 
     /// The SQL text.
@@ -131,7 +136,11 @@ impl Attribution {
         }
         if let Some(sink) = &self.sink {
             sink.effects.update_statement(sink.index, |s| {
-                s.outcome = if ok { StatementOutcome::Ok } else { StatementOutcome::Failed };
+                s.outcome = if ok {
+                    StatementOutcome::Ok
+                } else {
+                    StatementOutcome::Failed
+                };
                 if rows_affected.is_some() {
                     s.rows_affected = rows_affected;
                 }
@@ -142,6 +151,7 @@ impl Attribution {
 
     /// Marks the statement observed after the fact (the PostgreSQL oracle at COMMIT).
     pub(crate) fn mark_observed(sink: &Sink) {
-        sink.effects.update_statement(sink.index, |s| s.observed = true);
+        sink.effects
+            .update_statement(sink.index, |s| s.observed = true);
     }
 }

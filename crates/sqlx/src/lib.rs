@@ -13,7 +13,7 @@ mod stream;
 mod transaction;
 
 pub use backend::Backend;
-pub use classify::{classify, Classification, SqlDialect, TxControl, DEFAULT_CLASSIFY_CACHE};
+pub use classify::{Classification, DEFAULT_CLASSIFY_CACHE, SqlDialect, TxControl, classify};
 pub use connection::AuditedConnection;
 pub use pool::{AuditedPool, AuditedPoolOptions, PgOracle};
 pub use transaction::AuditedTransaction;

@@ -124,7 +124,9 @@ pub struct AuditedPool<DB: Backend> {
 
 impl<DB: Backend> Clone for AuditedPool<DB> {
     fn clone(&self) -> Self {
-        AuditedPool { shared: self.shared.clone() }
+        AuditedPool {
+            shared: self.shared.clone(),
+        }
     }
 }
 
@@ -161,7 +163,9 @@ impl<DB: Backend> AuditedPool<DB> {
         pool_options: PoolOptions<DB>,
         connect_options: <DB::Connection as Connection>::Options,
     ) -> Result<Self, Error> {
-        Self::options().connect_with(pool_options, connect_options).await
+        Self::options()
+            .connect_with(pool_options, connect_options)
+            .await
     }
 
     /// Audits an existing pool with default options; see [`AuditedPoolOptions::wrap`].

@@ -48,7 +48,12 @@ impl<DB: Backend> AuditedTransaction<DB> {
     /// # Errors
     /// As [`Transaction::commit`].
     pub async fn commit(self) -> Result<(), Error> {
-        let AuditedTransaction { state, mut txs, mut tx, shared } = self;
+        let AuditedTransaction {
+            state,
+            mut txs,
+            mut tx,
+            shared,
+        } = self;
         DB::before_end(&mut tx, &mut txs, true).await;
         let r = tx.commit().await;
         DB::after_end(&mut txs, true, r.is_ok());
@@ -62,7 +67,12 @@ impl<DB: Backend> AuditedTransaction<DB> {
     /// # Errors
     /// As [`Transaction::rollback`].
     pub async fn rollback(self) -> Result<(), Error> {
-        let AuditedTransaction { state, mut txs, mut tx, shared } = self;
+        let AuditedTransaction {
+            state,
+            mut txs,
+            mut tx,
+            shared,
+        } = self;
         DB::before_end(&mut tx, &mut txs, false).await;
         let r = tx.rollback().await;
         DB::after_end(&mut txs, false, r.is_ok());

@@ -413,3 +413,51 @@ async fn every_executor_entry_point_works() {
     assert_eq!(failed, 2);
     let _: Option<&RowChange> = e.row_changes.first();
 }
+
+#[cfg(feature = "preupdate-hook")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn preupdate_row_images_name_changed_columns() {
+    let (_dir, pool) = pool(1).await;
+    let scope = CallScope::new("images");
+    let effects = scope.effects_handle();
+    scope
+        .run(async {
+            sqlx::query("INSERT INTO appointments (patient) VALUES ('a')")
+                .execute(&pool)
+                .await
+                .expect("insert");
+            sqlx::query("UPDATE appointments SET status = 'booked'")
+                .execute(&pool)
+                .await
+                .expect("same value");
+            sqlx::query("UPDATE appointments SET views = views + 1 WHERE patient = 'a'")
+                .execute(&pool)
+                .await
+                .expect("increment");
+        })
+        .await;
+    let e = effects.snapshot();
+    let updates: Vec<&RowImage> = e
+        .row_changes
+        .iter()
+        .filter(|r| r.operation == RowOperation::Update)
+        .map(|r| &r.image)
+        .collect();
+    assert_eq!(
+        updates,
+        [
+            &RowImage::Unchanged,
+            &RowImage::Changed(vec!["views".into()])
+        ]
+    );
+    let nested: Vec<(&str, Option<bool>)> = e
+        .row_changes
+        .iter()
+        .filter(|r| r.operation == RowOperation::Insert)
+        .map(|r| (r.table.as_str(), r.nested))
+        .collect();
+    assert_eq!(
+        nested,
+        [("appointments", Some(false)), ("audit_log", Some(true))]
+    );
+}

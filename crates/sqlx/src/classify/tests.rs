@@ -165,10 +165,8 @@ fn classifies_every_row() {
         if e.tables != r.tables {
             bad.push(format!("tables {:?} != {:?}", e.tables, r.tables));
         }
-        if let Some(read) = r.read {
-            if e.read_tables != read {
-                bad.push(format!("read {:?} != {:?}", e.read_tables, read));
-            }
+        if let Some(read) = r.read.filter(|read| e.read_tables != *read) {
+            bad.push(format!("read {:?} != {:?}", e.read_tables, read));
         }
         if e.set_columns != r.set {
             bad.push(format!("set {:?} != {:?}", e.set_columns, r.set));

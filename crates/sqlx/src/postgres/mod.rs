@@ -13,13 +13,13 @@ use futures_core::future::BoxFuture;
 use futures_core::stream::BoxStream;
 use futures_util::{FutureExt, TryStreamExt};
 use hintaudit_core::{
-    stats, AuditStage, CallEffects, CallScope, Operation, StatementOutcome, TransactionObservation,
+    AuditStage, CallEffects, CallScope, Operation, StatementOutcome, TransactionObservation, stats,
 };
 use sqlx::postgres::{PgConnection, PgQueryResult, PgRow, PgTypeInfo, Postgres};
 use sqlx::{Connection, Describe, Either, Error, Executor, SqlStr};
 use tracing::Instrument;
 
-use crate::backend::{sealed, Backend, Ctx};
+use crate::backend::{Backend, Ctx, sealed};
 use crate::classify::{SqlDialect, TxControl};
 use crate::execute::{Attribution, AuditedQuery, Sink};
 use crate::pool::{PgOracle, Shared};
@@ -74,7 +74,10 @@ impl PgTxState {
 impl sealed::Sealed for Postgres {}
 
 fn is_dml(op: Operation) -> bool {
-    matches!(op, Operation::Insert | Operation::Upsert | Operation::Update | Operation::Delete)
+    matches!(
+        op,
+        Operation::Insert | Operation::Upsert | Operation::Update | Operation::Delete
+    )
 }
 
 fn wants_oracle(mode: PgOracle, att: &Attribution) -> bool {
@@ -107,7 +110,8 @@ async fn before_in_tx(conn: &mut PgConnection, tx: &mut PgTxState, att: &Attribu
         }
     }
     if let Some(sink) = &att.sink {
-        tx.statements.push((sink.clone(), att.class.effect.operation.is_write()));
+        tx.statements
+            .push((sink.clone(), att.class.effect.operation.is_write()));
     }
 }
 
@@ -233,7 +237,13 @@ impl Backend for Postgres {
         Box::pin(TryStream::new(move |y| {
             async move {
                 let wrapped = wrap(&ctx);
-                let Ctx { conn, state, mut tx, att, .. } = ctx;
+                let Ctx {
+                    conn,
+                    state,
+                    mut tx,
+                    att,
+                    ..
+                } = ctx;
                 if let Some(tx) = tx.as_deref_mut() {
                     before_in_tx(conn, tx, &att).await;
                 }
@@ -258,7 +268,12 @@ impl Backend for Postgres {
                 };
                 let mut rows = 0;
                 let mut s = conn.fetch_many(query);
-                let mut done = Guard { att: &att, ok: false, rows: 0, armed: true };
+                let mut done = Guard {
+                    att: &att,
+                    ok: false,
+                    rows: 0,
+                    armed: true,
+                };
                 loop {
                     match s.try_next().await {
                         Ok(Some(v)) => {
@@ -293,7 +308,13 @@ impl Backend for Postgres {
         let span = ctx.att.span.clone();
         async move {
             let wrapped = wrap(&ctx);
-            let Ctx { conn, state, mut tx, att, .. } = ctx;
+            let Ctx {
+                conn,
+                state,
+                mut tx,
+                att,
+                ..
+            } = ctx;
             if let Some(tx) = tx.as_deref_mut() {
                 before_in_tx(conn, tx, &att).await;
             }
@@ -319,7 +340,12 @@ impl Backend for Postgres {
                 query
             };
             let dml = is_dml(att.class.effect.operation);
-            let mut done = Guard { att: &att, ok: false, rows: 0, armed: true };
+            let mut done = Guard {
+                att: &att,
+                ok: false,
+                rows: 0,
+                armed: true,
+            };
             let r = collect(conn, query, true, dml).await;
             done.armed = false;
             match r {
@@ -378,7 +404,9 @@ impl Backend for Postgres {
         committed: bool,
     ) -> BoxFuture<'e, ()> {
         async move {
-            let Some(before) = tx.before.take() else { return };
+            let Some(before) = tx.before.take() else {
+                return;
+            };
             if tx.failed {
                 return; // the transaction is aborted: nothing can be asked
             }

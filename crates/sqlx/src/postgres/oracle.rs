@@ -89,7 +89,11 @@ pub(crate) async fn snapshot_protected(conn: &mut PgConnection) -> Result<Snapsh
 }
 
 /// What changed between two snapshots of one transaction.
-pub(crate) fn observe(before: &Snapshot, after: &Snapshot, committed: bool) -> TransactionObservation {
+pub(crate) fn observe(
+    before: &Snapshot,
+    after: &Snapshot,
+    committed: bool,
+) -> TransactionObservation {
     let mut tables: Vec<TableWrites> = Vec::new();
     for (relid, (name, ins, upd, del)) in &after.counts {
         let (bi, bu, bd) = before
@@ -109,7 +113,11 @@ pub(crate) fn observe(before: &Snapshot, after: &Snapshot, committed: bool) -> T
         }
     }
     tables.sort_by(|a, b| a.table.cmp(&b.table));
-    TransactionObservation { wrote: after.xid && !tables.is_empty(), tables, committed }
+    TransactionObservation {
+        wrote: after.xid && !tables.is_empty(),
+        tables,
+        committed,
+    }
 }
 
 #[cfg(test)]
@@ -130,12 +138,25 @@ mod tests {
         assert_eq!(
             o.tables,
             [
-                TableWrites { table: "a".into(), inserted: 1, updated: 0, deleted: 2 },
-                TableWrites { table: "c".into(), inserted: 0, updated: 3, deleted: 0 },
+                TableWrites {
+                    table: "a".into(),
+                    inserted: 1,
+                    updated: 0,
+                    deleted: 2
+                },
+                TableWrites {
+                    table: "c".into(),
+                    inserted: 0,
+                    updated: 3,
+                    deleted: 0
+                },
             ]
         );
         // A transaction id without moved counts (FOR UPDATE, temp tables) is no write.
-        let locked = Snapshot { xid: true, ..before.clone() };
+        let locked = Snapshot {
+            xid: true,
+            ..before.clone()
+        };
         assert!(!observe(&before, &locked, true).wrote);
     }
 }

@@ -16,10 +16,73 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
-use hintaudit_core::{stats, AuditStage, RowChange, RowImage, RowOperation};
+use hintaudit_core::{AuditStage, RowChange, RowImage, RowOperation, stats};
 use sqlx::sqlite::{LockedSqliteHandle, SqliteOperation};
 
 use crate::execute::Sink;
+
+/// What the preupdate hook saw of an updated row; column indices are turned into names when
+/// the change is recorded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(not(feature = "preupdate-hook"), allow(dead_code))]
+pub(crate) enum Image {
+    /// No row images (the `preupdate-hook` feature is off, or not an update).
+    Unknown,
+    /// Old and new rows are equal.
+    Unchanged,
+    /// These column indices differ.
+    Changed(Vec<u16>),
+}
+
+/// Column names per table (lower-cased), filled by the executor with `PRAGMA table_info`
+/// outside the hooks (a hook must not run SQL on its own connection).
+#[derive(Debug, Default)]
+pub(crate) struct Columns {
+    by_table: Mutex<HashMap<String, Arc<[String]>>>,
+}
+
+impl Columns {
+    fn lock(&self) -> MutexGuard<'_, HashMap<String, Arc<[String]>>> {
+        self.by_table.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The column names of `table`, if known.
+    pub(crate) fn get(&self, table: &str) -> Option<Arc<[String]>> {
+        self.lock().get(table).cloned()
+    }
+
+    #[cfg_attr(not(feature = "preupdate-hook"), allow(dead_code))]
+    /// Remembers the column names of `table` (at most 1024 tables are kept).
+    pub(crate) fn put(&self, table: String, names: Vec<String>) {
+        let mut m = self.lock();
+        if m.len() < 1024 || m.contains_key(&table) {
+            m.insert(table, names.into());
+        }
+    }
+
+    #[cfg_attr(not(feature = "preupdate-hook"), allow(dead_code))]
+    /// Forgets `table` after DDL.
+    pub(crate) fn forget(&self, table: &str) {
+        self.lock().remove(table);
+    }
+
+    fn resolve(&self, table: &str, image: Image) -> RowImage {
+        match image {
+            Image::Unknown => RowImage::Unknown,
+            Image::Unchanged => RowImage::Unchanged,
+            Image::Changed(idx) => {
+                let names = self.get(table);
+                let cols = match names {
+                    Some(n) if idx.iter().all(|i| usize::from(*i) < n.len()) => {
+                        idx.iter().map(|i| n[usize::from(*i)].clone()).collect()
+                    }
+                    _ => Vec::new(),
+                };
+                RowImage::Changed(cols)
+            }
+        }
+    }
+}
 
 /// A row change waiting for its transaction to end.
 #[derive(Debug)]
@@ -27,7 +90,7 @@ struct Pending {
     sink: Option<Sink>,
     table: Box<str>,
     operation: RowOperation,
-    image: RowImage,
+    image: Image,
     nested: Option<bool>,
 }
 
@@ -39,13 +102,14 @@ struct SlotState {
     seen: u64,
     /// Row images from the preupdate hook, consumed by the update hook for the same row.
     #[cfg(feature = "preupdate-hook")]
-    images: Vec<(RowImage, Option<bool>)>,
+    image: Option<(Image, Option<bool>)>,
 }
 
 /// One connection's binding and its buffered row changes.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Slot {
     state: Mutex<SlotState>,
+    columns: Arc<Columns>,
 }
 
 /// Most row changes buffered per connection before further ones are only counted: a
@@ -80,30 +144,34 @@ impl Slot {
         let mut s = self.lock();
         s.seen += 1;
         #[cfg(feature = "preupdate-hook")]
-        let (image, nested) = s.images.pop().unwrap_or((RowImage::Unknown, None));
+        let (image, nested) = s.image.take().unwrap_or((Image::Unknown, None));
         #[cfg(not(feature = "preupdate-hook"))]
-        let (image, nested) = (RowImage::Unknown, None);
+        let (image, nested) = (Image::Unknown, None);
         if s.pending.len() >= MAX_PENDING_ROWS {
             drop(s);
             stats().audit_error(AuditStage::Hook, &"too many pending SQLite row changes");
             return;
         }
         let sink = s.binding.clone();
-        s.pending.push(Pending { sink, table: table.to_lowercase().into(), operation, image, nested });
+        s.pending.push(Pending {
+            sink,
+            table: table.to_lowercase().into(),
+            operation,
+            image,
+            nested,
+        });
     }
 
     #[cfg(feature = "preupdate-hook")]
-    fn on_preupdate(&self, image: RowImage, nested: bool) {
-        let mut s = self.lock();
-        // The update hook for this row follows; keep at most one image waiting.
-        s.images.clear();
-        s.images.push((image, Some(nested)));
+    fn on_preupdate(&self, image: Image, nested: bool) {
+        // The update hook for this very row follows at once.
+        self.lock().image = Some((image, Some(nested)));
     }
 
     /// Records buffered changes as committed (`true`) or rolled back.
     fn flush(&self, committed: bool) {
         let pending = std::mem::take(&mut self.lock().pending);
-        record(pending, committed);
+        record(&self.columns, pending, committed);
     }
 
     /// A statement failed: its buffered changes were undone by SQLite's statement rollback.
@@ -115,12 +183,12 @@ impl Slot {
             .partition(|p| p.sink.as_ref().is_some_and(|x| x.same(sink)));
         s.pending = rest;
         drop(s);
-        record(mine, false);
+        record(&self.columns, mine, false);
     }
 }
 
 /// Hands row changes to the calls they were bound to; counts the unbound ones.
-fn record(pending: Vec<Pending>, committed: bool) {
+fn record(columns: &Columns, pending: Vec<Pending>, committed: bool) {
     let mut unbound = 0u64;
     let mut batch: Vec<RowChange> = Vec::new();
     let mut current: Option<Sink> = None;
@@ -129,17 +197,16 @@ fn record(pending: Vec<Pending>, committed: bool) {
             unbound += 1;
             continue;
         };
-        if current.as_ref().is_some_and(|c| !Arc::ptr_eq(&c.effects, &sink.effects)) {
-            if let Some(c) = current.take() {
-                c.effects.record_row_changes(std::mem::take(&mut batch));
-            }
+        if let Some(c) = current.take_if(|c| !Arc::ptr_eq(&c.effects, &sink.effects)) {
+            c.effects.record_row_changes(std::mem::take(&mut batch));
         }
+        let image = columns.resolve(&p.table, p.image);
         batch.push(RowChange {
             table: p.table.into(),
             operation: p.operation,
             statement: Some(sink.index),
             committed,
-            image: p.image,
+            image,
             nested: p.nested,
         });
         current = Some(sink);
@@ -158,6 +225,7 @@ fn record(pending: Vec<Pending>, committed: bool) {
 #[derive(Debug, Default)]
 pub struct Registry {
     slots: Mutex<HashMap<usize, Weak<Slot>>>,
+    pub(crate) columns: Arc<Columns>,
 }
 
 impl Registry {
@@ -168,7 +236,10 @@ impl Registry {
         if let Some(slot) = slots.get(&key).and_then(Weak::upgrade) {
             return slot;
         }
-        let slot = Arc::new(Slot::default());
+        let slot = Arc::new(Slot {
+            state: Mutex::default(),
+            columns: self.columns.clone(),
+        });
         install(handle, &slot);
         slots.retain(|_, w| w.strong_count() > 0);
         slots.insert(key, Arc::downgrade(&slot));

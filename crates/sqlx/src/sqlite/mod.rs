@@ -10,12 +10,12 @@ use std::sync::Arc;
 use futures_core::future::BoxFuture;
 use futures_core::stream::BoxStream;
 use futures_util::{FutureExt, TryStreamExt};
-use hintaudit_core::{stats, AuditStage, Operation};
+use hintaudit_core::{AuditStage, Operation, stats};
 use sqlx::sqlite::{Sqlite, SqliteConnection, SqliteQueryResult, SqliteRow, SqliteTypeInfo};
 use sqlx::{Describe, Either, Error, Executor, SqlStr};
 use tracing::Instrument;
 
-use crate::backend::{sealed, Backend, Ctx};
+use crate::backend::{Backend, Ctx, sealed};
 use crate::classify::SqlDialect;
 use crate::execute::{Attribution, AuditedQuery};
 use crate::pool::Shared;
@@ -46,7 +46,10 @@ impl sealed::Sealed for Sqlite {}
 
 /// Statements whose rows the update hook must see if it is not blind.
 fn is_dml(op: Operation) -> bool {
-    matches!(op, Operation::Insert | Operation::Upsert | Operation::Update | Operation::Delete)
+    matches!(
+        op,
+        Operation::Insert | Operation::Upsert | Operation::Update | Operation::Delete
+    )
 }
 
 /// Binds the connection's slot to the statement (scoped) or unbinds it (unscoped). Returns
@@ -73,6 +76,17 @@ async fn bind(
         }
     }
     let slot = state.slot.clone()?;
+    #[cfg(feature = "preupdate-hook")]
+    {
+        let effect = &att.class.effect;
+        if is_dml(effect.operation) {
+            images::learn_columns(conn, &registry.columns, &effect.tables).await;
+        } else if effect.operation == Operation::Ddl {
+            for t in &effect.tables {
+                registry.columns.forget(t.rsplit('.').next().unwrap_or(t));
+            }
+        }
+    }
     slot.bind(Some(sink.clone()));
     Some(slot)
 }
@@ -95,8 +109,8 @@ impl Drop for Finish {
                 let truncate = class.delete_without_where && !cfg!(feature = "preupdate-hook");
                 // The hooks are blind to some writes (truncate optimisation, WITHOUT ROWID):
                 // sqlite3_changes() reporting rows the hook never saw says so.
-                let blind = seen == 0
-                    && (truncate || (is_dml(class.effect.operation) && self.rows > 0));
+                let blind =
+                    seen == 0 && (truncate || (is_dml(class.effect.operation) && self.rows > 0));
                 !blind
             }
             None => false,
@@ -105,10 +119,8 @@ impl Drop for Finish {
             slot.abort_statement(sink);
         }
         self.att.finish(self.ok, None, observed);
-        if self.pooled {
-            if let Some(slot) = &self.slot {
-                slot.bind(None);
-            }
+        if let (true, Some(slot)) = (self.pooled, &self.slot) {
+            slot.bind(None);
         }
     }
 }
@@ -127,9 +139,22 @@ impl Backend for Sqlite {
         let span = ctx.att.span.clone();
         Box::pin(TryStream::new(move |y| {
             async move {
-                let Ctx { conn, state, shared, att, pooled, .. } = ctx;
+                let Ctx {
+                    conn,
+                    state,
+                    shared,
+                    att,
+                    pooled,
+                    ..
+                } = ctx;
                 let slot = bind(conn, state, &shared.backend, &att).await;
-                let mut fin = Finish { att, slot, pooled, ok: false, rows: 0 };
+                let mut fin = Finish {
+                    att,
+                    slot,
+                    pooled,
+                    ok: false,
+                    rows: 0,
+                };
                 let mut s = conn.fetch_many(query);
                 loop {
                     match s.try_next().await {
@@ -161,10 +186,23 @@ impl Backend for Sqlite {
     ) -> BoxFuture<'e, Result<Option<SqliteRow>, Error>> {
         let span = ctx.att.span.clone();
         async move {
-            let Ctx { conn, state, shared, att, pooled, .. } = ctx;
+            let Ctx {
+                conn,
+                state,
+                shared,
+                att,
+                pooled,
+                ..
+            } = ctx;
             let slot = bind(conn, state, &shared.backend, &att).await;
             let dml = is_dml(att.class.effect.operation);
-            let mut fin = Finish { att, slot, pooled, ok: false, rows: 0 };
+            let mut fin = Finish {
+                att,
+                slot,
+                pooled,
+                ok: false,
+                rows: 0,
+            };
             if !dml {
                 let r = conn.fetch_optional(query).await;
                 fin.ok = r.is_ok();
