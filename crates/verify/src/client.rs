@@ -259,3 +259,27 @@ impl McpClient {
         let _ = tokio::time::timeout(Duration::from_secs(5), self.service.cancel()).await;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn listing_is_read_tolerantly() {
+        let tool = json!({
+            "name": "t",
+            "inputSchema": {"type": "object"},
+            "annotations": {"readOnlyHint": null, "destructiveHint": "yes", "idempotentHint": true}
+        });
+        let info = ToolInfo::from_json(&tool).unwrap();
+        assert_eq!(info.hints.read_only, None);
+        assert_eq!(info.hints.destructive, None);
+        assert_eq!(info.hints.idempotent, Some(true));
+        assert_eq!(info.null_hints, vec![Hint::ReadOnly, Hint::Destructive]);
+        let bare = ToolInfo::from_json(&json!({"name": "u", "annotations": null})).unwrap();
+        assert_eq!(bare.hints, DeclaredHints::default());
+        assert!(bare.input_schema.is_object());
+        assert!(ToolInfo::from_json(&json!({"annotations": {}})).is_none());
+    }
+}

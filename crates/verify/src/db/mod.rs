@@ -275,4 +275,6 @@ impl Snapshotter {
 }
 
 #[cfg(test)]
+mod server_tests;
+#[cfg(test)]
 mod tests;

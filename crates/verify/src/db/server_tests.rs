@@ -1,0 +1,174 @@
+//! Snapshot and diff tests on PostgreSQL and MariaDB: keyed and key-less tables, NULLs,
+//! binary values, floats, column order. Each test works in its own schema (PostgreSQL, via
+//! `search_path`) or database (MariaDB) and drops it at the end. They skip with a printed
+//! reason when the server is unreachable, unless `HINTAUDIT_REQUIRE_ALL=1` (or
+//! `HINTAUDIT_REQUIRE_PG=1` for PostgreSQL).
+
+use hintaudit_core::Policy;
+use sqlx::Connection;
+use sqlx::mysql::MySqlConnection;
+use sqlx::postgres::PgConnection;
+
+use super::{Database, Snapshotter};
+use crate::snapshot::{Diff, TableDiff};
+
+const PG_ADMIN: &str = "postgres://postgres@127.0.0.1:5432/test";
+const MY_ADMIN: &str = "mysql://root@127.0.0.1:3306/test";
+
+fn required(var: &str) -> bool {
+    std::env::var("HINTAUDIT_REQUIRE_ALL").is_ok_and(|v| v == "1")
+        || std::env::var(var).is_ok_and(|v| v == "1")
+}
+
+fn unique(prefix: &str) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    format!("{prefix}_{}_{nanos}", std::process::id())
+}
+
+async fn exec<C>(c: &mut C, sql: &str)
+where
+    for<'c> &'c mut C: sqlx::Executor<'c>,
+{
+    sqlx::raw_sql(sqlx::AssertSqlSafe(sql.to_owned()))
+        .execute(c)
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {e}"));
+}
+
+fn counts(d: &[TableDiff]) -> (u64, u64, u64) {
+    d.first()
+        .map(|d| (d.added, d.removed, d.changed))
+        .unwrap_or((0, 0, 0))
+}
+
+/// Runs `steps` (SQL by the "server" connection, expected (added, removed, changed)) between
+/// snapshots taken through `url`.
+async fn steps<C>(server: &mut C, url: &str, steps: &[(&str, (u64, u64, u64))])
+where
+    for<'c> &'c mut C: sqlx::Executor<'c>,
+{
+    let mut s = Snapshotter::new(Database::connect(url).await.unwrap(), Policy::default());
+    let mut before = s.take().await.unwrap();
+    for (sql, want) in steps {
+        exec(server, sql).await;
+        let after = s.take().await.unwrap();
+        assert_eq!(
+            counts(&Diff::between(&before, &after).tables),
+            *want,
+            "{sql}"
+        );
+        before = after;
+    }
+}
+
+#[tokio::test]
+async fn postgres_snapshots_and_diffs() {
+    let Ok(mut admin) = PgConnection::connect(PG_ADMIN).await else {
+        assert!(
+            !required("HINTAUDIT_REQUIRE_PG"),
+            "PostgreSQL required at {PG_ADMIN}"
+        );
+        eprintln!("skipped: PostgreSQL unreachable at {PG_ADMIN}");
+        return;
+    };
+    let schema = unique("hv_snap");
+    exec(&mut admin, &format!("CREATE SCHEMA {schema}")).await;
+    let url = format!("{PG_ADMIN}?options=-c%20search_path%3D{schema}");
+    let mut server = PgConnection::connect(&url).await.unwrap();
+    exec(
+        &mut server,
+        "CREATE TABLE b (id int PRIMARY KEY, name text, price double precision, photo bytea, at timestamptz);
+         INSERT INTO b VALUES (1, 'a', 1.5, '\\x00ff', now()), (2, NULL, NULL, NULL, NULL), (3, 'c', 0.1, '', NULL);
+         CREATE TABLE log (msg text, n numeric);
+         INSERT INTO log VALUES ('a', 1.10), ('a', 1.10);
+         CREATE TABLE s (a text, b int, v real, PRIMARY KEY (b, a));
+         INSERT INTO s VALUES ('x', 1, 1.0);",
+    )
+    .await;
+    steps(
+        &mut server,
+        &url,
+        &[
+            ("INSERT INTO b (id) VALUES (4)", (1, 0, 0)),
+            ("DELETE FROM b WHERE id = 1", (0, 1, 0)),
+            ("UPDATE b SET name = 'x' WHERE id = 2", (0, 0, 1)),
+            ("UPDATE b SET name = NULL WHERE id = 2", (0, 0, 1)),
+            (
+                "UPDATE b SET price = 0.30000000000000004 WHERE id = 3",
+                (0, 0, 1),
+            ),
+            (
+                "UPDATE b SET price = 0.30000000000000004 WHERE id = 3",
+                (0, 0, 0),
+            ),
+            ("UPDATE b SET photo = '\\x00' WHERE id = 3", (0, 0, 1)),
+            ("UPDATE b SET name = name", (0, 0, 0)),
+            ("INSERT INTO log VALUES ('a', 1.10)", (1, 0, 0)),
+            ("UPDATE log SET n = 1.1 WHERE msg = 'a'", (3, 3, 0)), // numeric scale shows
+            ("DELETE FROM log", (0, 3, 0)),
+            // Column order: rebuild s with its columns reversed; no row changes.
+            (
+                "CREATE TABLE s2 (v real, b int, a text, PRIMARY KEY (b, a));
+                 INSERT INTO s2 SELECT v, b, a FROM s; DROP TABLE s; ALTER TABLE s2 RENAME TO s;",
+                (0, 0, 0),
+            ),
+        ],
+    )
+    .await;
+    // The WAL marker lets an unchanged database reuse its snapshot.
+    let mut s = Snapshotter::new(Database::connect(&url).await.unwrap(), Policy::default());
+    s.take().await.unwrap();
+    s.take().await.unwrap();
+    assert!(s.stats().scans <= 2, "{:?}", s.stats());
+    drop(server);
+    exec(&mut admin, &format!("DROP SCHEMA {schema} CASCADE")).await;
+}
+
+#[tokio::test]
+async fn mariadb_snapshots_and_diffs() {
+    let Ok(mut admin) = MySqlConnection::connect(MY_ADMIN).await else {
+        assert!(
+            !required("HINTAUDIT_REQUIRE_MYSQL"),
+            "MariaDB required at {MY_ADMIN}"
+        );
+        eprintln!("skipped: MariaDB/MySQL unreachable at {MY_ADMIN}");
+        return;
+    };
+    let db = unique("hv_snap");
+    exec(&mut admin, &format!("CREATE DATABASE {db}")).await;
+    let url = format!("mysql://root@127.0.0.1:3306/{db}");
+    let mut server = MySqlConnection::connect(&url).await.unwrap();
+    exec(
+        &mut server,
+        "CREATE TABLE b (id INT PRIMARY KEY, name TEXT, price DOUBLE, photo BLOB);
+         INSERT INTO b VALUES (1, 'a', 1.5, x'00ff'), (2, NULL, NULL, NULL), (3, 'c', 0.1, x'');
+         CREATE TABLE log (msg TEXT, n INT);
+         INSERT INTO log VALUES ('a', 1), ('a', 1);",
+    )
+    .await;
+    steps(
+        &mut server,
+        &url,
+        &[
+            ("INSERT INTO b (id) VALUES (4)", (1, 0, 0)),
+            ("DELETE FROM b WHERE id = 1", (0, 1, 0)),
+            ("UPDATE b SET name = 'x' WHERE id = 2", (0, 0, 1)),
+            ("UPDATE b SET name = NULL WHERE id = 2", (0, 0, 1)),
+            (
+                "UPDATE b SET price = 0.30000000000000004 WHERE id = 3",
+                (0, 0, 1),
+            ),
+            ("UPDATE b SET photo = x'00' WHERE id = 3", (0, 0, 1)),
+            ("UPDATE b SET photo = x'00' WHERE id = 3", (0, 0, 0)),
+            ("INSERT INTO log VALUES ('a', 1)", (1, 0, 0)),
+            ("UPDATE log SET n = 2 LIMIT 1", (1, 1, 0)),
+            ("ALTER TABLE b MODIFY name TEXT AFTER photo", (0, 0, 0)),
+        ],
+    )
+    .await;
+    drop(server);
+    exec(&mut admin, &format!("DROP DATABASE {db}")).await;
+}
