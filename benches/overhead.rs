@@ -1,1 +1,227 @@
-fn main(){}
+//! Overhead of auditing: the same database-backed tool workload through a bare rmcp server on
+//! a plain sqlx pool, and through the same server on hintaudit's audited pool wrapped by the
+//! layer, in one run, on a file-backed SQLite database.
+//!
+//! Prints the throughput ratio (audited/bare, target >= 0.97) and the added time per
+//! statement, for whole tool calls over an in-process MCP transport and for bare statements.
+//! Rounds alternate bare and audited, and medians are reported, because the machine is noisy.
+//!
+//! `cargo bench --bench overhead` (set HINTAUDIT_BENCH_CALLS to change the calls per round).
+
+use std::time::{Duration, Instant};
+
+use hintaudit::core::{CallScope, Judge, Policy};
+use hintaudit::rmcp::HintAuditLayer;
+use hintaudit::sqlx::AuditedPool;
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::CallToolRequestParams;
+use rmcp::schemars::{self, JsonSchema};
+use rmcp::service::RunningService;
+use rmcp::{RoleClient, ServerHandler, ServiceExt, tool, tool_handler, tool_router};
+use serde::Deserialize;
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions};
+use sqlx::{Sqlite, SqlitePool};
+use tower::Layer;
+
+#[derive(Debug, Clone)]
+enum Pool {
+    Bare(SqlitePool),
+    Audited(AuditedPool<Sqlite>),
+}
+
+macro_rules! on_pool {
+    ($p:expr, $pool:ident => $body:expr) => {
+        match $p {
+            Pool::Bare($pool) => $body,
+            Pool::Audited($pool) => $body,
+        }
+    };
+}
+
+#[derive(Debug, Clone)]
+struct Bench {
+    pool: Pool,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+struct Id {
+    id: i64,
+}
+
+/// Statements per tool call: `get` runs 2, `touch` runs 3.
+const STATEMENTS: [(&str, usize); 2] = [("get", 2), ("touch", 3)];
+
+#[tool_router]
+impl Bench {
+    #[tool(
+        description = "Read an item and its tag.",
+        annotations(read_only_hint = true, open_world_hint = false)
+    )]
+    async fn get(&self, Parameters(Id { id }): Parameters<Id>) -> Result<String, String> {
+        let name: String = on_pool!(&self.pool, p => sqlx::query_scalar("SELECT name FROM items WHERE id = $1").bind(id).fetch_one(p).await)
+            .map_err(|e| e.to_string())?;
+        let tag: Option<String> = on_pool!(&self.pool, p => sqlx::query_scalar("SELECT tag FROM tags WHERE item_id = $1").bind(id).fetch_optional(p).await)
+            .map_err(|e| e.to_string())?;
+        Ok(format!("{name} {tag:?}"))
+    }
+
+    #[tool(
+        description = "Update an item.",
+        annotations(
+            read_only_hint = false,
+            destructive_hint = true,
+            idempotent_hint = true,
+            open_world_hint = false
+        )
+    )]
+    async fn touch(&self, Parameters(Id { id }): Parameters<Id>) -> Result<String, String> {
+        on_pool!(&self.pool, p => sqlx::query("UPDATE items SET name = 'item ' || $1 WHERE id = $1").bind(id).execute(p).await)
+            .map_err(|e| e.to_string())?;
+        on_pool!(&self.pool, p => sqlx::query("INSERT INTO tags (item_id, tag) VALUES ($1, 'seen') ON CONFLICT (item_id) DO UPDATE SET tag = excluded.tag").bind(id).execute(p).await)
+            .map_err(|e| e.to_string())?;
+        let n: i64 = on_pool!(&self.pool, p => sqlx::query_scalar("SELECT COUNT(*) FROM tags").fetch_one(p).await)
+            .map_err(|e| e.to_string())?;
+        Ok(n.to_string())
+    }
+}
+
+#[tool_handler]
+impl ServerHandler for Bench {}
+
+fn options(path: &std::path::Path) -> SqliteConnectOptions {
+    SqliteConnectOptions::new()
+        .filename(path)
+        .create_if_missing(true)
+        .journal_mode(SqliteJournalMode::Wal)
+}
+
+async fn setup(path: &std::path::Path) {
+    let pool = SqlitePool::connect_with(options(path)).await.unwrap();
+    for sql in [
+        "CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT NOT NULL)",
+        "CREATE TABLE tags (item_id INTEGER PRIMARY KEY, tag TEXT NOT NULL)",
+        "INSERT INTO items (id, name) SELECT value, 'item ' || value FROM generate_series(1, 1000)",
+    ] {
+        if sqlx::query(sql).execute(&pool).await.is_err() {
+            // Older SQLite without generate_series: insert one by one.
+            for i in 1..=1000 {
+                sqlx::query("INSERT OR IGNORE INTO items (id, name) VALUES ($1, 'item ' || $1)")
+                    .bind(i)
+                    .execute(&pool)
+                    .await
+                    .unwrap();
+            }
+        }
+    }
+    pool.close().await;
+}
+
+/// A connected client for a server served over an in-process duplex stream.
+async fn client_for<S: ServerHandler>(server: S) -> RunningService<RoleClient, ()> {
+    let (a, b) = tokio::io::duplex(1 << 16);
+    tokio::spawn(async move {
+        if let Ok(running) = server.serve(a).await {
+            let _ = running.waiting().await;
+        }
+    });
+    ().serve(b).await.expect("client")
+}
+
+async fn calls(client: &RunningService<RoleClient, ()>, n: usize) -> Duration {
+    let start = Instant::now();
+    for i in 0..n {
+        let tool = if i % 2 == 0 { "get" } else { "touch" };
+        let args = serde_json::json!({ "id": 1 + (i % 1000) as i64 });
+        let params =
+            CallToolRequestParams::new(tool).with_arguments(args.as_object().unwrap().clone());
+        let r = client.call_tool(params).await.expect("call");
+        assert_ne!(r.is_error, Some(true));
+    }
+    start.elapsed()
+}
+
+async fn statements_bare(pool: &SqlitePool, n: usize) -> Duration {
+    let start = Instant::now();
+    for i in 0..n {
+        let _: String = sqlx::query_scalar("SELECT name FROM items WHERE id = $1")
+            .bind(1 + (i % 1000) as i64)
+            .fetch_one(pool)
+            .await
+            .unwrap();
+    }
+    start.elapsed()
+}
+
+async fn statements_audited(pool: &AuditedPool<Sqlite>, n: usize) -> Duration {
+    let scope = CallScope::new("bench");
+    let start = Instant::now();
+    scope
+        .run(async {
+            for i in 0..n {
+                let _: String = sqlx::query_scalar("SELECT name FROM items WHERE id = $1")
+                    .bind(1 + (i % 1000) as i64)
+                    .fetch_one(pool)
+                    .await
+                    .unwrap();
+            }
+        })
+        .await;
+    start.elapsed()
+}
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+fn main() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let calls_per_round: usize = std::env::var("HINTAUDIT_BENCH_CALLS").ok().and_then(|v| v.parse().ok()).unwrap_or(400);
+        let rounds = 7;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("bench.db");
+        setup(&path).await;
+
+        let bare_pool = SqlitePoolOptions::new().max_connections(4).connect_with(options(&path)).await.unwrap();
+        let audited_pool = AuditedPool::connect_with(SqlitePoolOptions::new().max_connections(4), options(&path)).await.unwrap();
+        let bare = client_for(Bench { pool: Pool::Bare(bare_pool.clone()) }).await;
+        let judge = std::sync::Arc::new(Judge::new(Policy::default()));
+        let audited = client_for(HintAuditLayer::new().with_judge(judge).with_recorder(()).layer(Bench { pool: Pool::Audited(audited_pool.clone()) })).await;
+
+        // Warm up both (statement caches, hooks, history).
+        calls(&bare, 100).await;
+        calls(&audited, 100).await;
+
+        let (mut tb, mut ta, mut sb, mut sa) = (vec![], vec![], vec![], vec![]);
+        for round in 0..rounds {
+            // Alternate the order so drift favours neither.
+            if round % 2 == 0 {
+                tb.push(calls(&bare, calls_per_round).await);
+                ta.push(calls(&audited, calls_per_round).await);
+            } else {
+                ta.push(calls(&audited, calls_per_round).await);
+                tb.push(calls(&bare, calls_per_round).await);
+            }
+            sb.push(statements_bare(&bare_pool, calls_per_round * 5).await);
+            sa.push(statements_audited(&audited_pool, calls_per_round * 5).await);
+        }
+        let per_call = |d: Duration| d.as_secs_f64() / calls_per_round as f64;
+        let statements_per_call = STATEMENTS.iter().map(|(_, n)| *n as f64).sum::<f64>() / STATEMENTS.len() as f64;
+        let (b, a) = (per_call(median(tb)), per_call(median(ta)));
+        println!("workload: {calls_per_round} tool calls x {rounds} rounds over an in-process MCP transport, file-backed SQLite (WAL)");
+        println!("tool calls: bare {:.1} us/call, audited {:.1} us/call", b * 1e6, a * 1e6);
+        println!("throughput ratio (audited/bare): {:.3}   (target >= 0.97)", b / a);
+        println!("added time per statement (whole call): {:.2} us", (a - b) / statements_per_call * 1e6);
+        let n = (calls_per_round * 5) as f64;
+        let (b, a) = (median(sb).as_secs_f64() / n, median(sa).as_secs_f64() / n);
+        println!("bare statements: plain pool {:.1} us, audited pool in a call scope {:.1} us", b * 1e6, a * 1e6);
+        println!("statement throughput ratio (audited/bare): {:.3}; added {:.2} us/statement", b / a, (a - b) * 1e6);
+        bare.cancel().await.ok();
+        audited.cancel().await.ok();
+    });
+}

@@ -1,1 +1,22 @@
-//! x
+#![doc = include_str!("../README.md")]
+
+/// Hints, effects, the judge and its policy: `hintaudit-core`.
+pub mod core {
+    pub use hintaudit_core::*;
+}
+
+/// The tower layer for rmcp servers: `hintaudit-rmcp`.
+pub mod rmcp {
+    pub use hintaudit_rmcp::*;
+}
+
+/// The audited sqlx pool: `hintaudit-sqlx`.
+pub mod sqlx {
+    pub use hintaudit_sqlx::*;
+}
+
+pub use hintaudit_core::{
+    CallScope, DeclaredHints, Finding, Hint, Judge, LogRecorder, Policy, Recorder, Rule, Severity,
+};
+pub use hintaudit_rmcp::{HintAudit, HintAuditLayer};
+pub use hintaudit_sqlx::AuditedPool;

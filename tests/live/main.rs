@@ -1,1 +1,8 @@
+//! End-to-end tests of the live audit: the bookings example served over streamable HTTP
+//! through the layer and the audited pool, driven by a real rmcp client, on a real SQLite
+//! file and (mandatory in CI) a real PostgreSQL.
 
+mod concurrency;
+mod rules;
+mod support;
+mod transparency;

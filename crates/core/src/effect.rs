@@ -162,7 +162,7 @@ impl StatementEffect {
 }
 
 /// The kind of a row change.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum RowOperation {
     /// A row was inserted.
     Insert,

@@ -1,0 +1,116 @@
+//! `hintaudit demo`: the bookings example, audited live, driven by a real client.
+//!
+//! It starts the bookings server wrapped by [`HintAuditLayer`] over streamable HTTP on
+//! loopback, on a SQLite database in a temporary directory; lists its tools and calls every
+//! one (idempotent ones twice) with an rmcp client over HTTP; prints a findings table and a
+//! summary line. `--serve` then keeps the server up for other MCP clients.
+
+mod collect;
+mod drive;
+mod server;
+mod table;
+
+use std::net::SocketAddr;
+
+use bookings::{BOOKKEEPING_TABLES, Bookings, Db};
+use hintaudit_core::{Judge, LogRecorder, Policy};
+use hintaudit_rmcp::HintAuditLayer;
+
+pub use collect::{CallRecord, Collected, Collector};
+pub use drive::{Called, Step, bookings_plan, connect, drive};
+pub use server::{RunningServer, serve_http};
+pub use table::{Tally, distinct_findings, render, summary_line, tally};
+
+/// Options of `hintaudit demo`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct DemoArgs {
+    /// Keep the audited server up after the demo run, for other MCP clients, until Ctrl-C.
+    #[arg(long)]
+    pub serve: bool,
+    /// Address to serve on (loopback; port 0 picks a free port).
+    #[arg(long, default_value = "127.0.0.1:0")]
+    pub addr: SocketAddr,
+    /// Database URL for the bookings server (default: a SQLite file in a temporary directory).
+    #[arg(long, value_name = "URL")]
+    pub database_url: Option<String>,
+}
+
+/// The demo's policy: the bookings example's bookkeeping tables are ignored.
+pub fn demo_policy() -> Policy {
+    BOOKKEEPING_TABLES
+        .iter()
+        .fold(Policy::default(), |p, t| p.with_ignored_table(t))
+}
+
+/// What a demo run produced.
+#[derive(Debug)]
+pub struct DemoRun {
+    /// Everything the recorder collected.
+    pub collected: Collected,
+    /// The counts behind the summary line.
+    pub tally: Tally,
+    /// The server, still running.
+    pub server: RunningServer<Bookings>,
+    /// The temporary directory holding the SQLite file, if the demo made one.
+    pub tempdir: Option<tempfile::TempDir>,
+}
+
+/// Starts the audited bookings server and drives it once; the server keeps running.
+///
+/// # Errors
+/// When the database cannot be opened, the address cannot be bound, or tools/list fails.
+pub async fn run_once(args: &DemoArgs) -> anyhow::Result<DemoRun> {
+    let (url, tempdir) = match &args.database_url {
+        Some(url) => (url.clone(), None),
+        None => {
+            let dir = tempfile::tempdir()?;
+            let url = format!(
+                "sqlite://{}?mode=rwc",
+                dir.path().join("bookings.db").display()
+            );
+            (url, Some(dir))
+        }
+    };
+    let db = Db::connect(&url).await?;
+    let collector = Collector::default();
+    let layer = HintAuditLayer::new()
+        .with_judge(std::sync::Arc::new(Judge::new(demo_policy())))
+        .with_recorder((collector.clone(), args.serve.then_some(LogRecorder)));
+    let server = serve_http(Bookings::new(db), layer, args.addr, None).await?;
+    let client = connect(&server.url).await?;
+    drive(&client, &bookings_plan()).await?;
+    client.cancel().await.ok();
+    let collected = collector.snapshot();
+    let tally = tally(&collected);
+    Ok(DemoRun {
+        collected,
+        tally,
+        server,
+        tempdir,
+    })
+}
+
+/// Runs `hintaudit demo`: prints the table and the summary line; with `--serve`, keeps
+/// serving until Ctrl-C.
+///
+/// # Errors
+/// As [`run_once`].
+pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
+    let run = run_once(&args).await?;
+    println!("{}", render(&run.collected));
+    println!("{}", summary_line(&run.tally));
+    if args.serve {
+        println!(
+            "hintaudit: serving the audited bookings server at {}",
+            run.server.url
+        );
+        println!("hintaudit: findings are logged to stderr; Ctrl-C stops");
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = std::future::pending::<()>() => {}
+        }
+    }
+    run.server.shutdown().await;
+    drop(run.tempdir);
+    Ok(())
+}

@@ -1,0 +1,47 @@
+//! `hintaudit demo`, run as a user runs it: the binary, its output and its exit code.
+
+use std::process::Command;
+
+#[test]
+fn demo_prints_the_planted_findings_and_exits_0() {
+    let out = Command::new(env!("CARGO_BIN_EXE_hintaudit"))
+        .arg("demo")
+        .env_remove("DATABASE_URL")
+        .output()
+        .expect("run hintaudit demo");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "exit {:?}\nstdout:\n{stdout}\nstderr:\n{stderr}",
+        out.status
+    );
+    for (tool, rule) in bookings::PLANTED_CALL_FINDINGS
+        .iter()
+        .chain(bookings::PLANTED_LISTING_FINDINGS)
+    {
+        let row = stdout
+            .lines()
+            .find(|l| l.contains(tool) && l.contains(rule))
+            .unwrap_or_else(|| panic!("no row for {tool} {rule} in:\n{stdout}"));
+        assert!(row.contains(tool), "{row}");
+    }
+    let summary = stdout.lines().last().expect("a summary line");
+    assert_eq!(
+        summary,
+        "hintaudit: 10 tools, 16 calls judged: 3 critical, 1 warning, 1 info; 5 tools clean",
+        "stdout:\n{stdout}"
+    );
+}
+
+#[test]
+fn demo_rejects_a_bad_database_url_with_exit_2() {
+    let out = Command::new(env!("CARGO_BIN_EXE_hintaudit"))
+        .args(["demo", "--database-url", "mysql://nowhere"])
+        .output()
+        .expect("run hintaudit demo");
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("unsupported DATABASE_URL"), "{stderr}");
+    assert!(out.stdout.is_empty(), "no report on failure");
+}

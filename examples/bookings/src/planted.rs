@@ -1,0 +1,20 @@
+//! What the example plants: the findings an honest auditor must report, no more, no fewer.
+
+/// One planted finding: `(tool, rule id)`.
+pub type Planted = (&'static str, &'static str);
+
+/// Findings from tool calls (design §2 rules), when every tool is called once and every
+/// idempotent tool twice with the same arguments, `audit_log` ignored as bookkeeping, and
+/// cancelled appointments present before purge_cancelled runs.
+pub const PLANTED_CALL_FINDINGS: &[Planted] = &[
+    ("get_appointment", "read_only_write"),
+    ("create_appointment", "idempotency_broken"),
+    ("confirm_appointment", "undeclared_destructive"),
+    ("purge_cancelled", "undeclared_destructive"),
+];
+
+/// Findings from tools/list.
+pub const PLANTED_LISTING_FINDINGS: &[Planted] = &[("export_appointments", "hint_missing")];
+
+/// The bookkeeping table the example's policy ignores.
+pub const BOOKKEEPING_TABLES: &[&str] = &["audit_log"];

@@ -1,0 +1,199 @@
+//! Shared set-up: databases (SQLite file, PostgreSQL schema), audited servers, snapshots.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use bookings::{Bookings, Db};
+use hintaudit::core::Judge;
+use hintaudit::rmcp::HintAuditLayer;
+use hintaudit_cli::demo::{Collector, RunningServer, demo_policy, serve_http};
+
+/// A database for one test: a SQLite file in a temp dir, or a fresh PostgreSQL schema.
+pub struct TestDb {
+    pub url: String,
+    pub backend: &'static str,
+    _dir: Option<tempfile::TempDir>,
+    pg_schema: Option<String>,
+}
+
+pub fn sqlite() -> TestDb {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let url = format!(
+        "sqlite://{}?mode=rwc",
+        dir.path().join("bookings.db").display()
+    );
+    TestDb {
+        url,
+        backend: "sqlite",
+        _dir: Some(dir),
+        pg_schema: None,
+    }
+}
+
+fn pg_base_url() -> String {
+    std::env::var("HINTAUDIT_PG_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned())
+}
+
+/// A fresh PostgreSQL schema (its name is made here from the test name and a counter, so
+/// formatting it into DDL is safe), or `None` (with the reason printed) when PostgreSQL is not
+/// reachable. With HINTAUDIT_REQUIRE_PG=1 (CI), an unreachable server fails the test.
+pub async fn postgres(test: &str) -> Option<TestDb> {
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let base = pg_base_url();
+    let admin = match sqlx::PgPool::connect(&base).await {
+        Ok(pool) => pool,
+        Err(e) => {
+            if std::env::var("HINTAUDIT_REQUIRE_PG").as_deref() == Ok("1") {
+                panic!(
+                    "PostgreSQL is required (HINTAUDIT_REQUIRE_PG=1) but {base} is unreachable: {e}"
+                );
+            }
+            eprintln!(
+                "skipping {test} on PostgreSQL: {base} is unreachable ({e}); set HINTAUDIT_PG_URL"
+            );
+            return None;
+        }
+    };
+    let schema = format!(
+        "live_{}_{}_{}",
+        test.replace(|c: char| !c.is_ascii_alphanumeric(), "_"),
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    );
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "DROP SCHEMA IF EXISTS {schema} CASCADE"
+    )))
+    .execute(&admin)
+    .await
+    .unwrap();
+    sqlx::query(sqlx::AssertSqlSafe(format!("CREATE SCHEMA {schema}")))
+        .execute(&admin)
+        .await
+        .unwrap();
+    admin.close().await;
+    let sep = if base.contains('?') { '&' } else { '?' };
+    let url = format!("{base}{sep}options=-c%20search_path%3D{schema}");
+    Some(TestDb {
+        url,
+        backend: "postgres",
+        _dir: None,
+        pg_schema: Some(schema),
+    })
+}
+
+impl TestDb {
+    /// Drops the PostgreSQL schema (SQLite files go with the temp dir).
+    pub async fn cleanup(self) {
+        if let Some(schema) = &self.pg_schema
+            && let Ok(admin) = sqlx::PgPool::connect(&pg_base_url()).await
+        {
+            let drop = format!("DROP SCHEMA IF EXISTS {schema} CASCADE");
+            let _ = sqlx::query(sqlx::AssertSqlSafe(drop)).execute(&admin).await;
+            admin.close().await;
+        }
+    }
+}
+
+/// The bookings server on `db`, audited with the demo policy, collecting every event.
+pub async fn audited(db: &TestDb) -> (RunningServer<Bookings>, Collector, Db) {
+    let pool = Db::connect(&db.url).await.expect("connect");
+    let collector = Collector::default();
+    let layer = HintAuditLayer::new()
+        .with_judge(std::sync::Arc::new(Judge::new(demo_policy())))
+        .with_recorder(collector.clone());
+    let server = serve_http(
+        Bookings::new(pool.clone()),
+        layer,
+        "127.0.0.1:0".parse().unwrap(),
+        None,
+    )
+    .await
+    .expect("serve");
+    (server, collector, pool)
+}
+
+/// Every row of every watched bookings table, rendered as text, read through a plain sqlx
+/// pool (not the audited one), keyed by table then by primary key.
+pub type Snapshot = BTreeMap<&'static str, BTreeMap<String, String>>;
+
+const SNAPSHOT_QUERIES: &[(&str, &str)] = &[
+    (
+        "patients",
+        "SELECT CAST(id AS TEXT), name || '|' || email FROM patients",
+    ),
+    (
+        "appointments",
+        "SELECT CAST(id AS TEXT), CAST(patient_id AS TEXT) || '|' || starts_at || '|' || reason || '|' || status || '|' || CAST(view_count AS TEXT) || '|' || COALESCE(last_viewed_at, '') FROM appointments",
+    ),
+    (
+        "confirmations",
+        "SELECT CAST(appointment_id AS TEXT), confirmed_at FROM confirmations",
+    ),
+];
+
+pub struct Snapshotter {
+    sqlite: Option<sqlx::SqlitePool>,
+    pg: Option<sqlx::PgPool>,
+}
+
+impl Snapshotter {
+    pub async fn new(db: &TestDb) -> Self {
+        match db.backend {
+            "sqlite" => Snapshotter {
+                sqlite: Some(sqlx::SqlitePool::connect(&db.url).await.unwrap()),
+                pg: None,
+            },
+            _ => Snapshotter {
+                sqlite: None,
+                pg: Some(sqlx::PgPool::connect(&db.url).await.unwrap()),
+            },
+        }
+    }
+
+    pub async fn take(&self) -> Snapshot {
+        let mut snap = Snapshot::new();
+        for (table, sql) in SNAPSHOT_QUERIES {
+            let rows: Vec<(String, String)> = match (&self.sqlite, &self.pg) {
+                (Some(p), _) => sqlx::query_as(*sql).fetch_all(p).await.unwrap(),
+                (_, Some(p)) => sqlx::query_as(*sql).fetch_all(p).await.unwrap(),
+                _ => unreachable!(),
+            };
+            snap.insert(table, rows.into_iter().collect());
+        }
+        snap
+    }
+}
+
+/// Rows added, removed and changed between two snapshots, over all tables.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Diff {
+    pub added: usize,
+    pub removed: usize,
+    pub changed: usize,
+}
+
+impl Diff {
+    pub fn is_empty(&self) -> bool {
+        *self == Diff::default()
+    }
+    pub fn destructive(&self) -> bool {
+        self.removed + self.changed > 0
+    }
+}
+
+pub fn diff(before: &Snapshot, after: &Snapshot) -> Diff {
+    let mut d = Diff::default();
+    for (table, rows) in before {
+        let after_rows = &after[table];
+        for (k, v) in rows {
+            match after_rows.get(k) {
+                None => d.removed += 1,
+                Some(w) if w != v => d.changed += 1,
+                _ => {}
+            }
+        }
+        d.added += after_rows.keys().filter(|k| !rows.contains_key(*k)).count();
+    }
+    d
+}
