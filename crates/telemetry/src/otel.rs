@@ -65,23 +65,15 @@ impl OtlpProtocol {
         }
     }
 
-    fn from_env() -> Option<OtlpProtocol> {
-        let var = env_nonempty("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
-            .or_else(|| env_nonempty("OTEL_EXPORTER_OTLP_PROTOCOL"))?;
-        let parsed = OtlpProtocol::parse(&var);
+    fn from_vars(var: &dyn Fn(&str) -> Option<String>) -> Option<OtlpProtocol> {
+        let value = var("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
+            .or_else(|| var("OTEL_EXPORTER_OTLP_PROTOCOL"))?;
+        let parsed = OtlpProtocol::parse(&value);
         if parsed.is_none() {
-            tracing::warn!("hintaudit: OTLP protocol {var:?} not supported; using http/protobuf");
+            tracing::warn!("hintaudit: OTLP protocol {value:?} not supported; using http/protobuf");
         }
         parsed
     }
-}
-
-fn env_nonempty(name: &str) -> Option<String> {
-    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
-}
-
-fn env_usize(name: &str) -> Option<usize> {
-    env_nonempty(name)?.trim().parse().ok()
 }
 
 /// How to export traces. Start from [`TracingConfig::from_env`] (or
@@ -123,22 +115,30 @@ impl TracingConfig {
     /// Reads the environment (see the [module docs](self)): export is on when an OTLP
     /// endpoint variable is set and the SDK is not disabled.
     pub fn from_env() -> Self {
+        TracingConfig::from_vars(|name| std::env::var(name).ok())
+    }
+
+    /// Like [`TracingConfig::from_env`], with variables looked up by `var` (for tests, and for
+    /// configuration read from elsewhere). Empty values count as unset.
+    pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Self {
+        let var = |name: &str| var(name).filter(|v| !v.trim().is_empty());
+        let number = |name: &str| var(name).and_then(|v| v.trim().parse::<usize>().ok());
+        let is = |name: &str, value: &str| {
+            var(name).is_some_and(|v| v.trim().eq_ignore_ascii_case(value))
+        };
         let mut c = TracingConfig::disabled();
-        let endpoint_set = env_nonempty("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT").is_some()
-            || env_nonempty("OTEL_EXPORTER_OTLP_ENDPOINT").is_some();
-        let sdk_disabled = env_nonempty("OTEL_SDK_DISABLED")
-            .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"));
-        let exporter_none = env_nonempty("OTEL_TRACES_EXPORTER")
-            .is_some_and(|v| v.trim().eq_ignore_ascii_case("none"));
-        c.enabled = endpoint_set && !sdk_disabled && !exporter_none;
-        c.protocol = OtlpProtocol::from_env();
-        if let Some(n) = env_usize("OTEL_BSP_MAX_QUEUE_SIZE") {
+        let endpoint_set = var("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT").is_some()
+            || var("OTEL_EXPORTER_OTLP_ENDPOINT").is_some();
+        c.enabled =
+            endpoint_set && !is("OTEL_SDK_DISABLED", "true") && !is("OTEL_TRACES_EXPORTER", "none");
+        c.protocol = OtlpProtocol::from_vars(&var);
+        if let Some(n) = number("OTEL_BSP_MAX_QUEUE_SIZE") {
             c.max_queue_size = n;
         }
-        if let Some(n) = env_usize("OTEL_BSP_MAX_EXPORT_BATCH_SIZE") {
+        if let Some(n) = number("OTEL_BSP_MAX_EXPORT_BATCH_SIZE") {
             c.max_export_batch_size = n;
         }
-        if let Some(ms) = env_usize("OTEL_BSP_SCHEDULE_DELAY") {
+        if let Some(ms) = number("OTEL_BSP_SCHEDULE_DELAY") {
             c.scheduled_delay = Duration::from_millis(ms as u64);
         }
         c
@@ -308,6 +308,7 @@ impl OtelPipeline {
             .with_tracer(self.provider.tracer("hintaudit"))
             .with_threads(false)
             .with_location(false)
+            .with_tracked_inactivity(false)
     }
 
     /// The tracer provider.
@@ -414,6 +415,82 @@ mod tests {
             http_traces_url("http://h:4318/v1/traces"),
             "http://h:4318/v1/traces"
         );
+    }
+
+    #[test]
+    fn environment_variables() {
+        type Row = (
+            &'static [(&'static str, &'static str)],
+            bool,
+            Option<OtlpProtocol>,
+            usize,
+        );
+        let rows: [Row; 7] = [
+            (&[], false, None, DEFAULT_MAX_QUEUE_SIZE),
+            (
+                &[("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4318")],
+                true,
+                None,
+                DEFAULT_MAX_QUEUE_SIZE,
+            ),
+            (
+                &[(
+                    "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+                    "http://c:4318/v1/traces",
+                )],
+                true,
+                None,
+                DEFAULT_MAX_QUEUE_SIZE,
+            ),
+            (
+                &[("OTEL_EXPORTER_OTLP_ENDPOINT", " ")],
+                false,
+                None,
+                DEFAULT_MAX_QUEUE_SIZE,
+            ),
+            (
+                &[
+                    ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4317"),
+                    ("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"),
+                    ("OTEL_BSP_MAX_QUEUE_SIZE", "10"),
+                ],
+                true,
+                Some(OtlpProtocol::Grpc),
+                10,
+            ),
+            (
+                &[
+                    ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4317"),
+                    ("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"),
+                    ("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "http/protobuf"),
+                    ("OTEL_SDK_DISABLED", "TRUE"),
+                ],
+                false,
+                Some(OtlpProtocol::HttpProtobuf),
+                DEFAULT_MAX_QUEUE_SIZE,
+            ),
+            (
+                &[
+                    ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4318"),
+                    ("OTEL_TRACES_EXPORTER", "none"),
+                ],
+                false,
+                None,
+                DEFAULT_MAX_QUEUE_SIZE,
+            ),
+        ];
+        for (vars, enabled, protocol, queue) in rows {
+            let c = TracingConfig::from_vars(|name| {
+                vars.iter()
+                    .find(|(k, _)| *k == name)
+                    .map(|(_, v)| v.to_string())
+            });
+            assert_eq!(
+                (c.enabled, c.protocol, c.max_queue_size),
+                (enabled, protocol, queue),
+                "{vars:?}"
+            );
+        }
     }
 
     #[test]
