@@ -31,13 +31,25 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| "warn,sqlx=warn,hintaudit_rmcp::audit=off".into()),
-        )
-        .init();
+    // Log lines on stderr; spans exported over OTLP when OTEL_EXPORTER_OTLP_ENDPOINT is set.
+    // Declared after the runtime, so it is dropped (and flushes) while the runtime still runs.
+    let _tracing = {
+        let _in_runtime = runtime.enter();
+        let logs = "warn,sqlx=warn,hintaudit_rmcp::audit=off";
+        let config = hintaudit_telemetry::TracingConfig::from_env()
+            .with_default_service_name("hintaudit-demo")
+            .with_log_filter(logs);
+        match hintaudit_telemetry::init_tracing(config) {
+            Ok(guard) => Some(guard),
+            Err(e) => {
+                let logs_only =
+                    hintaudit_telemetry::TracingConfig::disabled().with_log_filter(logs);
+                let _ = hintaudit_telemetry::init_tracing(logs_only);
+                eprintln!("hintaudit: traces are not exported: {e}");
+                None
+            }
+        }
+    };
     match cli.command {
         Command::Demo(args) => match runtime.block_on(hintaudit_cli::demo::run(args)) {
             Ok(()) => ExitCode::SUCCESS,

@@ -37,6 +37,8 @@ use opentelemetry_sdk::trace::{SdkTracer, SdkTracerProvider};
 use tracing::Subscriber;
 use tracing_opentelemetry::OpenTelemetryLayer;
 use tracing_subscriber::EnvFilter;
+use tracing_subscriber::Layer as _;
+use tracing_subscriber::filter::LevelFilter;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::registry::LookupSpan;
 use tracing_subscriber::util::SubscriberInitExt;
@@ -88,6 +90,7 @@ pub struct TracingConfig {
     max_export_batch_size: usize,
     scheduled_delay: Duration,
     export_timeout: Option<Duration>,
+    log_filter: String,
 }
 
 /// Default bound of the span queue, in spans (the OpenTelemetry default).
@@ -109,6 +112,7 @@ impl TracingConfig {
             max_export_batch_size: DEFAULT_MAX_EXPORT_BATCH_SIZE,
             scheduled_delay: DEFAULT_SCHEDULED_DELAY,
             export_timeout: None,
+            log_filter: "info".to_owned(),
         }
     }
 
@@ -188,6 +192,14 @@ impl TracingConfig {
     /// Time limit of one export (default: `OTEL_EXPORTER_OTLP_TIMEOUT`, else 10 s).
     pub fn with_export_timeout(mut self, timeout: Duration) -> Self {
         self.export_timeout = Some(timeout);
+        self
+    }
+
+    /// Directives for the log lines [`init_tracing`] writes to stderr when `RUST_LOG` is
+    /// unset (default `info`), e.g. `warn,sqlx=warn`. They filter the log output only: the
+    /// trace export takes every span and event at INFO and above, whatever the log shows.
+    pub fn with_log_filter(mut self, directives: impl Into<String>) -> Self {
+        self.log_filter = directives.into();
         self
     }
 
@@ -372,20 +384,27 @@ impl TracingGuard {
     }
 }
 
-/// Installs the global tracing subscriber: an `EnvFilter` from `RUST_LOG` (default `info`),
-/// log lines on stderr (stdout belongs to stdio MCP transports), and, when `config` has
-/// export on, the OpenTelemetry layer of a new [`OtelPipeline`]. Also installs the W3C trace
-/// context propagator globally.
+/// Installs the global tracing subscriber: log lines on stderr (stdout belongs to stdio MCP
+/// transports) filtered by `RUST_LOG` (else [`TracingConfig::with_log_filter`], default
+/// `info`), and, when `config` has export on, the OpenTelemetry layer of a new
+/// [`OtelPipeline`], which takes spans and events at INFO and above on its own filter. Also
+/// installs the W3C trace context propagator globally. Call it inside a Tokio runtime when
+/// the protocol is gRPC.
 ///
 /// # Errors
 /// [`TracingError`] when the pipeline cannot be built or a subscriber is already installed.
 pub fn init_tracing(config: TracingConfig) -> Result<TracingGuard, TracingError> {
     let pipeline = OtelPipeline::new(&config)?;
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
-    let fmt = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
-    let otel = pipeline.as_ref().map(OtelPipeline::layer);
+    let log_filter =
+        EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(&config.log_filter));
+    let fmt = tracing_subscriber::fmt::layer()
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_filter(log_filter);
+    let otel = pipeline
+        .as_ref()
+        .map(|p| p.layer().with_filter(LevelFilter::INFO));
     tracing_subscriber::registry()
-        .with(filter)
         .with(fmt)
         .with(otel)
         .try_init()?;

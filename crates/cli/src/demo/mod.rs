@@ -15,6 +15,9 @@ use std::net::SocketAddr;
 use bookings::{BOOKKEEPING_TABLES, Bookings, Db};
 use hintaudit_core::{Judge, LogRecorder, Policy};
 use hintaudit_rmcp::HintAuditLayer;
+use hintaudit_telemetry::{
+    MetricName, OtelMakeSpan, PrometheusRecorder, metrics_excerpt, metrics_router,
+};
 
 pub use collect::{CallRecord, Collected, Collector};
 pub use drive::{Called, Step, bookings_plan, connect, drive};
@@ -51,6 +54,8 @@ pub struct DemoRun {
     pub tally: Tally,
     /// The server, still running.
     pub server: RunningServer<Bookings>,
+    /// The Prometheus recorder of the run; the server serves it at `/metrics` beside `/mcp`.
+    pub metrics: PrometheusRecorder,
     /// The temporary directory holding the SQLite file, if the demo made one.
     pub tempdir: Option<tempfile::TempDir>,
 }
@@ -73,10 +78,16 @@ pub async fn run_once(args: &DemoArgs) -> anyhow::Result<DemoRun> {
     };
     let db = Db::connect(&url).await?;
     let collector = Collector::default();
+    let metrics = PrometheusRecorder::new();
     let layer = HintAuditLayer::new()
         .with_judge(std::sync::Arc::new(Judge::new(demo_policy())))
-        .with_recorder((collector.clone(), args.serve.then_some(LogRecorder)));
-    let server = serve_http(Bookings::new(db), layer, args.addr, None).await?;
+        .with_recorder((
+            collector.clone(),
+            (metrics.clone(), args.serve.then_some(LogRecorder)),
+        ))
+        .with_make_span(OtelMakeSpan::new());
+    let metrics_route = metrics_router(metrics.registry().clone());
+    let server = serve_http(Bookings::new(db), layer, args.addr, Some(metrics_route)).await?;
     let client = connect(&server.url).await?;
     drive(&client, &bookings_plan()).await?;
     client.cancel().await.ok();
@@ -86,6 +97,7 @@ pub async fn run_once(args: &DemoArgs) -> anyhow::Result<DemoRun> {
         collected,
         tally,
         server,
+        metrics,
         tempdir,
     })
 }
@@ -98,8 +110,17 @@ pub async fn run_once(args: &DemoArgs) -> anyhow::Result<DemoRun> {
 pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     let run = run_once(&args).await?;
     println!("{}", render(&run.collected));
+    if !args.serve {
+        let shown = [MetricName::HintViolations, MetricName::AuditErrors];
+        let excerpt = metrics_excerpt(run.metrics.registry(), &shown);
+        println!("metrics (excerpt of /metrics):\n{}\n", excerpt.trim_end());
+    }
     println!("{}", summary_line(&run.tally));
     if args.serve {
+        println!(
+            "hintaudit: Prometheus metrics at http://{}/metrics",
+            run.server.addr
+        );
         println!(
             "hintaudit: serving the audited bookings server at {}",
             run.server.url
