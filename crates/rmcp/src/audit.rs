@@ -291,6 +291,19 @@ mod tests {
     }
 
     #[test]
+    fn session_id_comes_from_the_http_parts() {
+        let mut extensions = Extensions::new();
+        assert_eq!(session_id(&extensions), None);
+        let (parts, ()) = http::Request::builder()
+            .header("Mcp-Session-Id", "session-1")
+            .body(())
+            .unwrap()
+            .into_parts();
+        extensions.insert(parts);
+        assert_eq!(session_id(&extensions), Some("session-1"));
+    }
+
+    #[test]
     fn finding_message_matches_semconv() {
         // The event message is spelled in the macro; keep it equal to the semconv name.
         assert_eq!(semconv::FINDING_EVENT, "hintaudit.finding");

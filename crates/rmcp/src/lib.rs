@@ -43,7 +43,11 @@
 //!
 //! // Serve it (stdio would be `rmcp::transport::stdio()`); here over an in-memory pipe.
 //! let (server_io, client_io) = tokio::io::duplex(64 * 1024);
-//! tokio::spawn(async move { server.serve(server_io).await?.waiting().await });
+//! tokio::spawn(async move {
+//!     if let Ok(running) = server.serve(server_io).await {
+//!         let _ = running.waiting().await;
+//!     }
+//! });
 //! let client = ().serve(client_io).await?;
 //! let answer = client.call_tool(CallToolRequestParams::new("get_appointment")).await?;
 //! assert_eq!(answer.content[0].as_text().unwrap().text, "appointment for get_appointment");

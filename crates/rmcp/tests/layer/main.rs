@@ -1,0 +1,8 @@
+//! End-to-end tests of the layer: real rmcp servers behind `HintAudit`, a real rmcp client,
+//! over an in-memory duplex stream (rmcp's async read/write transport).
+
+mod common;
+mod delegation;
+mod recorder;
+mod scope;
+mod transparency;
