@@ -119,7 +119,9 @@
 //! The same holds for `CallToolResponse::InputRequired` (multi-round-trip requests): each
 //! round is judged as a call of its own.
 //!
-//! A call whose future is dropped before it answers (the client cancelled it) is not reported.
+//! Cancellation: rmcp 3.11 does not drop a handler's future on `notifications/cancelled`; it
+//! cancels `RequestContext::ct`, and a tool that stops early still answers and is judged. A
+//! call whose future is dropped before it answers (runtime shutdown) is not reported.
 //!
 //! [rmcp]: https://docs.rs/rmcp
 

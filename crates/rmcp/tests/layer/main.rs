@@ -5,4 +5,5 @@ mod common;
 mod delegation;
 mod recorder;
 mod scope;
+mod tasks;
 mod transparency;
