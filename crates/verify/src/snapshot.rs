@@ -74,6 +74,8 @@ pub(crate) struct TableShape {
 /// Builds one table's snapshot from rows streamed by a backend.
 pub(crate) struct TableScan {
     shape: TableShape,
+    /// Per column: part of the primary key. Key cells are hashed in column order.
+    is_key: Vec<bool>,
     rows: Vec<(u128, u128)>,
     row_buf: Vec<u8>,
     key_buf: Vec<u8>,
@@ -82,8 +84,12 @@ pub(crate) struct TableScan {
 impl TableScan {
     /// A scan of a table of this shape.
     pub fn new(shape: TableShape) -> Self {
+        let is_key = (0..shape.columns.len())
+            .map(|i| shape.key.contains(&i))
+            .collect();
         TableScan {
             shape,
+            is_key,
             rows: Vec::new(),
             row_buf: Vec::with_capacity(256),
             key_buf: Vec::with_capacity(64),
@@ -91,26 +97,39 @@ impl TableScan {
     }
 
     /// Adds one row; `cells` follow the order of [`TableShape::columns`].
+    #[cfg(test)]
     pub fn push(&mut self, cells: &[Cell<'_>]) {
-        self.row_buf.clear();
-        for (name, cell) in self.shape.columns.iter().zip(cells) {
-            self.row_buf
-                .extend_from_slice(&(name.len() as u32).to_le_bytes());
-            self.row_buf.extend_from_slice(name.as_bytes());
-            cell.encode(&mut self.row_buf);
+        for (i, cell) in cells.iter().enumerate() {
+            self.cell(i, cell);
         }
+        self.end_row();
+    }
+
+    /// Adds cell `i` (in [`TableShape::columns`] order) of the current row; cells must come
+    /// in column order, then [`TableScan::end_row`].
+    pub fn cell(&mut self, i: usize, cell: &Cell<'_>) {
+        let Some(name) = self.shape.columns.get(i) else {
+            return;
+        };
+        self.row_buf
+            .extend_from_slice(&(name.len() as u32).to_le_bytes());
+        self.row_buf.extend_from_slice(name.as_bytes());
+        cell.encode(&mut self.row_buf);
+        if self.is_key.get(i).copied().unwrap_or(false) {
+            cell.encode(&mut self.key_buf);
+        }
+    }
+
+    /// Ends the current row: hashes it (and its key) and starts the next.
+    pub fn end_row(&mut self) {
         let row = hash16(&self.row_buf);
         if self.shape.key.is_empty() {
             self.rows.push((row, 0));
         } else {
-            self.key_buf.clear();
-            for &i in &self.shape.key {
-                if let Some(cell) = cells.get(i) {
-                    cell.encode(&mut self.key_buf);
-                }
-            }
             self.rows.push((hash16(&self.key_buf), row));
         }
+        self.row_buf.clear();
+        self.key_buf.clear();
     }
 
     /// Finishes the scan: sorts, folds duplicate rows of key-less tables into counts, and

@@ -51,7 +51,10 @@ impl Database {
                 "sqlite" => {
                     let opts = sqlx::sqlite::SqliteConnectOptions::from_str(url)?
                         .create_if_missing(false)
-                        .busy_timeout(Duration::from_secs(10));
+                        .busy_timeout(Duration::from_secs(10))
+                        // Rows cross from sqlx's worker thread in batches: fewer wake-ups
+                        // per scan (bounded: at most this many rows in flight).
+                        .row_buffer_size(1024);
                     Database::Sqlite(SqliteConnection::connect_with(&opts).await?)
                 }
                 "postgres" | "postgresql" => Database::Postgres(PgConnection::connect(url).await?),

@@ -89,12 +89,11 @@ pub(super) async fn scan(
     let mut scan = TableScan::new(shape);
     let mut rows = sqlx::query(AssertSqlSafe(sql)).fetch(&mut *c);
     while let Some(row) = rows.try_next().await? {
-        let mut cells = Vec::with_capacity(n);
         for i in 0..n {
             let v: Option<&str> = row.try_get(i)?;
-            cells.push(v.map_or(Cell::Null, Cell::Text));
+            scan.cell(i, &v.map_or(Cell::Null, Cell::Text));
         }
-        scan.push(&cells);
+        scan.end_row();
     }
     Ok(scan.finish())
 }

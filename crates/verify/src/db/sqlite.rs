@@ -45,11 +45,17 @@ fn cell<'r>(v: SqliteValueRef<'r>) -> Result<Cell<'r>, sqlx::Error> {
     if v.is_null() {
         return Ok(Cell::Null);
     }
-    let kind = v.type_info().name().to_owned();
-    Ok(match kind.as_str() {
-        "INTEGER" | "BOOLEAN" => Cell::Int(<i64 as Decode<Sqlite>>::decode(v).map_err(decode_err)?),
-        "REAL" => Cell::Real(<f64 as Decode<Sqlite>>::decode(v).map_err(decode_err)?),
-        "BLOB" => Cell::Blob(<&[u8] as Decode<Sqlite>>::decode(v).map_err(decode_err)?),
+    // Match on the type name without keeping it: it borrows `v`, which decoding consumes.
+    let kind = match v.type_info().name() {
+        "INTEGER" | "BOOLEAN" => 0,
+        "REAL" => 1,
+        "BLOB" => 2,
+        _ => 3,
+    };
+    Ok(match kind {
+        0 => Cell::Int(<i64 as Decode<Sqlite>>::decode(v).map_err(decode_err)?),
+        1 => Cell::Real(<f64 as Decode<Sqlite>>::decode(v).map_err(decode_err)?),
+        2 => Cell::Blob(<&[u8] as Decode<Sqlite>>::decode(v).map_err(decode_err)?),
         _ => Cell::Text(<&str as Decode<Sqlite>>::decode(v).map_err(decode_err)?),
     })
 }
@@ -64,11 +70,10 @@ pub(super) async fn scan(
     let mut scan = TableScan::new(shape);
     let mut rows = sqlx::query(AssertSqlSafe(sql)).fetch(&mut *c);
     while let Some(row) = rows.try_next().await? {
-        let mut cells = Vec::with_capacity(n);
         for i in 0..n {
-            cells.push(cell(row.try_get_raw(i)?)?);
+            scan.cell(i, &cell(row.try_get_raw(i)?)?);
         }
-        scan.push(&cells);
+        scan.end_row();
     }
     Ok(scan.finish())
 }
