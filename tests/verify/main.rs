@@ -3,6 +3,7 @@
 //! skip when it is absent; `HINTAUDIT_REQUIRE_ALL=1` (CI) makes every one mandatory, and
 //! `HINTAUDIT_REQUIRE_PG=1` makes the PostgreSQL ones mandatory.
 
+mod bookings_example;
 mod failures;
 mod formats;
 mod python;

@@ -59,7 +59,8 @@ fn hash16(bytes: &[u8]) -> u128 {
 /// The shape of one table as the catalog describes it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct TableShape {
-    /// The table name as reports show it (schema-qualified outside PostgreSQL's `public`).
+    /// The table name as reports show it (schema-qualified outside PostgreSQL's current
+    /// schema).
     pub name: String,
     /// The table as SQL names it, quoted.
     pub sql_name: String,

@@ -18,6 +18,13 @@ use crate::error::VerifyError;
 use crate::report::{CallRecord, CaseReport, Report, ToolReport, ToolStatus, is_behaviour_rule};
 use crate::snapshot::{Diff, TableDiff, TableShape};
 
+/// How many database values an id-like field is tried with before a tool whose calls all
+/// fail is reported as not exercised.
+pub const ID_CANDIDATES: usize = 3;
+
+/// One case to run: label, from the cases file, setup SQL, arguments.
+type Run = (String, bool, Vec<String>, Value);
+
 /// Default time one tool call may take, in seconds.
 pub const DEFAULT_TIMEOUT_SECS: u64 = 30;
 
@@ -145,7 +152,7 @@ impl Verifier {
                 f.evidence = format!("{} is null (treated as unset); {}", f.hint, f.evidence);
             }
         }
-        let mut runs: Vec<(String, bool, Vec<String>, Value)> = self
+        let file_runs: Vec<Run> = self
             .cases
             .for_tool(&tool.name)
             .enumerate()
@@ -154,16 +161,18 @@ impl Verifier {
                 (label, true, c.setup.clone(), c.arguments.clone())
             })
             .collect();
+        // Attempts run in order until one exercises the tool (a call succeeds or writes):
+        // the cases file is one attempt; generated arguments are one attempt per database
+        // value drawn for the id-like fields (the smallest first).
+        let mut attempts: Vec<Vec<Run>> = Vec::new();
         let mut not_exercised: Option<String> = None;
-        if runs.is_empty() {
+        if !file_runs.is_empty() {
+            attempts.push(file_runs);
+        } else {
             match arguments::plan(&tool.input_schema) {
-                Ok(plan) => match self.fill_ids(snaps.db(), &plan, &tool.name).await? {
-                    Some(ids) => runs.extend(
-                        plan.expand(&ids)
-                            .into_iter()
-                            .map(|(label, args)| (label, false, Vec::new(), args)),
-                    ),
-                    None => {
+                Ok(plan) => {
+                    let candidates = self.fill_ids(snaps.db(), &plan, &tool.name).await?;
+                    if candidates.is_empty() {
                         not_exercised = Some(format!(
                             "no value in the database for {}",
                             plan.ids
@@ -171,60 +180,45 @@ impl Verifier {
                                 .map(|f| f.name.as_str())
                                 .collect::<Vec<_>>()
                                 .join(", ")
-                        ))
+                        ));
                     }
-                },
+                    for (k, ids) in candidates.iter().enumerate() {
+                        attempts.push(
+                            plan.expand(ids)
+                                .into_iter()
+                                .map(|(label, args)| {
+                                    let label = if k == 0 {
+                                        label
+                                    } else {
+                                        format!("{label} (database value #{})", k + 1)
+                                    };
+                                    (label, false, Vec::new(), args)
+                                })
+                                .collect(),
+                        );
+                    }
+                }
                 Err(why) => not_exercised = Some(why),
             }
         }
 
-        let repeat = tool.hints.read_only != Some(true) && tool.hints.idempotent == Some(true);
-        let mut cases = Vec::with_capacity(runs.len());
+        let mut cases: Vec<CaseReport> = Vec::new();
         let mut behaviour: Vec<Finding> = Vec::new();
-        for (label, from_file, setup, args) in runs {
-            for script in &setup {
-                snaps.db().execute_script(script).await.map_err(|e| {
-                    VerifyError::db(&format!("setup SQL of {} / {label}", tool.name), e)
-                })?;
-            }
-            if !setup.is_empty() {
-                snaps.invalidate();
-            }
-            // A fresh judge per case: setup SQL between cases is no write the history sees.
-            let judge = Judge::new(self.policy.clone());
-            let mut before = snaps.take().await?;
-            let mut calls = Vec::new();
-            for _ in 0..if repeat { 2 } else { 1 } {
-                let outcome = client.call(&tool.name, &args).await?;
-                let after = snaps.take().await?;
-                let diff = Diff::between(&before, &after);
-                let effect = effect_of(&diff);
-                let verdict = judge.judge(&ToolCall {
-                    tool: &tool.name,
-                    hints: tool.hints,
-                    arguments: Some(&args),
-                    effect: &effect,
-                });
-                behaviour.extend(
-                    verdict
-                        .findings
-                        .into_iter()
-                        .filter(|f| is_behaviour_rule(f.rule)),
+        for attempt in attempts {
+            let first = cases.len();
+            for run in attempt {
+                cases.push(
+                    self.run_case(client, snaps, tool, run, &mut behaviour)
+                        .await?,
                 );
-                calls.push(CallRecord {
-                    error: match outcome {
-                        CallOutcome::Ok => None,
-                        CallOutcome::Error(e) => Some(e),
-                    },
-                    changes: diff.tables,
-                });
-                before = after;
             }
-            cases.push(CaseReport {
-                label,
-                from_file,
-                calls,
-            });
+            let exercised = cases[first..]
+                .iter()
+                .flat_map(|c| c.calls.iter())
+                .any(|c| c.error.is_none() || !c.changes.is_empty());
+            if exercised {
+                break;
+            }
         }
 
         let all_calls = || cases.iter().flat_map(|c| c.calls.iter());
@@ -266,42 +260,106 @@ impl Verifier {
         })
     }
 
-    /// Values for the plan's id-like fields, drawn from the database; `None` when one has
-    /// no source.
+    /// Runs one case: its setup SQL, then one call (two for tools declaring idempotentHint
+    /// true), each between snapshots, each judged by a judge fresh for the case (setup SQL
+    /// between cases is no write its history sees).
+    async fn run_case(
+        &self,
+        client: &McpClient,
+        snaps: &mut Snapshotter,
+        tool: &ToolInfo,
+        (label, from_file, setup, args): Run,
+        behaviour: &mut Vec<Finding>,
+    ) -> Result<CaseReport, VerifyError> {
+        for script in &setup {
+            snaps.db().execute_script(script).await.map_err(|e| {
+                VerifyError::db(&format!("setup SQL of {} / {label}", tool.name), e)
+            })?;
+        }
+        if !setup.is_empty() {
+            snaps.invalidate();
+        }
+        let repeat = tool.hints.read_only != Some(true) && tool.hints.idempotent == Some(true);
+        let judge = Judge::new(self.policy.clone());
+        let mut before = snaps.take().await?;
+        let mut calls = Vec::new();
+        for _ in 0..if repeat { 2 } else { 1 } {
+            let outcome = client.call(&tool.name, &args).await?;
+            let after = snaps.take().await?;
+            let diff = Diff::between(&before, &after);
+            let effect = effect_of(&diff);
+            let verdict = judge.judge(&ToolCall {
+                tool: &tool.name,
+                hints: tool.hints,
+                arguments: Some(&args),
+                effect: &effect,
+            });
+            behaviour.extend(
+                verdict
+                    .findings
+                    .into_iter()
+                    .filter(|f| is_behaviour_rule(f.rule)),
+            );
+            calls.push(CallRecord {
+                error: match outcome {
+                    CallOutcome::Ok => None,
+                    CallOutcome::Error(e) => Some(e),
+                },
+                changes: diff.tables,
+            });
+            before = after;
+        }
+        Ok(CaseReport {
+            label,
+            from_file,
+            calls,
+        })
+    }
+
+    /// Candidate values for the plan's id-like fields, drawn from the database: the k-th
+    /// candidate takes each field's k-th smallest value (up to [`ID_CANDIDATES`]). One empty
+    /// map when the plan has no id-like field; none when a field has no value at all.
     async fn fill_ids(
         &self,
         db: &mut Database,
         plan: &Plan,
         tool: &str,
-    ) -> Result<Option<Map<String, Value>>, VerifyError> {
-        let mut out = Map::new();
+    ) -> Result<Vec<Map<String, Value>>, VerifyError> {
         if plan.ids.is_empty() {
-            return Ok(Some(out));
+            return Ok(vec![Map::new()]);
         }
         let tables = db
             .tables(&Policy::default())
             .await
             .map_err(|e| VerifyError::db("listing tables", e))?;
+        let mut per_field: Vec<Vec<Value>> = Vec::new();
         for field in &plan.ids {
-            let mut value = None;
+            let mut values = Vec::new();
             for (table, column) in id_sources(&field.name, tool, &tables) {
                 let got = db
-                    .sample(table, &column, 1)
+                    .sample(table, &column, ID_CANDIDATES as u32)
                     .await
                     .map_err(|e| VerifyError::db(&format!("sampling {}", table.name), e))?;
-                if let Some(v) = got.first() {
-                    value = Some(arguments::typed(v, &field.ty));
+                if !got.is_empty() {
+                    values = got.iter().map(|v| arguments::typed(v, &field.ty)).collect();
                     break;
                 }
             }
-            match value {
-                Some(v) => {
-                    out.insert(field.name.clone(), v);
-                }
-                None => return Ok(None),
+            if values.is_empty() {
+                return Ok(Vec::new());
             }
+            per_field.push(values);
         }
-        Ok(Some(out))
+        let n = per_field.iter().map(Vec::len).max().unwrap_or(1);
+        Ok((0..n)
+            .map(|k| {
+                plan.ids
+                    .iter()
+                    .zip(&per_field)
+                    .map(|(f, vals)| (f.name.clone(), vals[k.min(vals.len() - 1)].clone()))
+                    .collect()
+            })
+            .collect())
     }
 }
 

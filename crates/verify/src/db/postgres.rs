@@ -8,7 +8,8 @@ use sqlx::{AssertSqlSafe, Row};
 use super::{RawTable, quote_ident};
 use crate::snapshot::{Cell, TableScan, TableShape, TableSnapshot};
 
-const TABLES: &str = "SELECT n.nspname::text, c.relname::text, c.oid::int8, c.relpersistence::text \
+const TABLES: &str = "SELECT n.nspname::text, c.relname::text, c.oid::int8, \
+            n.nspname = current_schema() \
      FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace \
      WHERE c.relkind IN ('r', 'p') AND NOT c.relispartition \
        AND n.nspname NOT IN ('pg_catalog', 'information_schema') \
@@ -25,10 +26,9 @@ const KEY: &str = "SELECT a.attname::text FROM pg_index i \
      ORDER BY array_position(i.indkey::int2[], a.attnum)";
 
 pub(super) async fn tables(c: &mut PgConnection) -> Result<Vec<RawTable>, sqlx::Error> {
-    let rows: Vec<(String, String, i64, String)> =
-        sqlx::query_as(TABLES).fetch_all(&mut *c).await?;
+    let rows: Vec<(String, String, i64, bool)> = sqlx::query_as(TABLES).fetch_all(&mut *c).await?;
     let mut out = Vec::with_capacity(rows.len());
-    for (schema, name, oid, _persistence) in rows {
+    for (schema, name, oid, current) in rows {
         let columns: Vec<String> = sqlx::query_scalar(COLUMNS)
             .bind(oid)
             .fetch_all(&mut *c)
@@ -36,7 +36,8 @@ pub(super) async fn tables(c: &mut PgConnection) -> Result<Vec<RawTable>, sqlx::
         let key: Vec<String> = sqlx::query_scalar(KEY).bind(oid).fetch_all(&mut *c).await?;
         out.push(RawTable {
             sql_name: format!("{}.{}", quote_ident(&schema, '"'), quote_ident(&name, '"')),
-            name: if schema == "public" {
+            // Named as the server's SQL names them: unqualified in the current schema.
+            name: if current {
                 name
             } else {
                 format!("{schema}.{name}")

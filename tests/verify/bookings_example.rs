@@ -1,0 +1,199 @@
+//! The bookings example (rmcp, sqlx) over stdio and streamable HTTP, on SQLite and on
+//! PostgreSQL: `hintaudit verify` reports its planted findings and no others.
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use hintaudit_verify::{Cases, Report, ServerSpec, ToolStatus, Verifier};
+use sqlx::Connection;
+
+use crate::support::*;
+
+/// The bookings binary, built next to this test binary (`cargo build -p bookings` when
+/// `cargo test` has not built it yet).
+fn bookings_bin() -> PathBuf {
+    let exe = std::env::current_exe().expect("test binary path");
+    let dir = exe
+        .ancestors()
+        .nth(2)
+        .expect("target/<profile>/deps/<test>")
+        .to_path_buf();
+    let bin = dir.join(format!("bookings{}", std::env::consts::EXE_SUFFIX));
+    if !bin.exists() {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let mut cmd = Command::new(cargo);
+        cmd.args(["build", "-q", "-p", "bookings"]);
+        if dir.file_name().is_some_and(|n| n == "release") {
+            cmd.arg("--release");
+        }
+        let status = cmd.status().expect("cargo runs");
+        assert!(status.success(), "cargo build -p bookings failed");
+    }
+    assert!(bin.exists(), "{} not built", bin.display());
+    bin
+}
+
+/// purge_cancelled only shows its planted finding when a cancelled appointment exists; the
+/// case's setup SQL makes one (the same SQL on SQLite and PostgreSQL).
+fn cases() -> Cases {
+    Cases::parse(
+        r#"
+        [[case]]
+        tool = "purge_cancelled"
+        name = "one cancelled appointment"
+        setup = "UPDATE appointments SET status = 'cancelled' WHERE id = (SELECT max(id) FROM appointments)"
+        "#,
+        false,
+    )
+    .expect("valid cases")
+}
+
+fn planted() -> BTreeSet<(String, String)> {
+    bookings::PLANTED_CALL_FINDINGS
+        .iter()
+        .chain(bookings::PLANTED_LISTING_FINDINGS)
+        .map(|(t, r)| (t.to_string(), r.to_string()))
+        .collect()
+}
+
+fn check(report: &Report) {
+    let found: BTreeSet<(String, String)> = report
+        .findings()
+        .map(|f| (f.tool.clone(), f.rule.as_str().to_owned()))
+        .collect();
+    assert_eq!(found, planted(), "{report:#?}");
+    for t in &report.tools {
+        assert!(
+            !matches!(t.status, ToolStatus::NotExercised(_)),
+            "{} not exercised: {:?}",
+            t.name,
+            t.status
+        );
+    }
+    // The trigger's overwrite is what the snapshot sees for confirm_appointment.
+    let confirm = report.tool("confirm_appointment").unwrap();
+    let changed: u64 = confirm.cases[0].calls[0]
+        .changes
+        .iter()
+        .filter(|d| d.table == "appointments")
+        .map(|d| d.changed)
+        .sum();
+    assert_eq!(changed, 1, "{confirm:#?}");
+}
+
+async fn verify(server: ServerSpec, database: &str) -> Report {
+    Verifier::new(server, database)
+        .with_cases(cases())
+        .with_ignored_table(bookings::BOOKKEEPING_TABLES[0])
+        .with_timeout(Duration::from_secs(30))
+        .run()
+        .await
+        .expect("verify runs")
+}
+
+fn stdio(url: &str) -> ServerSpec {
+    let bin = bookings_bin();
+    ServerSpec::Stdio(
+        shlex::try_join([bin.to_str().unwrap(), "--stdio", "--database-url", url]).unwrap(),
+    )
+}
+
+fn http(url: &str) -> (Server, ServerSpec) {
+    let port = free_port();
+    let child = Command::new(bookings_bin())
+        .args([
+            "--http",
+            &format!("127.0.0.1:{port}"),
+            "--database-url",
+            url,
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("bookings starts");
+    let server = Server(child);
+    wait_for_port(port, Duration::from_secs(30));
+    (
+        server,
+        ServerSpec::Url(format!("http://127.0.0.1:{port}/mcp")),
+    )
+}
+
+#[tokio::test]
+async fn bookings_over_stdio_on_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite:{}", dir.path().join("clinic.db").display());
+    check(&verify(stdio(&url), &url).await);
+}
+
+#[tokio::test]
+async fn bookings_over_http_on_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite:{}", dir.path().join("clinic.db").display());
+    let (_server, spec) = http(&url);
+    check(&verify(spec, &url).await);
+}
+
+/// A fresh PostgreSQL schema, reached through `search_path`, dropped at the end; `None` (with
+/// the reason printed) when PostgreSQL is unreachable and not required.
+async fn pg_schema() -> Option<(String, String)> {
+    let base = std::env::var("HINTAUDIT_PG_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into());
+    let admin = sqlx::postgres::PgConnection::connect(&base).await;
+    let require = std::env::var("HINTAUDIT_REQUIRE_PG").is_ok_and(|v| v == "1");
+    let mut admin = match admin {
+        Ok(c) => c,
+        Err(e) => {
+            available("PostgreSQL", false, require, &e.to_string());
+            return None;
+        }
+    };
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    let schema = format!("hv_bookings_{}_{nanos}", std::process::id());
+    sqlx::raw_sql(sqlx::AssertSqlSafe(format!("CREATE SCHEMA {schema}")))
+        .execute(&mut admin)
+        .await
+        .unwrap();
+    let sep = if base.contains('?') { '&' } else { '?' };
+    Some((
+        schema.clone(),
+        format!("{base}{sep}options=-c%20search_path%3D{schema}"),
+    ))
+}
+
+async fn drop_schema(schema: &str) {
+    let base = std::env::var("HINTAUDIT_PG_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into());
+    if let Ok(mut c) = sqlx::postgres::PgConnection::connect(&base).await {
+        let _ = sqlx::raw_sql(sqlx::AssertSqlSafe(format!("DROP SCHEMA {schema} CASCADE")))
+            .execute(&mut c)
+            .await;
+    }
+}
+
+#[tokio::test]
+async fn bookings_over_stdio_on_postgres() {
+    let Some((schema, url)) = pg_schema().await else {
+        return;
+    };
+    let report = verify(stdio(&url), &url).await;
+    drop_schema(&schema).await;
+    check(&report);
+}
+
+#[tokio::test]
+async fn bookings_over_http_on_postgres() {
+    let Some((schema, url)) = pg_schema().await else {
+        return;
+    };
+    let (server, spec) = http(&url);
+    let report = verify(spec, &url).await;
+    drop(server);
+    drop_schema(&schema).await;
+    check(&report);
+}
