@@ -4,19 +4,18 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use hintaudit_core::{
-    Advice, Effect, Finding, Hint, Judge, Operation, Policy, RowChange, RowImage, RowOperation,
-    StatementEffect, ToolCall, lint_hints,
-};
+use hintaudit_core::{Advice, Finding, Hint, Judge, Policy, ToolCall, lint_hints};
 use serde_json::{Map, Value};
 
 use crate::arguments::{self, Plan};
 use crate::cases::Cases;
 use crate::client::{CallOutcome, McpClient, ServerSpec, ToolInfo};
 use crate::db::{Database, Snapshotter, redact};
+use crate::effect::effect_of;
 use crate::error::VerifyError;
+use crate::ids::id_sources;
 use crate::report::{CallRecord, CaseReport, Report, ToolReport, ToolStatus, is_behaviour_rule};
-use crate::snapshot::{Diff, TableDiff, TableShape};
+use crate::snapshot::Diff;
 
 /// How many database values an id-like field is tried with before a tool whose calls all
 /// fail is reported as not exercised.
@@ -369,117 +368,6 @@ fn group(t: &ToolInfo) -> u8 {
         (Some(true), _) => 0,
         (_, Some(false)) => 1,
         _ => 2,
-    }
-}
-
-fn singular(s: &str) -> &str {
-    s.strip_suffix("es")
-        .filter(|x| x.ends_with('s') || x.ends_with('x'))
-        .or_else(|| s.strip_suffix('s'))
-        .unwrap_or(s)
-}
-
-fn single_key(t: &TableShape) -> Option<String> {
-    match t.key.as_slice() {
-        [k] => t.columns.get(*k).cloned(),
-        _ => t.columns.iter().find(|c| c.as_str() == "id").cloned(),
-    }
-}
-
-/// Where an id-like field's values may come from, best first.
-fn id_sources<'a>(
-    field: &str,
-    tool: &str,
-    tables: &'a [TableShape],
-) -> Vec<(&'a TableShape, String)> {
-    let lower = field.to_ascii_lowercase();
-    let stem = lower
-        .strip_suffix("_id")
-        .or_else(|| lower.strip_suffix("_uuid"))
-        .or_else(|| field.strip_suffix("Id").map(|_| &lower[..lower.len() - 2]))
-        .map(str::to_owned);
-    let table_stem = |t: &TableShape| {
-        let name = t
-            .name
-            .rsplit('.')
-            .next()
-            .unwrap_or(&t.name)
-            .to_ascii_lowercase();
-        singular(&name).to_owned()
-    };
-    let mut out: Vec<(&TableShape, String)> = Vec::new();
-    if let Some(stem) = &stem {
-        for t in tables.iter().filter(|t| table_stem(t) == singular(stem)) {
-            if let Some(k) = single_key(t) {
-                out.push((t, k));
-            }
-        }
-    }
-    if lower != "id" {
-        for t in tables {
-            if let Some(c) = t.columns.iter().find(|c| c.eq_ignore_ascii_case(field)) {
-                out.push((t, c.clone()));
-            }
-        }
-    } else {
-        let words: Vec<String> = tool
-            .to_ascii_lowercase()
-            .split(|c: char| !c.is_ascii_alphanumeric())
-            .map(|w| singular(w).to_owned())
-            .collect();
-        for t in tables.iter().filter(|t| words.contains(&table_stem(t))) {
-            if let Some(k) = single_key(t) {
-                out.push((t, k));
-            }
-        }
-        for t in tables {
-            if let Some(k) = single_key(t).filter(|k| k == "id") {
-                out.push((t, k));
-            }
-        }
-    }
-    out
-}
-
-/// The diff as the core judge's effect: one committed row change per row, confirmed; DDL
-/// for created, dropped and altered tables.
-pub(crate) fn effect_of(diff: &Diff) -> Effect {
-    let mut effect = Effect::default();
-    for t in &diff.tables {
-        push_rows(&mut effect, t, RowOperation::Insert, t.added);
-        push_rows(&mut effect, t, RowOperation::Delete, t.removed);
-        push_rows(&mut effect, t, RowOperation::Update, t.changed);
-        if t.created || t.dropped || t.altered {
-            let verb = if t.created {
-                "CREATE TABLE"
-            } else if t.dropped {
-                "DROP TABLE"
-            } else {
-                "ALTER TABLE"
-            };
-            let mut s = StatementEffect::new(Operation::Ddl, vec![t.table.clone()]);
-            s.drops = t.dropped;
-            s.summary = format!("{verb} {}", t.table);
-            effect.statements.push(s);
-        }
-    }
-    effect
-}
-
-fn push_rows(effect: &mut Effect, t: &TableDiff, operation: RowOperation, n: u64) {
-    for _ in 0..n {
-        effect.row_changes.push(RowChange {
-            table: t.table.clone(),
-            operation,
-            statement: None,
-            committed: true,
-            image: if operation == RowOperation::Update {
-                RowImage::Changed(Vec::new())
-            } else {
-                RowImage::Unknown
-            },
-            nested: None,
-        });
     }
 }
 
