@@ -17,6 +17,10 @@ struct Cli {
 enum Command {
     /// Run the bookings example server under audit, drive every tool, print the findings.
     Demo(hintaudit_cli::demo::DemoArgs),
+    /// Check any MCP server's hints against a test database: read-only tools change nothing,
+    /// idempotent tools change things once, tools that delete or overwrite declare it.
+    /// Exit 0: clean; 1: findings at or above --fail-on; 2: usage, connection or server failure.
+    Verify(hintaudit_verify::VerifyArgs),
 }
 
 fn main() -> ExitCode {
@@ -58,5 +62,6 @@ fn main() -> ExitCode {
                 ExitCode::from(2)
             }
         },
+        Command::Verify(args) => runtime.block_on(hintaudit_verify::run(args)),
     }
 }
