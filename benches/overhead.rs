@@ -6,6 +6,11 @@
 //! statement, for whole tool calls over an in-process MCP transport and for bare statements.
 //! Rounds alternate bare and audited, and medians are reported, because the machine is noisy.
 //!
+//! A third server runs the same workload with telemetry on, in two kinds of rounds: the
+//! Prometheus recorder alone (tracing disabled), and the recorder with the OpenTelemetry spans
+//! (server span, statement spans, finding events) exported over OTLP/gRPC to a receiver on
+//! loopback, in this process and so on the same cores. Both ratios to bare are printed.
+//!
 //! `cargo bench --bench overhead` (set HINTAUDIT_BENCH_CALLS to change the calls per round).
 
 use std::time::{Duration, Instant};
@@ -22,6 +27,18 @@ use serde::Deserialize;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions};
 use sqlx::{Sqlite, SqlitePool};
 use tower::Layer;
+
+use hintaudit_telemetry::{
+    OtelMakeSpan, OtelPipeline, OtlpProtocol, PrometheusRecorder, TracingConfig,
+};
+use opentelemetry_proto::tonic::collector::trace::v1::trace_service_server::{
+    TraceService, TraceServiceServer,
+};
+use opentelemetry_proto::tonic::collector::trace::v1::{
+    ExportTraceServiceRequest, ExportTraceServiceResponse,
+};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 #[derive(Debug, Clone)]
 enum Pool {
@@ -169,6 +186,80 @@ async fn statements_audited(pool: &AuditedPool<Sqlite>, n: usize) -> Duration {
     start.elapsed()
 }
 
+/// Whether the tracing layer of the telemetry variant is on: it is only for its rounds, so the
+/// bare and audited rounds run with tracing disabled, as before.
+static TELEMETRY_ON: AtomicBool = AtomicBool::new(false);
+
+fn telemetry_on(on: bool) {
+    TELEMETRY_ON.store(on, Ordering::SeqCst);
+}
+
+/// An OTLP/gRPC receiver on loopback that accepts and discards spans, counting them.
+#[derive(Clone, Default)]
+struct Receiver(Arc<AtomicUsize>);
+
+#[tonic::async_trait]
+impl TraceService for Receiver {
+    async fn export(
+        &self,
+        request: tonic::Request<ExportTraceServiceRequest>,
+    ) -> Result<tonic::Response<ExportTraceServiceResponse>, tonic::Status> {
+        let spans: usize = request
+            .get_ref()
+            .resource_spans
+            .iter()
+            .flat_map(|r| &r.scope_spans)
+            .map(|s| s.spans.len())
+            .sum();
+        self.0.fetch_add(spans, Ordering::Relaxed);
+        Ok(tonic::Response::new(Default::default()))
+    }
+}
+
+/// Starts the receiver and installs the global tracing subscriber: the OTLP pipeline's layer,
+/// enabled only while [`telemetry_on`] says so.
+async fn start_telemetry() -> (OtelPipeline, Receiver) {
+    use tracing_subscriber::{Layer, layer::SubscriberExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let receiver = Receiver::default();
+    let service = TraceServiceServer::new(receiver.clone());
+    tokio::spawn(
+        tonic::transport::Server::builder()
+            .add_service(service)
+            .serve_with_incoming(tonic::transport::server::TcpIncoming::from(listener)),
+    );
+    let config = TracingConfig::disabled()
+        .with_endpoint(format!("http://{addr}"))
+        .with_protocol(OtlpProtocol::Grpc);
+    let pipeline = OtelPipeline::new(&config).unwrap().expect("export on");
+    let layer = pipeline
+        .layer()
+        .with_filter(tracing_subscriber::filter::LevelFilter::INFO)
+        // Dynamic: evaluated per span, never cached per callsite.
+        .with_filter(tracing_subscriber::filter::dynamic_filter_fn(|_, _| {
+            TELEMETRY_ON.load(Ordering::Relaxed)
+        }));
+    tracing::subscriber::set_global_default(tracing_subscriber::registry().with(layer)).unwrap();
+    (pipeline, receiver)
+}
+
+/// Telemetry rounds: tracing on for the calls, then queued spans flushed outside the timing.
+async fn calls_with_telemetry(
+    client: &RunningService<RoleClient, ()>,
+    n: usize,
+    pipeline: &Arc<OtelPipeline>,
+) -> Duration {
+    telemetry_on(true);
+    let took = calls(client, n).await;
+    telemetry_on(false);
+    let p = pipeline.clone();
+    tokio::task::spawn_blocking(move || p.force_flush())
+        .await
+        .unwrap();
+    took
+}
+
 fn median(mut v: Vec<Duration>) -> Duration {
     v.sort();
     v[v.len() / 2]
@@ -192,12 +283,24 @@ fn main() {
         let bare = client_for(Bench { pool: Pool::Bare(bare_pool.clone()) }).await;
         let judge = std::sync::Arc::new(Judge::new(Policy::default()));
         let audited = client_for(HintAuditLayer::new().with_judge(judge).with_recorder(()).layer(Bench { pool: Pool::Audited(audited_pool.clone()) })).await;
+        let (pipeline, receiver) = start_telemetry().await;
+        let pipeline = Arc::new(pipeline);
+        let metrics = PrometheusRecorder::new();
+        let telemetry = client_for(
+            HintAuditLayer::new()
+                .with_judge(std::sync::Arc::new(Judge::new(Policy::default())))
+                .with_recorder(metrics.clone())
+                .with_make_span(OtelMakeSpan::new())
+                .layer(Bench { pool: Pool::Audited(audited_pool.clone()) }),
+        )
+        .await;
 
         // Warm up both (statement caches, hooks, history).
         calls(&bare, 100).await;
         calls(&audited, 100).await;
+        calls_with_telemetry(&telemetry, 100, &pipeline).await;
 
-        let (mut tb, mut ta, mut sb, mut sa) = (vec![], vec![], vec![], vec![]);
+        let (mut tb, mut ta, mut sb, mut sa, mut tm, mut tt) = (vec![], vec![], vec![], vec![], vec![], vec![]);
         for round in 0..rounds {
             // Alternate the order so drift favours neither.
             if round % 2 == 0 {
@@ -207,6 +310,8 @@ fn main() {
                 ta.push(calls(&audited, calls_per_round).await);
                 tb.push(calls(&bare, calls_per_round).await);
             }
+            tm.push(calls(&telemetry, calls_per_round).await);
+            tt.push(calls_with_telemetry(&telemetry, calls_per_round, &pipeline).await);
             sb.push(statements_bare(&bare_pool, calls_per_round * 5).await);
             sa.push(statements_audited(&audited_pool, calls_per_round * 5).await);
         }
@@ -217,11 +322,33 @@ fn main() {
         println!("tool calls: bare {:.1} us/call, audited {:.1} us/call", b * 1e6, a * 1e6);
         println!("throughput ratio (audited/bare): {:.3}   (target >= 0.97)", b / a);
         println!("added time per statement (whole call): {:.2} us", (a - b) / statements_per_call * 1e6);
+        let (m, t) = (per_call(median(tm)), per_call(median(tt)));
+        let exported = pipeline.export_stats();
+        println!(
+            "audited + Prometheus recorder: {:.1} us/call, ratio to bare {:.3} (target >= 0.97), {:+.2} us/call over audited",
+            m * 1e6,
+            b / m,
+            (m - a) * 1e6
+        );
+        println!(
+            "audited + Prometheus recorder + OTLP/gRPC spans to a loopback receiver: {:.1} us/call, ratio to bare {:.3} (target >= 0.97), {:+.2} us/call over audited; spans received {}, dropped {}",
+            t * 1e6,
+            b / t,
+            (t - a) * 1e6,
+            receiver.0.load(Ordering::Relaxed),
+            exported.dropped
+        );
         let n = (calls_per_round * 5) as f64;
         let (b, a) = (median(sb).as_secs_f64() / n, median(sa).as_secs_f64() / n);
         println!("bare statements: plain pool {:.1} us, audited pool in a call scope {:.1} us", b * 1e6, a * 1e6);
         println!("statement throughput ratio (audited/bare): {:.3}; added {:.2} us/statement", b / a, (a - b) * 1e6);
         bare.cancel().await.ok();
         audited.cancel().await.ok();
+        telemetry.cancel().await.ok();
+        let text = hintaudit_telemetry::encode_text(metrics.registry());
+        println!("telemetry: /metrics exposition {} bytes, {} lines", text.len(), text.lines().count());
+        if let Ok(p) = Arc::try_unwrap(pipeline) {
+            tokio::task::spawn_blocking(move || drop(p)).await.ok();
+        }
     });
 }
