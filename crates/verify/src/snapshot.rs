@@ -1,7 +1,7 @@
 //! Snapshots of the watched tables and the diff between two of them.
 //!
-//! A snapshot keeps, per table, one `(key hash, row hash)` pair of 16 + 16 bytes per row,
-//! sorted by key hash, and a table digest: never the row data. Rows are keyed by their
+//! A snapshot keeps, per table, one `(key hash, row hash)` pair of 16 + 16 bytes per row
+//! (XXH3-128), sorted by key hash, and a table digest: never the row data. Rows are keyed by their
 //! primary key, or by the whole row when the table has none (then the snapshot is a multiset
 //! of row hashes). Cells are hashed with their column names, the columns sorted by name, so a
 //! table rebuilt with its columns in another order snapshots the same.
@@ -49,11 +49,12 @@ impl Cell<'_> {
     }
 }
 
+/// The 128-bit hash of one row or key, and of a table digest: XXH3-128. On inputs this short
+/// it is many times faster than BLAKE3 (a scan hashes every row; BLAKE3 made a 100,000-row
+/// snapshot take 245 ms against 104 ms). It is not cryptographic: collisions are a 2^-64
+/// matter at a billion rows, and the data is the test database's.
 fn hash16(bytes: &[u8]) -> u128 {
-    let h = blake3::hash(bytes);
-    let mut first = [0u8; 16];
-    first.copy_from_slice(&h.as_bytes()[..16]);
-    u128::from_le_bytes(first)
+    xxhash_rust::xxh3::xxh3_128(bytes)
 }
 
 /// The shape of one table as the catalog describes it.
@@ -149,7 +150,7 @@ impl TableScan {
             }
             self.rows = folded;
         }
-        let mut hasher = blake3::Hasher::new();
+        let mut hasher = xxhash_rust::xxh3::Xxh3::new();
         for c in &self.shape.columns {
             hasher.update(&(c.len() as u32).to_le_bytes());
             hasher.update(c.as_bytes());
@@ -159,8 +160,7 @@ impl TableScan {
             hasher.update(&k.to_le_bytes());
             hasher.update(&v.to_le_bytes());
         }
-        let mut digest = [0u8; 16];
-        digest.copy_from_slice(&hasher.finalize().as_bytes()[..16]);
+        let digest = hasher.digest128().to_le_bytes();
         TableSnapshot {
             shape: self.shape,
             rows: self.rows,
