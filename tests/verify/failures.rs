@@ -114,3 +114,35 @@ async fn a_server_that_does_not_start_is_exit_2() {
     .await;
     assert_eq!(code, ExitCode::from(2));
 }
+
+#[tokio::test]
+async fn http_server_exiting_mid_run_is_a_server_error() {
+    let Some(py) = python_or_skip() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let (db, url) = temp_db(dir.path(), "fixture.db");
+    let port = free_port();
+    let _server = Server(
+        std::process::Command::new(&py)
+            .arg(python_server())
+            .arg("--db")
+            .arg(&db)
+            .arg("--http")
+            .arg(port.to_string())
+            .env("FIXTURE_EXIT_TOOL", "get_item")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("python starts"),
+    );
+    wait_for_port(port, std::time::Duration::from_secs(30));
+    let err = Verifier::new(
+        ServerSpec::Url(format!("http://127.0.0.1:{port}/mcp")),
+        url.as_str(),
+    )
+    .with_timeout(std::time::Duration::from_secs(10))
+    .run()
+    .await
+    .expect_err("the server exits");
+    assert!(matches!(err, VerifyError::Server(_)), "{err}");
+    assert!(err.to_string().contains("tools/call get_item"), "{err}");
+}
