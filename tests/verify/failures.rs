@@ -30,6 +30,7 @@ async fn server_exiting_mid_run_is_exit_2_without_report() {
         .run()
         .await
         .expect_err("the server exits");
+    eprintln!("message: hintaudit verify: {err}");
     assert!(matches!(err, VerifyError::Server(_)), "{err}");
     assert!(err.to_string().contains("tools/call get_item"), "{err}");
     assert!(!err.to_string().contains('\n'));
@@ -62,6 +63,7 @@ async fn tool_that_never_answers_is_exit_2_after_timeout() {
         .run()
         .await
         .expect_err("the tool hangs");
+    eprintln!("message: hintaudit verify: {err}");
     assert!(err.to_string().contains("no answer within 3 s"), "{err}");
     assert!(started.elapsed() < std::time::Duration::from_secs(30));
     let out = dir.path().join("report.json");
@@ -97,6 +99,7 @@ async fn wrong_database_url_is_exit_2() {
             .run()
             .await
             .expect_err("bad database");
+        eprintln!("message: hintaudit verify: {err}");
         assert!(matches!(err, VerifyError::Database(_)), "{url}: {err}");
         let code = run(&["--stdio", &cmd, "--database", &url]).await;
         assert_eq!(code, ExitCode::from(2), "{url}");
@@ -143,6 +146,7 @@ async fn http_server_exiting_mid_run_is_a_server_error() {
     .run()
     .await
     .expect_err("the server exits");
+    eprintln!("message: hintaudit verify: {err}");
     assert!(matches!(err, VerifyError::Server(_)), "{err}");
     assert!(err.to_string().contains("tools/call get_item"), "{err}");
 }
