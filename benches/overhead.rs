@@ -8,8 +8,8 @@
 //!
 //! A third server runs the same workload with telemetry on, in two kinds of rounds: the
 //! Prometheus recorder alone (tracing disabled), and the recorder with the OpenTelemetry spans
-//! (server span, statement spans, finding events) exported over OTLP/gRPC to a receiver on
-//! loopback, in this process and so on the same cores. Both ratios to bare are printed.
+//! (server span, statement spans, finding events) exported over OTLP to a receiver on loopback
+//! (see `start_telemetry`). Both ratios to bare are printed.
 //!
 //! `cargo bench --bench overhead` (set HINTAUDIT_BENCH_CALLS to change the calls per round).
 
@@ -194,7 +194,7 @@ fn telemetry_on(on: bool) {
     TELEMETRY_ON.store(on, Ordering::SeqCst);
 }
 
-/// An OTLP/gRPC receiver on loopback that accepts and discards spans, counting them.
+/// An OTLP/gRPC receiver on loopback that decodes and discards spans, counting them.
 #[derive(Clone, Default)]
 struct Receiver(Arc<AtomicUsize>);
 
@@ -216,22 +216,44 @@ impl TraceService for Receiver {
     }
 }
 
-/// Starts the receiver and installs the global tracing subscriber: the OTLP pipeline's layer,
-/// enabled only while [`telemetry_on`] says so.
-async fn start_telemetry() -> (OtelPipeline, Receiver) {
+/// Starts a receiver on loopback and installs the global tracing subscriber: the OTLP
+/// pipeline's layer, enabled only while [`telemetry_on`] says so. `HINTAUDIT_BENCH_OTLP=grpc`
+/// exports over OTLP/gRPC to a receiver that decodes every span (its cost lands on the same
+/// two cores); the default exports over OTLP/HTTP (protobuf) to a receiver that reads and
+/// discards the bodies, standing in for a collector on another machine.
+async fn start_telemetry() -> (OtelPipeline, &'static str) {
     use tracing_subscriber::{Layer, layer::SubscriberExt};
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    let receiver = Receiver::default();
-    let service = TraceServiceServer::new(receiver.clone());
-    tokio::spawn(
-        tonic::transport::Server::builder()
-            .add_service(service)
-            .serve_with_incoming(tonic::transport::server::TcpIncoming::from(listener)),
-    );
+    let grpc = std::env::var("HINTAUDIT_BENCH_OTLP").is_ok_and(|v| v == "grpc");
+    let (protocol, what) = if grpc {
+        let service = TraceServiceServer::new(Receiver::default());
+        tokio::spawn(
+            tonic::transport::Server::builder()
+                .add_service(service)
+                .serve_with_incoming(tonic::transport::server::TcpIncoming::from(listener)),
+        );
+        (
+            OtlpProtocol::Grpc,
+            "OTLP/gRPC to a decoding loopback receiver",
+        )
+    } else {
+        let app = axum::Router::new().route(
+            "/v1/traces",
+            axum::routing::post(|body: axum::body::Bytes| async move {
+                std::hint::black_box(body.len());
+                [(axum::http::header::CONTENT_TYPE, "application/x-protobuf")]
+            }),
+        );
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        (
+            OtlpProtocol::HttpProtobuf,
+            "OTLP/HTTP to a discarding loopback receiver",
+        )
+    };
     let config = TracingConfig::disabled()
         .with_endpoint(format!("http://{addr}"))
-        .with_protocol(OtlpProtocol::Grpc);
+        .with_protocol(protocol);
     let pipeline = OtelPipeline::new(&config).unwrap().expect("export on");
     let layer = pipeline
         .layer()
@@ -241,7 +263,7 @@ async fn start_telemetry() -> (OtelPipeline, Receiver) {
             TELEMETRY_ON.load(Ordering::Relaxed)
         }));
     tracing::subscriber::set_global_default(tracing_subscriber::registry().with(layer)).unwrap();
-    (pipeline, receiver)
+    (pipeline, what)
 }
 
 /// Telemetry rounds: tracing on for the calls, then queued spans flushed outside the timing.
@@ -331,11 +353,11 @@ fn main() {
             (m - a) * 1e6
         );
         println!(
-            "audited + Prometheus recorder + OTLP/gRPC spans to a loopback receiver: {:.1} us/call, ratio to bare {:.3} (target >= 0.97), {:+.2} us/call over audited; spans received {}, dropped {}",
+            "audited + Prometheus recorder + spans ({receiver}): {:.1} us/call, ratio to bare {:.3} (target >= 0.97), {:+.2} us/call over audited; spans exported {}, dropped {}",
             t * 1e6,
             b / t,
             (t - a) * 1e6,
-            receiver.0.load(Ordering::Relaxed),
+            exported.exported,
             exported.dropped
         );
         let n = (calls_per_round * 5) as f64;

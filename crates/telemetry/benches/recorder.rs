@@ -6,6 +6,9 @@
 //!   one finding event) through tracing-opentelemetry and the OTLP gRPC exporter, pointed at a
 //!   local receiver on loopback, against the same spans with no subscriber.
 //!
+//! Times are CPU time of the calling thread (Linux), so that other load on the machine does
+//! not show; the exporter's own thread is not counted in them.
+//!
 //! `cargo bench -p hintaudit-telemetry --bench recorder` (HINTAUDIT_BENCH_ITERS changes the
 //! iterations per measurement).
 
@@ -53,15 +56,27 @@ fn typical_effect() -> Effect {
     e
 }
 
-/// Median of 5 runs of `n` iterations of `f`, in ns per iteration.
+/// CPU time this thread has spent running, in ns (Linux `schedstat`); wall time elsewhere.
+/// CPU time keeps the numbers steady on a busy machine, where wall time does not.
+fn thread_cpu_ns() -> u128 {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .unwrap_or_else(|| {
+            static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+            START.get_or_init(Instant::now).elapsed().as_nanos()
+        })
+}
+
+/// Median of 5 runs of `n` iterations of `f`, in ns of this thread's CPU time per iteration.
 fn measure(n: u32, mut f: impl FnMut()) -> f64 {
     let mut runs: Vec<f64> = (0..5)
         .map(|_| {
-            let t = Instant::now();
+            let t = thread_cpu_ns();
             for _ in 0..n {
                 f();
             }
-            t.elapsed().as_nanos() as f64 / f64::from(n)
+            (thread_cpu_ns() - t) as f64 / f64::from(n)
         })
         .collect();
     runs.sort_by(f64::total_cmp);
