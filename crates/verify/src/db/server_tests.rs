@@ -2,7 +2,8 @@
 //! binary values, floats, column order. Each test works in its own schema (PostgreSQL, via
 //! `search_path`) or database (MariaDB) and drops it at the end. They skip with a printed
 //! reason when the server is unreachable, unless `HINTAUDIT_REQUIRE_ALL=1` (or
-//! `HINTAUDIT_REQUIRE_PG=1` for PostgreSQL).
+//! `HINTAUDIT_REQUIRE_PG=1`, `HINTAUDIT_REQUIRE_MYSQL=1`). `HINTAUDIT_PG_URL` and
+//! `HINTAUDIT_MYSQL_URL` (server root, no database) override the local defaults.
 
 use hintaudit_core::Policy;
 use sqlx::Connection;
@@ -12,8 +13,15 @@ use sqlx::postgres::PgConnection;
 use super::{Database, Snapshotter};
 use crate::snapshot::{Diff, TableDiff};
 
-const PG_ADMIN: &str = "postgres://postgres@127.0.0.1:5432/test";
-const MY_ADMIN: &str = "mysql://root@127.0.0.1:3306/test";
+fn pg_admin() -> String {
+    std::env::var("HINTAUDIT_PG_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into())
+}
+
+/// The server's root URL, without a database path.
+fn my_server() -> String {
+    std::env::var("HINTAUDIT_MYSQL_URL").unwrap_or_else(|_| "mysql://root@127.0.0.1:3306".into())
+}
 
 fn required(var: &str) -> bool {
     std::env::var("HINTAUDIT_REQUIRE_ALL").is_ok_and(|v| v == "1")
@@ -66,17 +74,19 @@ where
 
 #[tokio::test]
 async fn postgres_snapshots_and_diffs() {
-    let Ok(mut admin) = PgConnection::connect(PG_ADMIN).await else {
+    let admin_url = pg_admin();
+    let Ok(mut admin) = PgConnection::connect(&admin_url).await else {
         assert!(
             !required("HINTAUDIT_REQUIRE_PG"),
-            "PostgreSQL required at {PG_ADMIN}"
+            "PostgreSQL required at {admin_url}"
         );
-        eprintln!("skipped: PostgreSQL unreachable at {PG_ADMIN}");
+        eprintln!("skipped: PostgreSQL unreachable at {admin_url}");
         return;
     };
     let schema = unique("hv_snap");
     exec(&mut admin, &format!("CREATE SCHEMA {schema}")).await;
-    let url = format!("{PG_ADMIN}?options=-c%20search_path%3D{schema}");
+    let sep = if admin_url.contains('?') { '&' } else { '?' };
+    let url = format!("{admin_url}{sep}options=-c%20search_path%3D{schema}");
     let mut server = PgConnection::connect(&url).await.unwrap();
     exec(
         &mut server,
@@ -129,17 +139,18 @@ async fn postgres_snapshots_and_diffs() {
 
 #[tokio::test]
 async fn mariadb_snapshots_and_diffs() {
-    let Ok(mut admin) = MySqlConnection::connect(MY_ADMIN).await else {
+    let server_url = my_server();
+    let Ok(mut admin) = MySqlConnection::connect(&server_url).await else {
         assert!(
             !required("HINTAUDIT_REQUIRE_MYSQL"),
-            "MariaDB required at {MY_ADMIN}"
+            "MariaDB required at {server_url}"
         );
-        eprintln!("skipped: MariaDB/MySQL unreachable at {MY_ADMIN}");
+        eprintln!("skipped: MariaDB/MySQL unreachable at {server_url}");
         return;
     };
     let db = unique("hv_snap");
     exec(&mut admin, &format!("CREATE DATABASE {db}")).await;
-    let url = format!("mysql://root@127.0.0.1:3306/{db}");
+    let url = format!("{}/{db}", server_url.trim_end_matches('/'));
     let mut server = MySqlConnection::connect(&url).await.unwrap();
     exec(
         &mut server,
