@@ -87,7 +87,7 @@ async fn demo_scrape_has_the_planted_counts_and_every_tools_declared_hints() {
     assert_eq!(nonzero(s.series(name(MetricName::ToolRowChanges))), rows);
     for (tool, _) in PLANTED_CALL_FINDINGS {
         let count = s
-            .series("hintaudit_tool_call_duration_seconds_count")
+            .series(&format!("{}_count", MetricName::ToolCallDuration))
             .into_iter()
             .find(|(l, _)| *l == labels(&[("tool", tool)]))
             .map(|(_, v)| v);

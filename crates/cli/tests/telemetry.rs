@@ -66,7 +66,10 @@ fn serve_exposes_metrics_beside_mcp() {
     let _ = child.wait();
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
     assert!(
-        answer.contains(r#"hintaudit_hint_violations_total{hint="readOnlyHint",rule="read_only_write",severity="critical",tool="get_appointment"} 1"#),
+        answer.contains(&format!(
+            r#"{}{{hint="readOnlyHint",rule="read_only_write",severity="critical",tool="get_appointment"}} 1"#,
+            hintaudit_telemetry::MetricName::HintViolations
+        )),
         "{answer}"
     );
 }

@@ -9,6 +9,12 @@
 //! never drops anything uncounted. A batch whose export fails (collector down, timeout,
 //! refused) is counted span by span when the export returns. Spans offered after shutdown are
 //! counted too. `on_end` never blocks: it is one atomic and one non-blocking channel send.
+//!
+//! A span refused in `on_end` is counted there with atomics only, and added to the audit
+//! stats from the exporter thread when its current export returns (or at a flush, shutdown or
+//! [`crate::OtelPipeline::export_stats`]): `on_end` runs inside a tracing callback, where the
+//! log line of a stage's first audit error could re-enter the subscriber. A queue is only full
+//! while an export is under way, so the lag is one export at most.
 
 use std::fmt;
 use std::sync::Arc;
@@ -28,15 +34,43 @@ use opentelemetry_sdk::trace::{
 pub(crate) struct ExportCounters {
     in_flight: AtomicUsize,
     dropped: AtomicU64,
+    /// Spans dropped on the thread that ended them, not yet counted in the audit stats: that
+    /// thread is inside a tracing callback, where logging (the first audit error of a stage is
+    /// logged) could re-enter the subscriber. The exporter thread reports them.
+    unreported: AtomicU64,
     exported: AtomicU64,
+    max_in_flight: AtomicUsize,
 }
 
 impl ExportCounters {
-    fn drop_spans(&self, n: usize, why: &str) {
+    /// Counts dropped spans now: for threads that are not inside a tracing callback.
+    fn drop_now(&self, n: usize, why: &str) {
         if n == 0 {
             return;
         }
         self.dropped.fetch_add(n as u64, Ordering::Relaxed);
+        for _ in 0..n {
+            stats().audit_error(AuditStage::Export, &why);
+        }
+    }
+
+    /// Counts dropped spans with atomics only; [`ExportCounters::report`] adds them to the
+    /// audit stats later.
+    fn drop_later(&self, n: u64) {
+        self.dropped.fetch_add(n, Ordering::Relaxed);
+        self.unreported.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// Adds the spans dropped by [`ExportCounters::drop_later`] to the audit stats.
+    fn report(&self) {
+        let n = self.unreported.swap(0, Ordering::AcqRel);
+        if n == 0 {
+            return;
+        }
+        let why = format!(
+            "trace export queue full ({} spans in flight), or tracing shut down: spans dropped",
+            self.max_in_flight.load(Ordering::Relaxed)
+        );
         for _ in 0..n {
             stats().audit_error(AuditStage::Export, &why);
         }
@@ -77,8 +111,9 @@ impl<E: SpanExporter> SpanExporter for CountingExporter<E> {
             }
             Err(e) => self
                 .counters
-                .drop_spans(n, &format!("trace export failed, spans dropped: {e}")),
+                .drop_now(n, &format!("trace export failed, spans dropped: {e}")),
         }
+        self.counters.report();
         result
     }
 
@@ -129,6 +164,7 @@ impl BoundedProcessor {
     {
         let counters = Arc::new(ExportCounters::default());
         let max = limits.max_queue_size.max(1);
+        counters.max_in_flight.store(max, Ordering::Relaxed);
         let config = BatchConfigBuilder::default()
             .with_max_queue_size(max)
             .with_max_export_batch_size(limits.max_export_batch_size.clamp(1, max))
@@ -155,8 +191,7 @@ impl SpanProcessor for BoundedProcessor {
 
     fn on_end(&self, span: SpanData) {
         if self.shut_down.load(Ordering::Relaxed) {
-            self.counters
-                .drop_spans(1, "span ended after the tracer provider shut down");
+            self.counters.drop_later(1);
             return;
         }
         let admitted = self
@@ -169,23 +204,21 @@ impl SpanProcessor for BoundedProcessor {
         if admitted {
             self.inner.on_end(span);
         } else {
-            self.counters.drop_spans(
-                1,
-                &format!(
-                    "trace export queue full ({} spans), spans dropped",
-                    self.max_in_flight
-                ),
-            );
+            self.counters.drop_later(1);
         }
     }
 
     fn force_flush(&self) -> OTelSdkResult {
-        self.inner.force_flush()
+        let result = self.inner.force_flush();
+        self.counters.report();
+        result
     }
 
     fn shutdown_with_timeout(&self, timeout: Duration) -> OTelSdkResult {
         self.shut_down.store(true, Ordering::Relaxed);
-        self.inner.shutdown_with_timeout(timeout)
+        let result = self.inner.shutdown_with_timeout(timeout);
+        self.counters.report();
+        result
     }
 
     fn set_resource(&mut self, resource: &Resource) {
@@ -201,6 +234,7 @@ pub(crate) struct ExportHandle {
 
 impl ExportHandle {
     pub(crate) fn stats(&self) -> ExportStats {
+        self.counters.report();
         ExportStats {
             exported: self.counters.exported.load(Ordering::Relaxed),
             dropped: self.counters.dropped.load(Ordering::Relaxed),

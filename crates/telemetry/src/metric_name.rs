@@ -80,7 +80,7 @@ impl MetricName {
     ];
 
     /// The metric name, e.g. `hintaudit_tool_calls_total`.
-    pub fn as_str(self) -> &'static str {
+    pub const fn as_str(self) -> &'static str {
         match self {
             MetricName::ToolCalls => "hintaudit_tool_calls_total",
             MetricName::ToolCallDuration => "hintaudit_tool_call_duration_seconds",

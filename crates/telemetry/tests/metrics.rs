@@ -13,23 +13,15 @@ use hintaudit_telemetry::{
 };
 use support::*;
 
-const CALLS: &str = "hintaudit_tool_calls_total";
-const VIOLATIONS: &str = "hintaudit_hint_violations_total";
-const STATEMENTS: &str = "hintaudit_tool_statements_total";
-const ROWS: &str = "hintaudit_tool_row_changes_total";
-const DECLARED: &str = "hintaudit_tool_declared_hints";
-const ADVICE: &str = "hintaudit_tool_advice";
-const CHANGED: &str = "hintaudit_tool_hints_changed_total";
-
-#[test]
-fn test_constants_match_the_enum() {
-    let names = [
-        CALLS, VIOLATIONS, STATEMENTS, ROWS, DECLARED, ADVICE, CHANGED,
-    ];
-    for n in names {
-        assert!(MetricName::parse(n).is_some(), "{n}");
-    }
-}
+const CALLS: &str = MetricName::ToolCalls.as_str();
+const VIOLATIONS: &str = MetricName::HintViolations.as_str();
+const STATEMENTS: &str = MetricName::ToolStatements.as_str();
+const ROWS: &str = MetricName::ToolRowChanges.as_str();
+const DECLARED: &str = MetricName::ToolDeclaredHints.as_str();
+const ADVICE: &str = MetricName::ToolAdvice.as_str();
+const CHANGED: &str = MetricName::ToolHintsChanged.as_str();
+const AUDIT_ERRORS: &str = MetricName::AuditErrors.as_str();
+const UNATTRIBUTED: &str = MetricName::UnattributedStatements.as_str();
 
 /// Plants a known workload: three declared tools, one unknown, every kind of effect.
 fn planted() -> PrometheusRecorder {
@@ -264,9 +256,9 @@ async fn scrape_over_http_has_the_exact_planted_values() {
     assert_eq!(advice("get_booking", "could_be_read_only"), Some(0.0));
     assert_eq!(advice(UNKNOWN_TOOL, "could_be_read_only"), None);
 
-    let count = "hintaudit_tool_call_duration_seconds_count";
+    let count = &format!("{}_count", MetricName::ToolCallDuration);
     assert_eq!(s.value(count, &[("tool", "get_booking")]), Some(2.0));
-    let sum = "hintaudit_tool_call_duration_seconds_sum";
+    let sum = &format!("{}_sum", MetricName::ToolCallDuration);
     let got = s.value(sum, &[("tool", "get_booking")]).unwrap();
     assert!((got - 0.012).abs() < 1e-9, "{got}");
     assert_eq!(s.value(CHANGED, &[("tool", "get_booking")]), Some(0.0));
@@ -281,14 +273,11 @@ async fn scrape_over_http_has_the_exact_planted_values() {
         );
     }
     for stage in AuditStage::ALL {
-        let v = s.value("hintaudit_audit_errors_total", &[("stage", stage.as_str())]);
+        let v = s.value(AUDIT_ERRORS, &[("stage", stage.as_str())]);
         assert!(v.is_some(), "{stage:?}");
     }
     for op in Operation::ALL {
-        let v = s.value(
-            "hintaudit_unattributed_statements_total",
-            &[("operation", op.as_str())],
-        );
+        let v = s.value(UNATTRIBUTED, &[("operation", op.as_str())]);
         assert!(v.is_some(), "{op:?}");
     }
 }
@@ -298,7 +287,7 @@ fn process_wide_counters_are_read_at_scrape_time() {
     let recorder = PrometheusRecorder::new();
     let value = |stage: &str| {
         Scraped::parse(&encode_text(recorder.registry()))
-            .value("hintaudit_audit_errors_total", &[("stage", stage)])
+            .value(AUDIT_ERRORS, &[("stage", stage)])
             .unwrap()
     };
     let before = value("oracle");
@@ -307,10 +296,7 @@ fn process_wide_counters_are_read_at_scrape_time() {
     assert!(value("oracle") >= before + 2.0);
     stats().unattributed_statement(Operation::Truncate);
     let s = Scraped::parse(&encode_text(recorder.registry()));
-    let op = s.value(
-        "hintaudit_unattributed_statements_total",
-        &[("operation", "TRUNCATE")],
-    );
+    let op = s.value(UNATTRIBUTED, &[("operation", "TRUNCATE")]);
     assert!(op.unwrap() >= 1.0);
 }
 
@@ -493,7 +479,7 @@ fn excerpt_shows_nonzero_samples_only() {
         r.registry(),
         &[MetricName::HintViolations, MetricName::ToolCalls],
     );
-    assert!(text.contains("hintaudit_hint_violations_total{"), "{text}");
+    assert!(text.contains(&format!("{VIOLATIONS}{{")), "{text}");
     assert!(
         text.contains(r#"status="ok",tool="get_booking"} 2"#),
         "{text}"
@@ -511,7 +497,7 @@ async fn standalone_listener_serves_and_stops() {
     let addr = server.local_addr();
     let (status, _, body) = http_get(addr, "/metrics").await;
     assert!(status.contains(" 200 "), "{status}");
-    assert!(body.contains("hintaudit_tool_calls_total"));
+    assert!(body.contains(CALLS));
     let (status, _, _) = http_get(addr, "/other").await;
     assert!(status.contains(" 404 "), "{status}");
     server.shutdown().await;

@@ -11,7 +11,8 @@ use std::time::{Duration, Instant};
 use hintaudit_core::{AuditStage, stats};
 use hintaudit_rmcp::HintAuditLayer;
 use hintaudit_telemetry::{
-    OtelMakeSpan, OtelPipeline, OtlpProtocol, PrometheusRecorder, TracingConfig, encode_text,
+    MetricName, OtelMakeSpan, OtelPipeline, OtlpProtocol, PrometheusRecorder, TracingConfig,
+    encode_text,
 };
 use support::Scraped;
 use support::mcp::*;
@@ -43,7 +44,7 @@ async fn a_closed_collector_port_drops_and_counts_but_never_fails_a_call() {
     let recorder = PrometheusRecorder::new();
     let scraped_errors = |r: &PrometheusRecorder| {
         Scraped::parse(&encode_text(r.registry()))
-            .value("hintaudit_audit_errors_total", &[("stage", "export")])
+            .value(MetricName::AuditErrors.as_str(), &[("stage", "export")])
             .unwrap()
     };
     let before = stats().audit_errors(AuditStage::Export);
