@@ -4,6 +4,7 @@
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
+
 use std::time::Duration;
 
 use hintaudit_verify::{Cases, Report, ServerSpec, ToolStatus, Verifier};
@@ -11,33 +12,14 @@ use sqlx::Connection;
 
 use crate::support::*;
 
-/// The bookings binary, built next to this test binary (`cargo build -p bookings` when
-/// `cargo test` has not built it yet).
-fn bookings_bin() -> PathBuf {
-    let exe = std::env::current_exe().expect("test binary path");
-    let dir = exe
-        .ancestors()
-        .nth(2)
-        .expect("target/<profile>/deps/<test>")
-        .to_path_buf();
-    let bin = dir.join(format!("bookings{}", std::env::consts::EXE_SUFFIX));
-    if !bin.exists() {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let mut cmd = Command::new(cargo);
-        cmd.args(["build", "-q", "-p", "bookings"]);
-        if dir.file_name().is_some_and(|n| n == "release") {
-            cmd.arg("--release");
-        }
-        let status = cmd.status().expect("cargo runs");
-        assert!(status.success(), "cargo build -p bookings failed");
-    }
-    assert!(bin.exists(), "{} not built", bin.display());
-    bin
+/// The bookings binary.
+pub fn bookings_bin() -> PathBuf {
+    workspace_bin("bookings", "bookings")
 }
 
 /// purge_cancelled only shows its planted finding when a cancelled appointment exists; the
 /// case's setup SQL makes one (the same SQL on SQLite and PostgreSQL).
-fn cases() -> Cases {
+pub fn cases() -> Cases {
     Cases::parse(
         r#"
         [[case]]

@@ -4,6 +4,7 @@
 //! `HINTAUDIT_REQUIRE_PG=1` makes the PostgreSQL ones mandatory.
 
 mod bookings_example;
+mod cli;
 mod failures;
 mod formats;
 mod python;

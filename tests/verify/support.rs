@@ -140,3 +140,27 @@ pub fn triples(items: &[(&str, &str, &str)]) -> BTreeSet<(String, String, String
         .map(|(a, b, c)| (a.to_string(), b.to_string(), c.to_string()))
         .collect()
 }
+
+/// A binary of the workspace, built next to this test binary (`cargo build -p <package>`
+/// when `cargo test` has not built it yet).
+pub fn workspace_bin(package: &str, name: &str) -> PathBuf {
+    let exe = std::env::current_exe().expect("test binary path");
+    let dir = exe
+        .ancestors()
+        .nth(2)
+        .expect("target/<profile>/deps/<test>")
+        .to_path_buf();
+    let bin = dir.join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
+    if !bin.exists() {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let mut cmd = Command::new(cargo);
+        cmd.args(["build", "-q", "-p", package]);
+        if dir.file_name().is_some_and(|n| n == "release") {
+            cmd.arg("--release");
+        }
+        let status = cmd.status().expect("cargo runs");
+        assert!(status.success(), "cargo build -p {package} failed");
+    }
+    assert!(bin.exists(), "{} not built", bin.display());
+    bin
+}

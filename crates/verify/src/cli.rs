@@ -56,6 +56,9 @@ pub struct VerifyArgs {
     /// Argument sets and setup SQL per tool (TOML, or JSON by the .json extension).
     #[arg(long, value_name = "FILE")]
     pub cases: Option<PathBuf>,
+    /// Verify only this tool (repeatable; default: every tool the server lists).
+    #[arg(long = "tool", value_name = "NAME")]
+    pub tool: Vec<String>,
     /// A bookkeeping table to leave out of the snapshots (repeatable).
     #[arg(long = "ignore-table", value_name = "TABLE")]
     pub ignore_table: Vec<String>,
@@ -99,6 +102,9 @@ impl VerifyArgs {
             .with_progress(true);
         if let Some(path) = &self.cases {
             v = v.with_cases_file(path)?;
+        }
+        for t in &self.tool {
+            v = v.with_tool(t);
         }
         for t in &self.ignore_table {
             v = v.with_ignored_table(t);

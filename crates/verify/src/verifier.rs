@@ -40,6 +40,7 @@ pub struct Verifier {
     policy: Policy,
     timeout: Duration,
     progress: bool,
+    only: Vec<String>,
 }
 
 impl Verifier {
@@ -52,6 +53,7 @@ impl Verifier {
             policy: Policy::default(),
             timeout: Duration::from_secs(DEFAULT_TIMEOUT_SECS),
             progress: false,
+            only: Vec::new(),
         }
     }
 
@@ -84,6 +86,13 @@ impl Verifier {
         self
     }
 
+    /// Verifies only this tool (repeatable; default: every listed tool). A name the server
+    /// does not list ends the run with a usage error.
+    pub fn with_tool(mut self, tool: impl Into<String>) -> Self {
+        self.only.push(tool.into());
+        self
+    }
+
     /// Prints progress lines on stderr once the run has taken more than 2 s.
     pub fn with_progress(mut self, progress: bool) -> Self {
         self.progress = progress;
@@ -110,6 +119,18 @@ impl Verifier {
             return Err(VerifyError::Usage(format!(
                 "the cases file names tool {unknown:?}, which the server does not list"
             )));
+        }
+        if let Some(unknown) = self
+            .only
+            .iter()
+            .find(|t| !tools.iter().any(|x| x.name == **t))
+        {
+            return Err(VerifyError::Usage(format!(
+                "--tool {unknown:?}: the server does not list it"
+            )));
+        }
+        if !self.only.is_empty() {
+            tools.retain(|t| self.only.contains(&t.name));
         }
         tools.sort_by(|a, b| group(a).cmp(&group(b)).then(a.name.cmp(&b.name)));
         let db = Database::connect(&self.database).await?;
