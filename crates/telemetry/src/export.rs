@@ -1,20 +1,6 @@
 //! The span pipeline between tracing-opentelemetry and the OTLP exporter: a bounded queue in
 //! front of the SDK's batch processor, and an exporter wrapper, which together count every
 //! span that never reaches the collector in `hintaudit_audit_errors_total{stage="export"}`.
-//!
-//! Accounting: a span is *in flight* from the moment [`BoundedProcessor::on_end`] accepts it
-//! until the exporter's `export` call carrying it returns. The processor refuses (drops and
-//! counts) a span when `max_queue_size` spans are already in flight, so the SDK's own queue,
-//! which has the same capacity and holds a subset of the spans in flight, never overflows and
-//! never drops anything uncounted. A batch whose export fails (collector down, timeout,
-//! refused) is counted span by span when the export returns. Spans offered after shutdown are
-//! counted too. `on_end` never blocks: it is one atomic and one non-blocking channel send.
-//!
-//! A span refused in `on_end` is counted there with atomics only, and added to the audit
-//! stats from the exporter thread when its current export returns (or at a flush, shutdown or
-//! [`crate::OtelPipeline::export_stats`]): `on_end` runs inside a tracing callback, where the
-//! log line of a stage's first audit error could re-enter the subscriber. A queue is only full
-//! while an export is under way, so the lag is one export at most.
 
 use std::fmt;
 use std::sync::Arc;
@@ -80,6 +66,20 @@ impl ExportCounters {
 /// What the span pipeline has done so far: spans exported and spans dropped (queue full,
 /// failed export, or offered after shutdown). Dropped spans are also counted in
 /// `hintaudit_audit_errors_total{stage="export"}`, one per span.
+///
+/// Accounting: a span is *in flight* from the moment the span processor accepts it
+/// until the exporter's `export` call carrying it returns. The processor refuses (drops and
+/// counts) a span when `max_queue_size` spans are already in flight, so the SDK's own queue,
+/// which has the same capacity and holds a subset of the spans in flight, never overflows and
+/// never drops anything uncounted. A batch whose export fails (collector down, timeout,
+/// refused) is counted span by span when the export returns. Spans offered after shutdown are
+/// counted too. `on_end` never blocks: it is one atomic and one non-blocking channel send.
+///
+/// A span refused in `on_end` is counted there with atomics only, and added to the audit
+/// stats from the exporter thread when its current export returns (or at a flush, shutdown or
+/// [`crate::OtelPipeline::export_stats`]): `on_end` runs inside a tracing callback, where the
+/// log line of a stage's first audit error could re-enter the subscriber. A queue is only full
+/// while an export is under way, so the lag is one export at most.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ExportStats {
     /// Spans the collector accepted.

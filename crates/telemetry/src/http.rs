@@ -1,19 +1,5 @@
 //! Serving the registry: an axum route to mount beside the MCP route, and a standalone
 //! listener for stdio servers, which have no HTTP server of their own.
-//!
-//! ```no_run
-//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
-//! use hintaudit_telemetry::{PrometheusRecorder, metrics_router, serve_metrics};
-//! let recorder = PrometheusRecorder::new();
-//! // Beside an MCP route served with axum:
-//! let app = axum::Router::new() /* .nest_service("/mcp", mcp_service) */
-//!     .merge(metrics_router(recorder.registry().clone()));
-//! # let _ = app;
-//! // Or, for a stdio server, on a port of its own:
-//! let server = serve_metrics("127.0.0.1:9464".parse()?, recorder.registry().clone()).await?;
-//! println!("metrics on http://{}/metrics", server.local_addr());
-//! # Ok(()) }
-//! ```
 
 use std::net::SocketAddr;
 
@@ -87,6 +73,20 @@ async fn scrape(registry: Registry) -> Response {
 /// An axum router serving `GET /metrics` from `registry`, in the text format 0.0.4
 /// (`Content-Type: text/plain; version=0.0.4`). Merge it beside the MCP route:
 /// `app.merge(metrics_router(registry))`.
+///
+/// ```no_run
+/// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+/// use hintaudit_telemetry::{PrometheusRecorder, metrics_router, serve_metrics};
+/// let recorder = PrometheusRecorder::new();
+/// // Beside an MCP route served with axum:
+/// let app = axum::Router::new() /* .nest_service("/mcp", mcp_service) */
+///     .merge(metrics_router(recorder.registry().clone()));
+/// # let _ = app;
+/// // Or, for a stdio server, on a port of its own:
+/// let server = serve_metrics("127.0.0.1:9464".parse()?, recorder.registry().clone()).await?;
+/// println!("metrics on http://{}/metrics", server.local_addr());
+/// # Ok(()) }
+/// ```
 pub fn metrics_router(registry: Registry) -> Router {
     Router::new().route(METRICS_PATH, get(move || scrape(registry.clone())))
 }

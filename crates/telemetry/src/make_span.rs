@@ -1,25 +1,5 @@
 //! The tools/call span with the client's remote parent: [`OtelMakeSpan`], a
 //! [`hintaudit_rmcp::MakeSpan`] for [`hintaudit_rmcp::HintAuditLayer::with_make_span`].
-//!
-//! It builds the span of another span maker ([`DefaultMakeSpan`] unless told otherwise: the
-//! `tools/call {tool}` server span with the attributes of design §5) and, when the request's
-//! `params._meta` carries a valid W3C `traceparent` (and `tracestate`), makes that remote span
-//! its OpenTelemetry parent, so the server span joins the client's trace. Without one, the
-//! span starts a new trace: rmcp runs handlers inside session-long spans of its own
-//! (`serve_inner`, `streamable_http_session`), and a call nested there would share one trace
-//! with every call of the session, exported only when the session ends.
-//! [`OtelMakeSpan::with_ambient_parent`] keeps tracing's nesting instead, for servers whose
-//! own per-request span (an HTTP server span, say) should be the parent.
-//!
-//! ```
-//! use hintaudit_rmcp::HintAuditLayer;
-//! use hintaudit_telemetry::{OtelMakeSpan, PrometheusRecorder};
-//! let recorder = PrometheusRecorder::new();
-//! let layer = HintAuditLayer::new()
-//!     .with_recorder(recorder.clone())
-//!     .with_make_span(OtelMakeSpan::new());
-//! # let _ = layer;
-//! ```
 
 use hintaudit_rmcp::{CallInfo, DefaultMakeSpan, MakeSpan};
 use opentelemetry::Context;
@@ -31,6 +11,26 @@ use crate::propagation::remote_parent;
 /// Makes the tools/call span with [`DefaultMakeSpan`] (or the span maker given to
 /// [`OtelMakeSpan::wrapping`]) and sets its OpenTelemetry parent from `_meta`'s
 /// `traceparent`/`tracestate`. A span that is disabled, or already started, keeps its parent.
+///
+/// It builds the span of another span maker ([`DefaultMakeSpan`] unless told otherwise: the
+/// `tools/call {tool}` server span with the attributes of design §5) and, when the request's
+/// `params._meta` carries a valid W3C `traceparent` (and `tracestate`), makes that remote span
+/// its OpenTelemetry parent, so the server span joins the client's trace. Without one, the
+/// span starts a new trace: rmcp runs handlers inside session-long spans of its own
+/// (`serve_inner`, `streamable_http_session`), and a call nested there would share one trace
+/// with every call of the session, exported only when the session ends.
+/// [`OtelMakeSpan::with_ambient_parent`] keeps tracing's nesting instead, for servers whose
+/// own per-request span (an HTTP server span, say) should be the parent.
+///
+/// ```
+/// use hintaudit_rmcp::HintAuditLayer;
+/// use hintaudit_telemetry::{OtelMakeSpan, PrometheusRecorder};
+/// let recorder = PrometheusRecorder::new();
+/// let layer = HintAuditLayer::new()
+///     .with_recorder(recorder.clone())
+///     .with_make_span(OtelMakeSpan::new());
+/// # let _ = layer;
+/// ```
 #[derive(Debug, Clone, Copy, Default)]
 pub struct OtelMakeSpan<M = DefaultMakeSpan> {
     inner: M,

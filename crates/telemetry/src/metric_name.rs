@@ -1,16 +1,4 @@
 //! The names of every metric hintaudit exports (design §5), in one enum.
-//!
-//! Nothing else in the workspace spells a metric name: code, tests, dashboards and alert rules
-//! take them from [`MetricName`] (a test keeps dashboards and rules in step with
-//! [`MetricName::ALL`]).
-//!
-//! ```
-//! use hintaudit_telemetry::{MetricKind, MetricName};
-//! assert_eq!(MetricName::HintViolations.as_str(), "hintaudit_hint_violations_total");
-//! assert_eq!(MetricName::HintViolations.labels(), &["tool", "rule", "hint", "severity"]);
-//! assert_eq!(MetricName::ToolCallDuration.kind(), MetricKind::Histogram);
-//! assert_eq!(MetricName::parse("hintaudit_tool_advice"), Some(MetricName::ToolAdvice));
-//! ```
 
 /// The Prometheus type of a metric.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -35,6 +23,18 @@ impl MetricKind {
 }
 
 /// A metric of design §5.
+///
+/// Nothing else in the workspace spells a metric name: code, tests, dashboards and alert rules
+/// take them from [`MetricName`] (a test keeps dashboards and rules in step with
+/// [`MetricName::ALL`]).
+///
+/// ```
+/// use hintaudit_telemetry::{MetricKind, MetricName};
+/// assert_eq!(MetricName::HintViolations.as_str(), "hintaudit_hint_violations_total");
+/// assert_eq!(MetricName::HintViolations.labels(), &["tool", "rule", "hint", "severity"]);
+/// assert_eq!(MetricName::ToolCallDuration.kind(), MetricKind::Histogram);
+/// assert_eq!(MetricName::parse("hintaudit_tool_advice"), Some(MetricName::ToolAdvice));
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[non_exhaustive]
 pub enum MetricName {

@@ -1,30 +1,5 @@
 //! OpenTelemetry tracing: tracing spans → tracing-opentelemetry → a bounded batch queue → the
 //! OTLP exporter (gRPC or HTTP/protobuf).
-//!
-//! Configuration follows the OpenTelemetry environment variables unless set in code:
-//!
-//! | variable | effect |
-//! |---|---|
-//! | `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`, `OTEL_EXPORTER_OTLP_ENDPOINT` | where to send; tracing export is on when either is set |
-//! | `OTEL_EXPORTER_OTLP_TRACES_PROTOCOL`, `OTEL_EXPORTER_OTLP_PROTOCOL` | `grpc` or `http/protobuf` (the default) |
-//! | `OTEL_EXPORTER_OTLP_TIMEOUT`, `_HEADERS`, `_COMPRESSION`, `_INSECURE` (and `_TRACES_` forms) | read by opentelemetry-otlp |
-//! | `OTEL_SERVICE_NAME`, `OTEL_RESOURCE_ATTRIBUTES` | the resource; [`TracingConfig::with_default_service_name`] applies only when neither names the service |
-//! | `OTEL_BSP_MAX_QUEUE_SIZE`, `OTEL_BSP_MAX_EXPORT_BATCH_SIZE`, `OTEL_BSP_SCHEDULE_DELAY` | queue limits (defaults 2048 spans, 512 spans, 1000 ms) |
-//! | `OTEL_SDK_DISABLED=true`, `OTEL_TRACES_EXPORTER=none` | export off |
-//!
-//! Exporting never blocks or fails a call: a finished span is handed to a bounded queue
-//! without waiting, a background thread exports batches, and spans that do not make it
-//! (queue full, collector down) are counted in `hintaudit_audit_errors_total{stage="export"}`,
-//! one per span.
-//!
-//! ```no_run
-//! # #[tokio::main] async fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! use hintaudit_telemetry::{TracingConfig, init_tracing};
-//! // OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4317 OTEL_EXPORTER_OTLP_PROTOCOL=grpc
-//! let _guard = init_tracing(TracingConfig::from_env().with_default_service_name("bookings"))?;
-//! // ... serve; dropping the guard flushes what is queued.
-//! # Ok(()) }
-//! ```
 
 use std::time::Duration;
 
@@ -80,6 +55,32 @@ impl OtlpProtocol {
 
 /// How to export traces. Start from [`TracingConfig::from_env`] (or
 /// [`TracingConfig::disabled`]) and override in code with the `with_*` setters.
+///
+/// Configuration follows the OpenTelemetry environment variables unless set in code:
+///
+/// | variable | effect |
+/// |---|---|
+/// | `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`, `OTEL_EXPORTER_OTLP_ENDPOINT` | where to send; tracing export is on when either is set |
+/// | `OTEL_EXPORTER_OTLP_TRACES_PROTOCOL`, `OTEL_EXPORTER_OTLP_PROTOCOL` | `grpc` or `http/protobuf` (the default) |
+/// | `OTEL_EXPORTER_OTLP_TIMEOUT`, `_HEADERS`, `_COMPRESSION`, `_INSECURE` (and `_TRACES_` forms) | read by opentelemetry-otlp |
+/// | `OTEL_SERVICE_NAME`, `OTEL_RESOURCE_ATTRIBUTES` | the resource; [`TracingConfig::with_default_service_name`] applies only when neither names the service |
+/// | `OTEL_BSP_MAX_QUEUE_SIZE`, `OTEL_BSP_MAX_EXPORT_BATCH_SIZE`, `OTEL_BSP_SCHEDULE_DELAY` | queue limits (defaults 2048 spans, 512 spans, 1000 ms) |
+/// | `OTEL_TRACES_SAMPLER`, `OTEL_TRACES_SAMPLER_ARG` | sampling, read by the SDK (default `parentbased_always_on`; the client's sampled flag is followed) |
+/// | `OTEL_SDK_DISABLED=true`, `OTEL_TRACES_EXPORTER=none` | export off |
+///
+/// Exporting never blocks or fails a call: a finished span is handed to a bounded queue
+/// without waiting, a background thread exports batches, and spans that do not make it
+/// (queue full, collector down) are counted in `hintaudit_audit_errors_total{stage="export"}`,
+/// one per span.
+///
+/// ```no_run
+/// # #[tokio::main] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use hintaudit_telemetry::{TracingConfig, init_tracing};
+/// // OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4317 OTEL_EXPORTER_OTLP_PROTOCOL=grpc
+/// let _guard = init_tracing(TracingConfig::from_env().with_default_service_name("bookings"))?;
+/// // ... serve; dropping the guard flushes what is queued.
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone)]
 pub struct TracingConfig {
     enabled: bool,
@@ -116,7 +117,7 @@ impl TracingConfig {
         }
     }
 
-    /// Reads the environment (see the [module docs](self)): export is on when an OTLP
+    /// Reads the environment (see [`TracingConfig`]): export is on when an OTLP
     /// endpoint variable is set and the SDK is not disabled.
     pub fn from_env() -> Self {
         TracingConfig::from_vars(|name| std::env::var(name).ok())

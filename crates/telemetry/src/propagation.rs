@@ -1,25 +1,5 @@
 //! Trace context in MCP's `params._meta` (SEP-414): the client puts W3C `traceparent` and
 //! `tracestate` there; the server span continues the client's trace.
-//!
-//! ```
-//! use hintaudit_telemetry::{inject_meta, remote_parent};
-//! use opentelemetry::trace::TraceContextExt;
-//! let meta = serde_json::json!({
-//!     "traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
-//!     "tracestate": "vendor=x",
-//!     "progressToken": 7
-//! });
-//! let cx = remote_parent(meta.as_object().unwrap()).expect("a valid traceparent");
-//! let span = cx.span();
-//! assert_eq!(span.span_context().trace_id().to_string(), "4bf92f3577b34da6a3ce929d0e0e4736");
-//! assert!(span.span_context().is_remote());
-//! // And back: what a client would send.
-//! let mut out = serde_json::Map::new();
-//! inject_meta(&cx, &mut out);
-//! assert_eq!(out["traceparent"], meta["traceparent"]);
-//! // No traceparent, or a malformed one: no parent.
-//! assert!(remote_parent(&serde_json::Map::new()).is_none());
-//! ```
 
 use opentelemetry::Context;
 use opentelemetry::propagation::{Extractor, Injector, TextMapPropagator};
@@ -55,6 +35,26 @@ impl Injector for MetaInjector<'_> {
 /// The remote parent a client sent in a request's `_meta` map: a context holding the span
 /// context of `traceparent` (and `tracestate`), marked remote. `None` when there is no
 /// `traceparent` string or it is not a valid W3C trace parent (version 00, non-zero ids).
+///
+/// ```
+/// use hintaudit_telemetry::{inject_meta, remote_parent};
+/// use opentelemetry::trace::TraceContextExt;
+/// let meta = serde_json::json!({
+///     "traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+///     "tracestate": "vendor=x",
+///     "progressToken": 7
+/// });
+/// let cx = remote_parent(meta.as_object().unwrap()).expect("a valid traceparent");
+/// let span = cx.span();
+/// assert_eq!(span.span_context().trace_id().to_string(), "4bf92f3577b34da6a3ce929d0e0e4736");
+/// assert!(span.span_context().is_remote());
+/// // And back: what a client would send.
+/// let mut out = serde_json::Map::new();
+/// inject_meta(&cx, &mut out);
+/// assert_eq!(out["traceparent"], meta["traceparent"]);
+/// // No traceparent, or a malformed one: no parent.
+/// assert!(remote_parent(&serde_json::Map::new()).is_none());
+/// ```
 pub fn remote_parent(meta: &Map<String, Value>) -> Option<Context> {
     meta.get(TRACEPARENT)?.as_str()?;
     let cx = TraceContextPropagator::new().extract(&MetaExtractor(meta));

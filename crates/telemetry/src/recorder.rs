@@ -1,42 +1,4 @@
 //! The Prometheus recorder: turns audit events into the metrics of design §5.
-//!
-//! [`PrometheusRecorder`] implements [`Recorder`]; the rmcp layer calls it at the end of every
-//! tools/call ([`AuditEvent::Call`]) and for every tool of every tools/list answer
-//! ([`AuditEvent::Listing`]). What each event does:
-//!
-//! | event | metrics |
-//! |---|---|
-//! | call | `hintaudit_tool_calls_total{tool,status}` +1; `hintaudit_tool_call_duration_seconds{tool}` observes the wall time; `hintaudit_tool_statements_total{tool,operation}` +1 per statement; `hintaudit_tool_row_changes_total{tool,table,operation}` + committed rows (hook row changes, and PostgreSQL oracle counts of committed transactions); `hintaudit_hint_violations_total{tool,rule,hint,severity}` +1 per finding; for declared tools, `hintaudit_tool_advice{tool,advice}` set to 1 or 0 for each advice, and the declared-hints gauge brought up to date |
-//! | listing | the tool becomes declared; `hintaudit_tool_declared_hints{tool,…}` is 1 for its current hints (the series of its previous hints is removed); when the hints differ from the previous listing of the tool, `hintaudit_tool_hints_changed_total{tool}` +1, and if the judge reported `hints_changed` for it, `hintaudit_hint_violations_total{rule="hints_changed",…}` +1 |
-//!
-//! Listing findings `hint_missing` and `hint_contradiction` are not counted as violations: they
-//! describe a state, which every tools/list repeats, and the declared-hints gauge shows them
-//! (`unset` values). A violation counter that grew with the number of client sessions would
-//! say nothing.
-//!
-//! Label values are bounded (design §5): `tool` is a declared tool (the first
-//! [`DEFAULT_MAX_TOOLS`] declared) or `__unknown__`; `table` is one of the first
-//! [`DEFAULT_MAX_TABLES`] tables seen or `__other__`; `operation`, `status`, `rule`, `hint`,
-//! `severity` and `advice` come from closed enums. Label handles are cached per tool, so a
-//! call costs a read lock, a hash lookup and a few atomic adds.
-//!
-//! ```
-//! use hintaudit_core::*;
-//! use hintaudit_telemetry::PrometheusRecorder;
-//! let recorder = PrometheusRecorder::new();
-//! let hints = DeclaredHints { read_only: Some(true), ..Default::default() };
-//! recorder.record(&AuditEvent::Listing { tool: "get_slot", hints, findings: &[] });
-//! let (effect, verdict) = (Effect::default(), Verdict::default());
-//! let report = CallReport {
-//!     tool: "get_slot", known_tool: true, hints, status: CallStatus::Ok,
-//!     duration: std::time::Duration::from_millis(3), effect: &effect, verdict: &verdict,
-//!     advice: &[],
-//! };
-//! recorder.record(&AuditEvent::Call(&report));
-//! let text = hintaudit_telemetry::encode_text(recorder.registry());
-//! assert!(text.contains(r#"hintaudit_tool_calls_total{status="ok",tool="get_slot"} 1"#));
-//! assert!(text.contains(r#"hintaudit_tool_declared_hints{destructive="unset",idempotent="unset",open_world="unset",read_only="true",tool="get_slot"} 1"#));
-//! ```
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -259,7 +221,45 @@ struct Inner {
 }
 
 /// Records audit events as Prometheus metrics (design §5). Cheap to clone (an `Arc`); every
-/// clone records into the same metrics. See the [module docs](self) for what each event does.
+/// clone records into the same metrics.
+///
+/// [`PrometheusRecorder`] implements [`Recorder`]; the rmcp layer calls it at the end of every
+/// tools/call ([`AuditEvent::Call`]) and for every tool of every tools/list answer
+/// ([`AuditEvent::Listing`]). What each event does:
+///
+/// | event | metrics |
+/// |---|---|
+/// | call | `hintaudit_tool_calls_total{tool,status}` +1; `hintaudit_tool_call_duration_seconds{tool}` observes the wall time; `hintaudit_tool_statements_total{tool,operation}` +1 per statement; `hintaudit_tool_row_changes_total{tool,table,operation}` + committed rows (hook row changes, and PostgreSQL oracle counts of committed transactions); `hintaudit_hint_violations_total{tool,rule,hint,severity}` +1 per finding; for declared tools, `hintaudit_tool_advice{tool,advice}` set to 1 or 0 for each advice, and the declared-hints gauge brought up to date |
+/// | listing | the tool becomes declared; `hintaudit_tool_declared_hints{tool,…}` is 1 for its current hints (the series of its previous hints is removed); when the hints differ from the previous listing of the tool, `hintaudit_tool_hints_changed_total{tool}` +1, and if the judge reported `hints_changed` for it, `hintaudit_hint_violations_total{rule="hints_changed",…}` +1 |
+///
+/// Listing findings `hint_missing` and `hint_contradiction` are not counted as violations: they
+/// describe a state, which every tools/list repeats, and the declared-hints gauge shows them
+/// (`unset` values). A violation counter that grew with the number of client sessions would
+/// say nothing.
+///
+/// Label values are bounded (design §5): `tool` is a declared tool (the first
+/// [`DEFAULT_MAX_TOOLS`] declared) or `__unknown__`; `table` is one of the first
+/// [`DEFAULT_MAX_TABLES`] tables seen or `__other__`; `operation`, `status`, `rule`, `hint`,
+/// `severity` and `advice` come from closed enums. Label handles are cached per tool, so a
+/// call costs a read lock, a hash lookup and a few atomic adds.
+///
+/// ```
+/// use hintaudit_core::*;
+/// use hintaudit_telemetry::PrometheusRecorder;
+/// let recorder = PrometheusRecorder::new();
+/// let hints = DeclaredHints { read_only: Some(true), ..Default::default() };
+/// recorder.record(&AuditEvent::Listing { tool: "get_slot", hints, findings: &[] });
+/// let (effect, verdict) = (Effect::default(), Verdict::default());
+/// let report = CallReport {
+///     tool: "get_slot", known_tool: true, hints, status: CallStatus::Ok,
+///     duration: std::time::Duration::from_millis(3), effect: &effect, verdict: &verdict,
+///     advice: &[],
+/// };
+/// recorder.record(&AuditEvent::Call(&report));
+/// let text = hintaudit_telemetry::encode_text(recorder.registry());
+/// assert!(text.contains(r#"hintaudit_tool_calls_total{status="ok",tool="get_slot"} 1"#));
+/// assert!(text.contains(r#"hintaudit_tool_declared_hints{destructive="unset",idempotent="unset",open_world="unset",read_only="true",tool="get_slot"} 1"#));
+/// ```
 #[derive(Debug, Clone)]
 pub struct PrometheusRecorder {
     inner: Arc<Inner>,
