@@ -58,6 +58,11 @@ fn check(report: &Report) {
     ] {
         assert_eq!(status(t), ToolStatus::Passed, "{t}");
     }
+    match status("run_report") {
+        ToolStatus::NotExercised(why) => assert!(why.contains("\"spec\""), "{why}"),
+        other => panic!("run_report: {other:?}"),
+    }
+    assert!(report.tool("run_report").unwrap().cases.is_empty());
     // The mode-dependent tool: preview leaves no diff, apply deletes.
     let cleanup = report.tool("cleanup").unwrap();
     let by_label = |l: &str| {

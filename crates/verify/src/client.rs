@@ -13,7 +13,7 @@ use hintaudit_core::{DeclaredHints, Hint};
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, ClientRequest, CustomRequest, ServerResult,
 };
-use rmcp::service::{PeerRequestOptions, RunningService, ServiceError};
+use rmcp::service::{ClientInitializeError, PeerRequestOptions, RunningService, ServiceError};
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::Value;
@@ -63,6 +63,16 @@ impl ToolInfo {
                 .unwrap_or(Value::Object(Default::default())),
         })
     }
+}
+
+/// The innermost cause of an error chain (rmcp wraps transport errors several times; the
+/// innermost says what happened: "Connection refused", "connection closed").
+fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut cur = e;
+    while let Some(next) = cur.source() {
+        cur = next;
+    }
+    cur.to_string()
 }
 
 /// How one tools/call ended, when the server is still there.
@@ -129,9 +139,18 @@ impl McpClient {
                 Ok(Ok(s)) => s,
                 Ok(Err(e)) => {
                     let tail = Self::tail_of(&stderr_tail);
-                    return Err(VerifyError::server(format!(
-                        "MCP handshake failed: {e}{tail}"
-                    )));
+                    let what = match spec {
+                        ServerSpec::Stdio(_) => "the MCP handshake failed".to_owned(),
+                        ServerSpec::Url(url) => format!("cannot reach {url}"),
+                    };
+                    // rmcp does not chain a transport error as its source: unwrap it here.
+                    let cause = match &e {
+                        ClientInitializeError::TransportError { error, .. } => {
+                            root_cause(error.error.as_ref())
+                        }
+                        other => root_cause(other),
+                    };
+                    return Err(VerifyError::server(format!("{what}: {cause}{tail}")));
                 }
                 Err(_) => {
                     return Err(VerifyError::server(format!(

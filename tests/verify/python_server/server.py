@@ -14,6 +14,8 @@ findings (what `hintaudit verify` must report, and nothing else):
 - stats          no annotations                                        hint_missing x4
 - peek           readOnlyHint true and destructiveHint true            hint_contradiction
 
+Not exercised (no arguments can be generated): run_report.
+
 Honest: list_items (reads; appends to the bookkeeping table access_log), get_item,
 add_item (insert, destructiveHint false), rename_item (sets a constant: idempotent,
 destructive), restock (adds to qty: destructive, not idempotent).
@@ -28,7 +30,7 @@ import sqlite3
 import sys
 import time
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from mcp.server.mcpserver import MCPServer
 from mcp.types import ToolAnnotations
@@ -109,6 +111,13 @@ def save_search(query: str) -> str:
     with db() as conn:
         conn.execute("INSERT INTO searches (query) VALUES (?)", (query,))
     raise ValueError("search backend unavailable")
+
+
+@mcp.tool(annotations=READ)
+def run_report(spec: Any) -> str:
+    """Runs a report from a free-form spec. Nothing in its schema says what a spec is, so
+    `hintaudit verify` cannot make arguments for it: reported as not exercised."""
+    return str(spec)
 
 
 @mcp.tool(annotations=hints(read_only=True, destructive=True, open_world=False))
