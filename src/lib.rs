@@ -10,6 +10,16 @@ pub mod rmcp {
     pub use hintaudit_rmcp::*;
 }
 
+/// Prometheus metrics and OpenTelemetry traces: `hintaudit-telemetry`.
+pub mod telemetry {
+    pub use hintaudit_telemetry::*;
+}
+
+/// The offline check of any MCP server: `hintaudit-verify`.
+pub mod verify {
+    pub use hintaudit_verify::*;
+}
+
 /// The audited sqlx pool: `hintaudit-sqlx`.
 pub mod sqlx {
     pub use hintaudit_sqlx::*;

@@ -4,6 +4,7 @@
 //! DATABASE_URL=sqlite:clinic.db bookings --stdio
 //! DATABASE_URL=postgres://postgres@127.0.0.1/test bookings --http 127.0.0.1:8080   # /mcp
 //! bookings --http 127.0.0.1:8080 --audit     # wrapped by hintaudit, findings logged
+//! bookings --migrate                          # create the schema and seed data, then exit
 //! ```
 
 use std::net::SocketAddr;
@@ -33,10 +34,23 @@ struct Args {
     /// Wrap the server in hintaudit's layer and log findings to stderr.
     #[arg(long)]
     audit: bool,
+    /// Create the schema and seed data, then exit without serving.
+    #[arg(long, conflicts_with_all = ["stdio", "http", "audit"])]
+    migrate: bool,
 }
 
 #[tokio::main]
-async fn main() -> anyhow::Result<()> {
+async fn main() -> std::process::ExitCode {
+    match run().await {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("bookings: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run() -> anyhow::Result<()> {
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_env_filter(
@@ -46,6 +60,10 @@ async fn main() -> anyhow::Result<()> {
         .init();
     let args = Args::parse();
     let db = Db::connect(&args.database_url).await?;
+    if args.migrate {
+        db.close().await;
+        return Ok(());
+    }
     let policy = BOOKKEEPING_TABLES
         .iter()
         .fold(Policy::default(), |p, t| p.with_ignored_table(t));
