@@ -97,9 +97,11 @@ pub type Step<DB> = Either<<DB as Database>::QueryResult, <DB as Database>::Row>
 pub struct Ctx<'e, DB: Backend> {
     pub(crate) conn: &'e mut DB::Connection,
     pub(crate) state: &'e mut DB::ConnState,
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
     pub(crate) tx: Option<&'e mut DB::TxState>,
     pub(crate) shared: Arc<Shared<DB>>,
     pub(crate) att: Attribution,
     /// A single statement on a pooled connection: release the binding when it ends.
+    #[cfg_attr(not(feature = "sqlite"), allow(dead_code))]
     pub(crate) pooled: bool,
 }

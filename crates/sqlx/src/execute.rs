@@ -73,6 +73,7 @@ pub(crate) struct Sink {
 }
 
 impl Sink {
+    #[cfg_attr(not(feature = "sqlite"), allow(dead_code))]
     /// Whether `self` and `other` are the same statement of the same call.
     pub(crate) fn same(&self, other: &Sink) -> bool {
         Arc::ptr_eq(&self.effects, &other.effects) && self.index == other.index
@@ -149,6 +150,7 @@ impl Attribution {
         }
     }
 
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
     /// Marks the statement observed after the fact (the PostgreSQL oracle at COMMIT).
     pub(crate) fn mark_observed(sink: &Sink) {
         sink.effects

@@ -1,4 +1,140 @@
-//! hintaudit-sqlx (docs below are filled in later).
+//! An audited sqlx pool: every statement, and every row change the database reports, lands in
+//! the [`hintaudit_core::CallScope`] of the MCP tool call that ran it (design §3).
+//!
+//! ```
+//! use hintaudit_core::{CallScope, Operation, RowOperation};
+//! use hintaudit_sqlx::AuditedPool;
+//! use sqlx::sqlite::{SqliteConnectOptions, SqlitePoolOptions};
+//! use std::str::FromStr;
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), sqlx::Error> {
+//! // One in-memory database: one connection.
+//! let pool = AuditedPool::<sqlx::Sqlite>::connect_with(
+//!     SqlitePoolOptions::new().max_connections(1),
+//!     SqliteConnectOptions::from_str("sqlite::memory:")?,
+//! )
+//! .await?;
+//! sqlx::query("CREATE TABLE posts (id INTEGER PRIMARY KEY, views INTEGER)")
+//!     .execute(pool.inner()) // unaudited
+//!     .await?;
+//!
+//! // The rmcp layer opens this scope around each tools/call; here we open it by hand.
+//! let scope = CallScope::new("view_post");
+//! let effects = scope.effects_handle();
+//! scope
+//!     .run(async {
+//!         sqlx::query("INSERT INTO posts (views) VALUES (0)").execute(&pool).await?;
+//!         sqlx::query("UPDATE posts SET views = views + 1 WHERE id = ?")
+//!             .bind(1)
+//!             .execute(&pool)
+//!             .await?;
+//!         Ok::<_, sqlx::Error>(())
+//!     })
+//!     .await?;
+//!
+//! let effect = effects.snapshot();
+//! assert_eq!(effect.statements[1].operation, Operation::Update);
+//! assert_eq!(effect.statements[1].non_convergent[0].0, "views"); // `views = views + 1`
+//! assert_eq!(effect.row_changes.len(), 2); // from SQLite's hooks, both committed
+//! assert_eq!(effect.row_changes[1].operation, RowOperation::Update);
+//! assert!(effect.row_changes.iter().all(|r| r.committed));
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # What is recorded
+//!
+//! `&AuditedPool<DB>`, `&mut AuditedConnection<DB>` and `&mut AuditedTransaction<DB>` are sqlx
+//! [`sqlx::Executor`]s, so `query`, `query_as`, `query_scalar` and their `execute`,
+//! `fetch_one`, `fetch_optional`, `fetch_all` and `fetch` work unchanged, and the driver gets
+//! the same text, arguments and caching flag it would get without auditing.
+//!
+//! When a statement starts, the executor classifies its text ([`classify`], cached per pool in
+//! an LRU of [`DEFAULT_CLASSIFY_CACHE`] entries) and reads [`hintaudit_core::CallScope::current`]:
+//! - inside a scope, the statement's [`hintaudit_core::StatementEffect`] is recorded into the
+//!   call's effects, and updated when the driver answers (outcome; rows affected on
+//!   PostgreSQL writes only, never on SQLite where it is stale; `observed` when hooks or the
+//!   oracle covered it);
+//! - outside any scope it is counted with `stats().unattributed_statement(operation)`.
+//!
+//! Each statement runs in a `tracing` span named `db.statement`, a child of the current span
+//! (the `tools/call` span inside a tool), with the fields of
+//! [`hintaudit_core::semconv`]: `otel.name` = `db.query.summary` (`UPDATE posts`),
+//! `otel.kind` = `client`, `db.system.name`, `db.operation.name`, `db.collection.name`,
+//! `db.query.text` with every literal replaced by `?`, and `db.response.affected_rows` where
+//! trustworthy. With no subscriber installed a span costs nothing measurable.
+//!
+//! Auditing never changes a query's result: classification, hook and oracle failures are
+//! counted with `stats().audit_error(stage, ..)` and the statement's own result is returned.
+//!
+//! # SQLite: hooks
+//!
+//! Each connection gets an update, a commit and a rollback hook. They run on sqlx's worker
+//! thread, where task-locals are invisible, so each connection has a slot that the executor
+//! binds to (the call's effects, the statement's index) before a call-scoped statement runs;
+//! every row change is tagged with the binding of its moment and buffered until the commit
+//! hook (recorded `committed: true`; autocommit statements fire it too, before they return)
+//! or the rollback hook (`committed: false`: attempts, not changes). A failed statement's
+//! buffered rows are recorded as rolled back. A single pool statement unbinds when it ends;
+//! an [`AuditedConnection`] or [`AuditedTransaction`] stays bound while the call holds it and
+//! unbinds when dropped, so an unscoped statement never lands in a stale call (its rows are
+//! counted with `stats().unattributed_rows`). Rows written by triggers are reported.
+//!
+//! The hooks are installed the first time a call-scoped statement uses a connection, through
+//! `lock_handle()`; the same lock finds the connection's slot (a registry keyed by the
+//! `sqlite3` handle address), so **your `after_connect` stays yours**: sqlx keeps one
+//! `after_connect` per pool and it cannot be chained. Hooks you set yourself on a connection
+//! are replaced once hintaudit installs its own.
+//!
+//! Cost (measured, `tests/overhead.rs`, release build, file database, 2-core machine): an
+//! unscoped statement ±0 µs; a call-scoped pool statement about +6.5 µs (one `lock_handle()`
+//! round trip to the worker thread, about 4 µs, plus recording); a statement on a held
+//! connection pays the lookup once per connection.
+//!
+//! Blind spots, where a statement is recorded but not marked `observed` (the judge then falls
+//! back to statement analysis): `DELETE` without `WHERE` (SQLite's truncate optimisation skips
+//! the update hook), `WITHOUT ROWID` tables (detected when `sqlite3_changes()` reports rows the
+//! hook never saw), and rows that `REPLACE` deletes on conflict (the judge treats an
+//! overwriting upsert by statement analysis).
+//!
+//! With the `preupdate-hook` feature (needs libclang for libsqlite3-sys's bindgen) the
+//! preupdate hook also runs: it disables the truncate optimisation, so `DELETE` without `WHERE`
+//! is observed; updates carry [`hintaudit_core::RowImage`]`::Unchanged` or `Changed(columns)`,
+//! with column names from `PRAGMA table_info`, run by the executor (never inside a hook)
+//! before the first call-scoped write to a table; and `nested` tells trigger writes (query
+//! depth > 0).
+//!
+//! # PostgreSQL: the transaction oracle
+//!
+//! With [`PgOracle::Writes`] (the default), an autocommit statement that may write (a write
+//! operation, unparseable text, `CALL`, or any statement calling a function that is not a
+//! known pure built-in, such as `SELECT mark_viewed($1)`) runs wrapped on one connection as
+//! `BEGIN`; snapshot; the statement; `SAVEPOINT`; snapshot; `COMMIT` (`ROLLBACK` when it
+//! fails). A snapshot is one prepared query of `pg_current_xact_id_if_assigned()` and
+//! `pg_stat_xact_user_tables`; the delta of the two is recorded as a
+//! [`hintaudit_core::TransactionObservation`]. That is **5 extra round trips** per such
+//! statement (about +230 µs measured on localhost); plain `SELECT`s, `SELECT ... FOR UPDATE`,
+//! transaction control and session statements run unwrapped at no cost. Statements that
+//! cannot run in a transaction block (`VACUUM`, `CREATE INDEX CONCURRENTLY`,
+//! `CREATE DATABASE`, texts holding their own `BEGIN`/`COMMIT`) and statements issued while
+//! the connection is inside a transaction you opened with a raw `BEGIN` run unwrapped and
+//! unobserved. A `COMMIT` failure (deferred constraints) is returned as the statement's error,
+//! as autocommit would have. Streams of wrapped statements are buffered until `COMMIT`
+//! answers; unwrapped ones stream.
+//!
+//! In an [`AuditedTransaction`] the statements run as they are; the first snapshot is taken
+//! (inside a released savepoint, 3 round trips) before the first statement that may write,
+//! and the second (savepoint and snapshot, 2 round trips) right before `COMMIT` or `ROLLBACK`:
+//! about +215 µs per writing transaction, nothing for a read-only one. [`PgOracle::Always`]
+//! runs the oracle for reads too; [`PgOracle::Off`] never. The savepoints make sure an oracle
+//! failure can never abort your transaction.
+//!
+//! Oracle pitfalls (design §7): the transaction id is also assigned by `SELECT ... FOR UPDATE`
+//! and by temp-table creation, so `wrote` is reported only when some user table's counts
+//! moved; temp tables are ignored; `nextval()` is invisible (statement analysis lists it in
+//! `opaque_calls`). A transaction dropped without `commit()`/`rollback()` cannot be asked; its
+//! write statements are marked failed (rolled back).
 
 mod backend;
 mod classify;

@@ -40,6 +40,7 @@ pub struct Shared<DB: Backend> {
     pub(crate) pool: Pool<DB>,
     pub(crate) classifier: Classifier,
     pub(crate) oracle: PgOracle,
+    #[cfg_attr(not(feature = "sqlite"), allow(dead_code))]
     pub(crate) backend: DB::PoolState,
 }
 

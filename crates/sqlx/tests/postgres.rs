@@ -2,6 +2,8 @@
 //! `postgres://postgres@127.0.0.1:5432/test`). Each test works in its own schema and drops it.
 //! Without a server the tests print why they skip, unless `HINTAUDIT_REQUIRE_PG=1`.
 
+#![cfg(feature = "postgres")]
+
 use std::str::FromStr;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;

@@ -1,6 +1,8 @@
 //! The audited pool against a real SQLite file: attribution, hooks, transactions, triggers,
 //! concurrency, and every executor entry point.
 
+#![cfg(feature = "sqlite")]
+
 use std::time::Duration;
 
 use futures_util::TryStreamExt;

@@ -104,7 +104,7 @@ fn wrap(ctx: &Ctx<'_, Postgres>) -> bool {
 /// lazily before the first statement that may write.
 async fn before_in_tx(conn: &mut PgConnection, tx: &mut PgTxState, att: &Attribution) {
     if tx.before.is_none() && !tx.failed && wants_oracle(tx.oracle, att) {
-        match oracle::snapshot_protected(conn).await {
+        match oracle::snapshot_protected(conn, true).await {
             Ok(s) => tx.before = Some(s),
             Err(e) => stats().audit_error(AuditStage::Oracle, &e),
         }
@@ -199,7 +199,7 @@ async fn run_wrapped(
     let dml = is_dml(att.class.effect.operation);
     match collect(&mut tx, query, one, dml).await {
         Ok((items, rows)) => {
-            let after = oracle::snapshot_protected(&mut tx).await;
+            let after = oracle::snapshot_protected(&mut tx, false).await;
             if let Err(e) = &after {
                 stats().audit_error(AuditStage::Oracle, e);
             }
@@ -386,7 +386,7 @@ impl Backend for Postgres {
         async move {
             tx.oracle = shared.oracle;
             if tx.oracle == PgOracle::Always {
-                match oracle::snapshot(conn).await {
+                match oracle::snapshot_protected(conn, true).await {
                     Ok(s) => tx.before = Some(s),
                     Err(e) => {
                         stats().audit_error(AuditStage::Oracle, &e);
@@ -410,7 +410,7 @@ impl Backend for Postgres {
             if tx.failed {
                 return; // the transaction is aborted: nothing can be asked
             }
-            match oracle::snapshot_protected(conn).await {
+            match oracle::snapshot_protected(conn, false).await {
                 Ok(after) => tx.observation = Some(oracle::observe(&before, &after, committed)),
                 Err(e) => stats().audit_error(AuditStage::Oracle, &e),
             }

@@ -21,19 +21,6 @@ const SNAPSHOT: &str = "SELECT pg_current_xact_id_if_assigned()::text AS xid, \
      FROM (SELECT 1) AS one LEFT JOIN pg_stat_xact_user_tables AS s \
      ON s.n_tup_ins + s.n_tup_upd + s.n_tup_del > 0 AND s.schemaname NOT LIKE 'pg\\_temp\\_%'";
 
-/// The same, inside a savepoint, so that its failure cannot abort the caller's transaction
-/// (one round trip with the simple query protocol).
-const SNAPSHOT_PROTECTED: &str = "SAVEPOINT hintaudit_oracle; \
-     SELECT pg_current_xact_id_if_assigned()::text AS xid, \
-     s.relid::int8 AS relid, s.relname::text AS relname, \
-     s.n_tup_ins::int8 AS ins, s.n_tup_upd::int8 AS upd, s.n_tup_del::int8 AS del \
-     FROM (SELECT 1) AS one LEFT JOIN pg_stat_xact_user_tables AS s \
-     ON s.n_tup_ins + s.n_tup_upd + s.n_tup_del > 0 AND s.schemaname NOT LIKE 'pg\\_temp\\_%'; \
-     RELEASE SAVEPOINT hintaudit_oracle";
-
-const UNDO_PROTECTED: &str =
-    "ROLLBACK TO SAVEPOINT hintaudit_oracle; RELEASE SAVEPOINT hintaudit_oracle";
-
 /// Per-table counts at one moment of a transaction.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Snapshot {
@@ -75,14 +62,26 @@ pub(crate) async fn snapshot(conn: &mut PgConnection) -> Result<Snapshot, sqlx::
     parse(&rows)
 }
 
-/// Reads a snapshot inside a savepoint (one round trip; two more if it fails, to undo the
-/// savepoint), so that the caller's transaction survives the oracle's failure.
-pub(crate) async fn snapshot_protected(conn: &mut PgConnection) -> Result<Snapshot, sqlx::Error> {
-    match conn.fetch_all(sqlx::raw_sql(SNAPSHOT_PROTECTED)).await {
-        Ok(rows) => parse(&rows),
+/// Reads a snapshot inside a savepoint, so that the caller's transaction survives the
+/// oracle's failure: `SAVEPOINT`, the prepared snapshot, and `RELEASE` unless `release` is
+/// false (right before `COMMIT` / `ROLLBACK`, which end the savepoint anyway). Three or two
+/// round trips, each cheap; one more (`ROLLBACK TO SAVEPOINT`) when the snapshot fails.
+pub(crate) async fn snapshot_protected(
+    conn: &mut PgConnection,
+    release: bool,
+) -> Result<Snapshot, sqlx::Error> {
+    conn.execute("SAVEPOINT hintaudit_oracle").await?;
+    match snapshot(conn).await {
+        Ok(s) => {
+            if release {
+                conn.execute("RELEASE SAVEPOINT hintaudit_oracle").await?;
+            }
+            Ok(s)
+        }
         Err(e) => {
-            // The savepoint exists and the transaction is aborted: restore it.
-            let _ = conn.execute(sqlx::raw_sql(UNDO_PROTECTED)).await;
+            // The transaction is aborted: return to the savepoint, which revives it.
+            let _ = conn.execute("ROLLBACK TO SAVEPOINT hintaudit_oracle").await;
+            let _ = conn.execute("RELEASE SAVEPOINT hintaudit_oracle").await;
             Err(e)
         }
     }

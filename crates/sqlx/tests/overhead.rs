@@ -1,0 +1,206 @@
+//! What auditing adds per statement. Ignored by default (timings, not assertions); run with
+//! `cargo test -p hintaudit-sqlx --release --test overhead -- --ignored --nocapture --test-threads 1`.
+//! Raw and audited runs alternate in rounds; each line shows the best round's mean, which
+//! filters out noise from other processes. The numbers in the crate docs come from here.
+
+#![cfg(all(feature = "sqlite", feature = "postgres"))]
+
+use std::str::FromStr;
+use std::time::{Duration, Instant};
+
+use hintaudit_core::CallScope;
+use hintaudit_sqlx::{AuditedPool, PgOracle};
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::sqlite::{SqliteConnectOptions, SqlitePoolOptions};
+use sqlx::{Executor, Postgres, Sqlite};
+
+const ROUNDS: u32 = 7;
+const PER_ROUND: u32 = 300;
+
+/// Runs `$raw` and `$audited` (expressions awaited once per iteration) in alternating rounds
+/// and prints the best mean of each.
+macro_rules! compare {
+    ($label:expr, $raw:expr, $audited:expr) => {{
+        let mut best = [Duration::MAX; 2];
+        for _ in 0..ROUNDS {
+            let t = Instant::now();
+            for _ in 0..PER_ROUND {
+                $raw;
+            }
+            best[0] = best[0].min(t.elapsed() / PER_ROUND);
+            let t = Instant::now();
+            for _ in 0..PER_ROUND {
+                $audited;
+            }
+            best[1] = best[1].min(t.elapsed() / PER_ROUND);
+        }
+        let us = |d: Duration| d.as_secs_f64() * 1e6;
+        println!(
+            "{:<44} raw {:>8.1} µs  audited {:>8.1} µs  (+{:.1} µs)",
+            $label,
+            us(best[0]),
+            us(best[1]),
+            us(best[1]) - us(best[0])
+        );
+    }};
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "timing, run by hand"]
+async fn sqlite_overhead() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let opts = SqliteConnectOptions::new()
+        .filename(dir.path().join("o.db"))
+        .create_if_missing(true)
+        .journal_mode(sqlx::sqlite::SqliteJournalMode::Wal)
+        .synchronous(sqlx::sqlite::SqliteSynchronous::Off);
+    let pool =
+        AuditedPool::<Sqlite>::connect_with(SqlitePoolOptions::new().max_connections(2), opts)
+            .await
+            .expect("connect");
+    pool.inner()
+        .execute("CREATE TABLE t (id INTEGER PRIMARY KEY, n INTEGER); INSERT INTO t (n) VALUES (1)")
+        .await
+        .expect("schema");
+    let raw = pool.inner().clone();
+    let sel = "SELECT n FROM t WHERE id = ?";
+    let upd = "UPDATE t SET n = n + 1 WHERE id = 1";
+    compare!(
+        "sqlite pool SELECT, no call scope",
+        sqlx::query(sel)
+            .bind(1)
+            .fetch_optional(&raw)
+            .await
+            .expect("q"),
+        sqlx::query(sel)
+            .bind(1)
+            .fetch_optional(&pool)
+            .await
+            .expect("q")
+    );
+    compare!(
+        "sqlite pool SELECT, call-scoped",
+        sqlx::query(sel)
+            .bind(1)
+            .fetch_optional(&raw)
+            .await
+            .expect("q"),
+        CallScope::new("t")
+            .run(sqlx::query(sel).bind(1).fetch_optional(&pool))
+            .await
+            .expect("q")
+    );
+    compare!(
+        "sqlite pool UPDATE (1 row), call-scoped",
+        sqlx::query(upd).execute(&raw).await.expect("q"),
+        CallScope::new("t")
+            .run(sqlx::query(upd).execute(&pool))
+            .await
+            .expect("q")
+    );
+    {
+        let mut rc = raw.acquire().await.expect("acquire");
+        let mut ac = pool.acquire().await.expect("acquire");
+        compare!(
+            "sqlite held connection SELECT, call-scoped",
+            sqlx::query(sel)
+                .bind(1)
+                .fetch_optional(&mut *rc)
+                .await
+                .expect("q"),
+            CallScope::new("t")
+                .run(sqlx::query(sel).bind(1).fetch_optional(&mut ac))
+                .await
+                .expect("q")
+        );
+        compare!(
+            "sqlite lock_handle() alone vs nothing",
+            std::hint::black_box(()),
+            drop(rc.lock_handle().await.expect("lock"))
+        );
+    }
+    compare!(
+        "tracing span, no subscriber",
+        std::hint::black_box(()),
+        drop(tracing::info_span!(
+            "db.statement",
+            a = "x",
+            b = tracing::field::Empty
+        ))
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "timing, run by hand"]
+async fn postgres_overhead() {
+    let url = std::env::var("HINTAUDIT_PG_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned());
+    let schema = format!("hintaudit_overhead_{}", std::process::id());
+    let admin = match sqlx::PgPool::connect(&url).await {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("skipping: PostgreSQL unreachable at {url}: {e}");
+            return;
+        }
+    };
+    admin
+        .execute(sqlx::AssertSqlSafe(format!("CREATE SCHEMA {schema}")))
+        .await
+        .expect("schema");
+    let opts = PgConnectOptions::from_str(&url).expect("url").options([
+        ("search_path", schema.as_str()),
+        ("synchronous_commit", "off"),
+    ]);
+    let pool = AuditedPool::<Postgres>::options()
+        .with_postgres_oracle(PgOracle::Writes)
+        .connect_with(PgPoolOptions::new().max_connections(1), opts)
+        .await
+        .expect("connect");
+    pool.inner()
+        .execute("CREATE TABLE t (id int PRIMARY KEY, n int); INSERT INTO t VALUES (1, 1)")
+        .await
+        .expect("table");
+    let raw = pool.inner().clone();
+    let sel = "SELECT n FROM t WHERE id = $1";
+    let upd = "UPDATE t SET n = n + 1 WHERE id = 1";
+    compare!(
+        "postgres pool SELECT, call-scoped (no oracle)",
+        sqlx::query(sel)
+            .bind(1)
+            .fetch_optional(&raw)
+            .await
+            .expect("q"),
+        CallScope::new("t")
+            .run(sqlx::query(sel).bind(1).fetch_optional(&pool))
+            .await
+            .expect("q")
+    );
+    compare!(
+        "postgres pool UPDATE, call-scoped, oracle wraps",
+        sqlx::query(upd).execute(&raw).await.expect("q"),
+        CallScope::new("t")
+            .run(sqlx::query(upd).execute(&pool))
+            .await
+            .expect("q")
+    );
+    compare!(
+        "postgres tx BEGIN/UPDATE/COMMIT, call-scoped",
+        {
+            let mut tx = raw.begin().await.expect("begin");
+            sqlx::query(upd).execute(&mut *tx).await.expect("q");
+            tx.commit().await.expect("commit");
+        },
+        CallScope::new("t")
+            .run(async {
+                let mut tx = pool.begin().await.expect("begin");
+                sqlx::query(upd).execute(&mut tx).await.expect("q");
+                tx.commit().await.expect("commit");
+            })
+            .await
+    );
+    pool.close().await;
+    admin
+        .execute(sqlx::AssertSqlSafe(format!("DROP SCHEMA {schema} CASCADE")))
+        .await
+        .expect("drop");
+}
