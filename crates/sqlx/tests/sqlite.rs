@@ -463,3 +463,81 @@ async fn preupdate_row_images_name_changed_columns() {
         [("appointments", Some(false)), ("audit_log", Some(true))]
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn blind_spots_are_not_marked_observed() {
+    let (_dir, pool) = pool(1).await;
+    pool.inner()
+        .execute(
+            "CREATE TABLE kv (k TEXT PRIMARY KEY, v TEXT) WITHOUT ROWID; \
+             CREATE TABLE settings (k TEXT PRIMARY KEY, v TEXT); \
+             INSERT INTO settings VALUES ('theme', 'dark');",
+        )
+        .await
+        .expect("schema");
+    let scope = CallScope::new("blind");
+    let effects = scope.effects_handle();
+    scope
+        .run(async {
+            sqlx::query("INSERT INTO kv VALUES ('a', '1')")
+                .execute(&pool)
+                .await
+                .expect("kv");
+            sqlx::query("INSERT OR REPLACE INTO settings VALUES ('theme', 'light')")
+                .execute(&pool)
+                .await
+                .expect("replace");
+        })
+        .await;
+    let e = effects.snapshot();
+    // WITHOUT ROWID: the update hook is silent, sqlite3_changes() is not.
+    assert!(!e.row_changes.iter().any(|r| r.table == "kv"));
+    assert!(!e.statements[0].observed);
+    // REPLACE: the hook reports the insert but not the conflicting row it deleted; the
+    // statement says it may overwrite, which the judge treats as destructive.
+    let ops: Vec<RowOperation> = e
+        .row_changes
+        .iter()
+        .filter(|r| r.table == "settings")
+        .map(|r| r.operation)
+        .collect();
+    assert_eq!(ops, [RowOperation::Insert]);
+    assert_eq!(e.statements[1].operation, Operation::Upsert);
+    assert!(e.statements[1].overwrites && e.statements[1].observed);
+    let facts = hintaudit_core::Facts::from_effect(&e, &hintaudit_core::Policy::default());
+    assert!(!facts.destructive.is_empty(), "{facts:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dropped_stream_still_finishes_its_statement() {
+    let (_dir, pool) = pool(1).await;
+    pool.inner()
+        .execute("INSERT INTO appointments (patient) VALUES ('a'), ('b'), ('c')")
+        .await
+        .expect("seed");
+    let scope = CallScope::new("peek");
+    let effects = scope.effects_handle();
+    scope
+        .run(async {
+            let mut s = sqlx::query("SELECT * FROM appointments").fetch(&pool);
+            assert!(s.try_next().await.expect("row").is_some());
+            drop(s);
+            // The connection went back to the pool unbound: the next statement works.
+            sqlx::query("INSERT INTO appointments (patient) VALUES ('d')")
+                .execute(&pool)
+                .await
+                .expect("insert");
+        })
+        .await;
+    let e = effects.snapshot();
+    assert_eq!(e.statements.len(), 2);
+    assert_eq!(e.statements[0].outcome, StatementOutcome::Ok);
+    assert_eq!(rows(&e, "appointments", RowOperation::Insert, true), 1);
+    assert_eq!(
+        e.row_changes
+            .iter()
+            .filter(|r| r.statement == Some(1))
+            .count(),
+        2
+    );
+}

@@ -270,7 +270,6 @@ impl Backend for Postgres {
                 let mut s = conn.fetch_many(query);
                 let mut done = Guard {
                     att: &att,
-                    ok: false,
                     rows: 0,
                     armed: true,
                 };
@@ -342,7 +341,6 @@ impl Backend for Postgres {
             let dml = is_dml(att.class.effect.operation);
             let mut done = Guard {
                 att: &att,
-                ok: false,
                 rows: 0,
                 armed: true,
             };
@@ -439,7 +437,6 @@ impl Backend for Postgres {
 /// Finishes a statement whose stream or future was dropped before it ended.
 struct Guard<'a> {
     att: &'a Attribution,
-    ok: bool,
     rows: u64,
     armed: bool,
 }
@@ -447,8 +444,9 @@ struct Guard<'a> {
 impl Drop for Guard<'_> {
     fn drop(&mut self) {
         if self.armed {
+            // The caller stopped reading: not a failure of the statement.
             let rows = is_dml(self.att.class.effect.operation).then_some(self.rows);
-            self.att.finish(self.ok || self.rows > 0, rows, false);
+            self.att.finish(true, rows, false);
         }
     }
 }

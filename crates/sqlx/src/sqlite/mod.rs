@@ -91,7 +91,8 @@ async fn bind(
     Some(slot)
 }
 
-/// Finishes a statement when dropped: normally, or when the caller dropped the stream.
+/// Finishes a statement when dropped: normally, or when the caller dropped the stream (not a
+/// failure). Error paths set `ok` to false first.
 struct Finish {
     att: Attribution,
     slot: Option<Arc<Slot>>,
@@ -152,7 +153,7 @@ impl Backend for Sqlite {
                     att,
                     slot,
                     pooled,
-                    ok: false,
+                    ok: true,
                     rows: 0,
                 };
                 let mut s = conn.fetch_many(query);
@@ -167,13 +168,13 @@ impl Backend for Sqlite {
                         Ok(None) => break,
                         Err(e) => {
                             drop(s);
+                            fin.ok = false;
                             drop(fin);
                             return Err(e);
                         }
                     }
                 }
                 drop(s);
-                fin.ok = true;
                 Ok(())
             }
             .instrument(span)
@@ -200,7 +201,7 @@ impl Backend for Sqlite {
                 att,
                 slot,
                 pooled,
-                ok: false,
+                ok: true,
                 rows: 0,
             };
             if !dml {
@@ -212,7 +213,16 @@ impl Backend for Sqlite {
             // hooks were blind; the first row is the answer, as fetch_optional gives it.
             let mut first = None;
             let mut s = conn.fetch_many(query);
-            while let Some(v) = s.try_next().await? {
+            loop {
+                let v = match s.try_next().await {
+                    Ok(Some(v)) => v,
+                    Ok(None) => break,
+                    Err(e) => {
+                        drop(s);
+                        fin.ok = false;
+                        return Err(e);
+                    }
+                };
                 match v {
                     Either::Left(r) => fin.rows += r.rows_affected(),
                     Either::Right(row) if first.is_none() => first = Some(row),
@@ -220,7 +230,6 @@ impl Backend for Sqlite {
                 }
             }
             drop(s);
-            fin.ok = true;
             Ok(first)
         }
         .instrument(span)
