@@ -186,6 +186,19 @@ async fn statements_audited(pool: &AuditedPool<Sqlite>, n: usize) -> Duration {
     start.elapsed()
 }
 
+/// CPU time spent so far by every thread of this process, in ns (Linux `schedstat`; 0
+/// elsewhere).
+fn process_cpu_ns() -> u128 {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return 0;
+    };
+    tasks
+        .filter_map(Result::ok)
+        .filter_map(|t| std::fs::read_to_string(t.path().join("schedstat")).ok())
+        .filter_map(|s| s.split_whitespace().next()?.parse::<u128>().ok())
+        .sum()
+}
+
 /// Whether the tracing layer of the telemetry variant is on: it is only for its rounds, so the
 /// bare and audited rounds run with tracing disabled, as before.
 static TELEMETRY_ON: AtomicBool = AtomicBool::new(false);
@@ -323,17 +336,33 @@ fn main() {
         calls_with_telemetry(&telemetry, 100, &pipeline).await;
 
         let (mut tb, mut ta, mut sb, mut sa, mut tm, mut tt) = (vec![], vec![], vec![], vec![], vec![], vec![]);
+        // CPU time of the whole process (every thread: client, server, SQLite workers, the
+        // exporter and the receiver) per variant: steadier than wall time on a busy machine.
+        let mut cpu: [Vec<u128>; 4] = Default::default();
         for round in 0..rounds {
             // Alternate the order so drift favours neither.
             if round % 2 == 0 {
+                let c = process_cpu_ns();
                 tb.push(calls(&bare, calls_per_round).await);
+                cpu[0].push(process_cpu_ns() - c);
+                let c = process_cpu_ns();
                 ta.push(calls(&audited, calls_per_round).await);
+                cpu[1].push(process_cpu_ns() - c);
             } else {
+                let c = process_cpu_ns();
                 ta.push(calls(&audited, calls_per_round).await);
+                cpu[1].push(process_cpu_ns() - c);
+                let c = process_cpu_ns();
                 tb.push(calls(&bare, calls_per_round).await);
+                cpu[0].push(process_cpu_ns() - c);
             }
+            let c = process_cpu_ns();
             tm.push(calls(&telemetry, calls_per_round).await);
+            cpu[2].push(process_cpu_ns() - c);
+            // Includes flushing this round's spans: exporting is part of their cost.
+            let c = process_cpu_ns();
             tt.push(calls_with_telemetry(&telemetry, calls_per_round, &pipeline).await);
+            cpu[3].push(process_cpu_ns() - c);
             sb.push(statements_bare(&bare_pool, calls_per_round * 5).await);
             sa.push(statements_audited(&audited_pool, calls_per_round * 5).await);
         }
@@ -359,6 +388,23 @@ fn main() {
             (t - a) * 1e6,
             exported.exported,
             exported.dropped
+        );
+        let cpu_us: Vec<f64> = cpu
+            .into_iter()
+            .map(|mut v| {
+                v.sort();
+                v[v.len() / 2] as f64 / calls_per_round as f64 / 1e3
+            })
+            .collect();
+        println!(
+            "CPU per call, all threads: bare {:.1} us, audited {:.1} us, + recorder {:.1} us, + recorder and spans {:.1} us; CPU ratios to bare: {:.3}, {:.3}, {:.3}",
+            cpu_us[0],
+            cpu_us[1],
+            cpu_us[2],
+            cpu_us[3],
+            cpu_us[0] / cpu_us[1],
+            cpu_us[0] / cpu_us[2],
+            cpu_us[0] / cpu_us[3]
         );
         let n = (calls_per_round * 5) as f64;
         let (b, a) = (median(sb).as_secs_f64() / n, median(sa).as_secs_f64() / n);

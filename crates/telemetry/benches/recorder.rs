@@ -265,8 +265,104 @@ fn bench_tracing(n: u32) {
     drop(pipeline);
 }
 
+/// CPU time spent so far by every thread of this process, in ns (Linux `schedstat`).
+fn process_cpu_ns() -> u128 {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return 0;
+    };
+    tasks
+        .filter_map(Result::ok)
+        .filter_map(|t| std::fs::read_to_string(t.path().join("schedstat")).ok())
+        .filter_map(|s| s.split_whitespace().next()?.parse::<u128>().ok())
+        .sum()
+}
+
+/// All-in cost: `calls` calls' spans produced, exported and received, with a queue large
+/// enough that nothing is dropped, in CPU time of the whole process per call.
+fn bench_all_in(calls: u32) {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let _enter = rt.enter();
+    let (grpc, http) = rt.block_on(async {
+        let grpc = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let grpc_addr = grpc.local_addr().expect("addr");
+        tokio::spawn(
+            tonic::transport::Server::builder()
+                .add_service(TraceServiceServer::new(Sink))
+                .serve_with_incoming(tonic::transport::server::TcpIncoming::from(grpc)),
+        );
+        let http = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let http_addr = http.local_addr().expect("addr");
+        let app = axum::Router::new().route(
+            "/v1/traces",
+            axum::routing::post(|body: axum::body::Bytes| async move {
+                black_box(body.len());
+                [(axum::http::header::CONTENT_TYPE, "application/x-protobuf")]
+            }),
+        );
+        tokio::spawn(async move { axum::serve(http, app).await });
+        (grpc_addr, http_addr)
+    });
+    let queue = calls as usize * 4;
+    let variants: [(&str, Option<TracingConfig>); 3] = [
+        ("discarding exporter", None),
+        (
+            "OTLP/HTTP, discarding receiver",
+            Some(
+                TracingConfig::disabled()
+                    .with_endpoint(format!("http://{http}"))
+                    .with_protocol(OtlpProtocol::HttpProtobuf),
+            ),
+        ),
+        (
+            "OTLP/gRPC, decoding receiver",
+            Some(
+                TracingConfig::disabled()
+                    .with_endpoint(format!("http://{grpc}"))
+                    .with_protocol(OtlpProtocol::Grpc),
+            ),
+        ),
+    ];
+    for (what, config) in variants {
+        let pipeline = match config {
+            Some(c) => OtelPipeline::new(&c.with_max_queue_size(queue))
+                .expect("pipeline")
+                .expect("on"),
+            None => OtelPipeline::with_exporter(
+                &TracingConfig::disabled().with_max_queue_size(queue),
+                Discard,
+            )
+            .expect("pipeline"),
+        };
+        let subscriber = tracing_subscriber::registry()
+            .with(tracing_subscriber::filter::LevelFilter::INFO)
+            .with(pipeline.layer());
+        let before = process_cpu_ns();
+        tracing::subscriber::with_default(subscriber, || {
+            for _ in 0..calls {
+                call_spans();
+            }
+        });
+        pipeline.force_flush();
+        let cpu = (process_cpu_ns() - before) as f64 / f64::from(calls);
+        let s = pipeline.export_stats();
+        println!(
+            "all-in, {what}: {cpu:8.0} ns CPU/call, all threads ({} spans exported, {} dropped)",
+            s.exported, s.dropped
+        );
+    }
+}
+
 fn main() {
     let n = iterations();
     bench_recorder(n);
     bench_tracing(n);
+    bench_all_in(n / 10);
 }
