@@ -183,3 +183,35 @@ async fn mariadb_snapshots_and_diffs() {
     drop(server);
     exec(&mut admin, &format!("DROP DATABASE {db}")).await;
 }
+
+/// Times a full snapshot of a 100,000-row PostgreSQL table. Run with `cargo test --release
+/// -p hintaudit-verify --lib postgres_snapshot_of_100k_rows -- --ignored --nocapture`.
+#[tokio::test]
+#[ignore = "a timing, not a check; run explicitly in release"]
+async fn postgres_snapshot_of_100k_rows() {
+    let admin_url = pg_admin();
+    let mut admin = PgConnection::connect(&admin_url).await.expect("PostgreSQL");
+    let schema = unique("hv_time");
+    exec(&mut admin, &format!("CREATE SCHEMA {schema}")).await;
+    let sep = if admin_url.contains('?') { '&' } else { '?' };
+    let url = format!("{admin_url}{sep}options=-c%20search_path%3D{schema}");
+    let mut server = PgConnection::connect(&url).await.unwrap();
+    exec(
+        &mut server,
+        "CREATE TABLE events (id bigint PRIMARY KEY, kind int NOT NULL, title text NOT NULL,
+            amount double precision, payload bytea, status text, at timestamptz);
+         INSERT INTO events SELECT i, i % 70, 'event number ' || i, i * 0.25,
+            decode(md5(i::text), 'hex'), CASE WHEN i % 3 = 0 THEN NULL ELSE 'open' END, now()
+         FROM generate_series(1, 100000) i;",
+    )
+    .await;
+    let mut s = Snapshotter::new(Database::connect(&url).await.unwrap(), Policy::default());
+    for _ in 0..3 {
+        let t = std::time::Instant::now();
+        s.invalidate();
+        assert_eq!(s.take().await.unwrap().row_count(), 100_000);
+        eprintln!("PostgreSQL snapshot of 100,000 rows: {:?}", t.elapsed());
+    }
+    drop(server);
+    exec(&mut admin, &format!("DROP SCHEMA {schema} CASCADE")).await;
+}
