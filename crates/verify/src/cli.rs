@@ -43,7 +43,8 @@ impl FailOn {
 #[command(group(clap::ArgGroup::new("server").required(true).args(["stdio", "url"])))]
 pub struct VerifyArgs {
     /// The server as a command line, started as a child process speaking MCP over stdio
-    /// (split like a POSIX shell: quote arguments with spaces).
+    /// (split like a POSIX shell: quote arguments with spaces; leading NAME=value words set
+    /// its environment).
     #[arg(long, value_name = "COMMAND")]
     pub stdio: Option<String>,
     /// The server's streamable HTTP endpoint, e.g. http://127.0.0.1:8080/mcp.

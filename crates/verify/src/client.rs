@@ -65,6 +65,30 @@ impl ToolInfo {
     }
 }
 
+/// Environment variables for the child: `(name, value)`.
+type Env = Vec<(String, String)>;
+
+/// Splits a command line like a POSIX shell: leading `NAME=value` words set the child's
+/// environment, the rest are the program and its arguments. `None` when it cannot be parsed
+/// or names no program.
+fn split_command(line: &str) -> Option<(Env, Vec<String>)> {
+    let mut words = shlex::split(line)?.into_iter().peekable();
+    let mut env = Vec::new();
+    while let Some((name, value)) = words.peek().and_then(|w| w.split_once('=')) {
+        let valid = name
+            .chars()
+            .enumerate()
+            .all(|(i, c)| c == '_' || c.is_ascii_alphabetic() || (i > 0 && c.is_ascii_digit()));
+        if !valid || name.is_empty() {
+            break;
+        }
+        env.push((name.to_owned(), value.to_owned()));
+        words.next();
+    }
+    let words: Vec<String> = words.collect();
+    (!words.is_empty()).then_some((env, words))
+}
+
 /// The innermost cause of an error chain (rmcp wraps transport errors several times; the
 /// innermost says what happened: "Connection refused", "connection closed").
 fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
@@ -98,11 +122,10 @@ impl McpClient {
         let stderr_tail = Arc::new(Mutex::new(VecDeque::new()));
         let handshake = match spec {
             ServerSpec::Stdio(line) => {
-                let words = shlex::split(line)
-                    .filter(|w| !w.is_empty())
+                let (env, words) = split_command(line)
                     .ok_or_else(|| VerifyError::Usage(format!("cannot parse --stdio {line:?}")))?;
                 let mut cmd = tokio::process::Command::new(&words[0]);
-                cmd.args(&words[1..]);
+                cmd.args(&words[1..]).envs(env);
                 let (proc, stderr) = TokioChildProcess::builder(cmd)
                     .stderr(Stdio::piped())
                     .spawn()
@@ -283,6 +306,26 @@ impl McpClient {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn command_lines_split_like_a_shell() {
+        let (env, words) =
+            split_command("DATABASE_URL='sqlite:a b.db' RUST_LOG=off bookings --stdio").unwrap();
+        assert_eq!(
+            env,
+            vec![
+                ("DATABASE_URL".into(), "sqlite:a b.db".into()),
+                ("RUST_LOG".into(), "off".into())
+            ]
+        );
+        assert_eq!(words, ["bookings", "--stdio"]);
+        let (env, words) = split_command("python3 server.py --opt=x").unwrap();
+        assert!(env.is_empty());
+        assert_eq!(words, ["python3", "server.py", "--opt=x"]);
+        assert!(split_command("A=1").is_none());
+        assert!(split_command("'unclosed").is_none());
+        assert!(split_command("").is_none());
+    }
 
     #[test]
     fn listing_is_read_tolerantly() {
