@@ -121,6 +121,23 @@ impl Database {
         }
     }
 
+    /// Opens a read-only transaction so that all tables of one snapshot are read at one
+    /// moment (SQLite: a read transaction; PostgreSQL: REPEATABLE READ; MySQL: a consistent
+    /// snapshot). [`Database::end_read`] closes it.
+    pub async fn begin_read(&mut self) -> Result<(), sqlx::Error> {
+        let sql = match self {
+            Database::Sqlite(_) => "BEGIN",
+            Database::Postgres(_) => "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
+            Database::MySql(_) => "START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY",
+        };
+        self.execute_script(sql).await
+    }
+
+    /// Closes the transaction of [`Database::begin_read`].
+    pub async fn end_read(&mut self) -> Result<(), sqlx::Error> {
+        self.execute_script("COMMIT").await
+    }
+
     /// Runs a script of one or more statements (a case's setup SQL).
     pub async fn execute_script(&mut self, sql: &str) -> Result<(), sqlx::Error> {
         let sql = sqlx::AssertSqlSafe(sql.to_owned());
@@ -250,6 +267,10 @@ impl Snapshotter {
             return Ok(snap.clone());
         }
         let started = Instant::now();
+        self.db
+            .begin_read()
+            .await
+            .map_err(|e| VerifyError::db("starting a read transaction", e))?;
         let shapes = self
             .db
             .tables(&self.policy)
@@ -266,6 +287,10 @@ impl Snapshotter {
             self.stats.rows_scanned += table.row_count();
             snap.tables.insert(name, table);
         }
+        self.db
+            .end_read()
+            .await
+            .map_err(|e| VerifyError::db("ending a read transaction", e))?;
         self.stats.scans += 1;
         self.stats.scan_millis += started.elapsed().as_millis() as u64;
         let snap = Arc::new(snap);
