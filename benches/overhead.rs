@@ -9,7 +9,8 @@
 //! A third server runs the same workload with telemetry on, in two kinds of rounds: the
 //! Prometheus recorder alone (tracing disabled), and the recorder with the OpenTelemetry spans
 //! (server span, statement spans, finding events) exported over OTLP to a receiver on loopback
-//! (see `start_telemetry`). Both ratios to bare are printed.
+//! (see `start_telemetry`), for every trace and for a sample (HINTAUDIT_BENCH_SAMPLE, default
+//! 0.1). Each ratio to bare is printed, in wall time and in CPU time of the whole process.
 //!
 //! `cargo bench --bench overhead` (set HINTAUDIT_BENCH_CALLS to change the calls per round).
 
@@ -38,7 +39,7 @@ use opentelemetry_proto::tonic::collector::trace::v1::{
     ExportTraceServiceRequest, ExportTraceServiceResponse,
 };
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 
 #[derive(Debug, Clone)]
 enum Pool {
@@ -199,12 +200,28 @@ fn process_cpu_ns() -> u128 {
         .sum()
 }
 
-/// Whether the tracing layer of the telemetry variant is on: it is only for its rounds, so the
-/// bare and audited rounds run with tracing disabled, as before.
-static TELEMETRY_ON: AtomicBool = AtomicBool::new(false);
+/// Which tracing layer of the telemetry variant is on: 0 none (the bare and audited rounds run
+/// with tracing disabled, as before), 1 every trace exported, 2 a sample of traces.
+static TELEMETRY_MODE: AtomicU8 = AtomicU8::new(0);
 
-fn telemetry_on(on: bool) {
-    TELEMETRY_ON.store(on, Ordering::SeqCst);
+fn telemetry_mode(mode: u8) {
+    TELEMETRY_MODE.store(mode, Ordering::SeqCst);
+}
+
+/// A filter that is on while [`TELEMETRY_MODE`] is `mode`; dynamic: evaluated per span, never
+/// cached per callsite.
+fn when<S>(mode: u8) -> impl tracing_subscriber::layer::Filter<S> {
+    tracing_subscriber::filter::dynamic_filter_fn(move |_, _| {
+        TELEMETRY_MODE.load(Ordering::Relaxed) == mode
+    })
+}
+
+/// The fraction of traces the sampled rounds keep (HINTAUDIT_BENCH_SAMPLE, default 0.1).
+fn sample_ratio() -> f64 {
+    std::env::var("HINTAUDIT_BENCH_SAMPLE")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0.1)
 }
 
 /// An OTLP/gRPC receiver on loopback that decodes and discards spans, counting them.
@@ -230,11 +247,11 @@ impl TraceService for Receiver {
 }
 
 /// Starts a receiver on loopback and installs the global tracing subscriber: the OTLP
-/// pipeline's layer, enabled only while [`telemetry_on`] says so. `HINTAUDIT_BENCH_OTLP=grpc`
+/// pipelines' layers (every trace; a sample), each enabled only while [`telemetry_mode`] says. `HINTAUDIT_BENCH_OTLP=grpc`
 /// exports over OTLP/gRPC to a receiver that decodes every span (its cost lands on the same
 /// two cores); the default exports over OTLP/HTTP (protobuf) to a receiver that reads and
 /// discards the bodies, standing in for a collector on another machine.
-async fn start_telemetry() -> (OtelPipeline, &'static str) {
+async fn start_telemetry() -> (OtelPipeline, OtelPipeline, &'static str) {
     use tracing_subscriber::{Layer, layer::SubscriberExt};
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
@@ -267,27 +284,29 @@ async fn start_telemetry() -> (OtelPipeline, &'static str) {
     let config = TracingConfig::disabled()
         .with_endpoint(format!("http://{addr}"))
         .with_protocol(protocol);
-    let pipeline = OtelPipeline::new(&config).unwrap().expect("export on");
-    let layer = pipeline
-        .layer()
-        .with_filter(tracing_subscriber::filter::LevelFilter::INFO)
-        // Dynamic: evaluated per span, never cached per callsite.
-        .with_filter(tracing_subscriber::filter::dynamic_filter_fn(|_, _| {
-            TELEMETRY_ON.load(Ordering::Relaxed)
-        }));
-    tracing::subscriber::set_global_default(tracing_subscriber::registry().with(layer)).unwrap();
-    (pipeline, what)
+    let full = OtelPipeline::new(&config).unwrap().expect("export on");
+    let sampled = OtelPipeline::new(&config.with_sample_ratio(sample_ratio()))
+        .unwrap()
+        .expect("export on");
+    let info = tracing_subscriber::filter::LevelFilter::INFO;
+    let subscriber = tracing_subscriber::registry()
+        .with(full.layer().with_filter(info).with_filter(when(1)))
+        .with(sampled.layer().with_filter(info).with_filter(when(2)));
+    tracing::subscriber::set_global_default(subscriber).unwrap();
+    (full, sampled, what)
 }
 
-/// Telemetry rounds: tracing on for the calls, then queued spans flushed outside the timing.
+/// Telemetry rounds: tracing on (`mode`) for the calls, then queued spans flushed outside the
+/// timing.
 async fn calls_with_telemetry(
     client: &RunningService<RoleClient, ()>,
     n: usize,
     pipeline: &Arc<OtelPipeline>,
+    mode: u8,
 ) -> Duration {
-    telemetry_on(true);
+    telemetry_mode(mode);
     let took = calls(client, n).await;
-    telemetry_on(false);
+    telemetry_mode(0);
     let p = pipeline.clone();
     tokio::task::spawn_blocking(move || p.force_flush())
         .await
@@ -318,8 +337,8 @@ fn main() {
         let bare = client_for(Bench { pool: Pool::Bare(bare_pool.clone()) }).await;
         let judge = std::sync::Arc::new(Judge::new(Policy::default()));
         let audited = client_for(HintAuditLayer::new().with_judge(judge).with_recorder(()).layer(Bench { pool: Pool::Audited(audited_pool.clone()) })).await;
-        let (pipeline, receiver) = start_telemetry().await;
-        let pipeline = Arc::new(pipeline);
+        let (pipeline, sampled, receiver) = start_telemetry().await;
+        let (pipeline, sampled) = (Arc::new(pipeline), Arc::new(sampled));
         let metrics = PrometheusRecorder::new();
         let telemetry = client_for(
             HintAuditLayer::new()
@@ -333,12 +352,14 @@ fn main() {
         // Warm up both (statement caches, hooks, history).
         calls(&bare, 100).await;
         calls(&audited, 100).await;
-        calls_with_telemetry(&telemetry, 100, &pipeline).await;
+        calls_with_telemetry(&telemetry, 100, &pipeline, 1).await;
+        calls_with_telemetry(&telemetry, 100, &sampled, 2).await;
 
         let (mut tb, mut ta, mut sb, mut sa, mut tm, mut tt) = (vec![], vec![], vec![], vec![], vec![], vec![]);
+        let mut ts = vec![];
         // CPU time of the whole process (every thread: client, server, SQLite workers, the
         // exporter and the receiver) per variant: steadier than wall time on a busy machine.
-        let mut cpu: [Vec<u128>; 4] = Default::default();
+        let mut cpu: [Vec<u128>; 5] = Default::default();
         for round in 0..rounds {
             // Alternate the order so drift favours neither.
             if round % 2 == 0 {
@@ -361,8 +382,11 @@ fn main() {
             cpu[2].push(process_cpu_ns() - c);
             // Includes flushing this round's spans: exporting is part of their cost.
             let c = process_cpu_ns();
-            tt.push(calls_with_telemetry(&telemetry, calls_per_round, &pipeline).await);
+            tt.push(calls_with_telemetry(&telemetry, calls_per_round, &pipeline, 1).await);
             cpu[3].push(process_cpu_ns() - c);
+            let c = process_cpu_ns();
+            ts.push(calls_with_telemetry(&telemetry, calls_per_round, &sampled, 2).await);
+            cpu[4].push(process_cpu_ns() - c);
             sb.push(statements_bare(&bare_pool, calls_per_round * 5).await);
             sa.push(statements_audited(&audited_pool, calls_per_round * 5).await);
         }
@@ -373,7 +397,7 @@ fn main() {
         println!("tool calls: bare {:.1} us/call, audited {:.1} us/call", b * 1e6, a * 1e6);
         println!("throughput ratio (audited/bare): {:.3}   (target >= 0.97)", b / a);
         println!("added time per statement (whole call): {:.2} us", (a - b) / statements_per_call * 1e6);
-        let (m, t) = (per_call(median(tm)), per_call(median(tt)));
+        let (m, t, ss) = (per_call(median(tm)), per_call(median(tt)), per_call(median(ts)));
         let exported = pipeline.export_stats();
         println!(
             "audited + Prometheus recorder: {:.1} us/call, ratio to bare {:.3} (target >= 0.97), {:+.2} us/call over audited",
@@ -389,6 +413,16 @@ fn main() {
             exported.exported,
             exported.dropped
         );
+        let exported = sampled.export_stats();
+        println!(
+            "audited + Prometheus recorder + spans, {:.0}% of traces sampled: {:.1} us/call, ratio to bare {:.3} (target >= 0.97), {:+.2} us/call over audited; spans exported {}, dropped {}",
+            sample_ratio() * 100.0,
+            ss * 1e6,
+            b / ss,
+            (ss - a) * 1e6,
+            exported.exported,
+            exported.dropped
+        );
         let cpu_us: Vec<f64> = cpu
             .into_iter()
             .map(|mut v| {
@@ -397,14 +431,16 @@ fn main() {
             })
             .collect();
         println!(
-            "CPU per call, all threads: bare {:.1} us, audited {:.1} us, + recorder {:.1} us, + recorder and spans {:.1} us; CPU ratios to bare: {:.3}, {:.3}, {:.3}",
+            "CPU per call, all threads: bare {:.1} us, audited {:.1} us, + recorder {:.1} us, + recorder and spans {:.1} us, sampled {:.1} us; CPU ratios to bare: {:.3}, {:.3}, {:.3}, {:.3}",
             cpu_us[0],
             cpu_us[1],
             cpu_us[2],
             cpu_us[3],
+            cpu_us[4],
             cpu_us[0] / cpu_us[1],
             cpu_us[0] / cpu_us[2],
-            cpu_us[0] / cpu_us[3]
+            cpu_us[0] / cpu_us[3],
+            cpu_us[0] / cpu_us[4]
         );
         let n = (calls_per_round * 5) as f64;
         let (b, a) = (median(sb).as_secs_f64() / n, median(sa).as_secs_f64() / n);
@@ -415,8 +451,10 @@ fn main() {
         telemetry.cancel().await.ok();
         let text = hintaudit_telemetry::encode_text(metrics.registry());
         println!("telemetry: /metrics exposition {} bytes, {} lines", text.len(), text.lines().count());
-        if let Ok(p) = Arc::try_unwrap(pipeline) {
-            tokio::task::spawn_blocking(move || drop(p)).await.ok();
+        for p in [pipeline, sampled] {
+            if let Ok(p) = Arc::try_unwrap(p) {
+                tokio::task::spawn_blocking(move || drop(p)).await.ok();
+            }
         }
     });
 }

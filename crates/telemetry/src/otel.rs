@@ -8,7 +8,7 @@ use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_otlp::WithExportConfig;
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::propagation::TraceContextPropagator;
-use opentelemetry_sdk::trace::{SdkTracer, SdkTracerProvider};
+use opentelemetry_sdk::trace::{Sampler, SdkTracer, SdkTracerProvider};
 use tracing::Subscriber;
 use tracing_opentelemetry::OpenTelemetryLayer;
 use tracing_subscriber::EnvFilter;
@@ -92,6 +92,7 @@ pub struct TracingConfig {
     scheduled_delay: Duration,
     export_timeout: Option<Duration>,
     log_filter: String,
+    sample_ratio: Option<f64>,
 }
 
 /// Default bound of the span queue, in spans (the OpenTelemetry default).
@@ -114,6 +115,7 @@ impl TracingConfig {
             scheduled_delay: DEFAULT_SCHEDULED_DELAY,
             export_timeout: None,
             log_filter: "info".to_owned(),
+            sample_ratio: None,
         }
     }
 
@@ -193,6 +195,15 @@ impl TracingConfig {
     /// Time limit of one export (default: `OTEL_EXPORTER_OTLP_TIMEOUT`, else 10 s).
     pub fn with_export_timeout(mut self, timeout: Duration) -> Self {
         self.export_timeout = Some(timeout);
+        self
+    }
+
+    /// Samples this fraction of new traces (0.0 to 1.0), following the client's decision for
+    /// calls that carry a trace context: `parentbased_traceidratio`. Overrides
+    /// `OTEL_TRACES_SAMPLER`; without it the SDK reads that variable (default: every trace).
+    /// Unsampled spans are still built in memory (about 1 µs each) but never exported.
+    pub fn with_sample_ratio(mut self, ratio: f64) -> Self {
+        self.sample_ratio = Some(ratio.clamp(0.0, 1.0));
         self
     }
 
@@ -303,10 +314,15 @@ impl OtelPipeline {
             scheduled_delay: config.scheduled_delay,
         };
         let (processor, handle) = BoundedProcessor::new(exporter, limits);
-        let provider = SdkTracerProvider::builder()
+        let mut provider = SdkTracerProvider::builder()
             .with_resource(config.resource())
-            .with_span_processor(processor)
-            .build();
+            .with_span_processor(processor);
+        if let Some(ratio) = config.sample_ratio {
+            provider = provider.with_sampler(Sampler::ParentBased(Box::new(
+                Sampler::TraceIdRatioBased(ratio),
+            )));
+        }
+        let provider = provider.build();
         Ok(OtelPipeline { provider, handle })
     }
 
@@ -511,6 +527,45 @@ mod tests {
                 "{vars:?}"
             );
         }
+    }
+
+    /// Keeps the names of exported spans.
+    #[derive(Debug, Clone, Default)]
+    struct Names(std::sync::Arc<std::sync::Mutex<Vec<String>>>);
+
+    impl opentelemetry_sdk::trace::SpanExporter for Names {
+        async fn export(
+            &self,
+            batch: Vec<opentelemetry_sdk::trace::SpanData>,
+        ) -> opentelemetry_sdk::error::OTelSdkResult {
+            let mut names = self.0.lock().unwrap();
+            names.extend(batch.into_iter().map(|s| s.name.into_owned()));
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn sample_ratio_zero_keeps_only_traces_the_client_sampled() {
+        use tracing_opentelemetry::OpenTelemetrySpanExt;
+        let names = Names::default();
+        let config = TracingConfig::disabled().with_sample_ratio(0.0);
+        let pipeline = OtelPipeline::with_exporter(&config, names.clone()).unwrap();
+        let subscriber = tracing_subscriber::registry().with(pipeline.layer());
+        tracing::subscriber::with_default(subscriber, || {
+            tracing::info_span!("new_trace").in_scope(|| {});
+            for (name, flags) in [("client_sampled", "01"), ("client_unsampled", "00")] {
+                let tp = format!("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-{flags}");
+                let meta = serde_json::json!({ "traceparent": tp });
+                let span = tracing::info_span!("call", otel.name = name);
+                let cx = crate::remote_parent(meta.as_object().unwrap()).unwrap();
+                span.set_parent(cx).unwrap();
+                span.in_scope(|| tracing::info_span!("statement").in_scope(|| {}));
+            }
+        });
+        pipeline.force_flush();
+        let mut got = names.0.lock().unwrap().clone();
+        got.sort();
+        assert_eq!(got, ["client_sampled", "statement"]);
     }
 
     #[test]
