@@ -373,8 +373,17 @@ impl PrometheusRecorder {
     /// cap.
     fn declared(&self, tool: &str) -> Option<Arc<ToolMetrics>> {
         let i = &self.inner;
-        if let Some(t) = read(&i.tools).get(tool) {
-            return Some(t.clone());
+        {
+            let tools = read(&i.tools);
+            if let Some(t) = tools.get(tool) {
+                return Some(t.clone());
+            }
+            // Past the cap, stay on the read lock: no writer contention per call.
+            if tools.len() >= i.max_tools {
+                drop(tools);
+                self.tool_cap_reached();
+                return None;
+            }
         }
         let mut tools = write(&i.tools);
         if let Some(t) = tools.get(tool) {
@@ -384,21 +393,28 @@ impl PrometheusRecorder {
             return None;
         }
         if tools.len() >= i.max_tools {
-            if !i.tool_cap_hit.swap(true, Ordering::Relaxed) {
-                stats().audit_error(
-                    AuditStage::Record,
-                    &format!(
-                        "more than {} declared tools: further tools are labelled {UNKNOWN_TOOL}",
-                        i.max_tools
-                    ),
-                );
-            }
+            drop(tools);
+            self.tool_cap_reached();
             return None;
         }
         let label: Arc<str> = Arc::from(tool);
         let t = Arc::new(ToolMetrics::new(&i.families, label.clone(), true));
         tools.insert(label, t.clone());
         Some(t)
+    }
+
+    /// Counts reaching the tool cap once, at stage `record`.
+    fn tool_cap_reached(&self) {
+        let i = &self.inner;
+        if !i.tool_cap_hit.swap(true, Ordering::Relaxed) {
+            stats().audit_error(
+                AuditStage::Record,
+                &format!(
+                    "more than {} declared tools: further tools are labelled {UNKNOWN_TOOL}",
+                    i.max_tools
+                ),
+            );
+        }
     }
 
     /// Brings the gauge up to date; for listings (`listing` is the listing's findings), counts
