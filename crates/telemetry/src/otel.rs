@@ -296,15 +296,13 @@ impl OtelPipeline {
         if !config.enabled {
             return Ok(None);
         }
-        Self::with_exporter(config, config.exporter()?).map(Some)
+        Ok(Some(Self::with_exporter(config, config.exporter()?)))
     }
 
-    /// Builds the pipeline around any span exporter (for tests and other backends), with
-    /// `config`'s queue limits and resource; export is on whatever `config` says.
-    pub fn with_exporter<E>(
-        config: &TracingConfig,
-        exporter: E,
-    ) -> Result<OtelPipeline, TracingError>
+    /// Builds the pipeline around any span exporter (other backends, tests), with `config`'s
+    /// queue limits, sampling and resource; `config`'s endpoint, protocol and on/off switch
+    /// are not used.
+    pub fn with_exporter<E>(config: &TracingConfig, exporter: E) -> OtelPipeline
     where
         E: opentelemetry_sdk::trace::SpanExporter + 'static,
     {
@@ -323,7 +321,7 @@ impl OtelPipeline {
             )));
         }
         let provider = provider.build();
-        Ok(OtelPipeline { provider, handle })
+        OtelPipeline { provider, handle }
     }
 
     /// A tracing layer that turns spans into OpenTelemetry spans of this pipeline. Thread
@@ -549,7 +547,7 @@ mod tests {
         use tracing_opentelemetry::OpenTelemetrySpanExt;
         let names = Names::default();
         let config = TracingConfig::disabled().with_sample_ratio(0.0);
-        let pipeline = OtelPipeline::with_exporter(&config, names.clone()).unwrap();
+        let pipeline = OtelPipeline::with_exporter(&config, names.clone());
         let subscriber = tracing_subscriber::registry().with(pipeline.layer());
         tracing::subscriber::with_default(subscriber, || {
             tracing::info_span!("new_trace").in_scope(|| {});
