@@ -544,3 +544,34 @@ fn promtool_accepts_the_exposition() {
     );
     assert!(said.trim().is_empty(), "promtool has lint remarks:\n{said}");
 }
+
+/// The exposition of the planted workload, byte for byte, against
+/// `tests/golden/planted.prom`. `HINTAUDIT_UPDATE_GOLDEN=1` rewrites the file; nothing else
+/// does. The process-wide counters are left out: other tests of this binary move them.
+#[test]
+fn exposition_matches_the_golden_file() {
+    let global = [AUDIT_ERRORS, UNATTRIBUTED];
+    let text: String = encode_text(planted().registry())
+        .lines()
+        .filter(|l| !global.iter().any(|g| l.contains(g)))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/planted.prom");
+    if std::env::var("HINTAUDIT_UPDATE_GOLDEN").is_ok_and(|v| v == "1") {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, &text).unwrap();
+        println!("wrote {}", path.display());
+        return;
+    }
+    let want = std::fs::read_to_string(&path).unwrap_or_else(|e| {
+        panic!(
+            "{}: {e} (HINTAUDIT_UPDATE_GOLDEN=1 writes it)",
+            path.display()
+        )
+    });
+    assert!(
+        text == want,
+        "the exposition differs from {} (HINTAUDIT_UPDATE_GOLDEN=1 rewrites it after review):\n{text}",
+        path.display()
+    );
+}
