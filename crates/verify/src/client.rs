@@ -19,6 +19,7 @@ use rmcp::{RoleClient, ServiceExt};
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, BufReader};
 
+use crate::db::redact;
 use crate::error::{VerifyError, one_line};
 
 /// Where the server under test is.
@@ -122,8 +123,9 @@ impl McpClient {
         let stderr_tail = Arc::new(Mutex::new(VecDeque::new()));
         let handshake = match spec {
             ServerSpec::Stdio(line) => {
-                let (env, words) = split_command(line)
-                    .ok_or_else(|| VerifyError::Usage(format!("cannot parse --stdio {line:?}")))?;
+                let (env, words) = split_command(line).ok_or_else(|| {
+                    VerifyError::Usage(format!("cannot parse --stdio {:?}", redact(line)))
+                })?;
                 let mut cmd = tokio::process::Command::new(&words[0]);
                 cmd.args(&words[1..]).envs(env);
                 let (proc, stderr) = TokioChildProcess::builder(cmd)
@@ -150,7 +152,8 @@ impl McpClient {
             ServerSpec::Url(url) => {
                 if !url.starts_with("http://") {
                     return Err(VerifyError::Usage(format!(
-                        "--url {url}: only http:// URLs are supported (this build has no TLS)"
+                        "--url {}: only http:// URLs are supported (this build has no TLS)",
+                        redact(url)
                     )));
                 }
                 let transport = StreamableHttpClientTransport::from_uri(url.as_str());
@@ -164,7 +167,7 @@ impl McpClient {
                     let tail = Self::tail_of(&stderr_tail);
                     let what = match spec {
                         ServerSpec::Stdio(_) => "the MCP handshake failed".to_owned(),
-                        ServerSpec::Url(url) => format!("cannot reach {url}"),
+                        ServerSpec::Url(url) => format!("cannot reach {}", redact(url)),
                     };
                     // rmcp does not chain a transport error as its source: unwrap it here.
                     let cause = match &e {

@@ -87,7 +87,7 @@ pub struct ToolReport {
 /// The result of a verification run.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Report {
-    /// The server, as given (`--stdio` command or `--url`).
+    /// The server, as given (`--stdio` command or `--url`), passwords in URLs removed.
     pub server: String,
     /// The database URL, password removed.
     pub database: String,

@@ -149,10 +149,10 @@ impl Verifier {
             reports.push(self.verify_tool(client, &mut snaps, tool).await?);
         }
         Ok(Report {
-            server: match &self.server {
-                ServerSpec::Stdio(c) => c.clone(),
-                ServerSpec::Url(u) => u.clone(),
-            },
+            server: redact(match &self.server {
+                ServerSpec::Stdio(c) => c,
+                ServerSpec::Url(u) => u,
+            }),
             database: redact(&self.database),
             tools: reports,
             stats: snaps.stats(),

@@ -199,15 +199,32 @@ impl RawTable {
     }
 }
 
-/// Removes a password from a URL for messages.
-pub(crate) fn redact(url: &str) -> String {
-    if let Some((scheme, rest)) = url.split_once("://")
-        && let Some((cred, host)) = rest.split_once('@')
-        && let Some((user, _)) = cred.split_once(':')
-    {
-        return format!("{scheme}://{user}:***@{host}");
+/// Replaces the password of every `scheme://user:password@host` in a text (a URL, or a
+/// command line holding URLs) with `***`, for reports and messages.
+pub(crate) fn redact(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find("://") {
+        let (head, tail) = rest.split_at(i + 3);
+        out.push_str(head);
+        // The authority ends at whitespace, a quote, or a path.
+        let end = tail
+            .find(|c: char| c.is_whitespace() || matches!(c, '\'' | '"' | '/'))
+            .unwrap_or(tail.len());
+        let authority = &tail[..end];
+        match authority.rfind('@').map(|at| (at, &authority[..at])) {
+            Some((at, cred)) if cred.contains(':') => {
+                let user = cred.split(':').next().unwrap_or("");
+                out.push_str(user);
+                out.push_str(":***");
+                out.push_str(&authority[at..]);
+            }
+            _ => out.push_str(authority),
+        }
+        rest = &tail[end..];
     }
-    url.to_owned()
+    out.push_str(rest);
+    out
 }
 
 /// Counters of the snapshot work, for progress lines and the benchmark.

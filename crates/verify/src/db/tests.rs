@@ -183,10 +183,18 @@ async fn wrong_urls_fail_with_one_line() {
         let err = Database::connect(url).await.err().expect(url).to_string();
         assert!(!err.contains('\n') && !err.contains("secret"), "{err}");
     }
-    assert_eq!(
-        redact("postgres://u:pw@h/db"),
-        "postgres://u:***@h/db".to_owned()
-    );
+    let cases = [
+        ("postgres://u:pw@h/db", "postgres://u:***@h/db"),
+        ("postgres://u@h/db", "postgres://u@h/db"),
+        ("sqlite:///tmp/a.db", "sqlite:///tmp/a.db"),
+        (
+            "DATABASE_URL=mysql://root:s3cr%40t@127.0.0.1:3306/x srv --url 'http://a:b@h:1/mcp'",
+            "DATABASE_URL=mysql://root:***@127.0.0.1:3306/x srv --url 'http://a:***@h:1/mcp'",
+        ),
+    ];
+    for (text, want) in cases {
+        assert_eq!(redact(text), want);
+    }
 }
 
 /// Times a full snapshot of a 100,000-row table (7 columns, blobs, floats, NULLs). Run with
