@@ -36,3 +36,141 @@ impl Format {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use hintaudit_core::{Advice, Confidence, DeclaredHints, Finding, Hint, Rule, Severity};
+    use quick_xml::events::Event;
+
+    use super::Format;
+    use crate::report::{CallRecord, CaseReport, Report, ToolReport, ToolStatus, VERIFY_RULES};
+    use crate::snapshot::TableDiff;
+
+    fn report() -> Report {
+        let hints = DeclaredHints {
+            read_only: Some(true),
+            ..Default::default()
+        };
+        let case = |changes: Vec<TableDiff>| CaseReport {
+            label: "generated".into(),
+            from_file: false,
+            calls: vec![CallRecord {
+                error: None,
+                changes,
+            }],
+        };
+        let diff = TableDiff {
+            table: "items".into(),
+            changed: 1,
+            ..TableDiff::default()
+        };
+        Report {
+            server: "python server.py".into(),
+            database: "sqlite://t.db".into(),
+            tools: vec![
+                ToolReport {
+                    name: "view <&> item".into(),
+                    hints,
+                    status: ToolStatus::Failed,
+                    findings: vec![
+                        Finding::new(
+                            "view <&> item",
+                            Rule::ReadOnlyWrite,
+                            Hint::ReadOnly,
+                            Confidence::Confirmed,
+                            "1 row updated in items",
+                        ),
+                        Finding::new(
+                            "view <&> item",
+                            Rule::HintMissing,
+                            Hint::OpenWorld,
+                            Confidence::Confirmed,
+                            "openWorldHint unset; clients assume true",
+                        ),
+                    ],
+                    advice: vec![],
+                    cases: vec![case(vec![diff])],
+                },
+                ToolReport {
+                    name: "stats".into(),
+                    hints: DeclaredHints::default(),
+                    status: ToolStatus::Passed,
+                    findings: vec![],
+                    advice: vec![Advice::CouldBeReadOnly],
+                    cases: vec![case(vec![])],
+                },
+                ToolReport {
+                    name: "report".into(),
+                    hints,
+                    status: ToolStatus::NotExercised("cannot generate \"spec\"".into()),
+                    findings: vec![],
+                    advice: vec![],
+                    cases: vec![],
+                },
+            ],
+            stats: Default::default(),
+            elapsed_seconds: 1.5,
+        }
+    }
+
+    #[test]
+    fn junit_is_well_formed_with_one_testcase_per_tool_and_rule() {
+        let xml = Format::Junit.render(&report(), Severity::Warning);
+        let mut reader = quick_xml::Reader::from_str(&xml);
+        let (mut cases, mut failures, mut skipped) = (0, 0, 0);
+        loop {
+            match reader.read_event().expect("well-formed") {
+                Event::Start(e) | Event::Empty(e) => match e.name().as_ref() {
+                    "testcase" => cases += 1,
+                    "failure" => failures += 1,
+                    "skipped" => skipped += 1,
+                    _ => {}
+                },
+                Event::Eof => break,
+                _ => {}
+            }
+        }
+        assert_eq!(cases, 3 * VERIFY_RULES.len());
+        assert_eq!(failures, 1, "hint_missing is info, below --fail-on warning");
+        assert_eq!(skipped, 3, "the not-exercised tool's call rules");
+        let strict = Format::Junit.render(&report(), Severity::Info);
+        assert_eq!(strict.matches("<failure").count(), 2);
+    }
+
+    #[test]
+    fn sarif_json_and_table_carry_the_findings() {
+        let sarif: serde_json::Value =
+            serde_json::from_str(&Format::Sarif.render(&report(), Severity::Warning)).unwrap();
+        assert_eq!(sarif["version"], "2.1.0");
+        let results = sarif["runs"][0]["results"].as_array().unwrap();
+        assert_eq!(results.len(), 2);
+        assert_eq!(results[0]["ruleId"], "read_only_write");
+        assert_eq!(results[0]["level"], "error");
+        assert_eq!(results[1]["level"], "note");
+        // The schema is the one tests/verify validates real runs against.
+        let schema: serde_json::Value = serde_json::from_str(include_str!(
+            "../../../../tests/verify/sarif-schema-2.1.0.json"
+        ))
+        .unwrap();
+        let validator = jsonschema::validator_for(&schema).unwrap();
+        let errors: Vec<String> = validator
+            .iter_errors(&sarif)
+            .map(|e| e.to_string())
+            .collect();
+        assert!(errors.is_empty(), "{errors:#?}");
+        let json: serde_json::Value =
+            serde_json::from_str(&Format::Json.render(&report(), Severity::Warning)).unwrap();
+        assert_eq!(json["summary"]["not_exercised"], 1);
+        assert_eq!(
+            json["tools"][0]["cases"][0]["calls"][0]["changes"][0]["changed"],
+            1
+        );
+        assert_eq!(
+            json["tools"][1]["advice"][0]["advice"],
+            "could_be_read_only"
+        );
+        let table = Format::Table.render(&report(), Severity::Warning);
+        assert!(table.contains("not exercised  report"), "{table}");
+        assert!(table.contains("advice         stats"), "{table}");
+    }
+}
