@@ -45,6 +45,13 @@ impl<DB: Database> AuditedQuery<DB> {
     pub(crate) fn text(&self) -> &str {
         self.sql.as_str()
     }
+
+    /// Whether encoding the arguments failed: the driver will return that error without
+    /// sending anything to the database.
+    #[cfg_attr(not(feature = "sqlite"), allow(dead_code))]
+    pub(crate) fn arguments_failed(&self) -> bool {
+        matches!(self.arguments, Some(Err(_)))
+    }
 }
 
 impl<'q, DB: Database> Execute<'q, DB> for AuditedQuery<DB> {

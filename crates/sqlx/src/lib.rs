@@ -87,10 +87,15 @@
 //! `after_connect` per pool and it cannot be chained. Hooks you set yourself on a connection
 //! are replaced once hintaudit installs its own.
 //!
-//! Cost (measured, `tests/overhead.rs`, release build, file database, 2-core machine): an
-//! unscoped statement ±0 µs; a call-scoped pool statement about +6.5 µs (one `lock_handle()`
-//! round trip to the worker thread, about 4 µs, plus recording); a statement on a held
-//! connection pays the lookup once per connection.
+//! Cost (measured with `tests/overhead.rs`, release build, file database, a busy 2-core
+//! machine, best of 7 rounds): an unscoped statement ±0 µs; a statement on a held connection
+//! inside a call scope +0.1 µs (the slot is looked up once per held connection); a
+//! call-scoped *pool* statement between +6.5 µs and +45 µs depending on load (one
+//! `lock_handle()` round trip to sqlx's worker thread per statement, plus recording).
+//! sqlx's `lock_handle()` has a trap we avoid: called back to back with no command to the
+//! worker in between, its unlock requests pile up and deadlock once the command channel is
+//! full (about 50 in a row); every lookup here is followed by the statement itself, and a
+//! statement whose arguments failed to encode is not bound at all.
 //!
 //! Blind spots, where a statement is recorded but not marked `observed` (the judge then falls
 //! back to statement analysis): `DELETE` without `WHERE` (SQLite's truncate optimisation skips
@@ -114,7 +119,7 @@
 //! fails). A snapshot is one prepared query of `pg_current_xact_id_if_assigned()` and
 //! `pg_stat_xact_user_tables`; the delta of the two is recorded as a
 //! [`hintaudit_core::TransactionObservation`]. That is **5 extra round trips** per such
-//! statement (about +230 µs measured on localhost); plain `SELECT`s, `SELECT ... FOR UPDATE`,
+//! statement (+230 µs measured on localhost, where the raw statement takes 85 µs); plain `SELECT`s, `SELECT ... FOR UPDATE`,
 //! transaction control and session statements run unwrapped at no cost. Statements that
 //! cannot run in a transaction block (`VACUUM`, `CREATE INDEX CONCURRENTLY`,
 //! `CREATE DATABASE`, texts holding their own `BEGIN`/`COMMIT`) and statements issued while
@@ -126,7 +131,7 @@
 //! In an [`AuditedTransaction`] the statements run as they are; the first snapshot is taken
 //! (inside a released savepoint, 3 round trips) before the first statement that may write,
 //! and the second (savepoint and snapshot, 2 round trips) right before `COMMIT` or `ROLLBACK`:
-//! about +215 µs per writing transaction, nothing for a read-only one. [`PgOracle::Always`]
+//! about +225 µs per writing transaction (localhost), nothing for a read-only one. [`PgOracle::Always`]
 //! runs the oracle for reads too; [`PgOracle::Off`] never. The savepoints make sure an oracle
 //! failure can never abort your transaction.
 //!

@@ -12,7 +12,7 @@ use hintaudit_core::CallScope;
 use hintaudit_sqlx::{AuditedPool, PgOracle};
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::sqlite::{SqliteConnectOptions, SqlitePoolOptions};
-use sqlx::{Executor, Postgres, Sqlite};
+use sqlx::{Connection, Executor, Postgres, Sqlite};
 
 const ROUNDS: u32 = 7;
 const PER_ROUND: u32 = 300;
@@ -113,10 +113,14 @@ async fn sqlite_overhead() {
                 .await
                 .expect("q")
         );
+        // Each lock_handle() is followed by a command (see the crate docs on why).
         compare!(
-            "sqlite lock_handle() alone vs nothing",
-            std::hint::black_box(()),
-            drop(rc.lock_handle().await.expect("lock"))
+            "sqlite ping vs lock_handle() + ping",
+            rc.ping().await.expect("ping"),
+            {
+                drop(rc.lock_handle().await.expect("lock"));
+                rc.ping().await.expect("ping");
+            }
         );
     }
     compare!(

@@ -1,6 +1,7 @@
 //! The audited pool against a real PostgreSQL (`HINTAUDIT_PG_URL`, default
 //! `postgres://postgres@127.0.0.1:5432/test`). Each test works in its own schema and drops it.
-//! Without a server the tests print why they skip, unless `HINTAUDIT_REQUIRE_PG=1`.
+//! Without a server the tests print why they skip, unless `HINTAUDIT_REQUIRE_PG=1` (or
+//! `HINTAUDIT_REQUIRE_ALL=1`).
 
 #![cfg(feature = "postgres")]
 
@@ -39,7 +40,9 @@ static N: AtomicU32 = AtomicU32::new(0);
 async fn db(oracle: PgOracle, setup: &str) -> Option<Db> {
     let url = std::env::var("HINTAUDIT_PG_URL")
         .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned());
-    let required = std::env::var("HINTAUDIT_REQUIRE_PG").is_ok_and(|v| v == "1");
+    let required = ["HINTAUDIT_REQUIRE_PG", "HINTAUDIT_REQUIRE_ALL"]
+        .iter()
+        .any(|k| std::env::var(k).is_ok_and(|v| v == "1"));
     let admin = match PgPoolOptions::new()
         .max_connections(1)
         .acquire_timeout(Duration::from_secs(5))

@@ -541,3 +541,21 @@ async fn a_dropped_stream_still_finishes_its_statement() {
         2
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_scoped_statements_on_one_connection_never_stall() {
+    // Every call-scoped pool statement looks its connection's hook slot up with
+    // `lock_handle()`; hundreds in a row on one connection must not pile up unlock requests.
+    let (_dir, pool) = pool(1).await;
+    let run = async {
+        for i in 0..300 {
+            CallScope::new("loop")
+                .run(sqlx::query("SELECT ?").bind(i).fetch_one(&pool))
+                .await
+                .expect("select");
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(60), run)
+        .await
+        .expect("no stall");
+}

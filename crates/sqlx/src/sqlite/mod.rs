@@ -59,7 +59,15 @@ async fn bind(
     state: &mut SqliteConnState,
     registry: &hooks::Registry,
     att: &Attribution,
+    query: &AuditedQuery<Sqlite>,
 ) -> Option<Arc<Slot>> {
+    // sqlx's `lock_handle()` must be followed by a command to the worker before the next
+    // `lock_handle()`: back to back, unprocessed unlock requests pile up and, once the
+    // command channel is full, deadlock (seen after ~50 in a row). A statement whose
+    // arguments failed to encode never reaches the worker, so it is not bound at all.
+    if query.arguments_failed() {
+        return None;
+    }
     let Some(sink) = &att.sink else {
         if let Some(slot) = &state.slot {
             slot.bind(None);
@@ -148,7 +156,7 @@ impl Backend for Sqlite {
                     pooled,
                     ..
                 } = ctx;
-                let slot = bind(conn, state, &shared.backend, &att).await;
+                let slot = bind(conn, state, &shared.backend, &att, &query).await;
                 let mut fin = Finish {
                     att,
                     slot,
@@ -195,7 +203,7 @@ impl Backend for Sqlite {
                 pooled,
                 ..
             } = ctx;
-            let slot = bind(conn, state, &shared.backend, &att).await;
+            let slot = bind(conn, state, &shared.backend, &att, &query).await;
             let dml = is_dml(att.class.effect.operation);
             let mut fin = Finish {
                 att,
