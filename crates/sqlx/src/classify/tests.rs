@@ -269,3 +269,67 @@ fn cache_returns_the_same_classification() {
     c.classify("SELECT 2"); // evicts the first
     assert!(!Arc::ptr_eq(&a, &c.classify("SELECT * FROM t")));
 }
+
+#[test]
+fn never_panics_on_garbage() {
+    // A small deterministic fuzz: fragments of SQL glued in odd orders, and raw bytes.
+    let parts = [
+        "SELECT",
+        "UPDATE",
+        "t",
+        "SET",
+        "x",
+        "=",
+        "x",
+        "+",
+        "1",
+        "(",
+        ")",
+        "'",
+        "\"",
+        "$1",
+        "?",
+        "WITH",
+        "AS",
+        "DELETE",
+        "FROM",
+        "WHERE",
+        ";",
+        "--",
+        "/*",
+        "*/",
+        "ON CONFLICT",
+        "DO",
+        "NOTHING",
+        "RETURNING",
+        "*",
+        "$$",
+        "E'\\",
+        "INSERT INTO",
+        "VALUES",
+        ",",
+        "now()",
+        "||",
+    ];
+    let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+    for _ in 0..3000 {
+        let mut sql = String::new();
+        for _ in 0..(seed % 12) {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            sql.push_str(parts[(seed % parts.len() as u64) as usize]);
+            sql.push(' ');
+        }
+        for d in [Lite, Pg, SqlDialect::MySql] {
+            let c = classify(&sql, d);
+            assert!(
+                !c.sanitized.contains('\''),
+                "literal left in {:?}: {sql}",
+                c.sanitized
+            );
+        }
+    }
+    let deep = format!("SELECT {}1{}", "(".repeat(5000), ")".repeat(5000));
+    assert_eq!(classify(&deep, Pg).effect.operation, Operation::Unknown);
+}
