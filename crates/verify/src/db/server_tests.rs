@@ -128,6 +128,11 @@ async fn postgres_snapshots_and_diffs() {
         ],
     )
     .await;
+    // Values for generated id arguments: smallest first, as text.
+    let mut db = Database::connect(&url).await.unwrap();
+    let tables = db.tables(&Policy::default()).await.unwrap();
+    let b = tables.iter().find(|t| t.name == "b").expect("table b");
+    assert_eq!(db.sample(b, "id", 2).await.unwrap(), ["2", "3"]);
     // The WAL marker lets an unchanged database reuse its snapshot.
     let mut s = Snapshotter::new(Database::connect(&url).await.unwrap(), Policy::default());
     s.take().await.unwrap();
@@ -180,6 +185,16 @@ async fn mariadb_snapshots_and_diffs() {
         ],
     )
     .await;
+    let mut conn = Database::connect(&url).await.unwrap();
+    let tables = conn.tables(&Policy::default()).await.unwrap();
+    let b = tables.iter().find(|t| t.name == "b").expect("table b");
+    assert_eq!(conn.sample(b, "id", 2).await.unwrap(), ["2", "3"]);
+    assert_eq!(conn.sample(b, "photo", 1).await.unwrap(), ["00"]);
+    conn.execute_script("INSERT INTO b (id) VALUES (1); INSERT INTO b (id) VALUES (0)")
+        .await
+        .unwrap();
+    assert_eq!(conn.sample(b, "id", 1).await.unwrap(), ["0"]);
+    drop(conn);
     drop(server);
     exec(&mut admin, &format!("DROP DATABASE {db}")).await;
 }
