@@ -1,9 +1,8 @@
-//! What auditing adds per statement. Ignored by default (timings, not assertions); run with
-//! `cargo test -p hintaudit-sqlx --release --test overhead -- --ignored --nocapture --test-threads 1`.
+//! What auditing adds per statement, SQLite and PostgreSQL: a benchmark, not a test. Run with
+//! `cargo bench -p hintaudit-sqlx --bench statements` (PostgreSQL at HINTAUDIT_PG_URL, or
+//! skipped with a note).
 //! Raw and audited runs alternate in rounds; each line shows the best round's mean, which
 //! filters out noise from other processes. The numbers in the crate docs come from here.
-
-#![cfg(all(feature = "sqlite", feature = "postgres"))]
 
 use std::str::FromStr;
 use std::time::{Duration, Instant};
@@ -45,8 +44,6 @@ macro_rules! compare {
     }};
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "timing, run by hand"]
 async fn sqlite_overhead() {
     let dir = tempfile::tempdir().expect("tempdir");
     let opts = SqliteConnectOptions::new()
@@ -134,8 +131,6 @@ async fn sqlite_overhead() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "timing, run by hand"]
 async fn postgres_overhead() {
     let url = std::env::var("HINTAUDIT_PG_URL")
         .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned());
@@ -207,4 +202,16 @@ async fn postgres_overhead() {
         .execute(sqlx::AssertSqlSafe(format!("DROP SCHEMA {schema} CASCADE")))
         .await
         .expect("drop");
+}
+
+fn main() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    runtime.block_on(async {
+        sqlite_overhead().await;
+        postgres_overhead().await;
+    });
 }
