@@ -44,13 +44,13 @@ async fn junit_sarif_json_and_table_render_a_real_run() {
     assert_eq!(testcases, tools * VERIFY_RULES.len());
     assert_eq!(names.len(), testcases, "one testcase per tool and rule");
     assert_eq!(
-        failures, 5,
-        "the five planted call findings fail; info findings do not"
+        failures, 6,
+        "the five planted call findings and hints_changed fail; info findings do not"
     );
     // run_report is not exercised: its three call rules are skipped, never passed.
     assert_eq!(skipped, 3);
     let strict = Format::Junit.render(&report, Severity::Info);
-    assert_eq!(strict.matches("<failure").count(), 7); // + hint_missing, hint_contradiction
+    assert_eq!(strict.matches("<failure").count(), 8); // + hint_missing, hint_contradiction
 
     // SARIF: valid against the 2.1.0 schema, one result per finding.
     let sarif: serde_json::Value =

@@ -6,12 +6,13 @@ use crate::db::SnapshotStats;
 use crate::snapshot::TableDiff;
 
 /// The rules `hintaudit verify` checks, in report order: one JUnit testcase per tool and rule.
-pub const VERIFY_RULES: [Rule; 5] = [
+pub const VERIFY_RULES: [Rule; 6] = [
     Rule::ReadOnlyWrite,
     Rule::UndeclaredDestructive,
     Rule::IdempotencyBroken,
     Rule::HintMissing,
     Rule::HintContradiction,
+    Rule::HintsChanged,
 ];
 
 /// Whether a rule is judged from calls (as opposed to from tools/list).

@@ -4,7 +4,9 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use hintaudit_core::{Advice, Finding, Hint, Judge, Policy, ToolCall, lint_hints};
+use hintaudit_core::{
+    Advice, Confidence, Finding, Hint, Judge, Policy, Rule, ToolCall, lint_hints,
+};
 use serde_json::{Map, Value};
 
 use crate::arguments::{self, Plan};
@@ -28,6 +30,9 @@ type Run = (String, bool, Vec<String>, Value);
 pub const DEFAULT_TIMEOUT_SECS: u64 = 30;
 
 /// Verifies one MCP server against its test database.
+///
+/// The tools are listed before and after the calls; hints that changed in between are a
+/// `hints_changed` finding.
 ///
 /// Build with [`Verifier::new`] and the `with_*` setters, then [`Verifier::run`]. Tools run
 /// in a stable order: tools declaring readOnlyHint true first, then those declaring
@@ -147,6 +152,32 @@ impl Verifier {
                 );
             }
             reports.push(self.verify_tool(client, &mut snaps, tool).await?);
+        }
+        // tools/list again: hints that changed during the run are `hints_changed`.
+        let relisted = client.list_tools().await?;
+        for report in &mut reports {
+            if let Some(now) = relisted.iter().find(|t| t.name == report.name)
+                && now.hints != report.hints
+            {
+                let hint = Hint::ALL
+                    .into_iter()
+                    .find(|h| now.hints.get(*h) != report.hints.get(*h))
+                    .unwrap_or(Hint::ReadOnly);
+                report.findings.push(Finding::new(
+                    report.name.clone(),
+                    Rule::HintsChanged,
+                    hint,
+                    Confidence::Confirmed,
+                    format!(
+                        "tools/list changed the hints during the run from {} to {}",
+                        report.hints.compact(),
+                        now.hints.compact()
+                    ),
+                ));
+                report
+                    .findings
+                    .sort_by(|a, b| b.severity.cmp(&a.severity).then(a.rule.cmp(&b.rule)));
+            }
         }
         Ok(Report {
             server: redact(match &self.server {

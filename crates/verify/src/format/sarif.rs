@@ -26,6 +26,7 @@ fn description(rule: hintaudit_core::Rule) -> &'static str {
         }
         HintMissing => "A meaningful hint is unset (or null); clients assume the cautious default.",
         HintContradiction => "readOnlyHint and destructiveHint are both true.",
+        HintsChanged => "tools/list served other hints for the tool after it was called.",
         _ => "",
     }
 }
