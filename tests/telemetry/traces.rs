@@ -213,17 +213,23 @@ async fn demo_spans_reach_a_real_otlp_receiver() {
         .expect("the INSERT span");
     assert_eq!(insert.name, "INSERT patients");
 
-    // The demo's own calls carried no trace context: their server spans are roots.
+    // The demo's own calls carried no trace context: their server spans are roots. (Other
+    // tests of this binary run the demo too, and their spans may be here as well.)
     let roots: Vec<&Span> = spans
         .iter()
         .filter(|s| s.name == "tools/call purge_cancelled")
         .collect();
-    assert_eq!(roots.len(), 2, "purge_cancelled is called twice");
-    assert!(roots.iter().all(|s| s.parent_span_id.is_empty()));
-    assert_eq!(
-        attr(&roots[0].attributes, attributes::VERDICT).as_deref(),
-        Some("critical")
+    assert!(
+        roots.len() >= 2,
+        "purge_cancelled is called twice per demo run"
     );
+    assert!(roots.iter().all(|s| s.parent_span_id.is_empty()));
+    // The first call deletes the cancelled appointments; its repeat finds none left.
+    let verdicts: Vec<String> = roots
+        .iter()
+        .filter_map(|s| attr(&s.attributes, attributes::VERDICT))
+        .collect();
+    assert!(verdicts.iter().any(|v| v == "critical"), "{verdicts:?}");
 
     // No argument value and no SQL literal anywhere in what was exported.
     let everything = format!("{requests:?}");
