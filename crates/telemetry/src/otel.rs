@@ -403,7 +403,8 @@ impl TracingGuard {
 /// transports) filtered by `RUST_LOG` (else [`TracingConfig::with_log_filter`], default
 /// `info`), and, when `config` has export on, the OpenTelemetry layer of a new
 /// [`OtelPipeline`], which takes spans and events at INFO and above on its own filter. Also
-/// installs the W3C trace context propagator globally. Call it inside a Tokio runtime when
+/// installs the W3C trace context propagator and the pipeline's tracer provider as
+/// OpenTelemetry's globals. Call it inside a Tokio runtime when
 /// the protocol is gRPC.
 ///
 /// # Errors
@@ -424,6 +425,10 @@ pub fn init_tracing(config: TracingConfig) -> Result<TracingGuard, TracingError>
         .with(otel)
         .try_init()?;
     opentelemetry::global::set_text_map_propagator(TraceContextPropagator::new());
+    if let Some(p) = &pipeline {
+        // For libraries instrumented with OpenTelemetry directly rather than through tracing.
+        opentelemetry::global::set_tracer_provider(p.tracer_provider().clone());
+    }
     Ok(TracingGuard { pipeline })
 }
 
