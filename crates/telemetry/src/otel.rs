@@ -404,8 +404,7 @@ impl TracingGuard {
 /// `info`), and, when `config` has export on, the OpenTelemetry layer of a new
 /// [`OtelPipeline`], which takes spans and events at INFO and above on its own filter. Also
 /// installs the W3C trace context propagator and the pipeline's tracer provider as
-/// OpenTelemetry's globals. Call it inside a Tokio runtime when
-/// the protocol is gRPC.
+/// OpenTelemetry's globals. Call it inside a Tokio runtime when the protocol is gRPC.
 ///
 /// # Errors
 /// [`TracingError`] when the pipeline cannot be built or a subscriber is already installed.
