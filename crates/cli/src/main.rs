@@ -39,7 +39,12 @@ fn main() -> ExitCode {
     // Declared after the runtime, so it is dropped (and flushes) while the runtime still runs.
     let _tracing = {
         let _in_runtime = runtime.enter();
-        let logs = "warn,sqlx=warn,hintaudit_rmcp::audit=off";
+        // verify reports its own failures as one line on stderr; library log lines (rmcp's
+        // transport errors, say) would only repeat them. RUST_LOG still overrides.
+        let logs = match cli.command {
+            Command::Demo(_) => "warn,sqlx=warn,hintaudit_rmcp::audit=off",
+            Command::Verify(_) => "off",
+        };
         let config = hintaudit_telemetry::TracingConfig::from_env()
             .with_default_service_name("hintaudit-demo")
             .with_log_filter(logs);

@@ -199,13 +199,19 @@ async fn mariadb_snapshots_and_diffs() {
     exec(&mut admin, &format!("DROP DATABASE {db}")).await;
 }
 
-/// Times a full snapshot of a 100,000-row PostgreSQL table. Run with `cargo test --release
-/// -p hintaudit-verify --lib postgres_snapshot_of_100k_rows -- --ignored --nocapture`.
+/// A full snapshot of a 100,000-row PostgreSQL table sees every row. The time is printed,
+/// not asserted.
 #[tokio::test]
-#[ignore = "a timing, not a check; run explicitly in release"]
 async fn postgres_snapshot_of_100k_rows() {
     let admin_url = pg_admin();
-    let mut admin = PgConnection::connect(&admin_url).await.expect("PostgreSQL");
+    let Ok(mut admin) = PgConnection::connect(&admin_url).await else {
+        assert!(
+            !required("HINTAUDIT_REQUIRE_PG"),
+            "PostgreSQL required at {admin_url}"
+        );
+        eprintln!("skipped: PostgreSQL unreachable at {admin_url}");
+        return;
+    };
     let schema = unique("hv_time");
     exec(&mut admin, &format!("CREATE SCHEMA {schema}")).await;
     let sep = if admin_url.contains('?') { '&' } else { '?' };
@@ -221,12 +227,9 @@ async fn postgres_snapshot_of_100k_rows() {
     )
     .await;
     let mut s = Snapshotter::new(Database::connect(&url).await.unwrap(), Policy::default());
-    for _ in 0..3 {
-        let t = std::time::Instant::now();
-        s.invalidate();
-        assert_eq!(s.take().await.unwrap().row_count(), 100_000);
-        eprintln!("PostgreSQL snapshot of 100,000 rows: {:?}", t.elapsed());
-    }
+    let t = std::time::Instant::now();
+    assert_eq!(s.take().await.unwrap().row_count(), 100_000);
+    eprintln!("PostgreSQL snapshot of 100,000 rows: {:?}", t.elapsed());
     drop(server);
     exec(&mut admin, &format!("DROP SCHEMA {schema} CASCADE")).await;
 }

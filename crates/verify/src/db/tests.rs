@@ -197,11 +197,10 @@ async fn wrong_urls_fail_with_one_line() {
     }
 }
 
-/// Times a full snapshot of a 100,000-row table (7 columns, blobs, floats, NULLs). Run with
-/// `cargo test --release -p hintaudit-verify --lib snapshot_of_100k_rows -- --ignored
-/// --nocapture`; about 0.1 s on the project's 2-core machine.
+/// A full snapshot of a 100,000-row table (7 columns, blobs, floats, NULLs) sees every row,
+/// twice in a row. The time is printed, not asserted (about 0.1 s in release on the project's
+/// 2-core machine; the benchmark of `cargo bench -p hintaudit-verify` holds the target).
 #[tokio::test]
-#[ignore = "a timing, not a check; run explicitly in release"]
 async fn snapshot_of_100k_rows() {
     let f = fixture(
         "CREATE TABLE events (id INTEGER PRIMARY KEY, kind INTEGER NOT NULL, title TEXT NOT NULL,
@@ -213,7 +212,7 @@ async fn snapshot_of_100k_rows() {
     )
     .await;
     let mut s = f.snapshotter(Policy::default()).await;
-    for _ in 0..5 {
+    for _ in 0..2 {
         let t = std::time::Instant::now();
         s.invalidate();
         assert_eq!(s.take().await.unwrap().row_count(), 100_000);
