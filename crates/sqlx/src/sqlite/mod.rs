@@ -54,13 +54,23 @@ fn is_dml(op: Operation) -> bool {
 
 /// Binds the connection's slot to the statement (scoped) or unbinds it (unscoped). Returns
 /// the slot when row changes of this statement will reach the call.
+///
+/// A statement run straight on the pool (`pooled`) that cannot write (a SELECT without opaque
+/// function calls, a session statement) is not bound: no hook fires for it, and finding a
+/// pooled connection's slot costs a round trip to sqlx's worker thread (`lock_handle()`),
+/// which would otherwise double the cost of a cheap read. Pooled statements unbind when they
+/// finish, so no earlier binding can catch this one's rows either.
 async fn bind(
     conn: &mut SqliteConnection,
     state: &mut SqliteConnState,
     registry: &hooks::Registry,
     att: &Attribution,
     query: &AuditedQuery<Sqlite>,
+    pooled: bool,
 ) -> Option<Arc<Slot>> {
+    if pooled && state.slot.is_none() && !att.class.may_write() {
+        return None;
+    }
     // sqlx's `lock_handle()` must be followed by a command to the worker before the next
     // `lock_handle()`: back to back, unprocessed unlock requests pile up and, once the
     // command channel is full, deadlock (seen after ~50 in a row). A statement whose
@@ -156,7 +166,7 @@ impl Backend for Sqlite {
                     pooled,
                     ..
                 } = ctx;
-                let slot = bind(conn, state, &shared.backend, &att, &query).await;
+                let slot = bind(conn, state, &shared.backend, &att, &query, pooled).await;
                 let mut fin = Finish {
                     att,
                     slot,
@@ -203,7 +213,7 @@ impl Backend for Sqlite {
                 pooled,
                 ..
             } = ctx;
-            let slot = bind(conn, state, &shared.backend, &att, &query).await;
+            let slot = bind(conn, state, &shared.backend, &att, &query, pooled).await;
             let dml = is_dml(att.class.effect.operation);
             let mut fin = Finish {
                 att,
