@@ -59,6 +59,22 @@ impl<DB: Backend> fmt::Debug for AuditedConnection<DB> {
     }
 }
 
+impl<DB: Backend> AuditedConnection<DB> {
+    /// Starts attributing `query` and gathers what the backend needs to run it on this
+    /// held connection.
+    fn context(&mut self, query: &AuditedQuery<DB>) -> Ctx<'_, DB> {
+        let att = Attribution::start(&self.shared.classifier, DB::SYSTEM_NAME, query.text());
+        Ctx {
+            conn: &mut *self.conn,
+            state: &mut self.state,
+            tx: None,
+            shared: self.shared.clone(),
+            att,
+            pooled: false,
+        }
+    }
+}
+
 impl<'c, DB: Backend> Executor<'c> for &'c mut AuditedConnection<DB> {
     type Database = DB;
 
@@ -71,15 +87,7 @@ impl<'c, DB: Backend> Executor<'c> for &'c mut AuditedConnection<DB> {
         E: 'q + Execute<'q, DB>,
     {
         let query = AuditedQuery::split(query);
-        let att = Attribution::start(&self.shared.classifier, DB::SYSTEM_NAME, query.text());
-        let ctx = Ctx {
-            conn: &mut *self.conn,
-            state: &mut self.state,
-            tx: None,
-            shared: self.shared.clone(),
-            att,
-            pooled: false,
-        };
+        let ctx = self.context(&query);
         DB::run_many(ctx, query)
     }
 
@@ -92,15 +100,7 @@ impl<'c, DB: Backend> Executor<'c> for &'c mut AuditedConnection<DB> {
         E: 'q + Execute<'q, DB>,
     {
         let query = AuditedQuery::split(query);
-        let att = Attribution::start(&self.shared.classifier, DB::SYSTEM_NAME, query.text());
-        let ctx = Ctx {
-            conn: &mut *self.conn,
-            state: &mut self.state,
-            tx: None,
-            shared: self.shared.clone(),
-            att,
-            pooled: false,
-        };
+        let ctx = self.context(&query);
         DB::run_optional(ctx, query)
     }
 

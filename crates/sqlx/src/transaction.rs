@@ -97,6 +97,22 @@ impl<DB: Backend> fmt::Debug for AuditedTransaction<DB> {
     }
 }
 
+impl<DB: Backend> AuditedTransaction<DB> {
+    /// Starts attributing `query` and gathers what the backend needs to run it on this
+    /// held connection.
+    fn context(&mut self, query: &AuditedQuery<DB>) -> Ctx<'_, DB> {
+        let att = Attribution::start(&self.shared.classifier, DB::SYSTEM_NAME, query.text());
+        Ctx {
+            conn: &mut *self.tx,
+            state: &mut self.state,
+            tx: Some(&mut self.txs),
+            shared: self.shared.clone(),
+            att,
+            pooled: false,
+        }
+    }
+}
+
 impl<'c, DB: Backend> Executor<'c> for &'c mut AuditedTransaction<DB> {
     type Database = DB;
 
@@ -109,15 +125,7 @@ impl<'c, DB: Backend> Executor<'c> for &'c mut AuditedTransaction<DB> {
         E: 'q + Execute<'q, DB>,
     {
         let query = AuditedQuery::split(query);
-        let att = Attribution::start(&self.shared.classifier, DB::SYSTEM_NAME, query.text());
-        let ctx = Ctx {
-            conn: &mut *self.tx,
-            state: &mut self.state,
-            tx: Some(&mut self.txs),
-            shared: self.shared.clone(),
-            att,
-            pooled: false,
-        };
+        let ctx = self.context(&query);
         DB::run_many(ctx, query)
     }
 
@@ -130,15 +138,7 @@ impl<'c, DB: Backend> Executor<'c> for &'c mut AuditedTransaction<DB> {
         E: 'q + Execute<'q, DB>,
     {
         let query = AuditedQuery::split(query);
-        let att = Attribution::start(&self.shared.classifier, DB::SYSTEM_NAME, query.text());
-        let ctx = Ctx {
-            conn: &mut *self.tx,
-            state: &mut self.state,
-            tx: Some(&mut self.txs),
-            shared: self.shared.clone(),
-            att,
-            pooled: false,
-        };
+        let ctx = self.context(&query);
         DB::run_optional(ctx, query)
     }
 
