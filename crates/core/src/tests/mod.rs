@@ -1,0 +1,74 @@
+//! Table-driven tests of the judge: one row per (hints, effect) case, the expected rules in
+//! the row. Helpers here; cases by concern in the submodules.
+#![allow(clippy::type_complexity)]
+
+use crate::*;
+
+mod calls;
+mod listing;
+mod repeats;
+
+pub(super) fn hints(
+    ro: Option<bool>,
+    d: Option<bool>,
+    i: Option<bool>,
+    ow: Option<bool>,
+) -> DeclaredHints {
+    DeclaredHints {
+        read_only: ro,
+        destructive: d,
+        idempotent: i,
+        open_world: ow,
+    }
+}
+
+pub(super) fn stmt(op: Operation, table: &str) -> StatementEffect {
+    let mut s = StatementEffect::new(op, vec![table.to_owned()]);
+    s.observed = true;
+    s
+}
+
+pub(super) fn rows(
+    table: &str,
+    op: RowOperation,
+    n: usize,
+    stmt: usize,
+    committed: bool,
+) -> Vec<RowChange> {
+    (0..n)
+        .map(|_| RowChange {
+            table: table.into(),
+            operation: op,
+            statement: Some(stmt),
+            committed,
+            image: RowImage::Unknown,
+            nested: None,
+        })
+        .collect()
+}
+
+/// An effect of one statement on `table` with `n` hooked rows.
+pub(super) fn hooked(op: Operation, row_op: RowOperation, table: &str, n: usize) -> Effect {
+    Effect {
+        statements: vec![stmt(op, table)],
+        row_changes: rows(table, row_op, n, 0, true),
+        ..Default::default()
+    }
+}
+
+pub(super) fn read(table: &str) -> Effect {
+    let mut s = StatementEffect::new(Operation::Select, vec![]);
+    s.read_tables = vec![table.into()];
+    Effect {
+        statements: vec![s],
+        ..Default::default()
+    }
+}
+
+pub(super) fn rules(v: &Verdict) -> Vec<&'static str> {
+    v.findings.iter().map(|f| f.rule.as_str()).collect()
+}
+
+pub(super) const T: Option<bool> = Some(true);
+pub(super) const F: Option<bool> = Some(false);
+pub(super) const U: Option<bool> = None;
