@@ -42,6 +42,6 @@ fn demo_rejects_a_bad_database_url_with_exit_2() {
         .expect("run hintaudit demo");
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("unsupported DATABASE_URL"), "{stderr}");
+    assert!(stderr.contains("unsupported database URL"), "{stderr}");
     assert!(out.stdout.is_empty(), "no report on failure");
 }

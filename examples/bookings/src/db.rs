@@ -124,7 +124,7 @@ impl Db {
             .await?;
             Db::Postgres(pool)
         } else {
-            anyhow::bail!("unsupported DATABASE_URL {url:?}: use sqlite:… or postgres://…");
+            anyhow::bail!("unsupported database URL {url:?}: use sqlite:… or postgres://…");
         };
         db.migrate().await?;
         Ok(db)

@@ -15,7 +15,7 @@ pub enum Format {
     /// A text table: one line per tool, then findings and advice.
     #[default]
     Table,
-    /// One JSON document (see [`Report`]).
+    /// One JSON document: the whole report, tool by tool.
     Json,
     /// JUnit XML: one testsuite per run, one testcase per tool and rule.
     Junit,
