@@ -232,13 +232,7 @@ impl<'p, DB: Backend> Executor<'p> for &'_ AuditedPool<DB> {
         let span = att.span.clone();
         Box::pin(TryStream::new(move |y| {
             async move {
-                let mut conn = match shared.pool.acquire().await {
-                    Ok(c) => c,
-                    Err(e) => {
-                        att.finish(false, None, false);
-                        return Err(e);
-                    }
-                };
+                let mut conn = acquire(&shared, &att).await?;
                 let mut state = DB::ConnState::default();
                 let ctx = Ctx {
                     conn: &mut *conn,
@@ -271,13 +265,7 @@ impl<'p, DB: Backend> Executor<'p> for &'_ AuditedPool<DB> {
         let att = Attribution::start(&shared.classifier, DB::SYSTEM_NAME, query.text());
         let span = att.span.clone();
         async move {
-            let mut conn = match shared.pool.acquire().await {
-                Ok(c) => c,
-                Err(e) => {
-                    att.finish(false, None, false);
-                    return Err(e);
-                }
-            };
+            let mut conn = acquire(&shared, &att).await?;
             let mut state = DB::ConnState::default();
             let ctx = Ctx {
                 conn: &mut *conn,
@@ -320,4 +308,17 @@ impl<'p, DB: Backend> Executor<'p> for &'_ AuditedPool<DB> {
         }
         .boxed()
     }
+}
+
+/// Acquires a pooled connection for one statement; a failure ends the statement's
+/// attribution as failed before the error goes back to the caller.
+async fn acquire<DB: Backend>(
+    shared: &Shared<DB>,
+    att: &Attribution,
+) -> Result<sqlx::pool::PoolConnection<DB>, Error> {
+    shared
+        .pool
+        .acquire()
+        .await
+        .inspect_err(|_| att.finish(false, None, false))
 }

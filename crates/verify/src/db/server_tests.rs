@@ -36,6 +36,25 @@ fn unique(prefix: &str) -> String {
     format!("{prefix}_{}_{nanos}", std::process::id())
 }
 
+/// An admin connection, a fresh schema and a URL whose `search_path` is that schema; `None`
+/// (with the reason printed) when PostgreSQL is unreachable and not required.
+async fn pg_schema(prefix: &str) -> Option<(PgConnection, String, String)> {
+    let admin_url = pg_admin();
+    let Ok(mut admin) = PgConnection::connect(&admin_url).await else {
+        assert!(
+            !required("HINTAUDIT_REQUIRE_PG"),
+            "PostgreSQL required at {admin_url}"
+        );
+        eprintln!("skipped: PostgreSQL unreachable at {admin_url}");
+        return None;
+    };
+    let schema = unique(prefix);
+    exec(&mut admin, &format!("CREATE SCHEMA {schema}")).await;
+    let sep = if admin_url.contains('?') { '&' } else { '?' };
+    let url = format!("{admin_url}{sep}options=-c%20search_path%3D{schema}");
+    Some((admin, schema, url))
+}
+
 async fn exec<C>(c: &mut C, sql: &str)
 where
     for<'c> &'c mut C: sqlx::Executor<'c>,
@@ -74,19 +93,9 @@ where
 
 #[tokio::test]
 async fn postgres_snapshots_and_diffs() {
-    let admin_url = pg_admin();
-    let Ok(mut admin) = PgConnection::connect(&admin_url).await else {
-        assert!(
-            !required("HINTAUDIT_REQUIRE_PG"),
-            "PostgreSQL required at {admin_url}"
-        );
-        eprintln!("skipped: PostgreSQL unreachable at {admin_url}");
+    let Some((mut admin, schema, url)) = pg_schema("hv_snap").await else {
         return;
     };
-    let schema = unique("hv_snap");
-    exec(&mut admin, &format!("CREATE SCHEMA {schema}")).await;
-    let sep = if admin_url.contains('?') { '&' } else { '?' };
-    let url = format!("{admin_url}{sep}options=-c%20search_path%3D{schema}");
     let mut server = PgConnection::connect(&url).await.unwrap();
     exec(
         &mut server,
@@ -203,19 +212,9 @@ async fn mariadb_snapshots_and_diffs() {
 /// not asserted.
 #[tokio::test]
 async fn postgres_snapshot_of_100k_rows() {
-    let admin_url = pg_admin();
-    let Ok(mut admin) = PgConnection::connect(&admin_url).await else {
-        assert!(
-            !required("HINTAUDIT_REQUIRE_PG"),
-            "PostgreSQL required at {admin_url}"
-        );
-        eprintln!("skipped: PostgreSQL unreachable at {admin_url}");
+    let Some((mut admin, schema, url)) = pg_schema("hv_time").await else {
         return;
     };
-    let schema = unique("hv_time");
-    exec(&mut admin, &format!("CREATE SCHEMA {schema}")).await;
-    let sep = if admin_url.contains('?') { '&' } else { '?' };
-    let url = format!("{admin_url}{sep}options=-c%20search_path%3D{schema}");
     let mut server = PgConnection::connect(&url).await.unwrap();
     exec(
         &mut server,
