@@ -70,16 +70,14 @@ impl ArgsHasher {
 fn write_canonical(value: &Value, out: &mut blake3::Hasher) {
     match value {
         Value::Object(map) => {
-            let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort();
             out.update(b"{");
-            for (i, k) in keys.into_iter().enumerate() {
-                if i > 0 {
-                    out.update(b",");
-                }
-                write_canonical(&Value::String(k.clone()), out);
-                out.update(b":");
-                write_canonical(&map[k], out);
+            // serde_json's map is sorted already unless its `preserve_order` feature is on.
+            if map.keys().is_sorted() {
+                write_members(map.iter(), out);
+            } else {
+                let mut members: Vec<(&String, &Value)> = map.iter().collect();
+                members.sort_by_key(|(k, _)| *k);
+                write_members(members.into_iter(), out);
             }
             out.update(b"}");
         }
@@ -93,10 +91,25 @@ fn write_canonical(value: &Value, out: &mut blake3::Hasher) {
             }
             out.update(b"]");
         }
+        // serde_json writes scalars (and escapes strings) without whitespace,
+        // deterministically; the hasher is an `io::Write` that cannot fail.
         scalar => {
-            // serde_json writes scalars without whitespace, deterministically.
-            out.update(scalar.to_string().as_bytes());
+            let _ = serde_json::to_writer(&mut *out, scalar);
         }
+    }
+}
+
+fn write_members<'a>(
+    members: impl Iterator<Item = (&'a String, &'a Value)>,
+    out: &mut blake3::Hasher,
+) {
+    for (i, (k, v)) in members.enumerate() {
+        if i > 0 {
+            out.update(b",");
+        }
+        let _ = serde_json::to_writer(&mut *out, k);
+        out.update(b":");
+        write_canonical(v, out);
     }
 }
 

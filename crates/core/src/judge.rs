@@ -24,7 +24,7 @@ use crate::effect::Effect;
 use crate::facts::{Facts, summarize};
 use crate::finding::{Advice, Confidence, Finding, Rule};
 use crate::hints::{DeclaredHints, Hint};
-use crate::history::{ArgsHasher, History, Repeat};
+use crate::history::{ArgsHasher, ArgsKey, History, Repeat};
 use crate::policy::Policy;
 
 /// Most tools whose first-seen hints and advice counters the judge keeps; calls of further
@@ -120,6 +120,19 @@ impl Judge {
 
     /// Judges one finished call against its declared hints, and records it in the history.
     pub fn judge(&self, call: &ToolCall<'_>) -> Verdict {
+        self.judge_keyed(call, self.hasher.key(call.arguments))
+    }
+
+    /// The key [`Judge::judge_keyed`] needs for a call's arguments (`None`: no arguments): a
+    /// keyed hash of their canonical JSON (see [`ArgsHasher::key`]). Take it before the
+    /// arguments move into the tool, rather than cloning them for the judge.
+    pub fn args_key(&self, arguments: Option<&Value>) -> ArgsKey {
+        self.hasher.key(arguments)
+    }
+
+    /// As [`Judge::judge`], with the arguments' key taken beforehand by [`Judge::args_key`];
+    /// `call.arguments` is not read.
+    pub fn judge_keyed(&self, call: &ToolCall<'_>, key: ArgsKey) -> Verdict {
         let facts = Facts::from_effect(call.effect, &self.policy);
         let hints = call.hints;
         let mut findings = Vec::new();
@@ -156,7 +169,6 @@ impl Judge {
             push(Rule::UndeclaredOpenWorld, Hint::OpenWorld, &outside);
         }
 
-        let key = self.hasher.key(call.arguments);
         let mut state = self.state();
         let repeat = state.history.record(
             call.tool,

@@ -11,8 +11,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use hintaudit_core::{
-    Advice, AuditEvent, AuditStage, CallReport, CallScope, CallStatus, DeclaredHints, Effect,
-    Finding, Severity, ToolCall, Verdict, semconv, stats,
+    Advice, ArgsKey, AuditEvent, AuditStage, CallReport, CallScope, CallStatus, DeclaredHints,
+    Effect, Finding, Severity, ToolCall, Verdict, semconv, stats,
 };
 use rmcp::model::{CallToolRequestParams, CallToolResponse, Extensions, JsonObject, Tool};
 use rmcp::service::RequestContext;
@@ -93,9 +93,15 @@ impl<H: ServerHandler> HintAudit<H> {
         let tool: Arc<str> = Arc::from(request.name.as_ref());
         let declared = self.hints_for_call(&tool);
         let hints = declared.unwrap_or_default();
-        // The judge hashes the arguments for its idempotency history; the request itself moves
-        // into the inner handler.
-        let arguments = request.arguments.clone().map(Value::Object);
+        // The judge's idempotency history needs the arguments' hash; taken now, before the
+        // request moves into the inner handler (a move, not a copy, of the arguments).
+        let mut request = request;
+        let arguments = request.arguments.take().map(Value::Object);
+        let args_key = self.config.judge.args_key(arguments.as_ref());
+        request.arguments = match arguments {
+            Some(Value::Object(map)) => Some(map),
+            _ => None,
+        };
 
         let span = {
             let info = CallInfo {
@@ -116,17 +122,21 @@ impl<H: ServerHandler> HintAudit<H> {
         let scope = CallScope::new(tool.clone());
         let effects = scope.effects_handle();
         let started = Instant::now();
-        let result = scope
-            .run(self.inner.call_tool(request, context))
-            .instrument(span.clone())
-            .await;
+        // Boxed: a tool's future can be kilobytes, and ours would otherwise carry it by value
+        // through every move until it is pinned.
+        let call = scope.run(Box::pin(self.inner.call_tool(request, context)));
+        let result = if span.is_disabled() {
+            call.await
+        } else {
+            call.instrument(span.clone()).await
+        };
         let duration = started.elapsed();
 
         let finished = Finished {
             tool: &tool,
             known_tool: declared.is_some(),
             hints,
-            arguments: arguments.as_ref(),
+            args_key,
             duration,
         };
         self.finish_call(finished, &result, effects.take(), &span);
@@ -144,12 +154,15 @@ impl<H: ServerHandler> HintAudit<H> {
         let (status, error_type) = classify(result);
         let judge = &self.config.judge;
         let verdict = guarded(AuditStage::Judge, "judge panicked", || {
-            judge.judge(&ToolCall {
-                tool: call.tool,
-                hints: call.hints,
-                arguments: call.arguments,
-                effect: &effect,
-            })
+            judge.judge_keyed(
+                &ToolCall {
+                    tool: call.tool,
+                    hints: call.hints,
+                    arguments: None,
+                    effect: &effect,
+                },
+                call.args_key,
+            )
         });
         let advice: Vec<Advice> = guarded(AuditStage::Judge, "advice panicked", || {
             judge.advice(call.tool, call.hints)
@@ -208,7 +221,7 @@ struct Finished<'a> {
     tool: &'a str,
     known_tool: bool,
     hints: DeclaredHints,
-    arguments: Option<&'a Value>,
+    args_key: ArgsKey,
     duration: Duration,
 }
 
