@@ -13,7 +13,7 @@ use sqlx::{Database, Describe, Either, Error, SqlStr};
 
 use crate::classify::SqlDialect;
 use crate::execute::{Attribution, AuditedQuery};
-use crate::pool::Shared;
+use crate::pool::{AfterConnect, Shared};
 
 pub(crate) mod sealed {
     /// Only this crate implements [`crate::Backend`].
@@ -37,6 +37,15 @@ pub trait Backend: Database + sealed::Sealed {
     /// Per-transaction audit state (PostgreSQL: the oracle's snapshot).
     #[doc(hidden)]
     type TxState: Default + Send + Debug + 'static;
+
+    /// Prepares the options of a pool hintaudit opens: what every new connection needs
+    /// (SQLite: its hooks), then `after_connect`, the caller's own callback.
+    #[doc(hidden)]
+    fn on_connect(
+        options: sqlx::pool::PoolOptions<Self>,
+        state: &Arc<Self::PoolState>,
+        after_connect: Option<AfterConnect<Self>>,
+    ) -> sqlx::pool::PoolOptions<Self>;
 
     /// Runs one audited statement as a stream of results and rows.
     #[doc(hidden)]

@@ -81,22 +81,34 @@
 //! unbinds when dropped, so an unscoped statement never lands in a stale call (its rows are
 //! counted with `stats().unattributed_rows`). Rows written by triggers are reported.
 //!
-//! The hooks are installed the first time a call-scoped statement uses a connection, through
-//! `lock_handle()`; the same lock finds the connection's slot (a registry keyed by the
-//! `sqlite3` handle address), so **your `after_connect` stays yours**: sqlx keeps one
-//! `after_connect` per pool and it cannot be chained. Hooks you set yourself on a connection
-//! are replaced once hintaudit installs its own.
+//! **Where the hooks come from.** On a pool hintaudit opens ([`AuditedPool::connect`],
+//! [`AuditedPool::connect_with`]), every connection gets its hooks when it connects, through
+//! sqlx's `after_connect` (so a callback you set with sqlx's `PoolOptions::after_connect` is
+//! replaced: give it to [`AuditedPoolOptions::after_connect`], which runs it afterwards).
+//! A pooled statement that may write then takes the pool's write lock and binds the pool's
+//! *writer*, which every idle connection's hooks fall back to: no round trip to the
+//! connection's worker thread. SQLite lets one connection write at a time anyway, so the lock
+//! costs no concurrency it would have given. An [`AuditedConnection`] or [`AuditedTransaction`]
+//! finds its own connection's slot once, with `lock_handle()` (a registry keyed by the
+//! `sqlite3` handle address), on its first statement that is call-scoped or may write, and
+//! binds it; an unscoped one binds it to nobody, so its rows never land in a pooled write's
+//! call. On a pool hintaudit wraps ([`AuditedPool::from_pool`]), whose connections it cannot
+//! hook as they connect, each call-scoped pooled write finds its connection's slot (installing
+//! the hooks the first time) with one `lock_handle()` round trip, about 15 µs; your
+//! `after_connect` stays as it is there. Hooks you set yourself on a connection are replaced.
+//! Statements through [`AuditedPool::inner`] and detached connections are not audited, but
+//! their rows still reach the hooks: a raw write while an audited pooled write holds the
+//! writer can be attributed to that write's call.
 //!
-//! Cost (measured with `tests/overhead.rs`, release build, file database, a busy 2-core
-//! machine, best of 7 rounds): an unscoped statement ±0 µs; a statement on a held connection
-//! inside a call scope +0.1 µs (the slot is looked up once per held connection); a
-//! call-scoped *pool* statement +6.5 µs to +45 µs depending on load, over a raw statement of
-//! about 40 µs (one `lock_handle()` round trip to sqlx's worker thread, about 6 µs alone, plus
-//! recording). A `db.statement` span with no subscriber costs under 0.1 µs.
+//! Cost, per call-scoped statement (measured with `crates/sqlx/benches/statements.rs` and the
+//! workspace's `benches/overhead.rs`, release build, file database, a busy 2-core machine): a
+//! plain `SELECT` about +1 µs over a raw statement of about 60 µs; a pooled write on a pool
+//! hintaudit opened about the same (the write lock and the hooks); on a wrapped pool add the
+//! `lock_handle()` round trip. A `db.statement` span with no subscriber costs under 0.1 µs.
 //! sqlx's `lock_handle()` has a trap we avoid: called back to back with no command to the
 //! worker in between, its unlock requests pile up and deadlock once the command channel is
-//! full (about 50 in a row); every lookup here is followed by the statement itself, and a
-//! statement whose arguments failed to encode is not bound at all.
+//! full (about 50 in a row); every lookup here is followed by a statement, and a statement
+//! whose arguments failed to encode is not bound at all.
 //!
 //! Blind spots, where a statement is recorded but not marked `observed` (the judge then falls
 //! back to statement analysis): `DELETE` without `WHERE` (SQLite's truncate optimisation skips
@@ -157,5 +169,5 @@ mod transaction;
 pub use backend::Backend;
 pub use classify::{Classification, DEFAULT_CLASSIFY_CACHE, SqlDialect, TxControl, classify};
 pub use connection::AuditedConnection;
-pub use pool::{AuditedPool, AuditedPoolOptions, PgOracle};
+pub use pool::{AfterConnect, AuditedPool, AuditedPoolOptions, PgOracle};
 pub use transaction::AuditedTransaction;

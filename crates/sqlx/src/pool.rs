@@ -8,8 +8,8 @@ use std::sync::Arc;
 use futures_core::future::BoxFuture;
 use futures_core::stream::BoxStream;
 use futures_util::{FutureExt, TryStreamExt};
-use sqlx::pool::PoolOptions;
-use sqlx::{Connection, Describe, Either, Error, Execute, Executor, Pool, SqlStr};
+use sqlx::pool::{PoolConnectionMetadata, PoolOptions};
+use sqlx::{Connection, Database, Describe, Either, Error, Execute, Executor, Pool, SqlStr};
 use tracing::Instrument;
 
 use crate::backend::{Backend, Ctx};
@@ -41,15 +41,37 @@ pub struct Shared<DB: Backend> {
     pub(crate) classifier: Classifier,
     pub(crate) oracle: PgOracle,
     #[cfg_attr(not(feature = "sqlite"), allow(dead_code))]
-    pub(crate) backend: DB::PoolState,
+    pub(crate) backend: Arc<DB::PoolState>,
 }
 
+/// A callback run on every new connection of a pool, with the shape of sqlx's
+/// [`PoolOptions::after_connect`]; see [`AuditedPoolOptions::after_connect`].
+pub type AfterConnect<DB> = Arc<
+    dyn for<'c> Fn(
+            &'c mut <DB as Database>::Connection,
+            PoolConnectionMetadata,
+        ) -> BoxFuture<'c, Result<(), Error>>
+        + Send
+        + Sync,
+>;
+
 /// Options for an [`AuditedPool`]; start with [`AuditedPool::options`].
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct AuditedPoolOptions<DB: Backend> {
     oracle: PgOracle,
     classify_cache: usize,
+    after_connect: Option<AfterConnect<DB>>,
     _db: PhantomData<fn() -> DB>,
+}
+
+impl<DB: Backend> fmt::Debug for AuditedPoolOptions<DB> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AuditedPoolOptions")
+            .field("oracle", &self.oracle)
+            .field("classify_cache", &self.classify_cache)
+            .field("after_connect", &self.after_connect.is_some())
+            .finish()
+    }
 }
 
 impl<DB: Backend> Default for AuditedPoolOptions<DB> {
@@ -57,6 +79,7 @@ impl<DB: Backend> Default for AuditedPoolOptions<DB> {
         AuditedPoolOptions {
             oracle: PgOracle::default(),
             classify_cache: DEFAULT_CLASSIFY_CACHE,
+            after_connect: None,
             _db: PhantomData,
         }
     }
@@ -76,17 +99,44 @@ impl<DB: Backend> AuditedPoolOptions<DB> {
         self
     }
 
-    /// Audits an existing pool. Statements through [`AuditedPool::inner`] or through other
-    /// clones of `pool` are not audited.
-    pub fn wrap(self, pool: Pool<DB>) -> AuditedPool<DB> {
+    /// Your callback for every new connection, run after hintaudit's own set-up (on SQLite,
+    /// installing its hooks). Use this instead of sqlx's [`PoolOptions::after_connect`] when
+    /// hintaudit opens the pool ([`AuditedPoolOptions::connect_with`]): sqlx keeps one such
+    /// callback per pool, and on SQLite hintaudit needs it. An error from `callback` fails
+    /// the connection, as in sqlx. Not used by [`AuditedPoolOptions::wrap`], whose pool is
+    /// already open.
+    pub fn after_connect<F>(mut self, callback: F) -> Self
+    where
+        for<'c> F: Fn(&'c mut DB::Connection, PoolConnectionMetadata) -> BoxFuture<'c, Result<(), Error>>
+            + Send
+            + Sync
+            + 'static,
+    {
+        self.after_connect = Some(Arc::new(callback));
+        self
+    }
+
+    fn build(self, pool: Pool<DB>, backend: Arc<DB::PoolState>) -> AuditedPool<DB> {
         AuditedPool {
             shared: Arc::new(Shared {
                 pool,
                 classifier: Classifier::new(DB::DIALECT, self.classify_cache),
                 oracle: self.oracle,
-                backend: DB::PoolState::default(),
+                backend,
             }),
         }
+    }
+
+    /// Audits an existing pool. Statements through [`AuditedPool::inner`] or through other
+    /// clones of `pool` are not audited.
+    ///
+    /// On SQLite, hintaudit cannot hook the connections of a pool it did not open when they
+    /// connect, so it hooks each one the first time a call-scoped statement uses it, and a
+    /// call-scoped *pooled* statement that may write finds its connection's hooks with one
+    /// round trip to sqlx's worker thread (`lock_handle()`, about 15 µs): prefer
+    /// [`AuditedPoolOptions::connect_with`]. Your pool's `after_connect` stays as it is.
+    pub fn wrap(self, pool: Pool<DB>) -> AuditedPool<DB> {
+        self.build(pool, Arc::default())
     }
 
     /// Opens a pool with sqlx's default [`PoolOptions`] for `url`.
@@ -94,12 +144,19 @@ impl<DB: Backend> AuditedPoolOptions<DB> {
     /// # Errors
     /// As [`Pool::connect`]: an invalid URL or a failed first connection.
     pub async fn connect(self, url: &str) -> Result<AuditedPool<DB>, Error> {
-        Ok(self.wrap(PoolOptions::<DB>::new().connect(url).await?))
+        let connect_options = url.parse::<<DB::Connection as Connection>::Options>()?;
+        self.connect_with(PoolOptions::new(), connect_options).await
     }
 
-    /// Opens a pool with your pool and connection options. Your `after_connect`,
-    /// `before_acquire` and `after_release` callbacks are kept as they are: hintaudit installs
-    /// its SQLite hooks lazily, the first time a call-scoped statement uses a connection.
+    /// Opens a pool with your pool and connection options.
+    ///
+    /// On SQLite, hintaudit installs its hooks on every connection as it connects, through
+    /// sqlx's `after_connect`: **a callback set with [`PoolOptions::after_connect`] on
+    /// `pool_options` is replaced** (sqlx keeps one per pool and cannot chain them); give it
+    /// to [`AuditedPoolOptions::after_connect`] instead, which runs it after the hooks are in.
+    /// On PostgreSQL `pool_options` is used as it is, unless you set
+    /// [`AuditedPoolOptions::after_connect`]. `before_acquire` and `after_release` are always
+    /// kept.
     ///
     /// # Errors
     /// As [`PoolOptions::connect_with`].
@@ -108,7 +165,10 @@ impl<DB: Backend> AuditedPoolOptions<DB> {
         pool_options: PoolOptions<DB>,
         connect_options: <DB::Connection as Connection>::Options,
     ) -> Result<AuditedPool<DB>, Error> {
-        Ok(self.wrap(pool_options.connect_with(connect_options).await?))
+        let backend = Arc::new(DB::PoolState::default());
+        let pool_options = DB::on_connect(pool_options, &backend, self.after_connect.clone());
+        let pool = pool_options.connect_with(connect_options).await?;
+        Ok(self.build(pool, backend))
     }
 }
 

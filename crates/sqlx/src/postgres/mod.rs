@@ -15,6 +15,7 @@ use futures_util::{FutureExt, TryStreamExt};
 use hintaudit_core::{
     AuditStage, CallEffects, CallScope, Operation, StatementOutcome, TransactionObservation, stats,
 };
+use sqlx::pool::PoolOptions;
 use sqlx::postgres::{PgConnection, PgQueryResult, PgRow, PgTypeInfo, Postgres};
 use sqlx::{Connection, Describe, Either, Error, Executor, SqlStr};
 use tracing::Instrument;
@@ -22,7 +23,7 @@ use tracing::Instrument;
 use crate::backend::{Backend, Ctx, sealed};
 use crate::classify::{SqlDialect, TxControl};
 use crate::execute::{Attribution, AuditedQuery, Sink};
-use crate::pool::{PgOracle, Shared};
+use crate::pool::{AfterConnect, PgOracle, Shared};
 use crate::stream::TryStream;
 
 /// A held PostgreSQL connection's audit state: whether the caller opened a transaction with
@@ -228,6 +229,17 @@ impl Backend for Postgres {
     type PoolState = ();
     type ConnState = PgConnState;
     type TxState = PgTxState;
+
+    fn on_connect(
+        options: PoolOptions<Self>,
+        _state: &Arc<()>,
+        after_connect: Option<AfterConnect<Self>>,
+    ) -> PoolOptions<Self> {
+        match after_connect {
+            Some(callback) => options.after_connect(move |conn, meta| callback(conn, meta)),
+            None => options,
+        }
+    }
 
     fn run_many<'e>(
         ctx: Ctx<'e, Self>,

@@ -9,11 +9,18 @@
 //! `REPLACE` deletes on conflict, and to `WITHOUT ROWID` tables.
 //!
 //! The hooks run on sqlx's worker thread, where the caller's task-locals are invisible, so
-//! each connection has a [`Slot`]: the audited executor binds it to (the call's effects,
-//! the statement's index) before a statement runs, and every row change is tagged with the
-//! binding current when it happened.
+//! each connection has a [`Slot`], and every row change is tagged with the binding current
+//! when it happened:
+//! - a held connection (an audited connection or transaction, or one pooled statement on a
+//!   pool hintaudit did not open) binds its slot to (the call's effects, the statement's
+//!   index), or to nothing when unscoped;
+//! - an idle connection's slot is unbound and falls back to the pool's [`Writer`]: the one
+//!   pooled statement that may write and holds the pool's write lock. On a pool hintaudit
+//!   opened, the hooks are installed when a connection connects, so a pooled write binds the
+//!   writer, not the connection, and needs no round trip to the connection's worker thread.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use hintaudit_core::{AuditStage, RowChange, RowImage, RowOperation, stats};
@@ -94,11 +101,21 @@ struct Pending {
     nested: Option<bool>,
 }
 
+/// What a connection's row changes are attributed to.
+#[derive(Debug, Default)]
+pub(crate) enum Binding {
+    /// Idle in the pool, or held but not yet bound: the pool's current [`Writer`], if any.
+    #[default]
+    Pool,
+    /// Held: this statement of this call, or nobody (an unscoped statement).
+    Held(Option<Sink>),
+}
+
 #[derive(Debug, Default)]
 struct SlotState {
-    binding: Option<Sink>,
+    binding: Binding,
     pending: Vec<Pending>,
-    /// Row changes the update hook reported since the last bind.
+    /// Row changes the update hook reported while held, since the last bind.
     seen: u64,
     /// Row images from the preupdate hook, consumed by the update hook for the same row.
     #[cfg(feature = "preupdate-hook")]
@@ -110,6 +127,72 @@ struct SlotState {
 pub(crate) struct Slot {
     state: Mutex<SlotState>,
     columns: Arc<Columns>,
+    writer: Arc<Writer>,
+}
+
+/// The pool-wide binding of pooled statements that may write (design §3: SQLite has one
+/// writer at a time, so serialising a pool's pooled writes costs no concurrency SQLite would
+/// have given). Held by one statement at a time through [`Writer::lock`].
+#[derive(Debug, Default)]
+pub(crate) struct Writer {
+    lock: Arc<tokio::sync::Mutex<()>>,
+    state: Mutex<WriterState>,
+}
+
+#[derive(Debug, Default)]
+struct WriterState {
+    sink: Option<Sink>,
+    /// Row changes attributed through the writer since the last bind.
+    seen: u64,
+}
+
+/// The write lock of a pool, held by one pooled statement; dropping it unbinds the writer.
+#[derive(Debug)]
+pub(crate) struct WriterGuard {
+    writer: Arc<Writer>,
+    _lock: tokio::sync::OwnedMutexGuard<()>,
+}
+
+impl WriterGuard {
+    /// Row changes attributed through the writer since it was bound.
+    pub(crate) fn seen(&self) -> u64 {
+        self.writer.state().seen
+    }
+}
+
+impl Drop for WriterGuard {
+    fn drop(&mut self) {
+        let mut s = self.writer.state();
+        s.sink = None;
+        s.seen = 0;
+    }
+}
+
+impl Writer {
+    fn state(&self) -> MutexGuard<'_, WriterState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Waits for the pool's write lock and binds the writer to `sink` (or to nobody, for an
+    /// unscoped statement) until the guard drops.
+    pub(crate) async fn lock(self: &Arc<Self>, sink: Option<Sink>) -> WriterGuard {
+        let lock = self.lock.clone().lock_owned().await;
+        let mut s = self.state();
+        s.sink = sink;
+        s.seen = 0;
+        drop(s);
+        WriterGuard {
+            writer: self.clone(),
+            _lock: lock,
+        }
+    }
+
+    /// The writer's sink for one row change, counting it.
+    fn take_row(&self) -> Option<Sink> {
+        let mut s = self.state();
+        s.seen += 1;
+        s.sink.clone()
+    }
 }
 
 /// Most row changes buffered per connection before further ones are only counted: a
@@ -121,11 +204,11 @@ impl Slot {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Binds the connection to a statement of a call (or to nothing), and resets the count of
-    /// rows seen.
-    pub(crate) fn bind(&self, sink: Option<Sink>) {
+    /// Binds the connection: to a statement of a call or to nobody while held, or back to the
+    /// pool's writer ([`Binding::Pool`]) when released. Resets the count of rows seen.
+    pub(crate) fn bind(&self, binding: Binding) {
         let mut s = self.lock();
-        s.binding = sink;
+        s.binding = binding;
         s.seen = 0;
     }
 
@@ -142,7 +225,14 @@ impl Slot {
             SqliteOperation::Unknown(_) => return,
         };
         let mut s = self.lock();
-        s.seen += 1;
+        let sink = match &s.binding {
+            Binding::Held(sink) => {
+                let sink = sink.clone();
+                s.seen += 1;
+                sink
+            }
+            Binding::Pool => self.writer.take_row(),
+        };
         #[cfg(feature = "preupdate-hook")]
         let (image, nested) = s.image.take().unwrap_or((Image::Unknown, None));
         #[cfg(not(feature = "preupdate-hook"))]
@@ -152,10 +242,13 @@ impl Slot {
             stats().audit_error(AuditStage::Hook, &"too many pending SQLite row changes");
             return;
         }
-        let sink = s.binding.clone();
         s.pending.push(Pending {
             sink,
-            table: table.to_lowercase().into(),
+            table: if table.chars().any(char::is_uppercase) {
+                table.to_lowercase().into()
+            } else {
+                table.into()
+            },
             operation,
             image,
             nested,
@@ -178,6 +271,9 @@ impl Slot {
     /// They are recorded as rolled back now.
     pub(crate) fn abort_statement(&self, sink: &Sink) {
         let mut s = self.lock();
+        if s.pending.is_empty() {
+            return;
+        }
         let (mine, rest): (Vec<Pending>, Vec<Pending>) = std::mem::take(&mut s.pending)
             .into_iter()
             .partition(|p| p.sink.as_ref().is_some_and(|x| x.same(sink)));
@@ -226,9 +322,38 @@ fn record(columns: &Columns, pending: Vec<Pending>, committed: bool) {
 pub struct Registry {
     slots: Mutex<HashMap<usize, Weak<Slot>>>,
     pub(crate) columns: Arc<Columns>,
+    pub(crate) writer: Arc<Writer>,
+    /// Every connection of the pool gets its hooks when it connects (the pool was opened by
+    /// hintaudit), so pooled statements bind the [`Writer`] instead of their connection.
+    at_connect: AtomicBool,
 }
 
 impl Registry {
+    /// Whether hooks are installed at connect time (see [`Registry::install_at_connect`]).
+    pub(crate) fn at_connect(&self) -> bool {
+        self.at_connect.load(Ordering::Relaxed)
+    }
+
+    /// From now on every connection of the pool is hooked when it connects.
+    pub(crate) fn install_at_connect(&self) {
+        self.at_connect.store(true, Ordering::Relaxed);
+    }
+
+    /// A failed statement's buffered row changes, on whichever connection ran it, are
+    /// recorded as rolled back (see [`Slot::abort_statement`]).
+    pub(crate) fn abort_statement(&self, sink: &Sink) {
+        let slots: Vec<Arc<Slot>> = self
+            .slots
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+            .filter_map(Weak::upgrade)
+            .collect();
+        for slot in slots {
+            slot.abort_statement(sink);
+        }
+    }
+
     /// The slot of the connection behind `handle`, installing the hooks the first time.
     pub(crate) fn slot(&self, handle: &mut LockedSqliteHandle<'_>) -> Arc<Slot> {
         let key = handle.as_raw_handle().as_ptr() as usize;
@@ -239,6 +364,7 @@ impl Registry {
         let slot = Arc::new(Slot {
             state: Mutex::default(),
             columns: self.columns.clone(),
+            writer: self.writer.clone(),
         });
         install(handle, &slot);
         slots.retain(|_, w| w.strong_count() > 0);

@@ -11,6 +11,7 @@ use futures_core::future::BoxFuture;
 use futures_core::stream::BoxStream;
 use futures_util::{FutureExt, TryStreamExt};
 use hintaudit_core::{AuditStage, Operation, stats};
+use sqlx::pool::PoolOptions;
 use sqlx::sqlite::{Sqlite, SqliteConnection, SqliteQueryResult, SqliteRow, SqliteTypeInfo};
 use sqlx::{Describe, Either, Error, Executor, SqlStr};
 use tracing::Instrument;
@@ -18,10 +19,10 @@ use tracing::Instrument;
 use crate::backend::{Backend, Ctx, sealed};
 use crate::classify::SqlDialect;
 use crate::execute::{Attribution, AuditedQuery};
-use crate::pool::Shared;
+use crate::pool::{AfterConnect, Shared};
 use crate::stream::TryStream;
 
-use hooks::Slot;
+use hooks::{Binding, Slot, WriterGuard};
 
 /// A held SQLite connection's hook slot, looked up on its first call-scoped statement.
 /// Dropping it unbinds the connection, so a later statement of another holder never lands
@@ -37,7 +38,7 @@ pub struct SqliteConnState {
 impl Drop for SqliteConnState {
     fn drop(&mut self) {
         if let Some(slot) = &self.slot {
-            slot.bind(None);
+            slot.bind(Binding::Pool);
         }
     }
 }
@@ -52,14 +53,25 @@ fn is_dml(op: Operation) -> bool {
     )
 }
 
-/// Binds the connection's slot to the statement (scoped) or unbinds it (unscoped). Returns
-/// the slot when row changes of this statement will reach the call.
+/// How a statement's row changes reach its call.
+enum Bound {
+    /// Not bound: the statement cannot write, is unscoped, or its slot is unknown.
+    Nothing,
+    /// Through the connection's slot: a held connection, or a pooled statement on a pool
+    /// hintaudit did not open.
+    Slot(Arc<Slot>),
+    /// Through the pool's writer: a pooled statement that may write, on a pool hintaudit
+    /// opened (its connections were hooked when they connected).
+    Writer(WriterGuard),
+}
+
+/// Binds the statement's row changes to its call (scoped) or to nobody (unscoped).
 ///
 /// A statement run straight on the pool (`pooled`) that cannot write (a SELECT without opaque
-/// function calls, a session statement) is not bound: no hook fires for it, and finding a
-/// pooled connection's slot costs a round trip to sqlx's worker thread (`lock_handle()`),
-/// which would otherwise double the cost of a cheap read. Pooled statements unbind when they
-/// finish, so no earlier binding can catch this one's rows either.
+/// function calls, a session statement) is not bound: no hook fires for it. One that may write
+/// takes the pool's write lock and binds the pool's writer when the pool's connections are
+/// hooked at connect time; otherwise it finds its connection's slot, which costs a round trip
+/// to sqlx's worker thread (`lock_handle()`). A held connection finds its slot once.
 async fn bind(
     conn: &mut SqliteConnection,
     state: &mut SqliteConnState,
@@ -67,24 +79,30 @@ async fn bind(
     att: &Attribution,
     query: &AuditedQuery<Sqlite>,
     pooled: bool,
-) -> Option<Arc<Slot>> {
-    if pooled && state.slot.is_none() && !att.class.may_write() {
-        return None;
+) -> Bound {
+    let may_write = att.class.may_write();
+    if pooled && !may_write {
+        return Bound::Nothing;
     }
     // sqlx's `lock_handle()` must be followed by a command to the worker before the next
     // `lock_handle()`: back to back, unprocessed unlock requests pile up and, once the
     // command channel is full, deadlock (seen after ~50 in a row). A statement whose
     // arguments failed to encode never reaches the worker, so it is not bound at all.
     if query.arguments_failed() {
-        return None;
+        return Bound::Nothing;
     }
-    let Some(sink) = &att.sink else {
-        if let Some(slot) = &state.slot {
-            slot.bind(None);
+    if pooled && registry.at_connect() {
+        let guard = registry.writer.lock(att.sink.clone()).await;
+        if att.sink.is_some() {
+            learn_images(conn, registry, att).await;
         }
-        return None;
-    };
-    if state.slot.is_none() && !state.failed {
+        return Bound::Writer(guard);
+    }
+    // An unscoped statement on a held connection binds it to nobody, so that neither an
+    // earlier call nor the pool's writer gets its rows; finding the slot is only worth it
+    // when the statement may write.
+    let lookup = att.sink.is_some() || (!pooled && may_write && registry.at_connect());
+    if lookup && state.slot.is_none() && !state.failed {
         match conn.lock_handle().await {
             Ok(mut handle) => state.slot = Some(registry.slot(&mut handle)),
             Err(e) => {
@@ -93,7 +111,24 @@ async fn bind(
             }
         }
     }
-    let slot = state.slot.clone()?;
+    let Some(sink) = &att.sink else {
+        if let Some(slot) = &state.slot {
+            slot.bind(Binding::Held(None));
+        }
+        return Bound::Nothing;
+    };
+    let Some(slot) = state.slot.clone() else {
+        return Bound::Nothing;
+    };
+    learn_images(conn, registry, att).await;
+    slot.bind(Binding::Held(Some(sink.clone())));
+    Bound::Slot(slot)
+}
+
+/// With the `preupdate-hook` feature: learns the column names of the tables a write touches
+/// (`PRAGMA table_info`, once per table), and forgets them after DDL.
+#[cfg_attr(not(feature = "preupdate-hook"), allow(unused_variables))]
+async fn learn_images(conn: &mut SqliteConnection, registry: &hooks::Registry, att: &Attribution) {
     #[cfg(feature = "preupdate-hook")]
     {
         let effect = &att.class.effect;
@@ -105,15 +140,14 @@ async fn bind(
             }
         }
     }
-    slot.bind(Some(sink.clone()));
-    Some(slot)
 }
 
 /// Finishes a statement when dropped: normally, or when the caller dropped the stream (not a
 /// failure). Error paths set `ok` to false first.
 struct Finish {
     att: Attribution,
-    slot: Option<Arc<Slot>>,
+    bound: Bound,
+    shared: Arc<Shared<Sqlite>>,
     pooled: bool,
     ok: bool,
     rows: u64,
@@ -122,25 +156,33 @@ struct Finish {
 impl Drop for Finish {
     fn drop(&mut self) {
         let class = &self.att.class;
-        let observed = match &self.slot {
-            Some(slot) => {
-                let seen = slot.seen();
-                let truncate = class.delete_without_where && !cfg!(feature = "preupdate-hook");
-                // The hooks are blind to some writes (truncate optimisation, WITHOUT ROWID):
-                // sqlite3_changes() reporting rows the hook never saw says so.
-                let blind =
-                    seen == 0 && (truncate || (is_dml(class.effect.operation) && self.rows > 0));
-                !blind
-            }
-            None => false,
+        let seen = match &self.bound {
+            Bound::Nothing => None,
+            Bound::Slot(slot) => Some(slot.seen()),
+            Bound::Writer(guard) => Some(guard.seen()),
         };
-        if let (false, Some(slot), Some(sink)) = (self.ok, &self.slot, &self.att.sink) {
-            slot.abort_statement(sink);
+        let observed = seen.is_some_and(|seen| {
+            let truncate = class.delete_without_where && !cfg!(feature = "preupdate-hook");
+            // The hooks are blind to some writes (truncate optimisation, WITHOUT ROWID):
+            // sqlite3_changes() reporting rows the hook never saw says so.
+            let blind =
+                seen == 0 && (truncate || (is_dml(class.effect.operation) && self.rows > 0));
+            !blind
+        });
+        if let (false, Some(sink)) = (self.ok, &self.att.sink) {
+            match &self.bound {
+                Bound::Nothing => {}
+                Bound::Slot(slot) => slot.abort_statement(sink),
+                Bound::Writer(_) => self.shared.backend.abort_statement(sink),
+            }
         }
         self.att.finish(self.ok, None, observed);
-        if let (true, Some(slot)) = (self.pooled, &self.slot) {
-            slot.bind(None);
+        // A pooled statement releases its binding (and the pool's write lock) here; a held
+        // connection stays bound until its next statement or until it is dropped.
+        if let (true, Bound::Slot(slot)) = (self.pooled, &self.bound) {
+            slot.bind(Binding::Pool);
         }
+        self.bound = Bound::Nothing;
     }
 }
 
@@ -150,6 +192,31 @@ impl Backend for Sqlite {
     type PoolState = hooks::Registry;
     type ConnState = SqliteConnState;
     type TxState = ();
+
+    fn on_connect(
+        options: PoolOptions<Self>,
+        registry: &Arc<hooks::Registry>,
+        after_connect: Option<AfterConnect<Self>>,
+    ) -> PoolOptions<Self> {
+        registry.install_at_connect();
+        let registry = registry.clone();
+        options.after_connect(move |conn, meta| {
+            let registry = registry.clone();
+            let after_connect = after_connect.clone();
+            Box::pin(async move {
+                // Followed by the connection's first command, as `lock_handle()` needs (see
+                // `bind`).
+                match conn.lock_handle().await {
+                    Ok(mut handle) => drop(registry.slot(&mut handle)),
+                    Err(e) => stats().audit_error(AuditStage::Hook, &e),
+                }
+                match after_connect {
+                    Some(callback) => callback(conn, meta).await,
+                    None => Ok(()),
+                }
+            })
+        })
+    }
 
     fn run_many<'e>(
         ctx: Ctx<'e, Self>,
@@ -166,10 +233,11 @@ impl Backend for Sqlite {
                     pooled,
                     ..
                 } = ctx;
-                let slot = bind(conn, state, &shared.backend, &att, &query, pooled).await;
+                let bound = bind(conn, state, &shared.backend, &att, &query, pooled).await;
                 let mut fin = Finish {
                     att,
-                    slot,
+                    bound,
+                    shared,
                     pooled,
                     ok: true,
                     rows: 0,
@@ -213,11 +281,12 @@ impl Backend for Sqlite {
                 pooled,
                 ..
             } = ctx;
-            let slot = bind(conn, state, &shared.backend, &att, &query, pooled).await;
+            let bound = bind(conn, state, &shared.backend, &att, &query, pooled).await;
             let dml = is_dml(att.class.effect.operation);
             let mut fin = Finish {
                 att,
-                slot,
+                bound,
+                shared,
                 pooled,
                 ok: true,
                 rows: 0,

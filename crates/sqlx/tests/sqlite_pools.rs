@@ -1,0 +1,247 @@
+//! How SQLite connections get their hooks, against a real SQLite file: a pool hintaudit opens
+//! hooks every connection when it connects and binds pooled writes through the pool's writer;
+//! a pool it wraps hooks connections on first use. Both attribute the same rows; your own
+//! `after_connect` still runs; and writes of a held connection never land in a concurrent
+//! pooled write's call.
+
+#![cfg(feature = "sqlite")]
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use hintaudit_core::{CallScope, Effect, RowOperation};
+use hintaudit_sqlx::AuditedPool;
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions};
+use sqlx::{Executor, Sqlite};
+use tempfile::TempDir;
+
+const SCHEMA: &str = "CREATE TABLE appointments (id INTEGER PRIMARY KEY, patient TEXT NOT NULL); \
+     CREATE TABLE audit_log (id INTEGER PRIMARY KEY, what TEXT); \
+     CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT); \
+     CREATE TRIGGER appointments_audit AFTER INSERT ON appointments \
+     BEGIN INSERT INTO audit_log (what) VALUES ('insert ' || NEW.id); END;";
+
+fn options(dir: &TempDir) -> SqliteConnectOptions {
+    SqliteConnectOptions::new()
+        .filename(dir.path().join("pools.db"))
+        .create_if_missing(true)
+        .journal_mode(SqliteJournalMode::Wal)
+        .busy_timeout(Duration::from_secs(30))
+}
+
+/// A pool hintaudit opens (`opened`) or one it wraps, with the schema in place.
+async fn pool(opened: bool, max: u32) -> (TempDir, AuditedPool<Sqlite>) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let pool_options = SqlitePoolOptions::new().max_connections(max);
+    let pool = if opened {
+        AuditedPool::<Sqlite>::connect_with(pool_options, options(&dir)).await
+    } else {
+        let raw = pool_options
+            .connect_with(options(&dir))
+            .await
+            .expect("raw pool");
+        Ok(AuditedPool::from_pool(raw))
+    }
+    .expect("connect");
+    pool.inner().execute(SCHEMA).await.expect("schema");
+    (dir, pool)
+}
+
+fn rows(e: &Effect, table: &str, op: RowOperation) -> usize {
+    e.row_changes
+        .iter()
+        .filter(|r| r.table == table && r.operation == op && r.committed)
+        .count()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn opened_and_wrapped_pools_attribute_the_same_rows() {
+    for opened in [true, false] {
+        let (_dir, pool) = pool(opened, 4).await;
+        let scope = CallScope::new("book");
+        let effects = scope.effects_handle();
+        scope
+            .run(async {
+                for p in ["ann", "bob"] {
+                    sqlx::query("INSERT INTO appointments (patient) VALUES (?)")
+                        .bind(p)
+                        .execute(&pool)
+                        .await
+                        .expect("insert");
+                }
+                sqlx::query("UPDATE appointments SET patient = upper(patient)")
+                    .execute(&pool)
+                    .await
+                    .expect("update");
+                sqlx::query("SELECT count(*) FROM appointments")
+                    .fetch_one(&pool)
+                    .await
+                    .expect("select");
+            })
+            .await;
+        let e = effects.snapshot();
+        assert_eq!(e.statements.len(), 4, "opened {opened}");
+        assert_eq!(
+            rows(&e, "appointments", RowOperation::Insert),
+            2,
+            "{opened}"
+        );
+        // The trigger's rows too.
+        assert_eq!(rows(&e, "audit_log", RowOperation::Insert), 2, "{opened}");
+        assert_eq!(
+            rows(&e, "appointments", RowOperation::Update),
+            2,
+            "{opened}"
+        );
+        assert_eq!(e.row_changes.len(), 6, "opened {opened}");
+        // Every row change points at the statement that made it.
+        let statements: Vec<Option<usize>> = e.row_changes.iter().map(|r| r.statement).collect();
+        assert_eq!(statements, [0, 0, 1, 1, 2, 2].map(Some), "opened {opened}");
+        assert!(
+            e.statements[..3].iter().all(|s| s.observed),
+            "opened {opened}: {:?}",
+            e.statements
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn your_after_connect_runs_after_the_hooks_are_in() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let calls = Arc::new(AtomicUsize::new(0));
+    let counter = calls.clone();
+    let pool = AuditedPool::<Sqlite>::options()
+        .after_connect(move |conn, _meta| {
+            let counter = counter.clone();
+            Box::pin(async move {
+                counter.fetch_add(1, Ordering::SeqCst);
+                // A per-connection setting: it must hold on every connection.
+                conn.execute("PRAGMA recursive_triggers = ON").await?;
+                Ok(())
+            })
+        })
+        .connect_with(
+            SqlitePoolOptions::new()
+                .max_connections(3)
+                .min_connections(3),
+            options(&dir),
+        )
+        .await
+        .expect("connect");
+    pool.inner().execute(SCHEMA).await.expect("schema");
+    let mut held = Vec::new();
+    for _ in 0..3 {
+        held.push(pool.acquire().await.expect("acquire"));
+    }
+    for conn in &mut held {
+        let on: i64 = sqlx::query_scalar("PRAGMA recursive_triggers")
+            .fetch_one(conn.inner_mut())
+            .await
+            .expect("pragma");
+        assert_eq!(on, 1);
+    }
+    drop(held);
+    assert_eq!(calls.load(Ordering::SeqCst), 3);
+    // The callback did not replace the hooks.
+    let scope = CallScope::new("note");
+    let effects = scope.effects_handle();
+    scope
+        .run(sqlx::query("INSERT INTO notes (body) VALUES ('hello')").execute(&pool))
+        .await
+        .expect("insert");
+    assert_eq!(rows(&effects.snapshot(), "notes", RowOperation::Insert), 1);
+
+    // An error from the callback fails the connection, as in sqlx.
+    let failing = AuditedPool::<Sqlite>::options()
+        .after_connect(|conn, _meta| {
+            Box::pin(async move { conn.execute("NOT SQL").await.map(drop) })
+        })
+        .connect_with(
+            SqlitePoolOptions::new()
+                .max_connections(1)
+                .acquire_timeout(Duration::from_secs(1)),
+            options(&dir),
+        )
+        .await;
+    assert!(failing.is_err(), "{failing:?}");
+}
+
+/// A held connection's unscoped writes, and a transaction's, run while scoped pooled writes
+/// hold the pool's writer: none of their rows may land in a pooled call.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn held_connections_never_write_into_a_pooled_call() {
+    for opened in [true, false] {
+        let (_dir, pool) = pool(opened, 4).await;
+        const CALLS: usize = 40;
+        let held = {
+            let pool = pool.clone();
+            tokio::spawn(async move {
+                let mut conn = pool.acquire().await.expect("acquire");
+                for i in 0..CALLS {
+                    sqlx::query("INSERT INTO notes (body) VALUES (?)")
+                        .bind(format!("held {i}"))
+                        .execute(&mut conn)
+                        .await
+                        .expect("held insert");
+                    tokio::task::yield_now().await;
+                }
+            })
+        };
+        let tx = {
+            let pool = pool.clone();
+            tokio::spawn(async move {
+                for i in 0..CALLS / 4 {
+                    let mut tx = pool.begin().await.expect("begin");
+                    for k in 0..4 {
+                        sqlx::query("INSERT INTO notes (body) VALUES (?)")
+                            .bind(format!("tx {i} {k}"))
+                            .execute(&mut tx)
+                            .await
+                            .expect("tx insert");
+                    }
+                    tx.commit().await.expect("commit");
+                }
+            })
+        };
+        let mut calls = Vec::new();
+        for i in 0..CALLS {
+            let pool = pool.clone();
+            let scope = CallScope::new(format!("book{i}"));
+            let effects = scope.effects_handle();
+            calls.push(tokio::spawn(async move {
+                scope
+                    .run(async {
+                        sqlx::query("INSERT INTO appointments (patient) VALUES (?)")
+                            .bind(format!("p{i}"))
+                            .execute(&pool)
+                            .await
+                            .expect("insert");
+                    })
+                    .await;
+                effects.snapshot()
+            }));
+        }
+        for (i, call) in calls.into_iter().enumerate() {
+            let e = call.await.expect("join");
+            assert_eq!(
+                (
+                    rows(&e, "appointments", RowOperation::Insert),
+                    rows(&e, "audit_log", RowOperation::Insert),
+                    rows(&e, "notes", RowOperation::Insert),
+                    e.row_changes.len()
+                ),
+                (1, 1, 0, 2),
+                "opened {opened}, call {i}: {:?}",
+                e.row_changes
+            );
+        }
+        held.await.expect("held");
+        tx.await.expect("tx");
+        let notes: i64 = sqlx::query_scalar("SELECT count(*) FROM notes")
+            .fetch_one(pool.inner())
+            .await
+            .expect("count");
+        assert_eq!(notes, CALLS as i64 * 2);
+    }
+}
