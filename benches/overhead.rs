@@ -2,17 +2,22 @@
 //! a plain sqlx pool, and through the same server on hintaudit's audited pool wrapped by the
 //! layer, in one run, on a file-backed SQLite database.
 //!
-//! Prints the throughput ratio (audited/bare, target >= 0.97) and the added time per
-//! statement, for whole tool calls over an in-process MCP transport and for bare statements.
-//! Rounds alternate bare and audited, and medians are reported, because the machine is noisy.
-//!
-//! A third server runs the same workload with telemetry on, in two kinds of rounds: the
+//! Variants: bare; audited (layer + audited pool, no telemetry); its two parts alone (the
+//! layer over the plain pool, the audited pool with no layer); and with telemetry on: the
 //! Prometheus recorder alone (tracing disabled), and the recorder with the OpenTelemetry spans
-//! (server span, statement spans, finding events) exported over OTLP to a receiver on loopback
-//! (see `start_telemetry`), for every trace and for a sample (HINTAUDIT_BENCH_SAMPLE, default
-//! 0.1). Each ratio to bare is printed, in wall time and in CPU time of the whole process.
+//! (server span, statement spans, finding events) exported over OTLP to a receiver on
+//! loopback (see `start_telemetry`), for every trace and for a sample
+//! (HINTAUDIT_BENCH_SAMPLE, default 0.1).
 //!
-//! `cargo bench --bench overhead` (set HINTAUDIT_BENCH_CALLS to change the calls per round).
+//! The machine is noisy, so rounds rotate the order of the variants and each variant's ratio
+//! to bare is the median of its per-round ratios to that round's bare run, in wall time and in
+//! CPU time of the whole process. Also printed: the added time per statement, and single
+//! SELECT statements on both pools.
+//!
+//! `cargo bench --bench overhead` (HINTAUDIT_BENCH_CALLS calls per round, default 300;
+//! HINTAUDIT_BENCH_ROUNDS rounds, default 15). HINTAUDIT_BENCH_PROFILE=i runs variant i alone,
+//! for a profiler: under `valgrind --tool=callgrind`, the difference between two runs with
+//! different HINTAUDIT_BENCH_CALLS gives instructions per call without the set-up.
 
 use std::time::{Duration, Instant};
 
@@ -39,7 +44,10 @@ use opentelemetry_proto::tonic::collector::trace::v1::{
     ExportTraceServiceRequest, ExportTraceServiceResponse,
 };
 use std::sync::Arc;
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use tracing_subscriber::filter::LevelFilter;
+use tracing_subscriber::{Registry, reload};
 
 #[derive(Debug, Clone)]
 enum Pool {
@@ -200,19 +208,31 @@ fn process_cpu_ns() -> u128 {
         .sum()
 }
 
-/// Which tracing layer of the telemetry variant is on: 0 none (the bare and audited rounds run
-/// with tracing disabled, as before), 1 every trace exported, 2 a sample of traces.
+/// Which tracing layer of the telemetry variant is on: 0 none (tracing is off, as if no
+/// subscriber were installed), 1 every trace exported, 2 a sample of traces.
 static TELEMETRY_MODE: AtomicU8 = AtomicU8::new(0);
+
+/// The global level filter: `OFF` in mode 0, so that spans are not even created (per-layer
+/// filters that all say no still let the registry create them), `INFO` otherwise.
+static LEVEL: OnceLock<reload::Handle<LevelFilter, Registry>> = OnceLock::new();
 
 fn telemetry_mode(mode: u8) {
     TELEMETRY_MODE.store(mode, Ordering::SeqCst);
+    let level = if mode == 0 {
+        LevelFilter::OFF
+    } else {
+        LevelFilter::INFO
+    };
+    if let Some(handle) = LEVEL.get() {
+        handle.modify(|l| *l = level).unwrap();
+    }
 }
 
-/// A filter that is on while [`TELEMETRY_MODE`] is `mode`; dynamic: evaluated per span, never
-/// cached per callsite.
+/// A filter for INFO and above while [`TELEMETRY_MODE`] is `mode`; dynamic: evaluated per
+/// span, never cached per callsite.
 fn when<S>(mode: u8) -> impl tracing_subscriber::layer::Filter<S> {
-    tracing_subscriber::filter::dynamic_filter_fn(move |_, _| {
-        TELEMETRY_MODE.load(Ordering::Relaxed) == mode
+    tracing_subscriber::filter::dynamic_filter_fn(move |meta, _| {
+        TELEMETRY_MODE.load(Ordering::Relaxed) == mode && *meta.level() <= tracing::Level::INFO
     })
 }
 
@@ -288,35 +308,55 @@ async fn start_telemetry() -> (OtelPipeline, OtelPipeline, &'static str) {
     let sampled = OtelPipeline::new(&config.with_sample_ratio(sample_ratio()))
         .unwrap()
         .expect("export on");
-    let info = tracing_subscriber::filter::LevelFilter::INFO;
+    let (level, handle) = reload::Layer::new(LevelFilter::OFF);
+    LEVEL.set(handle).ok();
     let subscriber = tracing_subscriber::registry()
-        .with(full.layer().with_filter(info).with_filter(when(1)))
-        .with(sampled.layer().with_filter(info).with_filter(when(2)));
+        .with(level)
+        .with(full.layer().with_filter(when(1)))
+        .with(sampled.layer().with_filter(when(2)));
     tracing::subscriber::set_global_default(subscriber).unwrap();
     (full, sampled, what)
 }
 
-/// Telemetry rounds: tracing on (`mode`) for the calls, then queued spans flushed outside the
-/// timing.
-async fn calls_with_telemetry(
-    client: &RunningService<RoleClient, ()>,
-    n: usize,
-    pipeline: &Arc<OtelPipeline>,
+/// One way of serving the workload: a client of one server, the tracing layer that is on
+/// while it runs (see [`telemetry_mode`]), and the OTLP pipeline whose queued spans are
+/// flushed at the end of each of its rounds.
+struct Variant {
+    label: &'static str,
+    client: RunningService<RoleClient, ()>,
     mode: u8,
-) -> Duration {
-    telemetry_mode(mode);
-    let took = calls(client, n).await;
-    telemetry_mode(0);
-    let p = pipeline.clone();
-    tokio::task::spawn_blocking(move || p.force_flush())
-        .await
-        .unwrap();
-    took
+    pipeline: Option<Arc<OtelPipeline>>,
 }
 
-fn median(mut v: Vec<Duration>) -> Duration {
-    v.sort();
+/// One round of `n` calls of `v`: wall time and CPU time of the whole process (every thread:
+/// client, server, SQLite workers, the exporter and the receiver), both including the flush
+/// of the round's spans: exporting is part of their cost.
+async fn round(v: &Variant, n: usize) -> (f64, f64) {
+    let cpu = process_cpu_ns();
+    let start = Instant::now();
+    telemetry_mode(v.mode);
+    calls(&v.client, n).await;
+    telemetry_mode(0);
+    if let Some(p) = v.pipeline.clone() {
+        tokio::task::spawn_blocking(move || p.force_flush())
+            .await
+            .unwrap();
+    }
+    let wall = start.elapsed().as_secs_f64();
+    let cpu = (process_cpu_ns() - cpu) as f64 / 1e9;
+    (wall / n as f64, cpu / n as f64)
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
     v[v.len() / 2]
+}
+
+fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
 }
 
 fn main() {
@@ -326,129 +366,100 @@ fn main() {
         .build()
         .unwrap();
     runtime.block_on(async {
-        let calls_per_round: usize = std::env::var("HINTAUDIT_BENCH_CALLS").ok().and_then(|v| v.parse().ok()).unwrap_or(400);
-        let rounds = 7;
+        let calls_per_round: usize = env_or("HINTAUDIT_BENCH_CALLS", 300);
+        let rounds: usize = env_or("HINTAUDIT_BENCH_ROUNDS", 15);
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("bench.db");
         setup(&path).await;
 
         let bare_pool = SqlitePoolOptions::new().max_connections(4).connect_with(options(&path)).await.unwrap();
         let audited_pool = AuditedPool::connect_with(SqlitePoolOptions::new().max_connections(4), options(&path)).await.unwrap();
-        let bare = client_for(Bench { pool: Pool::Bare(bare_pool.clone()) }).await;
-        let judge = std::sync::Arc::new(Judge::new(Policy::default()));
-        let audited = client_for(HintAuditLayer::new().with_judge(judge).with_recorder(()).layer(Bench { pool: Pool::Audited(audited_pool.clone()) })).await;
+        let judge = || Arc::new(Judge::new(Policy::default()));
+        let bare = Bench { pool: Pool::Bare(bare_pool.clone()) };
+        let audited = Bench { pool: Pool::Audited(audited_pool.clone()) };
         let (pipeline, sampled, receiver) = start_telemetry().await;
         let (pipeline, sampled) = (Arc::new(pipeline), Arc::new(sampled));
         let metrics = PrometheusRecorder::new();
-        let telemetry = client_for(
+        let telemetry = || {
             HintAuditLayer::new()
-                .with_judge(std::sync::Arc::new(Judge::new(Policy::default())))
+                .with_judge(judge())
                 .with_recorder(metrics.clone())
                 .with_make_span(OtelMakeSpan::new())
-                .layer(Bench { pool: Pool::Audited(audited_pool.clone()) }),
-        )
-        .await;
+                .layer(audited.clone())
+        };
+        let variant = |label, client, mode, pipeline| Variant { label, client, mode, pipeline };
+        let variants = [
+            variant("bare server, plain sqlx pool", client_for(bare.clone()).await, 0, None),
+            variant("audited: layer + audited pool", client_for(HintAuditLayer::new().with_judge(judge()).with_recorder(()).layer(audited.clone())).await, 0, None),
+            variant("  part: the layer over the plain pool", client_for(HintAuditLayer::new().with_judge(judge()).with_recorder(()).layer(bare.clone())).await, 0, None),
+            variant("  part: the audited pool, no layer", client_for(audited.clone()).await, 0, None),
+            variant("audited + Prometheus recorder", client_for(telemetry()).await, 0, None),
+            variant("audited + recorder + spans, all traces", client_for(telemetry()).await, 1, Some(pipeline.clone())),
+            variant("audited + recorder + spans, sampled", client_for(telemetry()).await, 2, Some(sampled.clone())),
+        ];
 
-        // Warm up both (statement caches, hooks, history).
-        calls(&bare, 100).await;
-        calls(&audited, 100).await;
-        calls_with_telemetry(&telemetry, 100, &pipeline, 1).await;
-        calls_with_telemetry(&telemetry, 100, &sampled, 2).await;
-
-        let (mut tb, mut ta, mut sb, mut sa, mut tm, mut tt) = (vec![], vec![], vec![], vec![], vec![], vec![]);
-        let mut ts = vec![];
-        // CPU time of the whole process (every thread: client, server, SQLite workers, the
-        // exporter and the receiver) per variant: steadier than wall time on a busy machine.
-        let mut cpu: [Vec<u128>; 5] = Default::default();
-        for round in 0..rounds {
-            // Alternate the order so drift favours neither.
-            if round % 2 == 0 {
-                let c = process_cpu_ns();
-                tb.push(calls(&bare, calls_per_round).await);
-                cpu[0].push(process_cpu_ns() - c);
-                let c = process_cpu_ns();
-                ta.push(calls(&audited, calls_per_round).await);
-                cpu[1].push(process_cpu_ns() - c);
-            } else {
-                let c = process_cpu_ns();
-                ta.push(calls(&audited, calls_per_round).await);
-                cpu[1].push(process_cpu_ns() - c);
-                let c = process_cpu_ns();
-                tb.push(calls(&bare, calls_per_round).await);
-                cpu[0].push(process_cpu_ns() - c);
-            }
-            let c = process_cpu_ns();
-            tm.push(calls(&telemetry, calls_per_round).await);
-            cpu[2].push(process_cpu_ns() - c);
-            // Includes flushing this round's spans: exporting is part of their cost.
-            let c = process_cpu_ns();
-            tt.push(calls_with_telemetry(&telemetry, calls_per_round, &pipeline, 1).await);
-            cpu[3].push(process_cpu_ns() - c);
-            let c = process_cpu_ns();
-            ts.push(calls_with_telemetry(&telemetry, calls_per_round, &sampled, 2).await);
-            cpu[4].push(process_cpu_ns() - c);
-            sb.push(statements_bare(&bare_pool, calls_per_round * 5).await);
-            sa.push(statements_audited(&audited_pool, calls_per_round * 5).await);
+        // For profilers (valgrind --tool=callgrind, perf): one variant alone, warm-up then
+        // HINTAUDIT_BENCH_CALLS calls; compare two call counts to leave out the set-up.
+        if let Some(i) = std::env::var("HINTAUDIT_BENCH_PROFILE").ok().and_then(|v| v.parse::<usize>().ok()) {
+            let v = &variants[i.min(variants.len() - 1)];
+            round(v, 100).await;
+            round(v, calls_per_round).await;
+            println!("profiled: {} x {calls_per_round} calls", v.label);
+            return;
         }
-        let per_call = |d: Duration| d.as_secs_f64() / calls_per_round as f64;
+        // Warm up every variant (statement caches, hooks, history, exporters).
+        for v in &variants {
+            round(v, 100).await;
+        }
+        // Rounds rotate the order, so that each variant runs in every position equally and
+        // drift favours none; each round's ratio pairs a variant with that round's bare run.
+        let mut wall: Vec<Vec<f64>> = vec![Vec::new(); variants.len()];
+        let mut cpu: Vec<Vec<f64>> = vec![Vec::new(); variants.len()];
+        let mut statements = (Vec::new(), Vec::new());
+        for r in 0..rounds {
+            for k in 0..variants.len() {
+                let i = (r + k) % variants.len();
+                let (w, c) = round(&variants[i], calls_per_round).await;
+                wall[i].push(w);
+                cpu[i].push(c);
+            }
+            let n = calls_per_round * 2;
+            if r % 2 == 0 {
+                statements.0.push(statements_bare(&bare_pool, n).await.as_secs_f64() / n as f64);
+                statements.1.push(statements_audited(&audited_pool, n).await.as_secs_f64() / n as f64);
+            } else {
+                statements.1.push(statements_audited(&audited_pool, n).await.as_secs_f64() / n as f64);
+                statements.0.push(statements_bare(&bare_pool, n).await.as_secs_f64() / n as f64);
+            }
+        }
+
+        let ratios = |times: &[Vec<f64>], i: usize| median(times[0].iter().zip(&times[i]).map(|(b, v)| b / v).collect());
+        println!("workload: {calls_per_round} tool calls x {rounds} rounds per variant over an in-process MCP transport, file-backed SQLite (WAL); spans go {receiver}");
+        println!("ratio = throughput vs the bare server (bare time / variant time), median of per-round ratios; target >= 0.97");
+        println!("{:<42} {:>12} {:>7} {:>12} {:>9}", "variant", "wall us/call", "ratio", "CPU us/call", "CPU ratio");
+        for (i, v) in variants.iter().enumerate() {
+            println!(
+                "{:<42} {:>12.1} {:>7.3} {:>12.1} {:>9.3}",
+                v.label,
+                median(wall[i].clone()) * 1e6,
+                ratios(&wall, i),
+                median(cpu[i].clone()) * 1e6,
+                ratios(&cpu, i)
+            );
+        }
         let statements_per_call = STATEMENTS.iter().map(|(_, n)| *n as f64).sum::<f64>() / STATEMENTS.len() as f64;
-        let (b, a) = (per_call(median(tb)), per_call(median(ta)));
-        println!("workload: {calls_per_round} tool calls x {rounds} rounds over an in-process MCP transport, file-backed SQLite (WAL)");
-        println!("tool calls: bare {:.1} us/call, audited {:.1} us/call", b * 1e6, a * 1e6);
-        println!("throughput ratio (audited/bare): {:.3}   (target >= 0.97)", b / a);
-        println!("added time per statement (whole call): {:.2} us", (a - b) / statements_per_call * 1e6);
-        let (m, t, ss) = (per_call(median(tm)), per_call(median(tt)), per_call(median(ts)));
-        let exported = pipeline.export_stats();
-        println!(
-            "audited + Prometheus recorder: {:.1} us/call, ratio to bare {:.3} (target >= 0.97), {:+.2} us/call over audited",
-            m * 1e6,
-            b / m,
-            (m - a) * 1e6
-        );
-        println!(
-            "audited + Prometheus recorder + spans ({receiver}): {:.1} us/call, ratio to bare {:.3} (target >= 0.97), {:+.2} us/call over audited; spans exported {}, dropped {}",
-            t * 1e6,
-            b / t,
-            (t - a) * 1e6,
-            exported.exported,
-            exported.dropped
-        );
-        let exported = sampled.export_stats();
-        println!(
-            "audited + Prometheus recorder + spans, {:.0}% of traces sampled: {:.1} us/call, ratio to bare {:.3} (target >= 0.97), {:+.2} us/call over audited; spans exported {}, dropped {}",
-            sample_ratio() * 100.0,
-            ss * 1e6,
-            b / ss,
-            (ss - a) * 1e6,
-            exported.exported,
-            exported.dropped
-        );
-        let cpu_us: Vec<f64> = cpu
-            .into_iter()
-            .map(|mut v| {
-                v.sort();
-                v[v.len() / 2] as f64 / calls_per_round as f64 / 1e3
-            })
-            .collect();
-        println!(
-            "CPU per call, all threads: bare {:.1} us, audited {:.1} us, + recorder {:.1} us, + recorder and spans {:.1} us, sampled {:.1} us; CPU ratios to bare: {:.3}, {:.3}, {:.3}, {:.3}",
-            cpu_us[0],
-            cpu_us[1],
-            cpu_us[2],
-            cpu_us[3],
-            cpu_us[4],
-            cpu_us[0] / cpu_us[1],
-            cpu_us[0] / cpu_us[2],
-            cpu_us[0] / cpu_us[3],
-            cpu_us[0] / cpu_us[4]
-        );
-        let n = (calls_per_round * 5) as f64;
-        let (b, a) = (median(sb).as_secs_f64() / n, median(sa).as_secs_f64() / n);
-        println!("bare statements: plain pool {:.1} us, audited pool in a call scope {:.1} us", b * 1e6, a * 1e6);
-        println!("statement throughput ratio (audited/bare): {:.3}; added {:.2} us/statement", b / a, (a - b) * 1e6);
-        bare.cancel().await.ok();
-        audited.cancel().await.ok();
-        telemetry.cancel().await.ok();
+        let added = (median(wall[1].clone()) - median(wall[0].clone())) / statements_per_call;
+        println!("added time per statement (whole audited call): {:.2} us", added * 1e6);
+        for p in [&pipeline, &sampled] {
+            let stats = p.export_stats();
+            println!("spans exported {}, dropped {}", stats.exported, stats.dropped);
+        }
+        let (b, a) = (median(statements.0.clone()), median(statements.1.clone()));
+        let ratio = median(statements.0.iter().zip(&statements.1).map(|(b, a)| b / a).collect());
+        println!("single SELECT statements: plain pool {:.1} us, audited pool in a call scope {:.1} us; ratio {ratio:.3}, added {:.2} us/statement", b * 1e6, a * 1e6, (a - b) * 1e6);
+        for v in variants {
+            v.client.cancel().await.ok();
+        }
         let text = hintaudit_telemetry::encode_text(metrics.registry());
         println!("telemetry: /metrics exposition {} bytes, {} lines", text.len(), text.lines().count());
         for p in [pipeline, sampled] {
