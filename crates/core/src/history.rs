@@ -12,7 +12,7 @@ use std::num::NonZeroUsize;
 use std::sync::Arc;
 
 use lru::LruCache;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 /// A keyed 128-bit hash of a call's canonical arguments. Two calls with equal arguments
 /// (whatever the key order or whitespace) have equal keys under one [`ArgsHasher`].
@@ -51,13 +51,21 @@ impl ArgsHasher {
 
     /// The key of `arguments` (`None`: a call without arguments, the same as `{}`).
     pub fn key(&self, arguments: Option<&Value>) -> ArgsKey {
+        self.hash(|out| match arguments {
+            Some(v) => write_canonical(v, out),
+            None => write_object(&Map::new(), out),
+        })
+    }
+
+    /// The key of a tools/call `arguments` object (MCP: always an object), equal to
+    /// [`ArgsHasher::key`] of the same object as a [`Value`], without building one.
+    pub fn key_of_object(&self, arguments: Option<&Map<String, Value>>) -> ArgsKey {
+        self.hash(|out| write_object(arguments.unwrap_or(&Map::new()), out))
+    }
+
+    fn hash(&self, write: impl FnOnce(&mut blake3::Hasher)) -> ArgsKey {
         let mut hasher = blake3::Hasher::new_keyed(&self.key);
-        match arguments {
-            Some(v) => write_canonical(v, &mut hasher),
-            None => {
-                hasher.update(b"{}");
-            }
-        }
+        write(&mut hasher);
         let mut out = [0u8; 16];
         out.copy_from_slice(&hasher.finalize().as_bytes()[..16]);
         ArgsKey(out)
@@ -69,18 +77,7 @@ impl ArgsHasher {
 /// crate) to stream into the hasher without building a string.
 fn write_canonical(value: &Value, out: &mut blake3::Hasher) {
     match value {
-        Value::Object(map) => {
-            out.update(b"{");
-            // serde_json's map is sorted already unless its `preserve_order` feature is on.
-            if map.keys().is_sorted() {
-                write_members(map.iter(), out);
-            } else {
-                let mut members: Vec<(&String, &Value)> = map.iter().collect();
-                members.sort_by_key(|(k, _)| *k);
-                write_members(members.into_iter(), out);
-            }
-            out.update(b"}");
-        }
+        Value::Object(map) => write_object(map, out),
         Value::Array(items) => {
             out.update(b"[");
             for (i, v) in items.iter().enumerate() {
@@ -97,6 +94,20 @@ fn write_canonical(value: &Value, out: &mut blake3::Hasher) {
             let _ = serde_json::to_writer(&mut *out, scalar);
         }
     }
+}
+
+/// Writes an object as canonical JSON (see [`write_canonical`]).
+fn write_object(map: &Map<String, Value>, out: &mut blake3::Hasher) {
+    out.update(b"{");
+    // serde_json's map is sorted already unless its `preserve_order` feature is on.
+    if map.keys().is_sorted() {
+        write_members(map.iter(), out);
+    } else {
+        let mut members: Vec<(&String, &Value)> = map.iter().collect();
+        members.sort_by_key(|(k, _)| *k);
+        write_members(members.into_iter(), out);
+    }
+    out.update(b"}");
 }
 
 fn write_members<'a>(
@@ -207,6 +218,10 @@ mod tests {
         assert_eq!(h.key(Some(&a)), h.key(Some(&b)));
         assert_ne!(h.key(Some(&a)), h.key(Some(&json!({"a": "s"}))));
         assert_eq!(h.key(None), h.key(Some(&json!({}))));
+        // An arguments object hashes as the same object as a value.
+        let Value::Object(object) = &a else { panic!() };
+        assert_eq!(h.key_of_object(Some(object)), h.key(Some(&a)));
+        assert_eq!(h.key_of_object(None), h.key(None));
         // Array order matters.
         assert_ne!(h.key(Some(&json!([1, 2]))), h.key(Some(&json!([2, 1]))));
         // Another key, another hash.

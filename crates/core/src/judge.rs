@@ -123,11 +123,11 @@ impl Judge {
         self.judge_keyed(call, self.hasher.key(call.arguments))
     }
 
-    /// The key [`Judge::judge_keyed`] needs for a call's arguments (`None`: no arguments): a
-    /// keyed hash of their canonical JSON (see [`ArgsHasher::key`]). Take it before the
-    /// arguments move into the tool, rather than cloning them for the judge.
-    pub fn args_key(&self, arguments: Option<&Value>) -> ArgsKey {
-        self.hasher.key(arguments)
+    /// The key [`Judge::judge_keyed`] needs for a tools/call `arguments` object (`None`: no
+    /// arguments): a keyed hash of its canonical JSON (see [`ArgsHasher::key_of_object`]).
+    /// Take it before the arguments move into the tool, rather than cloning them for the judge.
+    pub fn args_key(&self, arguments: Option<&serde_json::Map<String, Value>>) -> ArgsKey {
+        self.hasher.key_of_object(arguments)
     }
 
     /// As [`Judge::judge`], with the arguments' key taken beforehand by [`Judge::args_key`];

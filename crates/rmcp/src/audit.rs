@@ -17,7 +17,6 @@ use hintaudit_core::{
 use rmcp::model::{CallToolRequestParams, CallToolResponse, Extensions, JsonObject, Tool};
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
-use serde_json::Value;
 use tracing::{Instrument, Span};
 
 use crate::handler::HintAudit;
@@ -94,14 +93,8 @@ impl<H: ServerHandler> HintAudit<H> {
         let declared = self.hints_for_call(&tool);
         let hints = declared.unwrap_or_default();
         // The judge's idempotency history needs the arguments' hash; taken now, before the
-        // request moves into the inner handler (a move, not a copy, of the arguments).
-        let mut request = request;
-        let arguments = request.arguments.take().map(Value::Object);
-        let args_key = self.config.judge.args_key(arguments.as_ref());
-        request.arguments = match arguments {
-            Some(Value::Object(map)) => Some(map),
-            _ => None,
-        };
+        // request moves into the inner handler.
+        let args_key = self.config.judge.args_key(request.arguments.as_ref());
 
         let span = {
             let info = CallInfo {
@@ -124,12 +117,10 @@ impl<H: ServerHandler> HintAudit<H> {
         let started = Instant::now();
         // Boxed: a tool's future can be kilobytes, and ours would otherwise carry it by value
         // through every move until it is pinned.
-        let call = scope.run(Box::pin(self.inner.call_tool(request, context)));
-        let result = if span.is_disabled() {
-            call.await
-        } else {
-            call.instrument(span.clone()).await
-        };
+        let result = scope
+            .run(Box::pin(self.inner.call_tool(request, context)))
+            .instrument(span.clone())
+            .await;
         let duration = started.elapsed();
 
         let finished = Finished {

@@ -182,7 +182,6 @@ impl Drop for Finish {
         if let (true, Bound::Slot(slot)) = (self.pooled, &self.bound) {
             slot.bind(Binding::Pool);
         }
-        self.bound = Bound::Nothing;
     }
 }
 
