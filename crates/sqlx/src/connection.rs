@@ -75,50 +75,61 @@ impl<DB: Backend> AuditedConnection<DB> {
     }
 }
 
-impl<'c, DB: Backend> Executor<'c> for &'c mut AuditedConnection<DB> {
-    type Database = DB;
+/// `Executor` for a held connection type (`$held<DB>`, whose raw connection is the field
+/// `$raw`): statements go through the type's `context` to the backend; `prepare_with` and
+/// `describe` go to the raw connection unaudited. Shared by [`AuditedConnection`] and
+/// [`crate::AuditedTransaction`], as sqlx shares its own executor impls with a macro.
+macro_rules! held_executor {
+    ($held:ident, $raw:ident) => {
+        impl<'c, DB: Backend> Executor<'c> for &'c mut $held<DB> {
+            type Database = DB;
 
-    fn fetch_many<'e, 'q: 'e, E>(
-        self,
-        query: E,
-    ) -> BoxStream<'e, Result<Either<DB::QueryResult, DB::Row>, Error>>
-    where
-        'c: 'e,
-        E: 'q + Execute<'q, DB>,
-    {
-        let query = AuditedQuery::split(query);
-        let ctx = self.context(&query);
-        DB::run_many(ctx, query)
-    }
+            fn fetch_many<'e, 'q: 'e, E>(
+                self,
+                query: E,
+            ) -> BoxStream<'e, Result<Either<DB::QueryResult, DB::Row>, Error>>
+            where
+                'c: 'e,
+                E: 'q + Execute<'q, DB>,
+            {
+                let query = AuditedQuery::split(query);
+                let ctx = self.context(&query);
+                DB::run_many(ctx, query)
+            }
 
-    fn fetch_optional<'e, 'q: 'e, E>(
-        self,
-        query: E,
-    ) -> BoxFuture<'e, Result<Option<DB::Row>, Error>>
-    where
-        'c: 'e,
-        E: 'q + Execute<'q, DB>,
-    {
-        let query = AuditedQuery::split(query);
-        let ctx = self.context(&query);
-        DB::run_optional(ctx, query)
-    }
+            fn fetch_optional<'e, 'q: 'e, E>(
+                self,
+                query: E,
+            ) -> BoxFuture<'e, Result<Option<DB::Row>, Error>>
+            where
+                'c: 'e,
+                E: 'q + Execute<'q, DB>,
+            {
+                let query = AuditedQuery::split(query);
+                let ctx = self.context(&query);
+                DB::run_optional(ctx, query)
+            }
 
-    fn prepare_with<'e>(
-        self,
-        sql: SqlStr,
-        parameters: &'e [DB::TypeInfo],
-    ) -> BoxFuture<'e, Result<DB::Statement, Error>>
-    where
-        'c: 'e,
-    {
-        DB::prepare_raw(&mut self.conn, sql, parameters)
-    }
+            fn prepare_with<'e>(
+                self,
+                sql: SqlStr,
+                parameters: &'e [DB::TypeInfo],
+            ) -> BoxFuture<'e, Result<DB::Statement, Error>>
+            where
+                'c: 'e,
+            {
+                DB::prepare_raw(&mut self.$raw, sql, parameters)
+            }
 
-    fn describe<'e>(self, sql: SqlStr) -> BoxFuture<'e, Result<Describe<DB>, Error>>
-    where
-        'c: 'e,
-    {
-        DB::describe_raw(&mut self.conn, sql).boxed()
-    }
+            fn describe<'e>(self, sql: SqlStr) -> BoxFuture<'e, Result<Describe<DB>, Error>>
+            where
+                'c: 'e,
+            {
+                DB::describe_raw(&mut self.$raw, sql).boxed()
+            }
+        }
+    };
 }
+pub(crate) use held_executor;
+
+held_executor!(AuditedConnection, conn);

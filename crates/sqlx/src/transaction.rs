@@ -9,6 +9,7 @@ use futures_util::FutureExt;
 use sqlx::{Describe, Either, Error, Execute, Executor, SqlStr, Transaction};
 
 use crate::backend::{Backend, Ctx};
+use crate::connection::held_executor;
 use crate::execute::{Attribution, AuditedQuery};
 use crate::pool::Shared;
 
@@ -113,50 +114,4 @@ impl<DB: Backend> AuditedTransaction<DB> {
     }
 }
 
-impl<'c, DB: Backend> Executor<'c> for &'c mut AuditedTransaction<DB> {
-    type Database = DB;
-
-    fn fetch_many<'e, 'q: 'e, E>(
-        self,
-        query: E,
-    ) -> BoxStream<'e, Result<Either<DB::QueryResult, DB::Row>, Error>>
-    where
-        'c: 'e,
-        E: 'q + Execute<'q, DB>,
-    {
-        let query = AuditedQuery::split(query);
-        let ctx = self.context(&query);
-        DB::run_many(ctx, query)
-    }
-
-    fn fetch_optional<'e, 'q: 'e, E>(
-        self,
-        query: E,
-    ) -> BoxFuture<'e, Result<Option<DB::Row>, Error>>
-    where
-        'c: 'e,
-        E: 'q + Execute<'q, DB>,
-    {
-        let query = AuditedQuery::split(query);
-        let ctx = self.context(&query);
-        DB::run_optional(ctx, query)
-    }
-
-    fn prepare_with<'e>(
-        self,
-        sql: SqlStr,
-        parameters: &'e [DB::TypeInfo],
-    ) -> BoxFuture<'e, Result<DB::Statement, Error>>
-    where
-        'c: 'e,
-    {
-        DB::prepare_raw(&mut self.tx, sql, parameters)
-    }
-
-    fn describe<'e>(self, sql: SqlStr) -> BoxFuture<'e, Result<Describe<DB>, Error>>
-    where
-        'c: 'e,
-    {
-        DB::describe_raw(&mut self.tx, sql).boxed()
-    }
-}
+held_executor!(AuditedTransaction, tx);
