@@ -120,8 +120,10 @@
 //! preupdate hook also runs: it disables the truncate optimisation, so `DELETE` without `WHERE`
 //! is observed; updates carry [`hintaudit_core::RowImage`]`::Unchanged` or `Changed(columns)`,
 //! with column names from `PRAGMA table_info`, run by the executor (never inside a hook)
-//! before the first call-scoped write to a table; and `nested` tells trigger writes (query
-//! depth > 0).
+//! once per table: before an autocommit write, and after the write inside a transaction,
+//! so that it never opens a read transaction ahead of the transaction's first write (the
+//! write would then fail at once with `SQLITE_BUSY` instead of waiting out the busy
+//! timeout); and `nested` tells trigger writes (query depth > 0).
 //!
 //! # PostgreSQL: the transaction oracle
 //!

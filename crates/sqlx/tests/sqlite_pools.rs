@@ -1,8 +1,8 @@
 //! How SQLite connections get their hooks, against a real SQLite file: a pool hintaudit opens
 //! hooks every connection when it connects and binds pooled writes through the pool's writer;
 //! a pool it wraps hooks connections on first use. Both attribute the same rows; your own
-//! `after_connect` still runs; and writes of a held connection never land in a concurrent
-//! pooled write's call.
+//! `after_connect` still runs; writes of a held connection never land in a concurrent
+//! pooled write's call; and auditing leaves SQLite's locking as it was.
 
 #![cfg(feature = "sqlite")]
 
@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use hintaudit_core::{CallScope, Effect, RowOperation};
+use hintaudit_core::{CallScope, Effect, RowImage, RowOperation};
 use hintaudit_sqlx::AuditedPool;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions};
 use sqlx::{Executor, Sqlite};
@@ -243,5 +243,80 @@ async fn held_connections_never_write_into_a_pooled_call() {
             .await
             .expect("count");
         assert_eq!(notes, CALLS as i64 * 2);
+    }
+}
+
+/// Another connection holds SQLite's write lock for a while, then commits.
+async fn hold_write_lock(pool: &AuditedPool<Sqlite>) -> tokio::task::JoinHandle<()> {
+    let raw = pool.inner().clone();
+    let (locked, wait) = tokio::sync::oneshot::channel();
+    let holder = tokio::spawn(async move {
+        let mut tx = raw.begin().await.expect("holder begin");
+        sqlx::query("INSERT INTO notes (body) VALUES ('holder')")
+            .execute(&mut *tx)
+            .await
+            .expect("holder insert");
+        locked.send(()).expect("signal");
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        tx.commit().await.expect("holder commit");
+    });
+    wait.await.expect("holder locked");
+    holder
+}
+
+/// Auditing must not change SQLite's locking. A transaction's first write waits for another
+/// writer (the busy timeout) as it does unaudited; reading the column names for row images
+/// before it, inside the transaction, made it fail at once with SQLITE_BUSY instead.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_transactions_first_write_waits_for_another_writer() {
+    for (opened, raw_begin) in [(true, false), (true, true), (false, false), (false, true)] {
+        let (_dir, pool) = pool(opened, 4).await;
+        let holder = hold_write_lock(&pool).await;
+        let scope = CallScope::new("book");
+        let effects = scope.effects_handle();
+        scope
+            .run(async {
+                let mut conn = pool.acquire().await.expect("acquire");
+                let mut tx = if raw_begin {
+                    conn.execute("BEGIN").await.expect("BEGIN");
+                    None
+                } else {
+                    Some(pool.begin().await.expect("begin"))
+                };
+                for sql in [
+                    "INSERT INTO appointments (patient) VALUES ('b')",
+                    "UPDATE appointments SET patient = 'c' WHERE patient = 'b'",
+                ] {
+                    match &mut tx {
+                        Some(tx) => tx.execute(sql).await,
+                        None => conn.execute(sql).await,
+                    }
+                    .unwrap_or_else(|e| panic!("{sql} (opened {opened}, raw {raw_begin}): {e}"));
+                }
+                match tx {
+                    Some(tx) => tx.commit().await.expect("commit"),
+                    None => drop(conn.execute("COMMIT").await.expect("COMMIT")),
+                }
+            })
+            .await;
+        holder.await.expect("holder");
+        let e = effects.snapshot();
+        let case = format!("opened {opened}, raw BEGIN {raw_begin}");
+        assert_eq!(rows(&e, "appointments", RowOperation::Insert), 1, "{case}");
+        assert_eq!(rows(&e, "audit_log", RowOperation::Insert), 1, "{case}");
+        assert_eq!(rows(&e, "notes", RowOperation::Insert), 0, "{case}");
+        let update: Vec<&RowImage> = e
+            .row_changes
+            .iter()
+            .filter(|r| r.operation == RowOperation::Update && r.committed)
+            .map(|r| &r.image)
+            .collect();
+        // With row images, the names were learned in time for the commit.
+        let expected = if cfg!(feature = "preupdate-hook") {
+            RowImage::Changed(vec!["patient".into()])
+        } else {
+            RowImage::Unknown
+        };
+        assert_eq!(update, [&expected], "{case}");
     }
 }

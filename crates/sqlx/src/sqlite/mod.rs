@@ -13,7 +13,7 @@ use futures_util::{FutureExt, TryStreamExt};
 use hintaudit_core::{AuditStage, Operation, stats};
 use sqlx::pool::PoolOptions;
 use sqlx::sqlite::{Sqlite, SqliteConnection, SqliteQueryResult, SqliteRow, SqliteTypeInfo};
-use sqlx::{Describe, Either, Error, Executor, SqlStr};
+use sqlx::{Connection, Describe, Either, Error, Executor, SqlStr};
 use tracing::Instrument;
 
 use crate::backend::{Backend, Ctx, sealed};
@@ -33,6 +33,9 @@ pub struct SqliteConnState {
     slot: Option<Arc<Slot>>,
     /// The lookup failed once (worker gone): do not retry on every statement.
     failed: bool,
+    /// Transaction control ran through this connection as SQL (`BEGIN`, `SAVEPOINT`), which
+    /// sqlx's transaction depth does not count: it may be inside a transaction.
+    raw_tx: bool,
 }
 
 impl Drop for SqliteConnState {
@@ -72,6 +75,9 @@ enum Bound {
 /// takes the pool's write lock and binds the pool's writer when the pool's connections are
 /// hooked at connect time; otherwise it finds its connection's slot, which costs a round trip
 /// to sqlx's worker thread (`lock_handle()`). A held connection finds its slot once.
+///
+/// The second value says whether the column names for row images must be learned after the
+/// statement rather than before (see [`learn_images`]).
 async fn bind(
     conn: &mut SqliteConnection,
     state: &mut SqliteConnState,
@@ -79,24 +85,24 @@ async fn bind(
     att: &Attribution,
     query: &AuditedQuery<Sqlite>,
     pooled: bool,
-) -> Bound {
+) -> (Bound, bool) {
     let may_write = att.class.may_write();
     if pooled && !may_write {
-        return Bound::Nothing;
+        return (Bound::Nothing, false);
     }
     // sqlx's `lock_handle()` must be followed by a command to the worker before the next
     // `lock_handle()`: back to back, unprocessed unlock requests pile up and, once the
     // command channel is full, deadlock (seen after ~50 in a row). A statement whose
     // arguments failed to encode never reaches the worker, so it is not bound at all.
     if query.arguments_failed() {
-        return Bound::Nothing;
+        return (Bound::Nothing, false);
     }
     if pooled && registry.at_connect() {
         let guard = registry.writer.lock(att.sink.clone()).await;
         if att.sink.is_some() {
             learn_images(conn, registry, att).await;
         }
-        return Bound::Writer(guard);
+        return (Bound::Writer(guard), false);
     }
     // An unscoped statement on a held connection binds it to nobody, so that neither an
     // earlier call nor the pool's writer gets its rows; finding the slot is only worth it
@@ -115,18 +121,31 @@ async fn bind(
         if let Some(slot) = &state.slot {
             slot.bind(Binding::Held(None));
         }
-        return Bound::Nothing;
+        return (Bound::Nothing, false);
     };
     let Some(slot) = state.slot.clone() else {
-        return Bound::Nothing;
+        return (Bound::Nothing, false);
     };
-    learn_images(conn, registry, att).await;
+    // `PRAGMA table_info` inside a transaction that has not written yet would open a read
+    // transaction, and the write that follows would then fail at once with SQLITE_BUSY when
+    // another connection writes (SQLite calls no busy handler to upgrade a read
+    // transaction). There, the names are learned after the write, before the commit that
+    // needs them.
+    let after = !pooled && (state.raw_tx || conn.is_in_transaction());
+    if !after {
+        learn_images(conn, registry, att).await;
+    }
     slot.bind(Binding::Held(Some(sink.clone())));
-    Bound::Slot(slot)
+    (Bound::Slot(slot), after)
 }
 
 /// With the `preupdate-hook` feature: learns the column names of the tables a write touches
 /// (`PRAGMA table_info`, once per table), and forgets them after DDL.
+///
+/// The hooks name changed columns when the transaction ends, so the names must be known by
+/// then: before an autocommit write, and at any point before the commit inside a
+/// transaction, where `bind` defers it until after the write so that it never opens a read
+/// transaction ahead of the transaction's first write.
 #[cfg_attr(not(feature = "preupdate-hook"), allow(unused_variables))]
 async fn learn_images(conn: &mut SqliteConnection, registry: &hooks::Registry, att: &Attribution) {
     #[cfg(feature = "preupdate-hook")]
@@ -232,7 +251,9 @@ impl Backend for Sqlite {
                     pooled,
                     ..
                 } = ctx;
-                let bound = bind(conn, state, &shared.backend, &att, &query, pooled).await;
+                state.raw_tx |= att.class.tx_control.is_some();
+                let (bound, learn_after) =
+                    bind(conn, state, &shared.backend, &att, &query, pooled).await;
                 let mut fin = Finish {
                     att,
                     bound,
@@ -260,6 +281,9 @@ impl Backend for Sqlite {
                     }
                 }
                 drop(s);
+                if learn_after {
+                    learn_images(conn, &fin.shared.backend, &fin.att).await;
+                }
                 Ok(())
             }
             .instrument(span)
@@ -280,7 +304,9 @@ impl Backend for Sqlite {
                 pooled,
                 ..
             } = ctx;
-            let bound = bind(conn, state, &shared.backend, &att, &query, pooled).await;
+            state.raw_tx |= att.class.tx_control.is_some();
+            let (bound, learn_after) =
+                bind(conn, state, &shared.backend, &att, &query, pooled).await;
             let dml = is_dml(att.class.effect.operation);
             let mut fin = Finish {
                 att,
@@ -293,6 +319,9 @@ impl Backend for Sqlite {
             if !dml {
                 let r = conn.fetch_optional(query).await;
                 fin.ok = r.is_ok();
+                if learn_after && fin.ok {
+                    learn_images(conn, &fin.shared.backend, &fin.att).await;
+                }
                 return r;
             }
             // Writes run to completion to learn sqlite3_changes(), which tells whether the
@@ -316,6 +345,9 @@ impl Backend for Sqlite {
                 }
             }
             drop(s);
+            if learn_after {
+                learn_images(conn, &fin.shared.backend, &fin.att).await;
+            }
             Ok(first)
         }
         .instrument(span)
