@@ -87,7 +87,7 @@ async fn attribution(db: TestDb) {
             .collect();
         assert!(!data.is_empty(), "{}: no statement attributed", call.tool);
         for s in &data {
-            for t in s.tables.iter().chain(&s.read_tables) {
+            for t in s.tables.iter().chain(s.read_tables.iter()) {
                 assert!(
                     tables.contains(&t.as_str()),
                     "{}: statement on {t} is another call's: {s:?}",

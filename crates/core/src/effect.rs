@@ -4,6 +4,8 @@
 //! An [`Effect`] is filled while the call runs (see [`crate::CallEffects`]) and handed to the
 //! [`crate::Judge`] when the call ends. Evidence sources and their precision follow design §3.
 
+use std::sync::Arc;
+
 /// What a SQL statement does, as statement analysis classifies it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -101,27 +103,31 @@ pub enum StatementOutcome {
 }
 
 /// One statement a call ran, with what statement analysis and the driver said of it.
+///
+/// What statement analysis found is shared (`Arc`): the audited pool records a statement by
+/// cloning its cached classification, which then costs reference counts, not allocations.
+/// Build the lists from a `Vec` with `.into()`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StatementEffect {
     /// The operation.
     pub operation: Operation,
     /// Tables written (targets of INSERT/UPDATE/DELETE/TRUNCATE/DDL), lower-cased as written,
     /// schema-qualified when the statement qualified them.
-    pub tables: Vec<String>,
+    pub tables: Arc<[String]>,
     /// Tables read (FROM, JOIN, subqueries), lower-cased.
-    pub read_tables: Vec<String>,
+    pub read_tables: Arc<[String]>,
     /// Columns assigned by `UPDATE ... SET` or an upsert's update clause, lower-cased.
-    pub set_columns: Vec<String>,
+    pub set_columns: Arc<[String]>,
     /// Whether an upsert may overwrite existing rows (`DO UPDATE`, `REPLACE`), as opposed to
     /// `DO NOTHING` / `INSERT IGNORE`.
     pub overwrites: bool,
     /// Evidence that a SET cannot converge on repeat, e.g. `views = views + 1`: columns set
     /// from themselves by arithmetic or concatenation, or from a non-deterministic function.
     /// Each entry is `(column, expression text)`.
-    pub non_convergent: Vec<(String, String)>,
+    pub non_convergent: Arc<[(String, String)]>,
     /// Functions called that are not known to be pure built-ins (lower-cased names): they
     /// may write (a PL/pgSQL function called from SELECT).
-    pub opaque_calls: Vec<String>,
+    pub opaque_calls: Arc<[String]>,
     /// Whether this is `DROP` (of a table, view, schema…), a destructive DDL.
     pub drops: bool,
     /// Rows affected as the driver reported it, where that is trustworthy (PostgreSQL and
@@ -133,25 +139,25 @@ pub struct StatementEffect {
     /// How the statement ended.
     pub outcome: StatementOutcome,
     /// A low-cardinality summary, as OpenTelemetry's `db.query.summary`: `SELECT appointments`.
-    pub summary: String,
+    pub summary: Arc<str>,
 }
 
 impl StatementEffect {
     /// A statement with the given operation and written tables, and nothing else known.
     pub fn new(operation: Operation, tables: Vec<String>) -> Self {
-        let summary = if tables.is_empty() {
-            operation.as_str().to_owned()
+        let summary: Arc<str> = if tables.is_empty() {
+            operation.as_str().into()
         } else {
-            format!("{} {}", operation.as_str(), tables.join(" "))
+            format!("{} {}", operation.as_str(), tables.join(" ")).into()
         };
         StatementEffect {
             operation,
-            tables,
-            read_tables: Vec::new(),
-            set_columns: Vec::new(),
+            tables: tables.into(),
+            read_tables: Arc::new([]),
+            set_columns: Arc::new([]),
             overwrites: false,
-            non_convergent: Vec::new(),
-            opaque_calls: Vec::new(),
+            non_convergent: Arc::new([]),
+            opaque_calls: Arc::new([]),
             drops: false,
             rows_affected: None,
             observed: false,

@@ -3,11 +3,12 @@
 //! The judge turns facts into findings; keeping them apart lets the offline verifier reuse
 //! the same evidence texts.
 
+use std::borrow::Cow;
 use std::collections::BTreeSet;
 
 use crate::effect::{Effect, Operation, RowImage, RowOperation, StatementOutcome};
 use crate::finding::Confidence;
-use crate::policy::{Policy, normalize_table};
+use crate::policy::{Policy, normalized_table};
 
 /// One piece of evidence: a line of text and how strong it is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -55,10 +56,13 @@ pub struct Facts {
 }
 
 /// Counts row changes by (table, operation, committed), in first-seen order.
-fn row_groups(effect: &Effect, policy: &Policy) -> Vec<(String, RowOperation, bool, Vec<usize>)> {
-    let mut groups: Vec<(String, RowOperation, bool, Vec<usize>)> = Vec::new();
+fn row_groups<'e>(
+    effect: &'e Effect,
+    policy: &Policy,
+) -> Vec<(Cow<'e, str>, RowOperation, bool, Vec<usize>)> {
+    let mut groups: Vec<(Cow<'e, str>, RowOperation, bool, Vec<usize>)> = Vec::new();
     for (i, rc) in effect.row_changes.iter().enumerate() {
-        let table = normalize_table(&rc.table);
+        let table = normalized_table(&rc.table);
         if policy.is_ignored_table(&table) {
             continue;
         }
@@ -71,6 +75,19 @@ fn row_groups(effect: &Effect, policy: &Policy) -> Vec<(String, RowOperation, bo
         }
     }
     groups
+}
+
+/// Inserts `table` into `set`, allocating only when it is new.
+fn insert(set: &mut BTreeSet<String>, table: &str) {
+    if !set.contains(table) {
+        set.insert(table.to_owned());
+    }
+}
+
+fn extend(set: &mut BTreeSet<String>, tables: &[Cow<'_, str>]) {
+    for t in tables {
+        insert(set, t);
+    }
 }
 
 fn rows(n: usize) -> String {
@@ -98,7 +115,7 @@ impl Facts {
                     *h = true;
                 }
             }
-            f.touched_tables.insert(table.clone());
+            insert(&mut f.touched_tables, &table);
             if !committed {
                 f.attempts.push(Evidence::confirmed(format!(
                     "{} {}: {} rolled back",
@@ -118,14 +135,14 @@ impl Facts {
                         "{} inserted into {table}",
                         rows(idx.len())
                     )));
-                    f.written_tables.insert(table);
+                    insert(&mut f.written_tables, &table);
                 }
                 RowOperation::Delete => {
                     let text = format!("{} deleted from {table}", rows(idx.len()));
                     f.writes.push(Evidence::confirmed(text.clone()));
                     f.destructive.push(Evidence::confirmed(text.clone()));
                     f.net_changes.push(Evidence::confirmed(text));
-                    f.written_tables.insert(table);
+                    insert(&mut f.written_tables, &table);
                 }
                 RowOperation::Update => {
                     let mut changed = 0usize;
@@ -135,7 +152,7 @@ impl Facts {
                         let rc = &effect.row_changes[i];
                         let stmt = rc.statement.and_then(|s| effect.statements.get(s));
                         let direct = stmt
-                            .is_some_and(|s| s.tables.iter().any(|t| normalize_table(t) == table));
+                            .is_some_and(|s| s.tables.iter().any(|t| normalized_table(t) == table));
                         match &rc.image {
                             RowImage::Unchanged => unchanged += 1,
                             RowImage::Changed(cols) if policy.all_columns_ignored(&table, cols) => {
@@ -174,7 +191,7 @@ impl Facts {
                         let text = format!("{} updated in {table}", rows(changed));
                         f.writes.push(Evidence::confirmed(text.clone()));
                         f.destructive.push(Evidence::confirmed(text.clone()));
-                        f.written_tables.insert(table.clone());
+                        insert(&mut f.written_tables, &table);
                         if let Some(why) = non_convergent {
                             // Row images prove the change; a SET from itself only suggests it.
                             let images = effect
@@ -200,15 +217,15 @@ impl Facts {
         }
 
         // Transaction oracle: confirmed, catches writes hidden in functions and triggers.
-        let mut oracle_tables: BTreeSet<String> = BTreeSet::new();
+        let mut oracle_tables: BTreeSet<Cow<'_, str>> = BTreeSet::new();
         for t in &effect.transactions {
             for w in &t.tables {
-                let table = normalize_table(&w.table);
+                let table = normalized_table(&w.table);
                 if !watched(&table) {
                     continue;
                 }
+                insert(&mut f.touched_tables, &table);
                 oracle_tables.insert(table.clone());
-                f.touched_tables.insert(table.clone());
                 if !t.committed {
                     f.attempts.push(Evidence::confirmed(format!(
                         "transaction on {table} rolled back (oracle: +{} ~{} -{})",
@@ -224,12 +241,12 @@ impl Facts {
                 let set_cols_ignored = effect
                     .statements
                     .iter()
-                    .filter(|s| s.tables.iter().any(|x| normalize_table(x) == table))
+                    .filter(|s| s.tables.iter().any(|x| normalized_table(x) == table))
                     .all(|s| policy.all_columns_ignored(&table, &s.set_columns))
                     && effect
                         .statements
                         .iter()
-                        .any(|s| s.tables.iter().any(|x| normalize_table(x) == table));
+                        .any(|s| s.tables.iter().any(|x| normalized_table(x) == table));
                 let updated = if set_cols_ignored { 0 } else { w.updated };
                 if w.inserted + updated + w.deleted == 0 {
                     continue;
@@ -239,7 +256,7 @@ impl Facts {
                     w.inserted, updated, w.deleted
                 );
                 f.writes.push(Evidence::confirmed(text.clone()));
-                f.written_tables.insert(table.clone());
+                insert(&mut f.written_tables, &table);
                 if updated + w.deleted > 0 {
                     f.destructive.push(Evidence::confirmed(text.clone()));
                 }
@@ -248,7 +265,7 @@ impl Facts {
                 } else if let Some((col, expr)) = effect
                     .statements
                     .iter()
-                    .filter(|s| s.tables.iter().any(|x| normalize_table(x) == table))
+                    .filter(|s| s.tables.iter().any(|x| normalized_table(x) == table))
                     .flat_map(|s| s.non_convergent.iter())
                     .find(|(c, _)| !policy.is_ignored_column(&table, c))
                 {
@@ -265,22 +282,22 @@ impl Facts {
 
         // Statements: statement analysis, and driver results where trustworthy.
         for (i, s) in effect.statements.iter().enumerate() {
-            let targets: Vec<String> = s
+            let targets: Vec<Cow<'_, str>> = s
                 .tables
                 .iter()
-                .map(|t| normalize_table(t))
+                .map(|t| normalized_table(t))
                 .filter(|t| watched(t))
                 .collect();
             for t in s
                 .read_tables
                 .iter()
-                .map(|t| normalize_table(t))
+                .map(|t| normalized_table(t))
                 .filter(|t| watched(t))
             {
-                f.touched_tables.insert(t);
+                insert(&mut f.touched_tables, &t);
             }
             for t in &targets {
-                f.touched_tables.insert(t.clone());
+                insert(&mut f.touched_tables, t);
             }
             let write_op = s.operation.is_write() || s.operation == Operation::Unknown;
             if !write_op || (targets.is_empty() && !s.tables.is_empty()) {
@@ -289,7 +306,7 @@ impl Facts {
             if s.operation != Operation::Unknown {
                 f.any_write_statement = true;
             }
-            let what = s.summary.as_str();
+            let what = &*s.summary;
             if s.outcome == StatementOutcome::Failed {
                 if s.operation != Operation::Unknown {
                     f.attempts
@@ -305,7 +322,7 @@ impl Facts {
                     f.writes.push(Evidence::likely(text.clone()));
                     f.destructive.push(Evidence::likely(text.clone()));
                     f.net_changes.push(Evidence::likely(text));
-                    f.written_tables.extend(targets.iter().cloned());
+                    extend(&mut f.written_tables, &targets);
                 }
                 Operation::Ddl => {
                     let text = format!("{what}: schema change");
@@ -314,7 +331,7 @@ impl Facts {
                         f.destructive
                             .push(Evidence::likely(format!("{what}: DROP")));
                     }
-                    f.written_tables.extend(targets.iter().cloned());
+                    extend(&mut f.written_tables, &targets);
                 }
                 Operation::Unknown if !s.observed => {
                     f.writes.push(Evidence::likely(format!(
@@ -342,9 +359,9 @@ impl Facts {
                     Some(n) => {
                         let text = format!("{what}: {} affected", rows(n as usize));
                         f.writes.push(Evidence::confirmed(text.clone()));
-                        f.written_tables.extend(targets.iter().cloned());
+                        extend(&mut f.written_tables, &targets);
                         let ignored = policy.all_columns_ignored(
-                            targets.first().map(String::as_str).unwrap_or(""),
+                            targets.first().map(|t| &**t).unwrap_or(""),
                             &s.set_columns,
                         );
                         match op {
@@ -375,7 +392,7 @@ impl Facts {
                     None => {
                         let text = format!("{what}: a write (rows not reported)");
                         f.writes.push(Evidence::likely(text.clone()));
-                        f.written_tables.extend(targets.iter().cloned());
+                        extend(&mut f.written_tables, &targets);
                         match op {
                             Operation::Delete => f.destructive.push(Evidence::likely(text)),
                             Operation::Update if !s.set_columns.is_empty() => {

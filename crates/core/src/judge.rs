@@ -194,10 +194,13 @@ impl Judge {
             }
         }
 
-        let tracked =
-            state.advice.len() < MAX_TRACKED_TOOLS || state.advice.contains_key(call.tool);
-        if tracked {
-            let c = state.advice.entry(Arc::from(call.tool)).or_default();
+        // Looked up by `&str` first: `entry` would allocate the key on every call.
+        if !state.advice.contains_key(call.tool) && state.advice.len() < MAX_TRACKED_TOOLS {
+            state
+                .advice
+                .insert(Arc::from(call.tool), AdviceCounters::default());
+        }
+        if let Some(c) = state.advice.get_mut(call.tool) {
             c.calls += 1;
             c.writing_calls += u64::from(
                 !facts.writes.is_empty() || !facts.attempts.is_empty() || facts.any_write_statement,

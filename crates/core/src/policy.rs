@@ -1,5 +1,6 @@
 //! Policy: what the judge watches and when it gives advice.
 
+use std::borrow::Cow;
 use std::collections::HashSet;
 use std::num::NonZeroUsize;
 
@@ -46,9 +47,19 @@ impl Default for Policy {
 
 /// Lower-cases and strips quotes and the schema: `"Public"."Access_Log"` → `access_log`.
 pub fn normalize_table(name: &str) -> String {
+    normalized_table(name).into_owned()
+}
+
+/// [`normalize_table`], borrowing `name` when it is already normal (as the tables in an
+/// [`crate::Effect`] usually are): the judge's hot path.
+pub(crate) fn normalized_table(name: &str) -> Cow<'_, str> {
     let last = name.rsplit('.').next().unwrap_or(name);
-    last.trim_matches(|c| c == '"' || c == '`' || c == '[' || c == ']')
-        .to_lowercase()
+    let bare = last.trim_matches(|c| c == '"' || c == '`' || c == '[' || c == ']');
+    if bare.bytes().any(|b| b.is_ascii_uppercase()) || !bare.is_ascii() {
+        Cow::Owned(bare.to_lowercase())
+    } else {
+        Cow::Borrowed(bare)
+    }
 }
 
 impl Policy {
@@ -97,7 +108,7 @@ impl Policy {
 
     /// Whether a table is bookkeeping.
     pub fn is_ignored_table(&self, table: &str) -> bool {
-        !self.ignored_tables.is_empty() && self.ignored_tables.contains(&normalize_table(table))
+        !self.ignored_tables.is_empty() && self.ignored_tables.contains(&*normalized_table(table))
     }
 
     /// Whether a column of a table is bookkeeping.
@@ -131,5 +142,28 @@ impl Policy {
     pub fn is_closed_world_host(&self, host: &str) -> bool {
         let host = host.to_lowercase();
         self.closed_world_hosts.contains(&host)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_names_normalize_and_borrow_when_already_normal() {
+        for (name, normal, borrowed) in [
+            ("access_log", "access_log", true),
+            ("public.access_log", "access_log", true),
+            ("\"access_log\"", "access_log", true),
+            ("\"Public\".\"Access_Log\"", "access_log", false),
+            ("`Users`", "users", false),
+            ("[dbo].[Orders]", "orders", false),
+            ("Čísla", "čísla", false),
+        ] {
+            let n = normalized_table(name);
+            assert_eq!(n, normal, "{name}");
+            assert_eq!(matches!(n, Cow::Borrowed(_)), borrowed, "{name}");
+            assert_eq!(normalize_table(name), normal, "{name}");
+        }
     }
 }

@@ -120,13 +120,13 @@ impl Attribution {
             .unwrap_or("");
         let span = tracing::info_span!(
             "db.statement",
-            { semconv::OTEL_NAME } = class.effect.summary.as_str(),
+            { semconv::OTEL_NAME } = &*class.effect.summary,
             { semconv::OTEL_KIND } = "client",
             { semconv::OTEL_STATUS_CODE } = Empty,
             { semconv::DB_SYSTEM_NAME } = system,
             { semconv::DB_OPERATION_NAME } = class.operation_name.as_str(),
             { semconv::DB_COLLECTION_NAME } = collection,
-            { semconv::DB_QUERY_SUMMARY } = class.effect.summary.as_str(),
+            { semconv::DB_QUERY_SUMMARY } = &*class.effect.summary,
             { semconv::DB_QUERY_TEXT } = class.sanitized.as_str(),
             { semconv::DB_RESPONSE_AFFECTED_ROWS } = Empty,
         );

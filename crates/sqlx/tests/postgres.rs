@@ -128,7 +128,7 @@ async fn oracle_catches_a_write_hidden_in_a_function() {
     assert_eq!(e.statements.len(), 1);
     let s = &e.statements[0];
     assert_eq!(s.operation, Operation::Select);
-    assert_eq!(s.opaque_calls, ["mark_viewed"]);
+    assert_eq!(*s.opaque_calls, ["mark_viewed"]);
     assert!(s.observed);
     assert_eq!(e.transactions.len(), 1);
     assert!(e.transactions[0].wrote && e.transactions[0].committed);

@@ -23,7 +23,7 @@ pub(crate) fn effect_of(diff: &Diff) -> Effect {
             };
             let mut s = StatementEffect::new(Operation::Ddl, vec![t.table.clone()]);
             s.drops = t.dropped;
-            s.summary = format!("{verb} {}", t.table);
+            s.summary = format!("{verb} {}", t.table).into();
             effect.statements.push(s);
         }
     }

@@ -7,7 +7,7 @@ use super::*;
 fn single_call_rules() {
     let audit_log = Policy::default().with_ignored_table("audit_log");
     let mut update_bookkeeping = hooked(Operation::Update, RowOperation::Update, "appointments", 1);
-    update_bookkeeping.statements[0].set_columns = vec!["last_viewed_at".into()];
+    update_bookkeeping.statements[0].set_columns = vec!["last_viewed_at".into()].into();
     let mut upd_unobserved_pg = stmt(Operation::Update, "appointments");
     upd_unobserved_pg.observed = false;
     upd_unobserved_pg.rows_affected = Some(2);
@@ -23,7 +23,7 @@ fn single_call_rules() {
     let mut replace = stmt(Operation::Upsert, "patients");
     replace.overwrites = true;
     let mut pg_hidden = StatementEffect::new(Operation::Select, vec![]);
-    pg_hidden.opaque_calls = vec!["mark_viewed".into()];
+    pg_hidden.opaque_calls = vec!["mark_viewed".into()].into();
     pg_hidden.observed = true;
     let oracle = |committed: bool| TransactionObservation {
         wrote: true,

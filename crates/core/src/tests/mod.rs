@@ -58,7 +58,7 @@ pub(super) fn hooked(op: Operation, row_op: RowOperation, table: &str, n: usize)
 
 pub(super) fn read(table: &str) -> Effect {
     let mut s = StatementEffect::new(Operation::Select, vec![]);
-    s.read_tables = vec![table.into()];
+    s.read_tables = vec![table.into()].into();
     Effect {
         statements: vec![s],
         ..Default::default()

@@ -7,9 +7,9 @@ use super::*;
 
 fn update_self(expr: Option<(&str, &str)>) -> Effect {
     let mut e = hooked(Operation::Update, RowOperation::Update, "counters", 1);
-    e.statements[0].set_columns = vec!["views".into()];
+    e.statements[0].set_columns = vec!["views".into()].into();
     if let Some((c, x)) = expr {
-        e.statements[0].non_convergent = vec![(c.into(), x.into())];
+        e.statements[0].non_convergent = vec![(c.into(), x.into())].into();
     }
     e
 }

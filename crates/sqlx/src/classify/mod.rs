@@ -6,9 +6,9 @@
 //! use hintaudit_core::Operation;
 //! let c = classify("UPDATE posts SET views = views + 1 WHERE id = $1", SqlDialect::Postgres);
 //! assert_eq!(c.effect.operation, Operation::Update);
-//! assert_eq!(c.effect.tables, ["posts"]);
-//! assert_eq!(c.effect.non_convergent, [("views".to_owned(), "views + 1".to_owned())]);
-//! assert_eq!(c.effect.summary, "UPDATE posts");
+//! assert_eq!(*c.effect.tables, ["posts"]);
+//! assert_eq!(*c.effect.non_convergent, [("views".to_owned(), "views + 1".to_owned())]);
+//! assert_eq!(&*c.effect.summary, "UPDATE posts");
 //! assert_eq!(c.sanitized, "UPDATE posts SET views = views + ? WHERE id = $1");
 //! ```
 
@@ -161,13 +161,13 @@ pub fn classify(sql: &str, dialect: SqlDialect) -> Classification {
     };
     let summary = summary(&operation_name, shown);
     let mut effect = StatementEffect::new(operation, w.tables);
-    effect.read_tables = read_tables;
-    effect.set_columns = w.set_columns;
+    effect.read_tables = read_tables.into();
+    effect.set_columns = w.set_columns.into();
     effect.overwrites = w.overwrites && operation == Operation::Upsert;
-    effect.non_convergent = w.non_convergent;
-    effect.opaque_calls = opaque;
+    effect.non_convergent = w.non_convergent.into();
+    effect.opaque_calls = opaque.into();
     effect.drops = w.drops;
-    effect.summary = summary;
+    effect.summary = summary.into();
     Classification {
         effect,
         operation_name,
@@ -231,7 +231,7 @@ fn unknown(sql: &str, sanitized: String) -> Classification {
     };
     let mut effect = StatementEffect::new(op, Vec::new());
     if !keyword.is_empty() {
-        effect.summary = keyword.clone();
+        effect.summary = keyword.as_str().into();
     }
     Classification {
         effect,

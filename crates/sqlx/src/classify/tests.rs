@@ -162,13 +162,13 @@ fn classifies_every_row() {
         if e.operation != r.op {
             bad.push(format!("op {:?} != {:?}", e.operation, r.op));
         }
-        if e.tables != r.tables {
+        if *e.tables != *r.tables {
             bad.push(format!("tables {:?} != {:?}", e.tables, r.tables));
         }
-        if let Some(read) = r.read.filter(|read| e.read_tables != *read) {
+        if let Some(read) = r.read.filter(|read| *e.read_tables != **read) {
             bad.push(format!("read {:?} != {:?}", e.read_tables, read));
         }
-        if e.set_columns != r.set {
+        if *e.set_columns != *r.set {
             bad.push(format!("set {:?} != {:?}", e.set_columns, r.set));
         }
         if e.overwrites != r.overwrites {
@@ -180,13 +180,13 @@ fn classifies_every_row() {
                 e.non_convergent, r.non_convergent
             ));
         }
-        if e.opaque_calls != r.opaque {
+        if *e.opaque_calls != *r.opaque {
             bad.push(format!("opaque {:?} != {:?}", e.opaque_calls, r.opaque));
         }
         if e.drops != r.drops {
             bad.push(format!("drops {} != {}", e.drops, r.drops));
         }
-        if e.summary != r.summary {
+        if *e.summary != *r.summary {
             bad.push(format!("summary {:?} != {:?}", e.summary, r.summary));
         }
         if !bad.is_empty() {

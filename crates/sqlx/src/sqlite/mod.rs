@@ -154,7 +154,7 @@ async fn learn_images(conn: &mut SqliteConnection, registry: &hooks::Registry, a
         if is_dml(effect.operation) {
             images::learn_columns(conn, &registry.columns, &effect.tables).await;
         } else if effect.operation == Operation::Ddl {
-            for t in &effect.tables {
+            for t in effect.tables.iter() {
                 registry.columns.forget(t.rsplit('.').next().unwrap_or(t));
             }
         }

@@ -32,12 +32,12 @@ fn run_statement(sql: &str) {
         .unwrap_or_default();
     let span = tracing::info_span!(
         "statement",
-        { semconv::OTEL_NAME } = summary.as_str(),
+        { semconv::OTEL_NAME } = &*summary,
         { semconv::OTEL_KIND } = "client",
         { semconv::DB_SYSTEM_NAME } = "sqlite",
         { semconv::DB_OPERATION_NAME } = c.operation_name.as_str(),
         { semconv::DB_COLLECTION_NAME } = table.as_str(),
-        { semconv::DB_QUERY_SUMMARY } = summary.as_str(),
+        { semconv::DB_QUERY_SUMMARY } = &*summary,
         { semconv::DB_QUERY_TEXT } = c.sanitized.as_str(),
         { semconv::DB_RESPONSE_AFFECTED_ROWS } = 1_i64,
     );
