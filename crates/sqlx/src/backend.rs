@@ -7,13 +7,17 @@
 use std::fmt::Debug;
 use std::sync::Arc;
 
+use std::future::Future;
+
 use futures_core::future::BoxFuture;
 use futures_core::stream::BoxStream;
 use sqlx::{Database, Describe, Either, Error, SqlStr};
+use tracing::Instrument;
 
 use crate::classify::SqlDialect;
 use crate::execute::{Attribution, AuditedQuery};
 use crate::pool::{AfterConnect, Shared};
+use crate::stream::{TryStream, Yielder};
 
 pub(crate) mod sealed {
     /// Only this crate implements [`crate::Backend`].
@@ -47,19 +51,24 @@ pub trait Backend: Database + sealed::Sealed {
         after_connect: Option<AfterConnect<Self>>,
     ) -> sqlx::pool::PoolOptions<Self>;
 
-    /// Runs one audited statement as a stream of results and rows.
+    /// Runs one audited statement, handing its results and rows to `y` (see
+    /// [`statement_stream`]). Not boxed, and not in the statement's span: the caller boxes
+    /// and instruments once, around whatever else it does for the statement (the pool
+    /// acquires a connection), instead of a stream inside a stream.
     #[doc(hidden)]
-    fn run_many<'e>(
+    fn run_into<'e>(
         ctx: Ctx<'e, Self>,
         query: AuditedQuery<Self>,
-    ) -> BoxStream<'e, Result<Step<Self>, Error>>;
+        y: &'e Yielder<Step<Self>>,
+    ) -> impl Future<Output = Result<(), Error>> + Send + 'e;
 
-    /// Runs one audited statement for at most one row.
+    /// Runs one audited statement for at most one row. Not boxed, and not in the
+    /// statement's span, as [`Backend::run_into`].
     #[doc(hidden)]
     fn run_optional<'e>(
         ctx: Ctx<'e, Self>,
         query: AuditedQuery<Self>,
-    ) -> BoxFuture<'e, Result<Option<Self::Row>, Error>>;
+    ) -> impl Future<Output = Result<Option<Self::Row>, Error>> + Send + 'e;
 
     /// `Executor::prepare_with` on the raw connection.
     #[doc(hidden)]
@@ -96,6 +105,28 @@ pub trait Backend: Database + sealed::Sealed {
     /// Called once `COMMIT` or `ROLLBACK` answered (`ok` false: it failed).
     #[doc(hidden)]
     fn after_end(tx: &mut Self::TxState, committed: bool, ok: bool);
+}
+
+/// A held connection's statement as the stream `Executor::fetch_many` returns, in the
+/// statement's span.
+pub(crate) fn statement_stream<'e, DB: Backend>(
+    ctx: Ctx<'e, DB>,
+    query: AuditedQuery<DB>,
+) -> BoxStream<'e, Result<Step<DB>, Error>> {
+    let span = ctx.att.span.clone();
+    Box::pin(TryStream::new(move |y| {
+        async move { DB::run_into(ctx, query, &y).await }.instrument(span)
+    }))
+}
+
+/// A held connection's statement as the future `Executor::fetch_optional` returns, in the
+/// statement's span.
+pub(crate) fn statement_optional<'e, DB: Backend>(
+    ctx: Ctx<'e, DB>,
+    query: AuditedQuery<DB>,
+) -> BoxFuture<'e, Result<Option<DB::Row>, Error>> {
+    let span = ctx.att.span.clone();
+    Box::pin(DB::run_optional(ctx, query).instrument(span))
 }
 
 /// One item of a statement's answer: its result (rows affected) or a row.

@@ -94,7 +94,7 @@ macro_rules! held_executor {
             {
                 let query = AuditedQuery::split(query);
                 let ctx = self.context(&query);
-                DB::run_many(ctx, query)
+                crate::backend::statement_stream(ctx, query)
             }
 
             fn fetch_optional<'e, 'q: 'e, E>(
@@ -107,7 +107,7 @@ macro_rules! held_executor {
             {
                 let query = AuditedQuery::split(query);
                 let ctx = self.context(&query);
-                DB::run_optional(ctx, query)
+                crate::backend::statement_optional(ctx, query)
             }
 
             fn prepare_with<'e>(

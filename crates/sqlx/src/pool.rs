@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use futures_core::future::BoxFuture;
 use futures_core::stream::BoxStream;
-use futures_util::{FutureExt, TryStreamExt};
+use futures_util::FutureExt;
 use sqlx::pool::{PoolConnectionMetadata, PoolOptions};
 use sqlx::{Connection, Database, Describe, Either, Error, Execute, Executor, Pool, SqlStr};
 use tracing::Instrument;
@@ -302,11 +302,7 @@ impl<'p, DB: Backend> Executor<'p> for &'_ AuditedPool<DB> {
                     att,
                     pooled: true,
                 };
-                let mut s = DB::run_many(ctx, query);
-                while let Some(v) = s.try_next().await? {
-                    y.send(v).await;
-                }
-                Ok(())
+                DB::run_into(ctx, query, &y).await
             }
             .instrument(span)
         }))

@@ -17,7 +17,9 @@ use futures_util::FutureExt;
 use futures_util::future::Fuse;
 
 /// Hands items from the producer to the stream.
-pub(crate) struct Yielder<T> {
+#[doc(hidden)]
+#[derive(Debug)]
+pub struct Yielder<T> {
     slot: Arc<Mutex<Option<T>>>,
 }
 

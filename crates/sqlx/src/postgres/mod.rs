@@ -10,7 +10,6 @@ mod oracle;
 use std::sync::Arc;
 
 use futures_core::future::BoxFuture;
-use futures_core::stream::BoxStream;
 use futures_util::{FutureExt, TryStreamExt};
 use hintaudit_core::{
     AuditStage, CallEffects, CallScope, Operation, StatementOutcome, TransactionObservation, stats,
@@ -18,13 +17,12 @@ use hintaudit_core::{
 use sqlx::pool::PoolOptions;
 use sqlx::postgres::{PgConnection, PgQueryResult, PgRow, PgTypeInfo, Postgres};
 use sqlx::{Connection, Describe, Either, Error, Executor, SqlStr};
-use tracing::Instrument;
 
-use crate::backend::{Backend, Ctx, sealed};
+use crate::backend::{Backend, Ctx, Step, sealed};
 use crate::classify::{SqlDialect, TxControl};
 use crate::execute::{Attribution, AuditedQuery, Sink};
 use crate::pool::{AfterConnect, PgOracle, Shared};
-use crate::stream::TryStream;
+use crate::stream::Yielder;
 
 /// A held PostgreSQL connection's audit state: whether the caller opened a transaction with
 /// a raw `BEGIN` (the oracle must not wrap statements then).
@@ -241,136 +239,126 @@ impl Backend for Postgres {
         }
     }
 
-    fn run_many<'e>(
+    async fn run_into<'e>(
         ctx: Ctx<'e, Self>,
         query: AuditedQuery<Self>,
-    ) -> BoxStream<'e, Result<Either<PgQueryResult, PgRow>, Error>> {
-        let span = ctx.att.span.clone();
-        Box::pin(TryStream::new(move |y| {
-            async move {
-                let wrapped = wrap(&ctx);
-                let Ctx {
-                    conn,
-                    state,
-                    mut tx,
-                    att,
-                    ..
-                } = ctx;
-                if let Some(tx) = tx.as_deref_mut() {
-                    before_in_tx(conn, tx, &att).await;
-                }
-                let query = if wrapped {
-                    // Buffered: the rows are yielded once COMMIT answered.
-                    match run_wrapped(conn, &att, query, false).await {
-                        Ok((items, rows, observed)) => {
-                            finish(&att, state, None, true, rows, observed);
-                            for v in items {
-                                y.send(v).await;
-                            }
-                            return Ok(());
-                        }
-                        Err((e, None)) => {
-                            finish(&att, state, None, false, 0, false);
-                            return Err(e);
-                        }
-                        Err((_, Some(q))) => q,
+        y: &'e Yielder<Step<Self>>,
+    ) -> Result<(), Error> {
+        let wrapped = wrap(&ctx);
+        let Ctx {
+            conn,
+            state,
+            mut tx,
+            att,
+            ..
+        } = ctx;
+        if let Some(tx) = tx.as_deref_mut() {
+            before_in_tx(conn, tx, &att).await;
+        }
+        let query = if wrapped {
+            // Buffered: the rows are yielded once COMMIT answered.
+            match run_wrapped(conn, &att, query, false).await {
+                Ok((items, rows, observed)) => {
+                    finish(&att, state, None, true, rows, observed);
+                    for v in items {
+                        y.send(v).await;
                     }
-                } else {
-                    query
-                };
-                let mut rows = 0;
-                let mut s = conn.fetch_many(query);
-                let mut done = Guard {
-                    att: &att,
-                    rows: 0,
-                    armed: true,
-                };
-                loop {
-                    match s.try_next().await {
-                        Ok(Some(v)) => {
-                            if let Either::Left(r) = &v {
-                                rows += r.rows_affected();
-                                done.rows = rows;
-                            }
-                            y.send(v).await;
-                        }
-                        Ok(None) => break,
-                        Err(e) => {
-                            drop(s);
-                            done.armed = false;
-                            finish(&att, state, tx, false, 0, false);
-                            return Err(e);
-                        }
-                    }
+                    return Ok(());
                 }
-                drop(s);
-                done.armed = false;
-                finish(&att, state, tx, true, rows, false);
-                Ok(())
+                Err((e, None)) => {
+                    finish(&att, state, None, false, 0, false);
+                    return Err(e);
+                }
+                Err((_, Some(q))) => q,
             }
-            .instrument(span)
-        }))
-    }
-
-    fn run_optional<'e>(
-        ctx: Ctx<'e, Self>,
-        query: AuditedQuery<Self>,
-    ) -> BoxFuture<'e, Result<Option<PgRow>, Error>> {
-        let span = ctx.att.span.clone();
-        async move {
-            let wrapped = wrap(&ctx);
-            let Ctx {
-                conn,
-                state,
-                mut tx,
-                att,
-                ..
-            } = ctx;
-            if let Some(tx) = tx.as_deref_mut() {
-                before_in_tx(conn, tx, &att).await;
-            }
-            let first = |items: Vec<Item>| {
-                items.into_iter().find_map(|v| match v {
-                    Either::Right(r) => Some(r),
-                    Either::Left(_) => None,
-                })
-            };
-            let query = if wrapped {
-                match run_wrapped(conn, &att, query, true).await {
-                    Ok((items, rows, observed)) => {
-                        finish(&att, state, None, true, rows, observed);
-                        return Ok(first(items));
+        } else {
+            query
+        };
+        let mut rows = 0;
+        let mut s = conn.fetch_many(query);
+        let mut done = Guard {
+            att: &att,
+            rows: 0,
+            armed: true,
+        };
+        loop {
+            match s.try_next().await {
+                Ok(Some(v)) => {
+                    if let Either::Left(r) = &v {
+                        rows += r.rows_affected();
+                        done.rows = rows;
                     }
-                    Err((e, None)) => {
-                        finish(&att, state, None, false, 0, false);
-                        return Err(e);
-                    }
-                    Err((_, Some(q))) => q,
+                    y.send(v).await;
                 }
-            } else {
-                query
-            };
-            let dml = is_dml(att.class.effect.operation);
-            let mut done = Guard {
-                att: &att,
-                rows: 0,
-                armed: true,
-            };
-            let r = collect(conn, query, true, dml).await;
-            done.armed = false;
-            match r {
-                Ok((items, rows)) => {
-                    finish(&att, state, tx, true, rows, false);
-                    Ok(first(items))
-                }
+                Ok(None) => break,
                 Err(e) => {
+                    drop(s);
+                    done.armed = false;
                     finish(&att, state, tx, false, 0, false);
-                    Err(e)
+                    return Err(e);
                 }
             }
         }
-        .instrument(span)
-        .boxed()
+        drop(s);
+        done.armed = false;
+        finish(&att, state, tx, true, rows, false);
+        Ok(())
+    }
+
+    async fn run_optional<'e>(
+        ctx: Ctx<'e, Self>,
+        query: AuditedQuery<Self>,
+    ) -> Result<Option<PgRow>, Error> {
+        let wrapped = wrap(&ctx);
+        let Ctx {
+            conn,
+            state,
+            mut tx,
+            att,
+            ..
+        } = ctx;
+        if let Some(tx) = tx.as_deref_mut() {
+            before_in_tx(conn, tx, &att).await;
+        }
+        let first = |items: Vec<Item>| {
+            items.into_iter().find_map(|v| match v {
+                Either::Right(r) => Some(r),
+                Either::Left(_) => None,
+            })
+        };
+        let query = if wrapped {
+            match run_wrapped(conn, &att, query, true).await {
+                Ok((items, rows, observed)) => {
+                    finish(&att, state, None, true, rows, observed);
+                    return Ok(first(items));
+                }
+                Err((e, None)) => {
+                    finish(&att, state, None, false, 0, false);
+                    return Err(e);
+                }
+                Err((_, Some(q))) => q,
+            }
+        } else {
+            query
+        };
+        let dml = is_dml(att.class.effect.operation);
+        let mut done = Guard {
+            att: &att,
+            rows: 0,
+            armed: true,
+        };
+        let r = collect(conn, query, true, dml).await;
+        done.armed = false;
+        match r {
+            Ok((items, rows)) => {
+                finish(&att, state, tx, true, rows, false);
+                Ok(first(items))
+            }
+            Err(e) => {
+                finish(&att, state, tx, false, 0, false);
+                Err(e)
+            }
+        }
     }
 
     fn prepare_raw<'e>(

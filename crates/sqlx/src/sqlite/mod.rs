@@ -8,19 +8,17 @@ mod images;
 use std::sync::Arc;
 
 use futures_core::future::BoxFuture;
-use futures_core::stream::BoxStream;
 use futures_util::{FutureExt, TryStreamExt};
 use hintaudit_core::{AuditStage, Operation, stats};
 use sqlx::pool::PoolOptions;
-use sqlx::sqlite::{Sqlite, SqliteConnection, SqliteQueryResult, SqliteRow, SqliteTypeInfo};
+use sqlx::sqlite::{Sqlite, SqliteConnection, SqliteRow, SqliteTypeInfo};
 use sqlx::{Connection, Describe, Either, Error, Executor, SqlStr};
-use tracing::Instrument;
 
-use crate::backend::{Backend, Ctx, sealed};
+use crate::backend::{Backend, Ctx, Step, sealed};
 use crate::classify::SqlDialect;
 use crate::execute::{Attribution, AuditedQuery};
 use crate::pool::{AfterConnect, Shared};
-use crate::stream::TryStream;
+use crate::stream::Yielder;
 
 use hooks::{Binding, Slot, WriterGuard};
 
@@ -236,122 +234,110 @@ impl Backend for Sqlite {
         })
     }
 
-    fn run_many<'e>(
+    async fn run_into<'e>(
         ctx: Ctx<'e, Self>,
         query: AuditedQuery<Self>,
-    ) -> BoxStream<'e, Result<Either<SqliteQueryResult, SqliteRow>, Error>> {
-        let span = ctx.att.span.clone();
-        Box::pin(TryStream::new(move |y| {
-            async move {
-                let Ctx {
-                    conn,
-                    state,
-                    shared,
-                    att,
-                    pooled,
-                    ..
-                } = ctx;
-                state.raw_tx |= att.class.tx_control.is_some();
-                let (bound, learn_after) =
-                    bind(conn, state, &shared.backend, &att, &query, pooled).await;
-                let mut fin = Finish {
-                    att,
-                    bound,
-                    shared,
-                    pooled,
-                    ok: true,
-                    rows: 0,
-                };
-                let mut s = conn.fetch_many(query);
-                loop {
-                    match s.try_next().await {
-                        Ok(Some(v)) => {
-                            if let Either::Left(r) = &v {
-                                fin.rows += r.rows_affected();
-                            }
-                            y.send(v).await;
-                        }
-                        Ok(None) => break,
-                        Err(e) => {
-                            drop(s);
-                            fin.ok = false;
-                            drop(fin);
-                            return Err(e);
-                        }
+        y: &'e Yielder<Step<Self>>,
+    ) -> Result<(), Error> {
+        let Ctx {
+            conn,
+            state,
+            shared,
+            att,
+            pooled,
+            ..
+        } = ctx;
+        state.raw_tx |= att.class.tx_control.is_some();
+        let (bound, learn_after) = bind(conn, state, &shared.backend, &att, &query, pooled).await;
+        let mut fin = Finish {
+            att,
+            bound,
+            shared,
+            pooled,
+            ok: true,
+            rows: 0,
+        };
+        let mut s = conn.fetch_many(query);
+        loop {
+            match s.try_next().await {
+                Ok(Some(v)) => {
+                    if let Either::Left(r) = &v {
+                        fin.rows += r.rows_affected();
                     }
+                    y.send(v).await;
                 }
-                drop(s);
-                if learn_after {
-                    learn_images(conn, &fin.shared.backend, &fin.att).await;
+                Ok(None) => break,
+                Err(e) => {
+                    drop(s);
+                    fin.ok = false;
+                    drop(fin);
+                    return Err(e);
                 }
-                Ok(())
             }
-            .instrument(span)
-        }))
+        }
+        drop(s);
+        if learn_after {
+            learn_images(conn, &fin.shared.backend, &fin.att).await;
+        }
+        Ok(())
     }
 
-    fn run_optional<'e>(
+    async fn run_optional<'e>(
         ctx: Ctx<'e, Self>,
         query: AuditedQuery<Self>,
-    ) -> BoxFuture<'e, Result<Option<SqliteRow>, Error>> {
-        let span = ctx.att.span.clone();
-        async move {
-            let Ctx {
-                conn,
-                state,
-                shared,
-                att,
-                pooled,
-                ..
-            } = ctx;
-            state.raw_tx |= att.class.tx_control.is_some();
-            let (bound, learn_after) =
-                bind(conn, state, &shared.backend, &att, &query, pooled).await;
-            let dml = is_dml(att.class.effect.operation);
-            let mut fin = Finish {
-                att,
-                bound,
-                shared,
-                pooled,
-                ok: true,
-                rows: 0,
-            };
-            if !dml {
-                let r = conn.fetch_optional(query).await;
-                fin.ok = r.is_ok();
-                if learn_after && fin.ok {
-                    learn_images(conn, &fin.shared.backend, &fin.att).await;
-                }
-                return r;
-            }
-            // Writes run to completion to learn sqlite3_changes(), which tells whether the
-            // hooks were blind; the first row is the answer, as fetch_optional gives it.
-            let mut first = None;
-            let mut s = conn.fetch_many(query);
-            loop {
-                let v = match s.try_next().await {
-                    Ok(Some(v)) => v,
-                    Ok(None) => break,
-                    Err(e) => {
-                        drop(s);
-                        fin.ok = false;
-                        return Err(e);
-                    }
-                };
-                match v {
-                    Either::Left(r) => fin.rows += r.rows_affected(),
-                    Either::Right(row) if first.is_none() => first = Some(row),
-                    Either::Right(_) => {}
-                }
-            }
-            drop(s);
-            if learn_after {
+    ) -> Result<Option<SqliteRow>, Error> {
+        let Ctx {
+            conn,
+            state,
+            shared,
+            att,
+            pooled,
+            ..
+        } = ctx;
+        state.raw_tx |= att.class.tx_control.is_some();
+        let (bound, learn_after) = bind(conn, state, &shared.backend, &att, &query, pooled).await;
+        let dml = is_dml(att.class.effect.operation);
+        let mut fin = Finish {
+            att,
+            bound,
+            shared,
+            pooled,
+            ok: true,
+            rows: 0,
+        };
+        if !dml {
+            let r = conn.fetch_optional(query).await;
+            fin.ok = r.is_ok();
+            if learn_after && fin.ok {
                 learn_images(conn, &fin.shared.backend, &fin.att).await;
             }
-            Ok(first)
+            return r;
         }
-        .instrument(span)
-        .boxed()
+        // Writes run to completion to learn sqlite3_changes(), which tells whether the
+        // hooks were blind; the first row is the answer, as fetch_optional gives it.
+        let mut first = None;
+        let mut s = conn.fetch_many(query);
+        loop {
+            let v = match s.try_next().await {
+                Ok(Some(v)) => v,
+                Ok(None) => break,
+                Err(e) => {
+                    drop(s);
+                    fin.ok = false;
+                    return Err(e);
+                }
+            };
+            match v {
+                Either::Left(r) => fin.rows += r.rows_affected(),
+                Either::Right(row) if first.is_none() => first = Some(row),
+                Either::Right(_) => {}
+            }
+        }
+        drop(s);
+        if learn_after {
+            learn_images(conn, &fin.shared.backend, &fin.att).await;
+        }
+        Ok(first)
     }
 
     fn prepare_raw<'e>(
