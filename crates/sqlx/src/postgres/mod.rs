@@ -221,6 +221,39 @@ async fn run_wrapped(
     }
 }
 
+/// A statement's connection and audit state, once it has started.
+struct Started<'e> {
+    /// Whether the oracle wraps it (see [`wrap`]).
+    wrapped: bool,
+    conn: &'e mut PgConnection,
+    state: &'e mut PgConnState,
+    tx: Option<&'e mut PgTxState>,
+    att: Attribution,
+}
+
+/// The start of both ways of running a statement: whether to wrap it, and inside an
+/// audited transaction, what the oracle does before it.
+async fn start(ctx: Ctx<'_, Postgres>) -> Started<'_> {
+    let wrapped = wrap(&ctx);
+    let Ctx {
+        conn,
+        state,
+        mut tx,
+        att,
+        ..
+    } = ctx;
+    if let Some(tx) = tx.as_deref_mut() {
+        before_in_tx(conn, tx, &att).await;
+    }
+    Started {
+        wrapped,
+        conn,
+        state,
+        tx,
+        att,
+    }
+}
+
 impl Backend for Postgres {
     const SYSTEM_NAME: &'static str = "postgresql";
     const DIALECT: SqlDialect = SqlDialect::Postgres;
@@ -244,17 +277,13 @@ impl Backend for Postgres {
         query: AuditedQuery<Self>,
         y: &'e Yielder<Step<Self>>,
     ) -> Result<(), Error> {
-        let wrapped = wrap(&ctx);
-        let Ctx {
+        let Started {
+            wrapped,
             conn,
             state,
-            mut tx,
+            tx,
             att,
-            ..
-        } = ctx;
-        if let Some(tx) = tx.as_deref_mut() {
-            before_in_tx(conn, tx, &att).await;
-        }
+        } = start(ctx).await;
         let query = if wrapped {
             // Buffered: the rows are yielded once COMMIT answered.
             match run_wrapped(conn, &att, query, false).await {
@@ -309,17 +338,13 @@ impl Backend for Postgres {
         ctx: Ctx<'e, Self>,
         query: AuditedQuery<Self>,
     ) -> Result<Option<PgRow>, Error> {
-        let wrapped = wrap(&ctx);
-        let Ctx {
+        let Started {
+            wrapped,
             conn,
             state,
-            mut tx,
+            tx,
             att,
-            ..
-        } = ctx;
-        if let Some(tx) = tx.as_deref_mut() {
-            before_in_tx(conn, tx, &att).await;
-        }
+        } = start(ctx).await;
         let first = |items: Vec<Item>| {
             items.into_iter().find_map(|v| match v {
                 Either::Right(r) => Some(r),

@@ -159,6 +159,33 @@ async fn learn_images(conn: &mut SqliteConnection, registry: &hooks::Registry, a
     }
 }
 
+/// The start of both ways of running a statement: binds it, and opens its [`Finish`]. Also
+/// returns the connection, and whether to learn row-image column names afterwards.
+async fn start<'e>(
+    ctx: Ctx<'e, Sqlite>,
+    query: &AuditedQuery<Sqlite>,
+) -> (&'e mut SqliteConnection, Finish, bool) {
+    let Ctx {
+        conn,
+        state,
+        shared,
+        att,
+        pooled,
+        ..
+    } = ctx;
+    state.raw_tx |= att.class.tx_control.is_some();
+    let (bound, learn_after) = bind(conn, state, &shared.backend, &att, query, pooled).await;
+    let fin = Finish {
+        att,
+        bound,
+        shared,
+        pooled,
+        ok: true,
+        rows: 0,
+    };
+    (conn, fin, learn_after)
+}
+
 /// Finishes a statement when dropped: normally, or when the caller dropped the stream (not a
 /// failure). Error paths set `ok` to false first.
 struct Finish {
@@ -239,24 +266,7 @@ impl Backend for Sqlite {
         query: AuditedQuery<Self>,
         y: &'e Yielder<Step<Self>>,
     ) -> Result<(), Error> {
-        let Ctx {
-            conn,
-            state,
-            shared,
-            att,
-            pooled,
-            ..
-        } = ctx;
-        state.raw_tx |= att.class.tx_control.is_some();
-        let (bound, learn_after) = bind(conn, state, &shared.backend, &att, &query, pooled).await;
-        let mut fin = Finish {
-            att,
-            bound,
-            shared,
-            pooled,
-            ok: true,
-            rows: 0,
-        };
+        let (conn, mut fin, learn_after) = start(ctx, &query).await;
         let mut s = conn.fetch_many(query);
         loop {
             match s.try_next().await {
@@ -286,25 +296,8 @@ impl Backend for Sqlite {
         ctx: Ctx<'e, Self>,
         query: AuditedQuery<Self>,
     ) -> Result<Option<SqliteRow>, Error> {
-        let Ctx {
-            conn,
-            state,
-            shared,
-            att,
-            pooled,
-            ..
-        } = ctx;
-        state.raw_tx |= att.class.tx_control.is_some();
-        let (bound, learn_after) = bind(conn, state, &shared.backend, &att, &query, pooled).await;
-        let dml = is_dml(att.class.effect.operation);
-        let mut fin = Finish {
-            att,
-            bound,
-            shared,
-            pooled,
-            ok: true,
-            rows: 0,
-        };
+        let (conn, mut fin, learn_after) = start(ctx, &query).await;
+        let dml = is_dml(fin.att.class.effect.operation);
         if !dml {
             let r = conn.fetch_optional(query).await;
             fin.ok = r.is_ok();
