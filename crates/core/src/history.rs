@@ -7,7 +7,7 @@
 //! calls still running when the repeat is judged are not seen: under heavy concurrency a
 //! repeat may be judged clean when it was not (rare; documented in the README).
 
-use std::collections::HashMap;
+use hashbrown::HashMap;
 use std::num::NonZeroUsize;
 use std::sync::Arc;
 

@@ -15,7 +15,7 @@
 //! assert_eq!(verdict.findings[0].confidence, Confidence::Confirmed);
 //! ```
 
-use std::collections::HashMap;
+use hashbrown::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use serde_json::Value;
@@ -194,13 +194,14 @@ impl Judge {
             }
         }
 
-        // Looked up by `&str` first: `entry` would allocate the key on every call.
-        if !state.advice.contains_key(call.tool) && state.advice.len() < MAX_TRACKED_TOOLS {
-            state
-                .advice
-                .insert(Arc::from(call.tool), AdviceCounters::default());
-        }
-        if let Some(c) = state.advice.get_mut(call.tool) {
+        let full = state.advice.len() >= MAX_TRACKED_TOOLS;
+        let counters = match state.advice.entry_ref(call.tool) {
+            // `entry_ref` allocates the key only when it inserts.
+            hashbrown::hash_map::EntryRef::Occupied(e) => Some(e.into_mut()),
+            hashbrown::hash_map::EntryRef::Vacant(e) if !full => Some(e.insert(Default::default())),
+            hashbrown::hash_map::EntryRef::Vacant(_) => None,
+        };
+        if let Some(c) = counters {
             c.calls += 1;
             c.writing_calls += u64::from(
                 !facts.writes.is_empty() || !facts.attempts.is_empty() || facts.any_write_statement,

@@ -53,6 +53,10 @@ pub fn normalize_table(name: &str) -> String {
 /// [`normalize_table`], borrowing `name` when it is already normal (as the tables in an
 /// [`crate::Effect`] usually are): the judge's hot path.
 pub(crate) fn normalized_table(name: &str) -> Cow<'_, str> {
+    let plain = |b: u8| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'$';
+    if name.bytes().all(plain) {
+        return Cow::Borrowed(name);
+    }
     let last = name.rsplit('.').next().unwrap_or(name);
     let bare = last.trim_matches(|c| c == '"' || c == '`' || c == '[' || c == ']');
     if bare.bytes().any(|b| b.is_ascii_uppercase()) || !bare.is_ascii() {

@@ -7,7 +7,7 @@
 //! [`DeclaredHints::from_annotations_json`], so `null`, missing and non-boolean values all
 //! count as unset, never as false.
 
-use std::collections::HashMap;
+use hashbrown::HashMap;
 use std::sync::{Arc, RwLock};
 
 use hintaudit_core::DeclaredHints;

@@ -11,7 +11,6 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
-use futures_core::future::BoxFuture;
 use futures_core::stream::Stream;
 use futures_util::FutureExt;
 use futures_util::future::Fuse;
@@ -42,35 +41,44 @@ impl<T> Yielder<T> {
     }
 }
 
-/// A stream of `Result<T, E>` produced by an `async` block.
-pub(crate) struct TryStream<'a, T, E> {
-    slot: Arc<Mutex<Option<T>>>,
-    producer: Fuse<BoxFuture<'a, Result<(), E>>>,
+pin_project_lite::pin_project! {
+    /// A stream of `Result<T, E>` produced by an `async` block, `Fut`, held inline: boxed,
+    /// the stream and its producer are one allocation.
+    pub(crate) struct TryStream<T, Fut> {
+        slot: Arc<Mutex<Option<T>>>,
+        #[pin]
+        producer: Fuse<Fut>,
+    }
 }
 
-impl<'a, T: Send + 'a, E: 'a> TryStream<'a, T, E> {
+impl<T, E, Fut> TryStream<T, Fut>
+where
+    Fut: Future<Output = Result<(), E>>,
+{
     /// Runs `f` as the producer; it yields with [`Yielder::send`] and ends with `Ok(())` or
     /// the error to yield last.
-    pub(crate) fn new<F, Fut>(f: F) -> Self
+    pub(crate) fn new<F>(f: F) -> Self
     where
         F: FnOnce(Yielder<T>) -> Fut,
-        Fut: Future<Output = Result<(), E>> + Send + 'a,
     {
         let slot = Arc::new(Mutex::new(None));
-        let producer = f(Yielder { slot: slot.clone() }).boxed().fuse();
+        let producer = f(Yielder { slot: slot.clone() }).fuse();
         TryStream { slot, producer }
     }
 }
 
-impl<T, E> Stream for TryStream<'_, T, E> {
+impl<T, E, Fut> Stream for TryStream<T, Fut>
+where
+    Fut: Future<Output = Result<(), E>>,
+{
     type Item = Result<T, E>;
 
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        let this = self.get_mut();
+        let this = self.project();
         if this.producer.is_terminated() {
             return Poll::Ready(None);
         }
-        match this.producer.poll_unpin(cx) {
+        match this.producer.poll(cx) {
             Poll::Ready(Ok(())) => Poll::Ready(None),
             Poll::Ready(Err(e)) => Poll::Ready(Some(Err(e))),
             Poll::Pending => {
@@ -93,7 +101,7 @@ mod tests {
 
     #[tokio::test]
     async fn yields_in_order_then_the_error() {
-        let s: TryStream<'_, u32, &str> = TryStream::new(|y| async move {
+        let s = TryStream::new(|y: Yielder<u32>| async move {
             for i in 0..3 {
                 y.send(i).await;
             }
