@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use serde_json::Value;
 
 use crate::effect::Effect;
-use crate::facts::{Facts, summarize};
+use crate::facts::{Facts, Wanted, summarize};
 use crate::finding::{Advice, Confidence, Finding, Rule};
 use crate::hints::{DeclaredHints, Hint};
 use crate::history::{ArgsHasher, ArgsKey, History, Repeat};
@@ -47,14 +47,16 @@ pub struct ToolCall<'a> {
 }
 
 /// The judge's conclusion about one call.
+///
+/// Each finding carries its evidence text. For all the evidence of a call, findings or not,
+/// read its effect with [`Facts::from_effect`] and the judge's [`Judge::policy`]: the judge
+/// itself writes only the texts its rules can use with the declared hints.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Verdict {
     /// Findings, most severe first.
     pub findings: Vec<Finding>,
     /// Whether this call repeated an identical earlier one, and whether cleanly.
     pub repeat: Option<Repeat>,
-    /// The facts the findings rest on.
-    pub facts: Facts,
 }
 
 impl Verdict {
@@ -133,8 +135,8 @@ impl Judge {
     /// As [`Judge::judge`], with the arguments' key taken beforehand by [`Judge::args_key`];
     /// `call.arguments` is not read.
     pub fn judge_keyed(&self, call: &ToolCall<'_>, key: ArgsKey) -> Verdict {
-        let facts = Facts::from_effect(call.effect, &self.policy);
         let hints = call.hints;
+        let facts = Facts::build(call.effect, &self.policy, Wanted::for_hints(hints));
         let mut findings = Vec::new();
         let mut push = |rule: Rule, hint: Hint, evidence: &[crate::facts::Evidence]| {
             if let Some(e) = summarize(evidence) {
@@ -217,7 +219,6 @@ impl Judge {
         Verdict {
             findings,
             repeat: Some(repeat),
-            facts,
         }
     }
 

@@ -6,33 +6,15 @@
 use std::borrow::Cow;
 use std::collections::BTreeSet;
 
+mod evidence;
+
+pub(crate) use evidence::Wanted;
+pub use evidence::{Evidence, summarize};
+
 use crate::effect::{Effect, Operation, RowImage, RowOperation, StatementOutcome};
 use crate::finding::Confidence;
 use crate::policy::{Policy, normalized_table};
-
-/// One piece of evidence: a line of text and how strong it is.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Evidence {
-    /// One line, without argument values or SQL literals.
-    pub text: String,
-    /// How strong it is.
-    pub confidence: Confidence,
-}
-
-impl Evidence {
-    fn confirmed(text: String) -> Self {
-        Evidence {
-            text,
-            confidence: Confidence::Confirmed,
-        }
-    }
-    fn likely(text: String) -> Self {
-        Evidence {
-            text,
-            confidence: Confidence::Likely,
-        }
-    }
-}
+use evidence::{push, rows};
 
 /// What a call did to the watched environment.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -90,18 +72,21 @@ fn extend(set: &mut BTreeSet<String>, tables: &[Cow<'_, str>]) {
     }
 }
 
-fn rows(n: usize) -> String {
-    if n == 1 {
-        "1 row".into()
-    } else {
-        format!("{n} rows")
-    }
-}
-
 impl Facts {
     /// Reads `effect` through `policy`.
     pub fn from_effect(effect: &Effect, policy: &Policy) -> Facts {
+        Facts::build(effect, policy, Wanted::ALL)
+    }
+
+    /// [`Facts::from_effect`], writing only the `want`ed evidence texts.
+    pub(crate) fn build(effect: &Effect, policy: &Policy, want: Wanted) -> Facts {
         let mut f = Facts::default();
+        // `ev!(writes, Confirmed, || text)`: evidence of that kind, its text written if wanted.
+        macro_rules! ev {
+            ($kind:ident, $confidence:ident, $text:expr $(,)?) => {
+                push(&mut f.$kind, want.$kind, Confidence::$confidence, $text)
+            };
+        }
         let watched = |t: &str| !policy.is_ignored_table(t);
 
         // Row changes (hooks): confirmed.
@@ -117,31 +102,30 @@ impl Facts {
             }
             insert(&mut f.touched_tables, &table);
             if !committed {
-                f.attempts.push(Evidence::confirmed(format!(
+                ev!(attempts, Confirmed, || format!(
                     "{} {}: {} rolled back",
                     op.as_str(),
                     table,
                     rows(idx.len())
-                )));
+                ));
                 continue;
             }
             match op {
                 RowOperation::Insert => {
-                    f.writes.push(Evidence::confirmed(format!(
+                    ev!(writes, Confirmed, || {
+                        format!("{} inserted into {table}", rows(idx.len()))
+                    });
+                    ev!(net_changes, Confirmed, || format!(
                         "{} inserted into {table}",
                         rows(idx.len())
-                    )));
-                    f.net_changes.push(Evidence::confirmed(format!(
-                        "{} inserted into {table}",
-                        rows(idx.len())
-                    )));
+                    ));
                     insert(&mut f.written_tables, &table);
                 }
                 RowOperation::Delete => {
-                    let text = format!("{} deleted from {table}", rows(idx.len()));
-                    f.writes.push(Evidence::confirmed(text.clone()));
-                    f.destructive.push(Evidence::confirmed(text.clone()));
-                    f.net_changes.push(Evidence::confirmed(text));
+                    let text = || format!("{} deleted from {table}", rows(idx.len()));
+                    ev!(writes, Confirmed, text);
+                    ev!(destructive, Confirmed, text);
+                    ev!(net_changes, Confirmed, text);
                     insert(&mut f.written_tables, &table);
                 }
                 RowOperation::Update => {
@@ -188,9 +172,9 @@ impl Facts {
                         }
                     }
                     if changed > 0 {
-                        let text = format!("{} updated in {table}", rows(changed));
-                        f.writes.push(Evidence::confirmed(text.clone()));
-                        f.destructive.push(Evidence::confirmed(text.clone()));
+                        let text = || format!("{} updated in {table}", rows(changed));
+                        ev!(writes, Confirmed, text);
+                        ev!(destructive, Confirmed, text);
                         insert(&mut f.written_tables, &table);
                         if let Some(why) = non_convergent {
                             // Row images prove the change; a SET from itself only suggests it.
@@ -198,19 +182,22 @@ impl Facts {
                                 .row_changes
                                 .iter()
                                 .any(|r| matches!(r.image, RowImage::Changed(_)));
-                            let e = format!("{text} ({why})");
-                            f.net_changes.push(if images {
-                                Evidence::confirmed(e)
+                            let e = || format!("{} ({why})", text());
+                            let confidence = if images {
+                                Confidence::Confirmed
                             } else {
-                                Evidence::likely(e)
-                            });
+                                Confidence::Likely
+                            };
+                            push(&mut f.net_changes, want.net_changes, confidence, e);
                         }
                     }
                     if unchanged > 0 && changed == 0 {
-                        f.attempts.push(Evidence::confirmed(format!(
-                            "UPDATE {table}: {} matched, nothing changed",
-                            rows(unchanged)
-                        )));
+                        ev!(attempts, Confirmed, || {
+                            format!(
+                                "UPDATE {table}: {} matched, nothing changed",
+                                rows(unchanged)
+                            )
+                        });
                     }
                 }
             }
@@ -227,10 +214,12 @@ impl Facts {
                 insert(&mut f.touched_tables, &table);
                 oracle_tables.insert(table.clone());
                 if !t.committed {
-                    f.attempts.push(Evidence::confirmed(format!(
-                        "transaction on {table} rolled back (oracle: +{} ~{} -{})",
-                        w.inserted, w.updated, w.deleted
-                    )));
+                    ev!(attempts, Confirmed, || {
+                        format!(
+                            "transaction on {table} rolled back (oracle: +{} ~{} -{})",
+                            w.inserted, w.updated, w.deleted
+                        )
+                    });
                     continue;
                 }
                 if w.inserted + w.updated + w.deleted == 0 {
@@ -251,17 +240,19 @@ impl Facts {
                 if w.inserted + updated + w.deleted == 0 {
                     continue;
                 }
-                let text = format!(
-                    "oracle: {table} +{} ~{} -{} (committed)",
-                    w.inserted, updated, w.deleted
-                );
-                f.writes.push(Evidence::confirmed(text.clone()));
+                let text = || {
+                    format!(
+                        "oracle: {table} +{} ~{} -{} (committed)",
+                        w.inserted, updated, w.deleted
+                    )
+                };
+                ev!(writes, Confirmed, text);
                 insert(&mut f.written_tables, &table);
                 if updated + w.deleted > 0 {
-                    f.destructive.push(Evidence::confirmed(text.clone()));
+                    ev!(destructive, Confirmed, text);
                 }
                 if w.inserted + w.deleted > 0 {
-                    f.net_changes.push(Evidence::confirmed(text));
+                    ev!(net_changes, Confirmed, text);
                 } else if let Some((col, expr)) = effect
                     .statements
                     .iter()
@@ -269,14 +260,16 @@ impl Facts {
                     .flat_map(|s| s.non_convergent.iter())
                     .find(|(c, _)| !policy.is_ignored_column(&table, c))
                 {
-                    f.net_changes
-                        .push(Evidence::likely(format!("{text} (SET {col} = {expr})")));
+                    ev!(net_changes, Likely, || format!(
+                        "{} (SET {col} = {expr})",
+                        text()
+                    ));
                 }
             }
             if !t.committed && t.wrote && t.tables.is_empty() {
-                f.attempts.push(Evidence::confirmed(
-                    "transaction wrote, then rolled back".into(),
-                ));
+                ev!(attempts, Confirmed, || {
+                    "transaction wrote, then rolled back".into()
+                });
             }
         }
 
@@ -309,8 +302,7 @@ impl Facts {
             let what = &*s.summary;
             if s.outcome == StatementOutcome::Failed {
                 if s.operation != Operation::Unknown {
-                    f.attempts
-                        .push(Evidence::confirmed(format!("{what}: failed")));
+                    ev!(attempts, Confirmed, || format!("{what}: failed"));
                 }
                 continue;
             }
@@ -318,47 +310,43 @@ impl Facts {
             let hooked = hooked_statements.get(i).copied().unwrap_or(false);
             match s.operation {
                 Operation::Truncate => {
-                    let text = format!("{what}: table truncated");
-                    f.writes.push(Evidence::likely(text.clone()));
-                    f.destructive.push(Evidence::likely(text.clone()));
-                    f.net_changes.push(Evidence::likely(text));
+                    let text = || format!("{what}: table truncated");
+                    ev!(writes, Likely, text);
+                    ev!(destructive, Likely, text);
+                    ev!(net_changes, Likely, text);
                     extend(&mut f.written_tables, &targets);
                 }
                 Operation::Ddl => {
-                    let text = format!("{what}: schema change");
-                    f.writes.push(Evidence::likely(text.clone()));
+                    let text = || format!("{what}: schema change");
+                    ev!(writes, Likely, text);
                     if s.drops {
-                        f.destructive
-                            .push(Evidence::likely(format!("{what}: DROP")));
+                        ev!(destructive, Likely, || format!("{what}: DROP"));
                     }
                     extend(&mut f.written_tables, &targets);
                 }
                 Operation::Unknown if !s.observed => {
-                    f.writes.push(Evidence::likely(format!(
-                        "{what}: unparseable statement, a possible write"
-                    )));
+                    ev!(writes, Likely, || {
+                        format!("{what}: unparseable statement, a possible write")
+                    });
                 }
                 Operation::Unknown => {}
                 _ if s.observed => {
                     // Hooks or the oracle saw this statement. No row change: it changed nothing,
                     // except where SQLite's hooks are blind (REPLACE conflict deletes).
                     if !hooked && !covered_by_oracle {
-                        f.attempts
-                            .push(Evidence::confirmed(format!("{what}: changed nothing")));
+                        ev!(attempts, Confirmed, || format!("{what}: changed nothing"));
                     }
                     if s.operation == Operation::Upsert && s.overwrites && !covered_by_oracle {
-                        f.destructive.push(Evidence::likely(format!(
+                        ev!(destructive, Likely, || format!(
                             "{what}: upsert may overwrite existing rows"
-                        )));
+                        ));
                     }
                 }
                 op => match s.rows_affected {
-                    Some(0) => f
-                        .attempts
-                        .push(Evidence::confirmed(format!("{what}: 0 rows affected"))),
+                    Some(0) => ev!(attempts, Confirmed, || format!("{what}: 0 rows affected"),),
                     Some(n) => {
-                        let text = format!("{what}: {} affected", rows(n as usize));
-                        f.writes.push(Evidence::confirmed(text.clone()));
+                        let text = || format!("{what}: {} affected", rows(n as usize));
+                        ev!(writes, Confirmed, text);
                         extend(&mut f.written_tables, &targets);
                         let ignored = policy.all_columns_ignored(
                             targets.first().map(|t| &**t).unwrap_or(""),
@@ -366,41 +354,44 @@ impl Facts {
                         );
                         match op {
                             Operation::Delete => {
-                                f.destructive.push(Evidence::confirmed(text.clone()));
-                                f.net_changes.push(Evidence::confirmed(text));
+                                ev!(destructive, Confirmed, text);
+                                ev!(net_changes, Confirmed, text);
                             }
                             Operation::Update if !ignored => {
-                                f.destructive.push(Evidence::confirmed(text.clone()));
+                                ev!(destructive, Confirmed, text);
                                 if let Some((c, e)) = s.non_convergent.first() {
-                                    f.net_changes
-                                        .push(Evidence::likely(format!("{text} (SET {c} = {e})")));
+                                    ev!(net_changes, Likely, || format!(
+                                        "{} (SET {c} = {e})",
+                                        text()
+                                    ));
                                 }
                             }
                             Operation::Upsert if s.overwrites && !ignored => {
-                                f.destructive.push(Evidence::likely(format!(
-                                    "{text}; an upsert that may have overwritten"
-                                )));
+                                ev!(destructive, Likely, || format!(
+                                    "{}; an upsert that may have overwritten",
+                                    text()
+                                ));
                                 if let Some((c, e)) = s.non_convergent.first() {
-                                    f.net_changes
-                                        .push(Evidence::likely(format!("{text} (SET {c} = {e})")));
+                                    ev!(net_changes, Likely, || format!(
+                                        "{} (SET {c} = {e})",
+                                        text()
+                                    ));
                                 }
                             }
-                            Operation::Insert => f.net_changes.push(Evidence::confirmed(text)),
+                            Operation::Insert => ev!(net_changes, Confirmed, text,),
                             _ => {}
                         }
                     }
                     None => {
-                        let text = format!("{what}: a write (rows not reported)");
-                        f.writes.push(Evidence::likely(text.clone()));
+                        let text = || format!("{what}: a write (rows not reported)");
+                        ev!(writes, Likely, text);
                         extend(&mut f.written_tables, &targets);
                         match op {
-                            Operation::Delete => f.destructive.push(Evidence::likely(text)),
+                            Operation::Delete => ev!(destructive, Likely, text,),
                             Operation::Update if !s.set_columns.is_empty() => {
-                                f.destructive.push(Evidence::likely(text))
+                                ev!(destructive, Likely, text,)
                             }
-                            Operation::Upsert if s.overwrites => {
-                                f.destructive.push(Evidence::likely(text))
-                            }
+                            Operation::Upsert if s.overwrites => ev!(destructive, Likely, text,),
                             _ => {}
                         }
                     }
@@ -411,51 +402,25 @@ impl Facts {
         for o in &effect.outbound {
             f.hosts.insert(o.host.clone());
             if o.is_mutating() {
-                f.writes.push(Evidence::confirmed(format!(
-                    "outbound {} to {}",
-                    o.method, o.host
-                )));
+                ev!(writes, Confirmed, || {
+                    format!("outbound {} to {}", o.method, o.host)
+                });
             }
         }
         for e in &effect.explicit {
             use crate::effect::ExplicitChange::*;
-            let text = match e.change {
-                Add => format!("reported: added {}", e.target),
-                Overwrite => format!("reported: overwrote {}", e.target),
-                Delete => format!("reported: deleted {}", e.target),
+            let verb = match e.change {
+                Add => "added",
+                Overwrite => "overwrote",
+                Delete => "deleted",
             };
-            f.writes.push(Evidence::confirmed(text.clone()));
+            let text = || format!("reported: {verb} {}", e.target);
+            ev!(writes, Confirmed, text);
             if matches!(e.change, Overwrite | Delete) {
-                f.destructive.push(Evidence::confirmed(text.clone()));
+                ev!(destructive, Confirmed, text);
             }
-            f.net_changes.push(Evidence::likely(text));
+            ev!(net_changes, Likely, text);
         }
         f
     }
-}
-
-/// Joins evidence into one line: at most three texts, then `(+N more)`; the confidence is
-/// confirmed when any piece is.
-pub fn summarize(evidence: &[Evidence]) -> Option<Evidence> {
-    if evidence.is_empty() {
-        return None;
-    }
-    let confidence = evidence
-        .iter()
-        .map(|e| e.confidence)
-        .max()
-        .unwrap_or(Confidence::Likely);
-    // Confirmed pieces first: they are the stronger story.
-    let mut ordered: Vec<&Evidence> = evidence.iter().collect();
-    ordered.sort_by_key(|e| std::cmp::Reverse(e.confidence));
-    let mut text = ordered
-        .iter()
-        .take(3)
-        .map(|e| e.text.as_str())
-        .collect::<Vec<_>>()
-        .join("; ");
-    if evidence.len() > 3 {
-        text.push_str(&format!(" (+{} more)", evidence.len() - 3));
-    }
-    Some(Evidence { text, confidence })
 }
