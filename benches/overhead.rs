@@ -380,11 +380,12 @@ fn main() {
         let (pipeline, sampled, receiver) = start_telemetry().await;
         let (pipeline, sampled) = (Arc::new(pipeline), Arc::new(sampled));
         let metrics = PrometheusRecorder::new();
-        let telemetry = || {
+        // The sampled variant takes its span maker from its pipeline: head sampling.
+        let telemetry = |make_span: OtelMakeSpan| {
             HintAuditLayer::new()
                 .with_judge(judge())
                 .with_recorder(metrics.clone())
-                .with_make_span(OtelMakeSpan::new())
+                .with_make_span(make_span)
                 .layer(audited.clone())
         };
         let variant = |label, client, mode, pipeline| Variant { label, client, mode, pipeline };
@@ -393,9 +394,9 @@ fn main() {
             variant("audited: layer + audited pool", client_for(HintAuditLayer::new().with_judge(judge()).with_recorder(()).layer(audited.clone())).await, 0, None),
             variant("  part: the layer over the plain pool", client_for(HintAuditLayer::new().with_judge(judge()).with_recorder(()).layer(bare.clone())).await, 0, None),
             variant("  part: the audited pool, no layer", client_for(audited.clone()).await, 0, None),
-            variant("audited + Prometheus recorder", client_for(telemetry()).await, 0, None),
-            variant("audited + recorder + spans, all traces", client_for(telemetry()).await, 1, Some(pipeline.clone())),
-            variant("audited + recorder + spans, sampled", client_for(telemetry()).await, 2, Some(sampled.clone())),
+            variant("audited + Prometheus recorder", client_for(telemetry(OtelMakeSpan::new())).await, 0, None),
+            variant("audited + recorder + spans, all traces", client_for(telemetry(pipeline.make_span())).await, 1, Some(pipeline.clone())),
+            variant("audited + recorder + spans, sampled", client_for(telemetry(sampled.make_span())).await, 2, Some(sampled.clone())),
         ];
 
         // For profilers (valgrind --tool=callgrind, perf): one variant alone, warm-up then

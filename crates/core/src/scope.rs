@@ -103,17 +103,32 @@ impl CallEffects {
 #[derive(Debug, Clone)]
 pub struct CallScope {
     effects: Arc<CallEffects>,
+    spans: bool,
 }
 
 impl CallScope {
-    /// A new scope for a call of `tool`, with empty effects.
+    /// A new scope for a call of `tool`, with empty effects, whose statements get spans.
     pub fn new(tool: impl Into<Arc<str>>) -> Self {
         CallScope {
             effects: Arc::new(CallEffects {
                 tool: tool.into(),
                 effect: Mutex::new(Effect::default()),
             }),
+            spans: true,
         }
+    }
+
+    /// Whether the call's statements get spans of their own (default: yes). The rmcp layer
+    /// turns them off for a call whose own span is off (not sampled, or tracing disabled),
+    /// so that an untraced call costs no statement spans and leaves no orphans.
+    pub fn with_spans(mut self, spans: bool) -> Self {
+        self.spans = spans;
+        self
+    }
+
+    /// Whether the call's statements get spans: see [`CallScope::with_spans`].
+    pub fn spans(&self) -> bool {
+        self.spans
     }
 
     /// The scope the current task runs in, if any. Outside a tokio task, `None`.

@@ -112,7 +112,8 @@ impl<H: ServerHandler> HintAudit<H> {
             .unwrap_or_else(Span::none)
         };
 
-        let scope = CallScope::new(tool.clone());
+        // A call without a span (not sampled, tracing off) gets no statement spans either.
+        let scope = CallScope::new(tool.clone()).with_spans(!span.is_none());
         let effects = scope.effects_handle();
         let started = Instant::now();
         // Boxed: a tool's future can be kilobytes, and ours would otherwise carry it by value

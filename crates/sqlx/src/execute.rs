@@ -97,20 +97,29 @@ pub(crate) struct Attribution {
 
 impl Attribution {
     /// Classifies `sql`, records the statement into the current call scope (or counts it as
-    /// unattributed) and opens its span as a child of the current span.
+    /// unattributed) and opens its span as a child of the current span (none when the
+    /// scope says its call is not traced: [`CallScope::spans`]).
     pub(crate) fn start(classifier: &Classifier, system: &'static str, sql: &str) -> Self {
         let class = classifier.classify(sql);
-        let sink = match CallScope::current() {
+        let (sink, spans) = match CallScope::current() {
             Some(scope) => {
                 let effects = scope.effects_handle();
                 let index = effects.record_statement(class.effect.clone());
-                Some(Sink { effects, index })
+                (Some(Sink { effects, index }), scope.spans())
             }
             None => {
                 stats().unattributed_statement(class.effect.operation);
-                None
+                (None, true)
             }
         };
+        if !spans {
+            // The call is not traced (not sampled): no span, and no orphan.
+            return Attribution {
+                class,
+                sink,
+                span: tracing::Span::none(),
+            };
+        }
         let collection = class
             .effect
             .tables

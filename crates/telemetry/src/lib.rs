@@ -10,6 +10,7 @@ mod metric_name;
 mod otel;
 mod propagation;
 mod recorder;
+mod sampling;
 
 /// Span and event attribute names (design §5): hintaudit-core's `semconv`, re-exported so that
 /// metric names and attribute names are found in one crate.

@@ -3,10 +3,12 @@
 
 use hintaudit_rmcp::{CallInfo, DefaultMakeSpan, MakeSpan};
 use opentelemetry::Context;
+use opentelemetry::trace::TraceContextExt;
 use tracing::Span;
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 
 use crate::propagation::remote_parent;
+use crate::sampling::{HeadSampled, head_sample};
 
 /// Makes the tools/call span with [`DefaultMakeSpan`] (or the span maker given to
 /// [`OtelMakeSpan::wrapping`]) and sets its OpenTelemetry parent from `_meta`'s
@@ -31,10 +33,19 @@ use crate::propagation::remote_parent;
 ///     .with_make_span(OtelMakeSpan::new());
 /// # let _ = layer;
 /// ```
+///
+/// # Head sampling
+///
+/// [`OtelPipeline::make_span`](crate::OtelPipeline::make_span) (or
+/// [`OtelMakeSpan::with_sample_ratio`]) decides whether a call is traced before its span
+/// exists: a call whose `traceparent` is not sampled, or a root call outside the ratio, gets
+/// no span and no statement spans, and so costs next to nothing. Without it, every call
+/// builds its spans and the SDK's sampler drops the unsampled ones at the end.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct OtelMakeSpan<M = DefaultMakeSpan> {
     inner: M,
     ambient_parent: bool,
+    sample_ratio: Option<f64>,
 }
 
 impl OtelMakeSpan {
@@ -50,7 +61,21 @@ impl<M: MakeSpan> OtelMakeSpan<M> {
         OtelMakeSpan {
             inner,
             ambient_parent: false,
+            sample_ratio: None,
         }
+    }
+
+    /// Head sampling (see the type's docs): follow the sampled flag of the client's
+    /// `traceparent`; without one, trace a call with probability `ratio` (clamped to 0..=1).
+    ///
+    /// Use it with a pipeline whose sampler honours the decision, which
+    /// [`OtelPipeline::make_span`](crate::OtelPipeline::make_span) sets up for you: the
+    /// pipeline keeps the root spans this sampled instead of applying its ratio again. With
+    /// [`OtelMakeSpan::with_ambient_parent`], calls without a `traceparent` are left to the
+    /// SDK's sampler.
+    pub fn with_sample_ratio(mut self, ratio: f64) -> Self {
+        self.sample_ratio = Some(ratio.clamp(0.0, 1.0));
+        self
     }
 
     /// Without a trace context in `_meta`, nest the span under the current span (tracing's
@@ -63,14 +88,26 @@ impl<M: MakeSpan> OtelMakeSpan<M> {
 
 impl<M: MakeSpan> MakeSpan for OtelMakeSpan<M> {
     fn make_span(&self, call: &CallInfo<'_>) -> Span {
+        let remote = remote_parent(call.meta());
+        if let Some(ratio) = self.sample_ratio {
+            let sampled = match &remote {
+                Some(cx) => cx.span().span_context().is_sampled(),
+                None if self.ambient_parent => true,
+                None => head_sample(ratio),
+            };
+            if !sampled {
+                return Span::none();
+            }
+        }
         let span = self.inner.make_span(call);
         if span.is_disabled() {
             return span;
         }
-        let parent = match remote_parent(call.meta()) {
+        let parent = match remote {
             Some(cx) => cx,
             None if self.ambient_parent => return span,
-            // An empty context: the span is a root.
+            // An empty context: the span is a root, sampled here already when head sampling.
+            None if self.sample_ratio.is_some() => Context::new().with_value(HeadSampled),
             None => Context::new(),
         };
         if let Err(e) = span.set_parent(parent) {

@@ -8,7 +8,7 @@ use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_otlp::WithExportConfig;
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::propagation::TraceContextPropagator;
-use opentelemetry_sdk::trace::{Sampler, SdkTracer, SdkTracerProvider};
+use opentelemetry_sdk::trace::{SdkTracer, SdkTracerProvider};
 use tracing::Subscriber;
 use tracing_opentelemetry::OpenTelemetryLayer;
 use tracing_subscriber::EnvFilter;
@@ -20,6 +20,8 @@ use tracing_subscriber::util::SubscriberInitExt;
 
 use crate::error::TracingError;
 use crate::export::{BoundedProcessor, ExportHandle, ExportStats, QueueLimits};
+use crate::make_span::OtelMakeSpan;
+use crate::sampling::HeadAwareSampler;
 
 /// The OTLP transport.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -284,6 +286,7 @@ fn http_traces_url(endpoint: &str) -> String {
 pub struct OtelPipeline {
     provider: SdkTracerProvider,
     handle: ExportHandle,
+    sample_ratio: Option<f64>,
 }
 
 impl OtelPipeline {
@@ -316,12 +319,26 @@ impl OtelPipeline {
             .with_resource(config.resource())
             .with_span_processor(processor);
         if let Some(ratio) = config.sample_ratio {
-            provider = provider.with_sampler(Sampler::ParentBased(Box::new(
-                Sampler::TraceIdRatioBased(ratio),
-            )));
+            // `parentbased_traceidratio`, keeping the roots `make_span` sampled already.
+            provider = provider.with_sampler(HeadAwareSampler::new(ratio));
         }
         let provider = provider.build();
-        OtelPipeline { provider, handle }
+        OtelPipeline {
+            provider,
+            handle,
+            sample_ratio: config.sample_ratio,
+        }
+    }
+
+    /// The span maker for [`hintaudit_rmcp::HintAuditLayer::with_make_span`] that goes with
+    /// this pipeline: [`OtelMakeSpan::new`], with head sampling at the pipeline's ratio when
+    /// [`TracingConfig::with_sample_ratio`] set one, so that calls the sampler would drop are
+    /// never built.
+    pub fn make_span(&self) -> OtelMakeSpan {
+        match self.sample_ratio {
+            Some(ratio) => OtelMakeSpan::new().with_sample_ratio(ratio),
+            None => OtelMakeSpan::new(),
+        }
     }
 
     /// A tracing layer that turns spans into OpenTelemetry spans of this pipeline. Thread
@@ -396,6 +413,14 @@ impl TracingGuard {
     /// The pipeline, when exporting.
     pub fn pipeline(&self) -> Option<&OtelPipeline> {
         self.pipeline.as_ref()
+    }
+
+    /// The span maker that goes with the pipeline ([`OtelPipeline::make_span`]), or
+    /// [`OtelMakeSpan::new`] when not exporting.
+    pub fn make_span(&self) -> OtelMakeSpan {
+        self.pipeline
+            .as_ref()
+            .map_or_else(OtelMakeSpan::new, OtelPipeline::make_span)
     }
 }
 

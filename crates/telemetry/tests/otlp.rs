@@ -6,78 +6,18 @@
 
 mod support;
 
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use hintaudit_rmcp::HintAuditLayer;
 use hintaudit_telemetry::{
     OtelMakeSpan, OtelPipeline, OtlpProtocol, PrometheusRecorder, TracingConfig, attributes,
 };
-use opentelemetry_proto::tonic::collector::trace::v1::trace_service_server::{
-    TraceService, TraceServiceServer,
-};
-use opentelemetry_proto::tonic::collector::trace::v1::{
-    ExportTraceServiceRequest, ExportTraceServiceResponse,
-};
-use opentelemetry_proto::tonic::common::v1::{AnyValue, KeyValue, any_value};
+use opentelemetry_proto::tonic::common::v1::KeyValue;
 use opentelemetry_proto::tonic::trace::v1::{Span, span::SpanKind, status::StatusCode};
 use support::mcp::*;
+use support::otlp::{attr, hex, start_receiver};
 use tower::Layer;
 use tracing_subscriber::layer::SubscriberExt;
-
-#[derive(Clone, Default)]
-struct Receiver {
-    got: Arc<Mutex<Vec<ExportTraceServiceRequest>>>,
-}
-
-#[tonic::async_trait]
-impl TraceService for Receiver {
-    async fn export(
-        &self,
-        request: tonic::Request<ExportTraceServiceRequest>,
-    ) -> Result<tonic::Response<ExportTraceServiceResponse>, tonic::Status> {
-        self.got.lock().unwrap().push(request.into_inner());
-        Ok(tonic::Response::new(ExportTraceServiceResponse {
-            partial_success: None,
-        }))
-    }
-}
-
-/// Starts the receiver on 127.0.0.1:0.
-async fn start_receiver() -> (Receiver, std::net::SocketAddr) {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let receiver = Receiver::default();
-    let service = TraceServiceServer::new(receiver.clone());
-    tokio::spawn(async move {
-        tonic::transport::Server::builder()
-            .add_service(service)
-            .serve_with_incoming(tonic::transport::server::TcpIncoming::from(listener))
-            .await
-    });
-    (receiver, addr)
-}
-
-fn text(v: &Option<AnyValue>) -> String {
-    match v.as_ref().and_then(|v| v.value.as_ref()) {
-        Some(any_value::Value::StringValue(s)) => s.clone(),
-        Some(any_value::Value::IntValue(i)) => i.to_string(),
-        Some(any_value::Value::BoolValue(b)) => b.to_string(),
-        Some(other) => format!("{other:?}"),
-        None => String::new(),
-    }
-}
-
-fn attr(attrs: &[KeyValue], key: &str) -> Option<String> {
-    attrs
-        .iter()
-        .find(|kv| kv.key == key)
-        .map(|kv| text(&kv.value))
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
 
 const CLIENT_TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
 const CLIENT_SPAN: &str = "00f067aa0ba902b7";
@@ -122,12 +62,7 @@ async fn spans_reach_a_real_otlp_receiver_with_parents_attributes_and_findings()
     );
     client.cancel().await.unwrap();
 
-    let flushed = tokio::task::spawn_blocking(move || {
-        pipeline.force_flush();
-        pipeline
-    })
-    .await
-    .unwrap();
+    let flushed = support::otlp::flushed(pipeline).await;
     let stats = flushed.export_stats();
     assert_eq!(stats.dropped, 0, "{stats:?}");
 

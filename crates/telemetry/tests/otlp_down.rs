@@ -70,12 +70,7 @@ async fn a_closed_collector_port_drops_and_counts_but_never_fails_a_call() {
         "{CALLS} calls took {elapsed:?}"
     );
 
-    let pipeline = tokio::task::spawn_blocking(move || {
-        pipeline.force_flush();
-        pipeline
-    })
-    .await
-    .unwrap();
+    let pipeline = support::otlp::flushed(pipeline).await;
     let s = pipeline.export_stats();
     // Each call ends a server span and a statement span; none reaches the collector.
     assert_eq!(s.exported, 0, "{s:?}");

@@ -64,12 +64,7 @@ async fn spans_reach_an_otlp_http_receiver() {
     client.call_tool(params).await.unwrap();
     client.cancel().await.unwrap();
 
-    let pipeline = tokio::task::spawn_blocking(move || {
-        pipeline.force_flush();
-        pipeline
-    })
-    .await
-    .unwrap();
+    let pipeline = support::otlp::flushed(pipeline).await;
     let stats = pipeline.export_stats();
     assert_eq!(stats.dropped, 0, "{stats:?}");
 

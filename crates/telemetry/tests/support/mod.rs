@@ -161,3 +161,4 @@ pub fn required(tool_var: &str) -> bool {
 }
 
 pub mod mcp;
+pub mod otlp;
