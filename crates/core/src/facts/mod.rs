@@ -11,7 +11,7 @@ mod evidence;
 pub(crate) use evidence::Wanted;
 pub use evidence::{Evidence, summarize};
 
-use crate::effect::{Effect, Operation, RowImage, RowOperation, StatementOutcome};
+use crate::effect::{Effect, Operation, RowChange, RowImage, RowOperation, StatementOutcome};
 use crate::finding::Confidence;
 use crate::policy::{Policy, normalized_table};
 use evidence::{push, rows};
@@ -37,26 +37,84 @@ pub struct Facts {
     pub any_write_statement: bool,
 }
 
-/// Counts row changes by (table, operation, committed), in first-seen order.
-fn row_groups<'e>(
-    effect: &'e Effect,
-    policy: &Policy,
-) -> Vec<(Cow<'e, str>, RowOperation, bool, Vec<usize>)> {
-    let mut groups: Vec<(Cow<'e, str>, RowOperation, bool, Vec<usize>)> = Vec::new();
+/// Row changes of one watched table, operation and outcome.
+struct Group<'e> {
+    table: Cow<'e, str>,
+    op: RowOperation,
+    committed: bool,
+    /// How many.
+    rows: usize,
+    /// The index of the first in [`Effect::row_changes`].
+    first: usize,
+}
+
+impl Group<'_> {
+    fn has(&self, rc: &RowChange) -> bool {
+        rc.operation == self.op
+            && rc.committed == self.committed
+            && normalized_table(&rc.table) == self.table
+    }
+
+    /// The group's row changes.
+    fn members<'a>(&'a self, effect: &'a Effect) -> impl Iterator<Item = &'a RowChange> {
+        effect.row_changes[self.first..]
+            .iter()
+            .filter(|rc| self.has(rc))
+    }
+}
+
+/// Groups row changes by (table, operation, committed), in first-seen order, and marks the
+/// statements that caused any (`hooked`).
+fn row_groups<'e>(effect: &'e Effect, policy: &Policy, hooked: &mut Marks) -> Vec<Group<'e>> {
+    let mut groups: Vec<Group<'e>> = Vec::new();
     for (i, rc) in effect.row_changes.iter().enumerate() {
         let table = normalized_table(&rc.table);
         if policy.is_ignored_table(&table) {
             continue;
         }
-        match groups
-            .iter_mut()
-            .find(|g| g.0 == table && g.1 == rc.operation && g.2 == rc.committed)
-        {
-            Some(g) => g.3.push(i),
-            None => groups.push((table, rc.operation, rc.committed, vec![i])),
+        if let Some(s) = rc.statement {
+            hooked.set(s);
+        }
+        match groups.iter_mut().find(|g| g.has(rc)) {
+            Some(g) => g.rows += 1,
+            None => groups.push(Group {
+                table,
+                op: rc.operation,
+                committed: rc.committed,
+                rows: 1,
+                first: i,
+            }),
         }
     }
     groups
+}
+
+/// A set of statement indices: a bit mask, with a vector only past 64 statements.
+#[derive(Default)]
+struct Marks {
+    low: u64,
+    high: Vec<bool>,
+}
+
+impl Marks {
+    fn set(&mut self, i: usize) {
+        match i.checked_sub(64) {
+            None => self.low |= 1 << i,
+            Some(j) => {
+                if self.high.len() <= j {
+                    self.high.resize(j + 1, false);
+                }
+                self.high[j] = true;
+            }
+        }
+    }
+
+    fn get(&self, i: usize) -> bool {
+        match i.checked_sub(64) {
+            None => self.low & (1 << i) != 0,
+            Some(j) => self.high.get(j).copied().unwrap_or(false),
+        }
+    }
 }
 
 /// Inserts `table` into `set`, allocating only when it is new.
@@ -66,9 +124,9 @@ fn insert(set: &mut BTreeSet<String>, table: &str) {
     }
 }
 
-fn extend(set: &mut BTreeSet<String>, tables: &[Cow<'_, str>]) {
+fn extend<'a>(set: &mut BTreeSet<String>, tables: impl Iterator<Item = Cow<'a, str>>) {
     for t in tables {
-        insert(set, t);
+        insert(set, &t);
     }
 }
 
@@ -90,56 +148,49 @@ impl Facts {
         let watched = |t: &str| !policy.is_ignored_table(t);
 
         // Row changes (hooks): confirmed.
-        let mut hooked_statements = vec![false; effect.statements.len()];
-        for (table, op, committed, idx) in row_groups(effect, policy) {
-            for &i in &idx {
-                if let Some(h) = effect.row_changes[i]
-                    .statement
-                    .and_then(|s| hooked_statements.get_mut(s))
-                {
-                    *h = true;
-                }
-            }
-            insert(&mut f.touched_tables, &table);
+        let mut hooked_statements = Marks::default();
+        for group in row_groups(effect, policy, &mut hooked_statements) {
+            let (table, op, committed, n) = (&group.table, group.op, group.committed, group.rows);
+            insert(&mut f.touched_tables, table);
             if !committed {
                 ev!(attempts, Confirmed, || format!(
                     "{} {}: {} rolled back",
                     op.as_str(),
                     table,
-                    rows(idx.len())
+                    rows(n)
                 ));
                 continue;
             }
             match op {
                 RowOperation::Insert => {
                     ev!(writes, Confirmed, || {
-                        format!("{} inserted into {table}", rows(idx.len()))
+                        format!("{} inserted into {table}", rows(n))
                     });
                     ev!(net_changes, Confirmed, || format!(
                         "{} inserted into {table}",
-                        rows(idx.len())
+                        rows(n)
                     ));
-                    insert(&mut f.written_tables, &table);
+                    insert(&mut f.written_tables, table);
                 }
                 RowOperation::Delete => {
-                    let text = || format!("{} deleted from {table}", rows(idx.len()));
+                    let text = || format!("{} deleted from {table}", rows(n));
                     ev!(writes, Confirmed, text);
                     ev!(destructive, Confirmed, text);
                     ev!(net_changes, Confirmed, text);
-                    insert(&mut f.written_tables, &table);
+                    insert(&mut f.written_tables, table);
                 }
                 RowOperation::Update => {
                     let mut changed = 0usize;
                     let mut unchanged = 0usize;
                     let mut non_convergent: Option<String> = None;
-                    for &i in &idx {
-                        let rc = &effect.row_changes[i];
+                    for rc in group.members(effect) {
                         let stmt = rc.statement.and_then(|s| effect.statements.get(s));
-                        let direct = stmt
-                            .is_some_and(|s| s.tables.iter().any(|t| normalized_table(t) == table));
+                        let direct = stmt.is_some_and(|s| {
+                            s.tables.iter().any(|t| normalized_table(t) == *table)
+                        });
                         match &rc.image {
                             RowImage::Unchanged => unchanged += 1,
-                            RowImage::Changed(cols) if policy.all_columns_ignored(&table, cols) => {
+                            RowImage::Changed(cols) if policy.all_columns_ignored(table, cols) => {
                                 unchanged += 1
                             }
                             RowImage::Changed(cols) => {
@@ -154,14 +205,14 @@ impl Facts {
                             }
                             RowImage::Unknown => {
                                 if let Some(s) = stmt.filter(|_| direct) {
-                                    if policy.all_columns_ignored(&table, &s.set_columns) {
+                                    if policy.all_columns_ignored(table, &s.set_columns) {
                                         unchanged += 1;
                                         continue;
                                     }
                                     if let Some((col, expr)) = s
                                         .non_convergent
                                         .iter()
-                                        .find(|(c, _)| !policy.is_ignored_column(&table, c))
+                                        .find(|(c, _)| !policy.is_ignored_column(table, c))
                                     {
                                         non_convergent
                                             .get_or_insert_with(|| format!("SET {col} = {expr}"));
@@ -175,7 +226,7 @@ impl Facts {
                         let text = || format!("{} updated in {table}", rows(changed));
                         ev!(writes, Confirmed, text);
                         ev!(destructive, Confirmed, text);
-                        insert(&mut f.written_tables, &table);
+                        insert(&mut f.written_tables, table);
                         if let Some(why) = non_convergent {
                             // Row images prove the change; a SET from itself only suggests it.
                             let images = effect
@@ -275,12 +326,12 @@ impl Facts {
 
         // Statements: statement analysis, and driver results where trustworthy.
         for (i, s) in effect.statements.iter().enumerate() {
-            let targets: Vec<Cow<'_, str>> = s
-                .tables
-                .iter()
-                .map(|t| normalized_table(t))
-                .filter(|t| watched(t))
-                .collect();
+            let targets = || {
+                s.tables
+                    .iter()
+                    .map(|t| normalized_table(t))
+                    .filter(|t| watched(t))
+            };
             for t in s
                 .read_tables
                 .iter()
@@ -289,11 +340,9 @@ impl Facts {
             {
                 insert(&mut f.touched_tables, &t);
             }
-            for t in &targets {
-                insert(&mut f.touched_tables, t);
-            }
+            extend(&mut f.touched_tables, targets());
             let write_op = s.operation.is_write() || s.operation == Operation::Unknown;
-            if !write_op || (targets.is_empty() && !s.tables.is_empty()) {
+            if !write_op || (targets().next().is_none() && !s.tables.is_empty()) {
                 continue; // not a write, or a write to ignored tables only
             }
             if s.operation != Operation::Unknown {
@@ -306,15 +355,15 @@ impl Facts {
                 }
                 continue;
             }
-            let covered_by_oracle = targets.iter().any(|t| oracle_tables.contains(t));
-            let hooked = hooked_statements.get(i).copied().unwrap_or(false);
+            let covered_by_oracle = targets().any(|t| oracle_tables.contains(&t));
+            let hooked = hooked_statements.get(i);
             match s.operation {
                 Operation::Truncate => {
                     let text = || format!("{what}: table truncated");
                     ev!(writes, Likely, text);
                     ev!(destructive, Likely, text);
                     ev!(net_changes, Likely, text);
-                    extend(&mut f.written_tables, &targets);
+                    extend(&mut f.written_tables, targets());
                 }
                 Operation::Ddl => {
                     let text = || format!("{what}: schema change");
@@ -322,7 +371,7 @@ impl Facts {
                     if s.drops {
                         ev!(destructive, Likely, || format!("{what}: DROP"));
                     }
-                    extend(&mut f.written_tables, &targets);
+                    extend(&mut f.written_tables, targets());
                 }
                 Operation::Unknown if !s.observed => {
                     ev!(writes, Likely, || {
@@ -347,9 +396,9 @@ impl Facts {
                     Some(n) => {
                         let text = || format!("{what}: {} affected", rows(n as usize));
                         ev!(writes, Confirmed, text);
-                        extend(&mut f.written_tables, &targets);
+                        extend(&mut f.written_tables, targets());
                         let ignored = policy.all_columns_ignored(
-                            targets.first().map(|t| &**t).unwrap_or(""),
+                            &targets().next().unwrap_or_default(),
                             &s.set_columns,
                         );
                         match op {
@@ -385,7 +434,7 @@ impl Facts {
                     None => {
                         let text = || format!("{what}: a write (rows not reported)");
                         ev!(writes, Likely, text);
-                        extend(&mut f.written_tables, &targets);
+                        extend(&mut f.written_tables, targets());
                         match op {
                             Operation::Delete => ev!(destructive, Likely, text,),
                             Operation::Update if !s.set_columns.is_empty() => {
@@ -422,5 +471,36 @@ impl Facts {
             ev!(net_changes, Likely, text);
         }
         f
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::effect::StatementEffect;
+
+    /// Statements past the 64 of the bit mask are marked as hooked too.
+    #[test]
+    fn hooked_statements_past_sixty_four() {
+        for hooked in [3, 63, 64, 66] {
+            let mut s = StatementEffect::new(Operation::Update, vec!["t".into()]);
+            s.observed = true;
+            let effect = Effect {
+                statements: vec![s; 70],
+                row_changes: vec![RowChange {
+                    table: "t".into(),
+                    operation: RowOperation::Update,
+                    statement: Some(hooked),
+                    committed: true,
+                    image: RowImage::Unknown,
+                    nested: None,
+                }],
+                ..Default::default()
+            };
+            let f = Facts::from_effect(&effect, &Policy::default());
+            // Every other statement changed nothing; the hooked one updated its row.
+            assert_eq!(f.attempts.len(), 69, "hooked {hooked}");
+            assert_eq!(f.writes.len(), 1, "hooked {hooked}");
+        }
     }
 }
