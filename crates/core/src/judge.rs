@@ -175,8 +175,8 @@ impl Judge {
         let repeat = state.history.record(
             call.tool,
             key,
-            facts.touched_tables.iter().map(String::as_str),
-            facts.written_tables.iter().map(String::as_str),
+            facts.touched_tables.iter().map(|t| &**t),
+            facts.written_tables.iter().map(|t| &**t),
         );
         let changed_on_repeat = repeat == Repeat::Clean && !facts.net_changes.is_empty();
         if repeat == Repeat::Clean

@@ -16,9 +16,10 @@ use crate::finding::Confidence;
 use crate::policy::{Policy, normalized_table};
 use evidence::{push, rows};
 
-/// What a call did to the watched environment.
+/// What a call did to the watched environment. Table names and hosts borrow from the
+/// [`Effect`] where they can (`Cow`: look them up with `&str`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Facts {
+pub struct Facts<'e> {
     /// Committed changes to watched tables, DDL, mutating outbound requests, reported effects.
     pub writes: Vec<Evidence>,
     /// Writes that ran but changed nothing, were rolled back, or failed.
@@ -28,11 +29,11 @@ pub struct Facts {
     /// Changes that a repeat with the same arguments would make again.
     pub net_changes: Vec<Evidence>,
     /// Watched tables written (normalized names).
-    pub written_tables: BTreeSet<String>,
+    pub written_tables: BTreeSet<Cow<'e, str>>,
     /// Watched tables read or written (normalized names).
-    pub touched_tables: BTreeSet<String>,
+    pub touched_tables: BTreeSet<Cow<'e, str>>,
     /// Hosts reached.
-    pub hosts: BTreeSet<String>,
+    pub hosts: BTreeSet<Cow<'e, str>>,
     /// Whether any write statement ran at all (even one that changed nothing).
     pub any_write_statement: bool,
 }
@@ -117,27 +118,27 @@ impl Marks {
     }
 }
 
-/// Inserts `table` into `set`, allocating only when it is new.
-fn insert(set: &mut BTreeSet<String>, table: &str) {
-    if !set.contains(table) {
-        set.insert(table.to_owned());
+/// Inserts `table` into `set` when it is new.
+fn insert<'e>(set: &mut BTreeSet<Cow<'e, str>>, table: &Cow<'e, str>) {
+    if !set.contains(&**table) {
+        set.insert(table.clone());
     }
 }
 
-fn extend<'a>(set: &mut BTreeSet<String>, tables: impl Iterator<Item = Cow<'a, str>>) {
+fn extend<'e>(set: &mut BTreeSet<Cow<'e, str>>, tables: impl Iterator<Item = Cow<'e, str>>) {
     for t in tables {
         insert(set, &t);
     }
 }
 
-impl Facts {
+impl<'e> Facts<'e> {
     /// Reads `effect` through `policy`.
-    pub fn from_effect(effect: &Effect, policy: &Policy) -> Facts {
+    pub fn from_effect(effect: &'e Effect, policy: &Policy) -> Facts<'e> {
         Facts::build(effect, policy, Wanted::ALL)
     }
 
     /// [`Facts::from_effect`], writing only the `want`ed evidence texts.
-    pub(crate) fn build(effect: &Effect, policy: &Policy, want: Wanted) -> Facts {
+    pub(crate) fn build(effect: &'e Effect, policy: &Policy, want: Wanted) -> Facts<'e> {
         let mut f = Facts::default();
         // `ev!(writes, Confirmed, || text)`: evidence of that kind, its text written if wanted.
         macro_rules! ev {
@@ -449,7 +450,7 @@ impl Facts {
         }
 
         for o in &effect.outbound {
-            f.hosts.insert(o.host.clone());
+            f.hosts.insert(Cow::Borrowed(&o.host));
             if o.is_mutating() {
                 ev!(writes, Confirmed, || {
                     format!("outbound {} to {}", o.method, o.host)
