@@ -118,16 +118,16 @@ impl Marks {
     }
 }
 
-/// Inserts `table` into `set` when it is new.
-fn insert<'e>(set: &mut BTreeSet<Cow<'e, str>>, table: &Cow<'e, str>) {
-    if !set.contains(&**table) {
-        set.insert(table.clone());
+/// Inserts `table` into `set` when it is new (a borrowed name stays borrowed).
+fn insert<'e>(set: &mut BTreeSet<Cow<'e, str>>, table: Cow<'e, str>) {
+    if !set.contains(&*table) {
+        set.insert(table);
     }
 }
 
 fn extend<'e>(set: &mut BTreeSet<Cow<'e, str>>, tables: impl Iterator<Item = Cow<'e, str>>) {
     for t in tables {
-        insert(set, &t);
+        insert(set, t);
     }
 }
 
@@ -152,7 +152,7 @@ impl<'e> Facts<'e> {
         let mut hooked_statements = Marks::default();
         for group in row_groups(effect, policy, &mut hooked_statements) {
             let (table, op, committed, n) = (&group.table, group.op, group.committed, group.rows);
-            insert(&mut f.touched_tables, table);
+            insert(&mut f.touched_tables, table.clone());
             if !committed {
                 ev!(attempts, Confirmed, || format!(
                     "{} {}: {} rolled back",
@@ -171,14 +171,14 @@ impl<'e> Facts<'e> {
                         "{} inserted into {table}",
                         rows(n)
                     ));
-                    insert(&mut f.written_tables, table);
+                    insert(&mut f.written_tables, table.clone());
                 }
                 RowOperation::Delete => {
                     let text = || format!("{} deleted from {table}", rows(n));
                     ev!(writes, Confirmed, text);
                     ev!(destructive, Confirmed, text);
                     ev!(net_changes, Confirmed, text);
-                    insert(&mut f.written_tables, table);
+                    insert(&mut f.written_tables, table.clone());
                 }
                 RowOperation::Update => {
                     let mut changed = 0usize;
@@ -227,7 +227,7 @@ impl<'e> Facts<'e> {
                         let text = || format!("{} updated in {table}", rows(changed));
                         ev!(writes, Confirmed, text);
                         ev!(destructive, Confirmed, text);
-                        insert(&mut f.written_tables, table);
+                        insert(&mut f.written_tables, table.clone());
                         if let Some(why) = non_convergent {
                             // Row images prove the change; a SET from itself only suggests it.
                             let images = effect
@@ -263,7 +263,7 @@ impl<'e> Facts<'e> {
                 if !watched(&table) {
                     continue;
                 }
-                insert(&mut f.touched_tables, &table);
+                insert(&mut f.touched_tables, table.clone());
                 oracle_tables.insert(table.clone());
                 if !t.committed {
                     ev!(attempts, Confirmed, || {
@@ -299,7 +299,7 @@ impl<'e> Facts<'e> {
                     )
                 };
                 ev!(writes, Confirmed, text);
-                insert(&mut f.written_tables, &table);
+                insert(&mut f.written_tables, table.clone());
                 if updated + w.deleted > 0 {
                     ev!(destructive, Confirmed, text);
                 }
@@ -339,7 +339,7 @@ impl<'e> Facts<'e> {
                 .map(|t| normalized_table(t))
                 .filter(|t| watched(t))
             {
-                insert(&mut f.touched_tables, &t);
+                insert(&mut f.touched_tables, t.clone());
             }
             extend(&mut f.touched_tables, targets());
             let write_op = s.operation.is_write() || s.operation == Operation::Unknown;
