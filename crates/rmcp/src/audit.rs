@@ -113,7 +113,7 @@ impl<H: ServerHandler> HintAudit<H> {
         };
 
         // A call without a span (not sampled, tracing off) gets no statement spans either.
-        let scope = CallScope::new(tool.clone()).with_spans(!span.is_none());
+        let scope = CallScope::new(tool.clone()).with_spans(!span.is_disabled());
         let effects = scope.effects_handle();
         let started = Instant::now();
         // Boxed: a tool's future can be kilobytes, and ours would otherwise carry it by value

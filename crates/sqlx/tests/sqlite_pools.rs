@@ -269,7 +269,13 @@ async fn hold_write_lock(pool: &AuditedPool<Sqlite>) -> tokio::task::JoinHandle<
 /// before it, inside the transaction, made it fail at once with SQLITE_BUSY instead.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_transactions_first_write_waits_for_another_writer() {
-    for (opened, raw_begin) in [(true, false), (true, true), (false, false), (false, true)] {
+    // `None`: sqlx's own `begin()`; else the SQL that opens the transaction, as one statement
+    // or inside a text of several.
+    let begins = [None, Some("BEGIN"), Some("BEGIN; SELECT 1")];
+    for (opened, raw_begin) in [true, false]
+        .into_iter()
+        .flat_map(|o| begins.map(|b| (o, b)))
+    {
         let (_dir, pool) = pool(opened, 4).await;
         let holder = hold_write_lock(&pool).await;
         let scope = CallScope::new("book");
@@ -277,11 +283,12 @@ async fn a_transactions_first_write_waits_for_another_writer() {
         scope
             .run(async {
                 let mut conn = pool.acquire().await.expect("acquire");
-                let mut tx = if raw_begin {
-                    conn.execute("BEGIN").await.expect("BEGIN");
-                    None
-                } else {
-                    Some(pool.begin().await.expect("begin"))
+                let mut tx = match raw_begin {
+                    Some(sql) => {
+                        conn.execute(sql).await.expect("BEGIN");
+                        None
+                    }
+                    None => Some(pool.begin().await.expect("begin")),
                 };
                 for sql in [
                     "INSERT INTO appointments (patient) VALUES ('b')",
@@ -291,7 +298,7 @@ async fn a_transactions_first_write_waits_for_another_writer() {
                         Some(tx) => tx.execute(sql).await,
                         None => conn.execute(sql).await,
                     }
-                    .unwrap_or_else(|e| panic!("{sql} (opened {opened}, raw {raw_begin}): {e}"));
+                    .unwrap_or_else(|e| panic!("{sql} (opened {opened}, {raw_begin:?}): {e}"));
                 }
                 match tx {
                     Some(tx) => tx.commit().await.expect("commit"),
@@ -301,7 +308,7 @@ async fn a_transactions_first_write_waits_for_another_writer() {
             .await;
         holder.await.expect("holder");
         let e = effects.snapshot();
-        let case = format!("opened {opened}, raw BEGIN {raw_begin}");
+        let case = format!("opened {opened}, BEGIN {raw_begin:?}");
         assert_eq!(rows(&e, "appointments", RowOperation::Insert), 1, "{case}");
         assert_eq!(rows(&e, "audit_log", RowOperation::Insert), 1, "{case}");
         assert_eq!(rows(&e, "notes", RowOperation::Insert), 0, "{case}");
@@ -318,5 +325,47 @@ async fn a_transactions_first_write_waits_for_another_writer() {
             RowImage::Unknown
         };
         assert_eq!(update, [&expected], "{case}");
+    }
+}
+
+/// After a transaction begun and committed as SQL on a held connection, its autocommit writes
+/// learn column names before they run again, so the commit hook can name changed columns.
+#[cfg(feature = "preupdate-hook")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_its_own_commit_a_held_connection_names_changed_columns() {
+    for opened in [true, false] {
+        let (_dir, pool) = pool(opened, 2).await;
+        pool.inner()
+            .execute("INSERT INTO notes (body) VALUES ('a')")
+            .await
+            .expect("seed");
+        let scope = CallScope::new("edit");
+        let effects = scope.effects_handle();
+        scope
+            .run(async {
+                let mut conn = pool.acquire().await.expect("acquire");
+                for sql in [
+                    "BEGIN",
+                    "INSERT INTO appointments (patient) VALUES ('b')",
+                    "COMMIT",
+                    // Autocommit, and the first statement to touch `notes`.
+                    "UPDATE notes SET body = 'b'",
+                ] {
+                    conn.execute(sql).await.expect(sql);
+                }
+            })
+            .await;
+        let e = effects.snapshot();
+        let images: Vec<&RowImage> = e
+            .row_changes
+            .iter()
+            .filter(|r| r.table == "notes")
+            .map(|r| &r.image)
+            .collect();
+        assert_eq!(
+            images,
+            [&RowImage::Changed(vec!["body".into()])],
+            "opened {opened}"
+        );
     }
 }

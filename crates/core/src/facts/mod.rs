@@ -73,7 +73,8 @@ fn row_groups<'e>(effect: &'e Effect, policy: &Policy, hooked: &mut Marks) -> Ve
         if policy.is_ignored_table(&table) {
             continue;
         }
-        if let Some(s) = rc.statement {
+        // An index past the statements (a hand-built effect) marks nothing.
+        if let Some(s) = rc.statement.filter(|&s| s < effect.statements.len()) {
             hooked.set(s);
         }
         match groups.iter_mut().find(|g| g.has(rc)) {
@@ -498,10 +499,16 @@ mod tests {
                 }],
                 ..Default::default()
             };
+            let mut effect = effect;
+            // A row change naming a statement that does not exist marks nothing.
+            let mut stray = effect.row_changes[0].clone();
+            stray.statement = Some(usize::MAX);
+            effect.row_changes.push(stray);
             let f = Facts::from_effect(&effect, &Policy::default());
             // Every other statement changed nothing; the hooked one updated its row.
             assert_eq!(f.attempts.len(), 69, "hooked {hooked}");
             assert_eq!(f.writes.len(), 1, "hooked {hooked}");
+            assert_eq!(f.writes[0].text, "2 rows updated in t", "hooked {hooked}");
         }
     }
 }

@@ -15,7 +15,7 @@ use sqlx::sqlite::{Sqlite, SqliteConnection, SqliteRow, SqliteTypeInfo};
 use sqlx::{Connection, Describe, Either, Error, Executor, SqlStr};
 
 use crate::backend::{Backend, Ctx, Step, sealed};
-use crate::classify::SqlDialect;
+use crate::classify::{Classification, SqlDialect, TxControl};
 use crate::execute::{Attribution, AuditedQuery};
 use crate::pool::{AfterConnect, Shared};
 use crate::stream::Yielder;
@@ -32,7 +32,8 @@ pub struct SqliteConnState {
     /// The lookup failed once (worker gone): do not retry on every statement.
     failed: bool,
     /// Transaction control ran through this connection as SQL (`BEGIN`, `SAVEPOINT`), which
-    /// sqlx's transaction depth does not count: it may be inside a transaction.
+    /// sqlx's transaction depth does not count: it may be inside a transaction. Cleared when a
+    /// `COMMIT` or `ROLLBACK` succeeds (see [`may_open_tx`]).
     raw_tx: bool,
 }
 
@@ -159,12 +160,29 @@ async fn learn_images(conn: &mut SqliteConnection, registry: &hooks::Registry, a
     }
 }
 
-/// The start of both ways of running a statement: binds it, and opens its [`Finish`]. Also
-/// returns the connection, and whether to learn row-image column names afterwards.
-async fn start<'e>(
-    ctx: Ctx<'e, Sqlite>,
-    query: &AuditedQuery<Sqlite>,
-) -> (&'e mut SqliteConnection, Finish, bool) {
+/// Whether a statement may leave its connection inside a transaction that sqlx does not count
+/// (transaction control run as SQL). Unparsed text, and several statements with transaction
+/// control, count as opening one: learning column names late costs at most some names,
+/// learning them early inside a transaction can cost an SQLITE_BUSY.
+fn may_open_tx(class: &Classification) -> bool {
+    match class.tx_control {
+        Some(TxControl::Begin | TxControl::Savepoint) => true,
+        Some(_) => false,
+        None => !class.parsed || class.no_transaction_block,
+    }
+}
+
+/// A statement under way: its connection and state, its [`Finish`], and whether row-image
+/// column names are owed once it has run.
+struct Started<'e> {
+    conn: &'e mut SqliteConnection,
+    state: &'e mut SqliteConnState,
+    fin: Finish,
+    learn_after: bool,
+}
+
+/// The start of both ways of running a statement: binds it, and opens its [`Finish`].
+async fn start<'e>(ctx: Ctx<'e, Sqlite>, query: &AuditedQuery<Sqlite>) -> Started<'e> {
     let Ctx {
         conn,
         state,
@@ -173,7 +191,7 @@ async fn start<'e>(
         pooled,
         ..
     } = ctx;
-    state.raw_tx |= att.class.tx_control.is_some();
+    state.raw_tx |= may_open_tx(&att.class);
     let (bound, learn_after) = bind(conn, state, &shared.backend, &att, query, pooled).await;
     let fin = Finish {
         att,
@@ -183,7 +201,28 @@ async fn start<'e>(
         ok: true,
         rows: 0,
     };
-    (conn, fin, learn_after)
+    Started {
+        conn,
+        state,
+        fin,
+        learn_after,
+    }
+}
+
+impl Started<'_> {
+    /// After the statement succeeded: learns the column names it owes, and notes a `COMMIT`
+    /// or `ROLLBACK` that ended a transaction begun as SQL.
+    async fn succeeded(&mut self) {
+        if self.learn_after {
+            learn_images(self.conn, &self.fin.shared.backend, &self.fin.att).await;
+        }
+        if matches!(
+            self.fin.att.class.tx_control,
+            Some(TxControl::Commit | TxControl::Rollback)
+        ) {
+            self.state.raw_tx = false;
+        }
+    }
 }
 
 /// Finishes a statement when dropped: normally, or when the caller dropped the stream (not a
@@ -266,29 +305,26 @@ impl Backend for Sqlite {
         query: AuditedQuery<Self>,
         y: &'e Yielder<Step<Self>>,
     ) -> Result<(), Error> {
-        let (conn, mut fin, learn_after) = start(ctx, &query).await;
-        let mut s = conn.fetch_many(query);
+        let mut run = start(ctx, &query).await;
+        let mut s = run.conn.fetch_many(query);
         loop {
             match s.try_next().await {
                 Ok(Some(v)) => {
                     if let Either::Left(r) = &v {
-                        fin.rows += r.rows_affected();
+                        run.fin.rows += r.rows_affected();
                     }
                     y.send(v).await;
                 }
                 Ok(None) => break,
                 Err(e) => {
                     drop(s);
-                    fin.ok = false;
-                    drop(fin);
+                    run.fin.ok = false;
                     return Err(e);
                 }
             }
         }
         drop(s);
-        if learn_after {
-            learn_images(conn, &fin.shared.backend, &fin.att).await;
-        }
+        run.succeeded().await;
         Ok(())
     }
 
@@ -296,40 +332,38 @@ impl Backend for Sqlite {
         ctx: Ctx<'e, Self>,
         query: AuditedQuery<Self>,
     ) -> Result<Option<SqliteRow>, Error> {
-        let (conn, mut fin, learn_after) = start(ctx, &query).await;
-        let dml = is_dml(fin.att.class.effect.operation);
+        let mut run = start(ctx, &query).await;
+        let dml = is_dml(run.fin.att.class.effect.operation);
         if !dml {
-            let r = conn.fetch_optional(query).await;
-            fin.ok = r.is_ok();
-            if learn_after && fin.ok {
-                learn_images(conn, &fin.shared.backend, &fin.att).await;
+            let r = run.conn.fetch_optional(query).await;
+            run.fin.ok = r.is_ok();
+            if run.fin.ok {
+                run.succeeded().await;
             }
             return r;
         }
         // Writes run to completion to learn sqlite3_changes(), which tells whether the
         // hooks were blind; the first row is the answer, as fetch_optional gives it.
         let mut first = None;
-        let mut s = conn.fetch_many(query);
+        let mut s = run.conn.fetch_many(query);
         loop {
             let v = match s.try_next().await {
                 Ok(Some(v)) => v,
                 Ok(None) => break,
                 Err(e) => {
                     drop(s);
-                    fin.ok = false;
+                    run.fin.ok = false;
                     return Err(e);
                 }
             };
             match v {
-                Either::Left(r) => fin.rows += r.rows_affected(),
+                Either::Left(r) => run.fin.rows += r.rows_affected(),
                 Either::Right(row) if first.is_none() => first = Some(row),
                 Either::Right(_) => {}
             }
         }
         drop(s);
-        if learn_after {
-            learn_images(conn, &fin.shared.backend, &fin.att).await;
-        }
+        run.succeeded().await;
         Ok(first)
     }
 
