@@ -63,19 +63,72 @@ impl ArgsHasher {
         self.hash(|out| write_object(arguments.unwrap_or(&Map::new()), out))
     }
 
-    fn hash(&self, write: impl FnOnce(&mut blake3::Hasher)) -> ArgsKey {
-        let mut hasher = blake3::Hasher::new_keyed(&self.key);
-        write(&mut hasher);
+    fn hash(&self, write: impl FnOnce(&mut Sink<'_>)) -> ArgsKey {
+        let mut sink = Sink {
+            key: &self.key,
+            buf: [0; SINK_BUFFER],
+            len: 0,
+            spilled: None,
+        };
+        write(&mut sink);
         let mut out = [0u8; 16];
-        out.copy_from_slice(&hasher.finalize().as_bytes()[..16]);
+        out.copy_from_slice(&sink.finish().as_bytes()[..16]);
         ArgsKey(out)
+    }
+}
+
+/// Bytes of canonical JSON hashed in one call; longer arguments stream into the hasher.
+const SINK_BUFFER: usize = 256;
+
+/// Where canonical JSON goes: a stack buffer hashed in one `keyed_hash` call (typical
+/// arguments are a few dozen bytes, and the incremental hasher costs more per small write),
+/// spilling into BLAKE3's incremental hasher once it is full. Either way the key is the
+/// keyed hash of the same bytes.
+struct Sink<'k> {
+    key: &'k [u8; 32],
+    buf: [u8; SINK_BUFFER],
+    len: usize,
+    spilled: Option<blake3::Hasher>,
+}
+
+impl Sink<'_> {
+    fn update(&mut self, bytes: &[u8]) {
+        if let Some(hasher) = &mut self.spilled {
+            hasher.update(bytes);
+        } else if let Some(free) = self.buf.get_mut(self.len..self.len + bytes.len()) {
+            free.copy_from_slice(bytes);
+            self.len += bytes.len();
+        } else {
+            let mut hasher = blake3::Hasher::new_keyed(self.key);
+            hasher.update(&self.buf[..self.len]);
+            hasher.update(bytes);
+            self.spilled = Some(hasher);
+        }
+    }
+
+    fn finish(self) -> blake3::Hash {
+        match self.spilled {
+            Some(hasher) => hasher.finalize(),
+            None => blake3::keyed_hash(self.key, &self.buf[..self.len]),
+        }
+    }
+}
+
+impl std::io::Write for Sink<'_> {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.update(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
     }
 }
 
 /// Writes `value` as canonical JSON: object keys sorted by their UTF-8 bytes, no whitespace,
 /// strings and numbers as serde_json writes them. Written by hand (rather than with a JCS
 /// crate) to stream into the hasher without building a string.
-fn write_canonical(value: &Value, out: &mut blake3::Hasher) {
+fn write_canonical(value: &Value, out: &mut Sink<'_>) {
     match value {
         Value::Object(map) => write_object(map, out),
         Value::Array(items) => {
@@ -97,7 +150,7 @@ fn write_canonical(value: &Value, out: &mut blake3::Hasher) {
 }
 
 /// Writes an object as canonical JSON (see [`write_canonical`]).
-fn write_object(map: &Map<String, Value>, out: &mut blake3::Hasher) {
+fn write_object(map: &Map<String, Value>, out: &mut Sink<'_>) {
     out.update(b"{");
     // serde_json's map is sorted already unless its `preserve_order` feature is on.
     if map.keys().is_sorted() {
@@ -110,10 +163,7 @@ fn write_object(map: &Map<String, Value>, out: &mut blake3::Hasher) {
     out.update(b"}");
 }
 
-fn write_members<'a>(
-    members: impl Iterator<Item = (&'a String, &'a Value)>,
-    out: &mut blake3::Hasher,
-) {
+fn write_members<'a>(members: impl Iterator<Item = (&'a String, &'a Value)>, out: &mut Sink<'_>) {
     for (i, (k, v)) in members.enumerate() {
         if i > 0 {
             out.update(b",");
@@ -209,6 +259,29 @@ impl History {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// The key is the keyed BLAKE3 hash of the canonical text, whether the text fits the
+    /// one-shot buffer or spills into the incremental hasher.
+    #[test]
+    fn key_is_the_keyed_hash_of_the_canonical_text() {
+        let key = [9u8; 32];
+        let h = ArgsHasher::with_key(key);
+        let long = "x".repeat(3 * SINK_BUFFER);
+        for (value, canonical) in [
+            (json!({"b": 1, "a": "x"}), r#"{"a":"x","b":1}"#.to_owned()),
+            (
+                json!({"z": [long.clone(), {"k": null}], "a": 2.5}),
+                format!(r#"{{"a":2.5,"z":["{long}",{{"k":null}}]}}"#),
+            ),
+        ] {
+            let expected = blake3::keyed_hash(&key, canonical.as_bytes());
+            assert_eq!(
+                h.key(Some(&value)).0,
+                expected.as_bytes()[..16],
+                "{canonical:.40}"
+            );
+        }
+    }
 
     #[test]
     fn key_ignores_order_and_whitespace() {
