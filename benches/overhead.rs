@@ -7,7 +7,8 @@
 //! Prometheus recorder alone (tracing disabled), and the recorder with the OpenTelemetry spans
 //! (server span, statement spans, finding events) exported over OTLP to a receiver on
 //! loopback (see `start_telemetry`), for every trace and for a sample
-//! (HINTAUDIT_BENCH_SAMPLE, default 0.1).
+//! (HINTAUDIT_BENCH_SAMPLE, default 0.1; head-sampled by the pipeline's span maker, so that
+//! unsampled calls build no spans).
 //!
 //! The machine is noisy, so rounds rotate the order of the variants and each variant's ratio
 //! to bare is the median of its per-round ratios to that round's bare run, in wall time and in
