@@ -94,11 +94,13 @@ pub trait Backend: Database + sealed::Sealed {
     ) -> BoxFuture<'e, ()>;
 
     /// Called right before `COMMIT` (`committed`) or `ROLLBACK` of an
-    /// [`crate::AuditedTransaction`].
+    /// [`crate::AuditedTransaction`], with the transaction's audit state.
     #[doc(hidden)]
     fn before_end<'e>(
         conn: &'e mut Self::Connection,
         tx: &'e mut Self::TxState,
+        state: &'e mut Self::ConnState,
+        shared: &'e Shared<Self>,
         committed: bool,
     ) -> BoxFuture<'e, ()>;
 

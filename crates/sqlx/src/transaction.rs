@@ -50,12 +50,12 @@ impl<DB: Backend> AuditedTransaction<DB> {
     /// As [`Transaction::commit`].
     pub async fn commit(self) -> Result<(), Error> {
         let AuditedTransaction {
-            state,
+            mut state,
             mut txs,
             mut tx,
             shared,
         } = self;
-        DB::before_end(&mut tx, &mut txs, true).await;
+        DB::before_end(&mut tx, &mut txs, &mut state, &shared, true).await;
         let r = tx.commit().await;
         DB::after_end(&mut txs, true, r.is_ok());
         drop((state, shared));
@@ -69,12 +69,12 @@ impl<DB: Backend> AuditedTransaction<DB> {
     /// As [`Transaction::rollback`].
     pub async fn rollback(self) -> Result<(), Error> {
         let AuditedTransaction {
-            state,
+            mut state,
             mut txs,
             mut tx,
             shared,
         } = self;
-        DB::before_end(&mut tx, &mut txs, false).await;
+        DB::before_end(&mut tx, &mut txs, &mut state, &shared, false).await;
         let r = tx.rollback().await;
         DB::after_end(&mut txs, false, r.is_ok());
         drop((state, shared));

@@ -328,44 +328,76 @@ async fn a_transactions_first_write_waits_for_another_writer() {
     }
 }
 
+/// Runs `edit` on a pool (opened or wrapped) whose `notes` table holds `rows` rows, in a call
+/// scope; returns the committed row images of `notes` (built with the `preupdate-hook`
+/// feature).
+#[cfg(feature = "preupdate-hook")]
+async fn notes_images<F>(opened: bool, rows: usize, edit: F) -> Vec<RowImage>
+where
+    F: AsyncFnOnce(&AuditedPool<Sqlite>),
+{
+    let (_dir, pool) = pool(opened, 2).await;
+    for _ in 0..rows {
+        pool.inner()
+            .execute("INSERT INTO notes (body) VALUES ('a')")
+            .await
+            .expect("seed");
+    }
+    let scope = CallScope::new("edit");
+    let effects = scope.effects_handle();
+    scope.run(edit(&pool)).await;
+    effects
+        .snapshot()
+        .row_changes
+        .into_iter()
+        .filter(|r| r.table == "notes" && r.committed)
+        .map(|r| r.image)
+        .collect()
+}
+
 /// After a transaction begun and committed as SQL on a held connection, its autocommit writes
 /// learn column names before they run again, so the commit hook can name changed columns.
 #[cfg(feature = "preupdate-hook")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn after_its_own_commit_a_held_connection_names_changed_columns() {
     for opened in [true, false] {
-        let (_dir, pool) = pool(opened, 2).await;
-        pool.inner()
-            .execute("INSERT INTO notes (body) VALUES ('a')")
-            .await
-            .expect("seed");
-        let scope = CallScope::new("edit");
-        let effects = scope.effects_handle();
-        scope
-            .run(async {
-                let mut conn = pool.acquire().await.expect("acquire");
-                for sql in [
-                    "BEGIN",
-                    "INSERT INTO appointments (patient) VALUES ('b')",
-                    "COMMIT",
-                    // Autocommit, and the first statement to touch `notes`.
-                    "UPDATE notes SET body = 'b'",
-                ] {
-                    conn.execute(sql).await.expect(sql);
-                }
-            })
-            .await;
-        let e = effects.snapshot();
-        let images: Vec<&RowImage> = e
-            .row_changes
-            .iter()
-            .filter(|r| r.table == "notes")
-            .map(|r| &r.image)
-            .collect();
-        assert_eq!(
-            images,
-            [&RowImage::Changed(vec!["body".into()])],
-            "opened {opened}"
-        );
+        let images = notes_images(opened, 1, async |pool| {
+            let mut conn = pool.acquire().await.expect("acquire");
+            for sql in [
+                "BEGIN",
+                "INSERT INTO appointments (patient) VALUES ('b')",
+                "COMMIT",
+                // Autocommit, and the first statement to touch `notes`.
+                "UPDATE notes SET body = 'b'",
+            ] {
+                conn.execute(sql).await.expect(sql);
+            }
+        })
+        .await;
+        let named = RowImage::Changed(vec!["body".into()]);
+        assert_eq!(images, [named], "opened {opened}");
+    }
+}
+
+/// A write whose stream is dropped before it ends, inside a transaction, still has its changed
+/// columns named at the commit: the names it owed are learned before the commit.
+#[cfg(feature = "preupdate-hook")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_stream_dropped_in_a_transaction_still_names_changed_columns() {
+    use futures_util::TryStreamExt;
+    for opened in [true, false] {
+        let images = notes_images(opened, 2, async |pool| {
+            let mut tx = pool.begin().await.expect("begin");
+            {
+                // SQLite makes every change of a RETURNING statement on its first step.
+                let mut rows =
+                    sqlx::query("UPDATE notes SET body = body || '!' RETURNING id").fetch(&mut tx);
+                rows.try_next().await.expect("first row").expect("a row");
+            }
+            tx.commit().await.expect("commit");
+        })
+        .await;
+        let named = RowImage::Changed(vec!["body".into()]);
+        assert_eq!(images, [named.clone(), named], "opened {opened}");
     }
 }

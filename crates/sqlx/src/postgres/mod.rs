@@ -424,6 +424,8 @@ impl Backend for Postgres {
     fn before_end<'e>(
         conn: &'e mut PgConnection,
         tx: &'e mut PgTxState,
+        _state: &'e mut PgConnState,
+        _shared: &'e Shared<Self>,
         committed: bool,
     ) -> BoxFuture<'e, ()> {
         async move {

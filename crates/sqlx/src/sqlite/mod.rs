@@ -35,6 +35,10 @@ pub struct SqliteConnState {
     /// sqlx's transaction depth does not count: it may be inside a transaction. Cleared when a
     /// `COMMIT` or `ROLLBACK` succeeds (see [`may_open_tx`]).
     raw_tx: bool,
+    /// A write inside a transaction whose stream was dropped before it ended, so the column
+    /// names its rows need at the commit were not learned: learned before the next statement
+    /// or the commit (the transaction holds the write lock by then).
+    owed: Option<Arc<Classification>>,
 }
 
 impl Drop for SqliteConnState {
@@ -99,7 +103,7 @@ async fn bind(
     if pooled && registry.at_connect() {
         let guard = registry.writer.lock(att.sink.clone()).await;
         if att.sink.is_some() {
-            learn_images(conn, registry, att).await;
+            learn_images(conn, registry, &att.class).await;
         }
         return (Bound::Writer(guard), false);
     }
@@ -132,7 +136,7 @@ async fn bind(
     // needs them.
     let after = !pooled && (state.raw_tx || conn.is_in_transaction());
     if !after {
-        learn_images(conn, registry, att).await;
+        learn_images(conn, registry, &att.class).await;
     }
     slot.bind(Binding::Held(Some(sink.clone())));
     (Bound::Slot(slot), after)
@@ -146,10 +150,14 @@ async fn bind(
 /// transaction, where `bind` defers it until after the write so that it never opens a read
 /// transaction ahead of the transaction's first write.
 #[cfg_attr(not(feature = "preupdate-hook"), allow(unused_variables))]
-async fn learn_images(conn: &mut SqliteConnection, registry: &hooks::Registry, att: &Attribution) {
+async fn learn_images(
+    conn: &mut SqliteConnection,
+    registry: &hooks::Registry,
+    class: &Classification,
+) {
     #[cfg(feature = "preupdate-hook")]
     {
-        let effect = &att.class.effect;
+        let effect = &class.effect;
         if is_dml(effect.operation) {
             images::learn_columns(conn, &registry.columns, &effect.tables).await;
         } else if effect.operation == Operation::Ddl {
@@ -192,6 +200,9 @@ async fn start<'e>(ctx: Ctx<'e, Sqlite>, query: &AuditedQuery<Sqlite>) -> Starte
         ..
     } = ctx;
     state.raw_tx |= may_open_tx(&att.class);
+    if let Some(owed) = state.owed.take() {
+        learn_images(conn, &shared.backend, &owed).await;
+    }
     let (bound, learn_after) = bind(conn, state, &shared.backend, &att, query, pooled).await;
     let fin = Finish {
         att,
@@ -214,13 +225,28 @@ impl Started<'_> {
     /// or `ROLLBACK` that ended a transaction begun as SQL.
     async fn succeeded(&mut self) {
         if self.learn_after {
-            learn_images(self.conn, &self.fin.shared.backend, &self.fin.att).await;
+            learn_images(self.conn, &self.fin.shared.backend, &self.fin.att.class).await;
+            self.learn_after = false;
         }
         if matches!(
             self.fin.att.class.tx_control,
             Some(TxControl::Commit | TxControl::Rollback)
         ) {
             self.state.raw_tx = false;
+        }
+    }
+}
+
+impl Drop for Started<'_> {
+    /// A statement that owed column names and did not get to learn them (its stream was
+    /// dropped) leaves them owed to the next statement or the commit, when it wrote rows:
+    /// only then are there rows to name, and only then does the transaction hold the write
+    /// lock that makes learning them safe.
+    fn drop(&mut self) {
+        if let (true, Bound::Slot(slot)) = (self.learn_after, &self.fin.bound)
+            && slot.seen() > 0
+        {
+            self.state.owed = Some(self.fin.att.class.clone());
         }
     }
 }
@@ -391,11 +417,18 @@ impl Backend for Sqlite {
     }
 
     fn before_end<'e>(
-        _conn: &'e mut SqliteConnection,
+        conn: &'e mut SqliteConnection,
         _tx: &'e mut (),
+        state: &'e mut SqliteConnState,
+        shared: &'e Shared<Self>,
         _committed: bool,
     ) -> BoxFuture<'e, ()> {
-        std::future::ready(()).boxed()
+        async move {
+            if let Some(owed) = state.owed.take() {
+                learn_images(conn, &shared.backend, &owed).await;
+            }
+        }
+        .boxed()
     }
 
     fn after_end(_tx: &mut (), _committed: bool, _ok: bool) {}
