@@ -88,22 +88,28 @@ impl<M: MakeSpan> OtelMakeSpan<M> {
 
 impl<M: MakeSpan> MakeSpan for OtelMakeSpan<M> {
     fn make_span(&self, call: &CallInfo<'_>) -> Span {
-        let remote = remote_parent(call.meta());
-        if let Some(ratio) = self.sample_ratio {
-            let sampled = match &remote {
-                Some(cx) => cx.span().span_context().is_sampled(),
-                None if self.ambient_parent => true,
-                None => head_sample(ratio),
-            };
-            if !sampled {
-                return Span::none();
+        // Head sampling reads `_meta` before the span exists; otherwise it is read only for a
+        // span that is on (tracing off costs no `traceparent` parsing).
+        let remote = match self.sample_ratio {
+            Some(ratio) => {
+                let remote = remote_parent(call.meta());
+                let sampled = match &remote {
+                    Some(cx) => cx.span().span_context().is_sampled(),
+                    None if self.ambient_parent => true,
+                    None => head_sample(ratio),
+                };
+                if !sampled {
+                    return Span::none();
+                }
+                Some(remote)
             }
-        }
+            None => None,
+        };
         let span = self.inner.make_span(call);
         if span.is_disabled() {
             return span;
         }
-        let parent = match remote {
+        let parent = match remote.unwrap_or_else(|| remote_parent(call.meta())) {
             Some(cx) => cx,
             None if self.ambient_parent => return span,
             // An empty context: the span is a root, sampled here already when head sampling.
