@@ -4,6 +4,7 @@ mod collector;
 mod error;
 mod export;
 mod http;
+mod init;
 mod labels;
 mod make_span;
 mod metric_name;
@@ -21,11 +22,12 @@ pub use export::ExportStats;
 pub use http::{
     METRICS_PATH, MetricsServer, encode_text, metrics_excerpt, metrics_router, serve_metrics,
 };
+pub use init::{TracingGuard, init_tracing};
 pub use make_span::OtelMakeSpan;
 pub use metric_name::{MetricKind, MetricName, OTHER_TABLE, UNKNOWN_TOOL};
 pub use otel::{
     DEFAULT_MAX_EXPORT_BATCH_SIZE, DEFAULT_MAX_QUEUE_SIZE, DEFAULT_SCHEDULED_DELAY, OtelPipeline,
-    OtlpProtocol, TracingConfig, TracingGuard, init_tracing,
+    OtlpProtocol, TracingConfig,
 };
 pub use propagation::{TRACEPARENT, TRACESTATE, inject_meta, remote_parent};
 pub use recorder::{

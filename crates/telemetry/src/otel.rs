@@ -7,16 +7,10 @@ use opentelemetry::KeyValue;
 use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_otlp::WithExportConfig;
 use opentelemetry_sdk::Resource;
-use opentelemetry_sdk::propagation::TraceContextPropagator;
 use opentelemetry_sdk::trace::{SdkTracer, SdkTracerProvider};
 use tracing::Subscriber;
 use tracing_opentelemetry::OpenTelemetryLayer;
-use tracing_subscriber::EnvFilter;
-use tracing_subscriber::Layer as _;
-use tracing_subscriber::filter::LevelFilter;
-use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::registry::LookupSpan;
-use tracing_subscriber::util::SubscriberInitExt;
 
 use crate::error::TracingError;
 use crate::export::{BoundedProcessor, ExportHandle, ExportStats, QueueLimits};
@@ -93,7 +87,7 @@ pub struct TracingConfig {
     max_export_batch_size: usize,
     scheduled_delay: Duration,
     export_timeout: Option<Duration>,
-    log_filter: String,
+    pub(crate) log_filter: String,
     sample_ratio: Option<f64>,
 }
 
@@ -105,7 +99,7 @@ pub const DEFAULT_MAX_EXPORT_BATCH_SIZE: usize = 512;
 pub const DEFAULT_SCHEDULED_DELAY: Duration = Duration::from_millis(1000);
 
 impl TracingConfig {
-    /// No export: [`init_tracing`] installs only the log output.
+    /// No export: [`init_tracing`](crate::init_tracing) installs only the log output.
     pub fn disabled() -> Self {
         TracingConfig {
             enabled: false,
@@ -209,7 +203,7 @@ impl TracingConfig {
         self
     }
 
-    /// Directives for the log lines [`init_tracing`] writes to stderr when `RUST_LOG` is
+    /// Directives for the log lines [`init_tracing`](crate::init_tracing) writes to stderr when `RUST_LOG` is
     /// unset (default `info`), e.g. `warn,sqlx=warn`. They filter the log output only: the
     /// trace export takes every span and event at INFO and above, whatever the log shows.
     pub fn with_log_filter(mut self, directives: impl Into<String>) -> Self {
@@ -280,7 +274,7 @@ fn http_traces_url(endpoint: &str) -> String {
 
 /// A built span pipeline: tracer provider, bounded queue and OTLP exporter. Make a
 /// tracing layer with [`OtelPipeline::layer`]; drop it (or call [`OtelPipeline::shutdown`])
-/// to flush. Use this when the application installs its own subscriber; [`init_tracing`]
+/// to flush. Use this when the application installs its own subscriber; [`init_tracing`](crate::init_tracing)
 /// does it all.
 #[derive(Debug)]
 pub struct OtelPipeline {
@@ -387,78 +381,10 @@ impl Drop for OtelPipeline {
     }
 }
 
-/// Keeps tracing export alive; dropping it flushes queued spans (up to 5 s) and stops the
-/// exporter. Hold it in `main`. Drop it outside a single-threaded async runtime: with gRPC,
-/// flushing needs the runtime's worker threads.
-#[derive(Debug)]
-#[must_use = "dropping the guard stops trace export"]
-pub struct TracingGuard {
-    pipeline: Option<OtelPipeline>,
-}
-
-impl TracingGuard {
-    /// Whether traces are being exported.
-    pub fn is_exporting(&self) -> bool {
-        self.pipeline.is_some()
-    }
-
-    /// Spans exported, dropped and in flight so far (all zero when not exporting).
-    pub fn export_stats(&self) -> ExportStats {
-        self.pipeline
-            .as_ref()
-            .map(OtelPipeline::export_stats)
-            .unwrap_or_default()
-    }
-
-    /// The pipeline, when exporting.
-    pub fn pipeline(&self) -> Option<&OtelPipeline> {
-        self.pipeline.as_ref()
-    }
-
-    /// The span maker that goes with the pipeline ([`OtelPipeline::make_span`]), or
-    /// [`OtelMakeSpan::new`] when not exporting.
-    pub fn make_span(&self) -> OtelMakeSpan {
-        self.pipeline
-            .as_ref()
-            .map_or_else(OtelMakeSpan::new, OtelPipeline::make_span)
-    }
-}
-
-/// Installs the global tracing subscriber: log lines on stderr (stdout belongs to stdio MCP
-/// transports) filtered by `RUST_LOG` (else [`TracingConfig::with_log_filter`], default
-/// `info`), and, when `config` has export on, the OpenTelemetry layer of a new
-/// [`OtelPipeline`], which takes spans and events at INFO and above on its own filter. Also
-/// installs the W3C trace context propagator and the pipeline's tracer provider as
-/// OpenTelemetry's globals. Call it inside a Tokio runtime when the protocol is gRPC.
-///
-/// # Errors
-/// [`TracingError`] when the pipeline cannot be built or a subscriber is already installed.
-pub fn init_tracing(config: TracingConfig) -> Result<TracingGuard, TracingError> {
-    let pipeline = OtelPipeline::new(&config)?;
-    let log_filter =
-        EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(&config.log_filter));
-    let fmt = tracing_subscriber::fmt::layer()
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_filter(log_filter);
-    let otel = pipeline
-        .as_ref()
-        .map(|p| p.layer().with_filter(LevelFilter::INFO));
-    tracing_subscriber::registry()
-        .with(fmt)
-        .with(otel)
-        .try_init()?;
-    opentelemetry::global::set_text_map_propagator(TraceContextPropagator::new());
-    if let Some(p) = &pipeline {
-        // For libraries instrumented with OpenTelemetry directly rather than through tracing.
-        opentelemetry::global::set_tracer_provider(p.tracer_provider().clone());
-    }
-    Ok(TracingGuard { pipeline })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tracing_subscriber::layer::SubscriberExt;
 
     #[test]
     fn protocols_and_urls() {
