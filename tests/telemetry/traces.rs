@@ -1,55 +1,17 @@
 //! Spans of the demo server exported over OTLP/gRPC to a real receiver on loopback.
 
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use hintaudit_cli::demo::connect;
 use hintaudit_telemetry::{OtelPipeline, OtlpProtocol, TracingConfig, attributes};
-use opentelemetry_proto::tonic::collector::trace::v1::trace_service_server::{
-    TraceService, TraceServiceServer,
-};
-use opentelemetry_proto::tonic::collector::trace::v1::{
-    ExportTraceServiceRequest, ExportTraceServiceResponse,
-};
-use opentelemetry_proto::tonic::common::v1::{KeyValue, any_value};
 use opentelemetry_proto::tonic::trace::v1::Span;
 use opentelemetry_proto::tonic::trace::v1::span::SpanKind;
 use rmcp::model::{CallToolRequestParams, RequestMetaObject};
 use tracing_subscriber::Layer;
 use tracing_subscriber::layer::SubscriberExt;
 
+use crate::otlp::{attr, flushed, hex, spans, start_receiver};
 use crate::support::demo;
-
-#[derive(Clone, Default)]
-struct Receiver {
-    got: Arc<Mutex<Vec<ExportTraceServiceRequest>>>,
-}
-
-#[tonic::async_trait]
-impl TraceService for Receiver {
-    async fn export(
-        &self,
-        request: tonic::Request<ExportTraceServiceRequest>,
-    ) -> Result<tonic::Response<ExportTraceServiceResponse>, tonic::Status> {
-        self.got.lock().unwrap().push(request.into_inner());
-        Ok(tonic::Response::new(ExportTraceServiceResponse {
-            partial_success: None,
-        }))
-    }
-}
-
-fn attr(attrs: &[KeyValue], key: &str) -> Option<String> {
-    let kv = attrs.iter().find(|kv| kv.key == key)?;
-    Some(match kv.value.as_ref()?.value.as_ref()? {
-        any_value::Value::StringValue(s) => s.clone(),
-        any_value::Value::IntValue(i) => i.to_string(),
-        other => format!("{other:?}"),
-    })
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
 
 const TRACE_GET: &str = "11111111111111111111111111111111";
 const TRACE_ADD: &str = "22222222222222222222222222222222";
@@ -73,16 +35,7 @@ fn with_parent(tool: &'static str, args: serde_json::Value, trace: &str) -> Call
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn demo_spans_reach_a_real_otlp_receiver() {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let receiver = Receiver::default();
-    let service = TraceServiceServer::new(receiver.clone());
-    tokio::spawn(async move {
-        tonic::transport::Server::builder()
-            .add_service(service)
-            .serve_with_incoming(tonic::transport::server::TcpIncoming::from(listener))
-            .await
-    });
+    let (receiver, addr) = start_receiver().await;
     let config = TracingConfig::disabled()
         .with_endpoint(format!("http://{addr}"))
         .with_protocol(OtlpProtocol::Grpc)
@@ -105,23 +58,13 @@ async fn demo_spans_reach_a_real_otlp_receiver() {
     client.cancel().await.ok();
     run.server.shutdown().await;
 
-    let pipeline = tokio::task::spawn_blocking(move || {
-        pipeline.force_flush();
-        pipeline
-    })
-    .await
-    .unwrap();
+    let pipeline = flushed(pipeline).await;
     // Other tests of this binary run concurrently and their spans share the pipeline (the
     // subscriber is process-global), so drops are possible here and not asserted.
     assert!(pipeline.export_stats().exported > 0);
 
     let requests = receiver.got.lock().unwrap().clone();
-    let spans: Vec<Span> = requests
-        .iter()
-        .flat_map(|r| &r.resource_spans)
-        .flat_map(|rs| &rs.scope_spans)
-        .flat_map(|ss| ss.spans.clone())
-        .collect();
+    let spans: Vec<Span> = spans(&receiver);
     let children = |parent: &Span| -> Vec<&Span> {
         spans
             .iter()
