@@ -109,6 +109,25 @@ pub trait Backend: Database + sealed::Sealed {
     fn after_end(tx: &mut Self::TxState, committed: bool, ok: bool);
 }
 
+impl<'e, DB: Backend> Ctx<'e, DB> {
+    /// One statement on a connection taken from the pool for it alone.
+    pub(crate) fn pooled(
+        conn: &'e mut DB::Connection,
+        state: &'e mut DB::ConnState,
+        shared: &Arc<Shared<DB>>,
+        att: Attribution,
+    ) -> Self {
+        Ctx {
+            conn,
+            state,
+            tx: None,
+            shared: shared.clone(),
+            att,
+            pooled: true,
+        }
+    }
+}
+
 /// A held connection's statement as the stream `Executor::fetch_many` returns, in the
 /// statement's span.
 pub(crate) fn statement_stream<'e, DB: Backend>(

@@ -294,14 +294,7 @@ impl<'p, DB: Backend> Executor<'p> for &'_ AuditedPool<DB> {
             async move {
                 let mut conn = acquire(&shared, &att).await?;
                 let mut state = DB::ConnState::default();
-                let ctx = Ctx {
-                    conn: &mut *conn,
-                    state: &mut state,
-                    tx: None,
-                    shared: shared.clone(),
-                    att,
-                    pooled: true,
-                };
+                let ctx = Ctx::pooled(&mut *conn, &mut state, &shared, att);
                 DB::run_into(ctx, query, &y).await
             }
             .instrument(span)
@@ -323,14 +316,7 @@ impl<'p, DB: Backend> Executor<'p> for &'_ AuditedPool<DB> {
         async move {
             let mut conn = acquire(&shared, &att).await?;
             let mut state = DB::ConnState::default();
-            let ctx = Ctx {
-                conn: &mut *conn,
-                state: &mut state,
-                tx: None,
-                shared: shared.clone(),
-                att,
-                pooled: true,
-            };
+            let ctx = Ctx::pooled(&mut *conn, &mut state, &shared, att);
             DB::run_optional(ctx, query).await
         }
         .instrument(span)
