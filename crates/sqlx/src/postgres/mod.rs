@@ -171,6 +171,33 @@ async fn collect(
     Ok((items, rows))
 }
 
+/// When `wrapped`, runs the statement in the oracle's transaction ([`run_wrapped`]) and
+/// finishes it: `Left` with its answer, or the error. Otherwise, or when the wrapping could
+/// not start, hands the statement back (`Right`) to run unwrapped.
+async fn wrap_or_pass(
+    wrapped: bool,
+    conn: &mut PgConnection,
+    state: &mut PgConnState,
+    att: &Attribution,
+    query: AuditedQuery<Postgres>,
+    one: bool,
+) -> Result<Either<Vec<Item>, AuditedQuery<Postgres>>, Error> {
+    if !wrapped {
+        return Ok(Either::Right(query));
+    }
+    match run_wrapped(conn, att, query, one).await {
+        Ok((items, rows, observed)) => {
+            finish(att, state, None, true, rows, observed);
+            Ok(Either::Left(items))
+        }
+        Err((e, None)) => {
+            finish(att, state, None, false, 0, false);
+            Err(e)
+        }
+        Err((_, Some(query))) => Ok(Either::Right(query)),
+    }
+}
+
 /// Runs an autocommit statement inside the oracle's transaction: `BEGIN`, snapshot,
 /// statement, snapshot (in a savepoint), `COMMIT`; `ROLLBACK` when the statement fails.
 /// Returns `None` when the wrapping could not start: the caller runs the statement unwrapped.
@@ -284,24 +311,15 @@ impl Backend for Postgres {
             tx,
             att,
         } = start(ctx).await;
-        let query = if wrapped {
-            // Buffered: the rows are yielded once COMMIT answered.
-            match run_wrapped(conn, &att, query, false).await {
-                Ok((items, rows, observed)) => {
-                    finish(&att, state, None, true, rows, observed);
-                    for v in items {
-                        y.send(v).await;
-                    }
-                    return Ok(());
+        let query = match wrap_or_pass(wrapped, conn, state, &att, query, false).await? {
+            Either::Left(items) => {
+                // Buffered: the rows are yielded once COMMIT answered.
+                for v in items {
+                    y.send(v).await;
                 }
-                Err((e, None)) => {
-                    finish(&att, state, None, false, 0, false);
-                    return Err(e);
-                }
-                Err((_, Some(q))) => q,
+                return Ok(());
             }
-        } else {
-            query
+            Either::Right(query) => query,
         };
         let mut rows = 0;
         let mut s = conn.fetch_many(query);
@@ -351,20 +369,9 @@ impl Backend for Postgres {
                 Either::Left(_) => None,
             })
         };
-        let query = if wrapped {
-            match run_wrapped(conn, &att, query, true).await {
-                Ok((items, rows, observed)) => {
-                    finish(&att, state, None, true, rows, observed);
-                    return Ok(first(items));
-                }
-                Err((e, None)) => {
-                    finish(&att, state, None, false, 0, false);
-                    return Err(e);
-                }
-                Err((_, Some(q))) => q,
-            }
-        } else {
-            query
+        let query = match wrap_or_pass(wrapped, conn, state, &att, query, true).await? {
+            Either::Left(items) => return Ok(first(items)),
+            Either::Right(query) => query,
         };
         let dml = is_dml(att.class.effect.operation);
         let mut done = Guard {
