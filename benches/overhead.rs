@@ -2,15 +2,16 @@
 //! a plain sqlx pool, and through the same server on hintaudit's audited pool wrapped by the
 //! layer, in one run, on a file-backed SQLite database.
 //!
-//! Variants: bare; audited (layer + audited pool, no telemetry); its two parts alone (the
-//! layer over the plain pool, the audited pool with no layer); and with telemetry on: the
-//! Prometheus recorder alone (tracing disabled), and the recorder with the OpenTelemetry spans
-//! (server span, statement spans, finding events) exported over OTLP to a receiver on
-//! loopback (see `start_telemetry`), for every trace and for a sample
+//! Variants: bare; a control (the bare server again, on a pool of its own: what separates two
+//! identical variants is noise); audited (layer + audited pool, no telemetry); its two parts
+//! alone (the layer over the plain pool, the audited pool with no layer); and with telemetry
+//! on: the Prometheus recorder alone (tracing disabled), and the recorder with the
+//! OpenTelemetry spans (server span, statement spans, finding events) exported over OTLP to a
+//! receiver on loopback (see `start_telemetry`), for every trace and for a sample
 //! (HINTAUDIT_BENCH_SAMPLE, default 0.1; head-sampled by the pipeline's span maker, so that
-//! unsampled calls build no spans).
+//! unsampled calls build no spans). Every variant has a pool of its own.
 //!
-//! The machine is noisy, so rounds rotate the order of the variants and each variant's ratio
+//! The machine is noisy, so rounds shuffle the order of the variants and each variant's ratio
 //! to bare is the median of its per-round ratios to that round's bare run, in wall time and in
 //! CPU time of the whole process. Also printed: the added time per statement, and single
 //! SELECT statements on both pools.
@@ -74,6 +75,9 @@ struct Bench {
 struct Id {
     id: i64,
 }
+
+/// The index of the audited variant (layer + audited pool) in `variants`.
+const AUDITED: usize = 2;
 
 /// Statements per tool call: `get` runs 2, `touch` runs 3.
 const STATEMENTS: [(&str, usize); 2] = [("get", 2), ("touch", 3)];
@@ -348,6 +352,16 @@ async fn round(v: &Variant, n: usize) -> (f64, f64) {
     (wall / n as f64, cpu / n as f64)
 }
 
+/// Fisher-Yates with xorshift64: a fixed, reproducible sequence of orders.
+fn shuffle(order: &mut [usize], seed: &mut u64) {
+    for i in (1..order.len()).rev() {
+        *seed ^= *seed << 13;
+        *seed ^= *seed >> 7;
+        *seed ^= *seed << 17;
+        order.swap(i, (*seed % (i as u64 + 1)) as usize);
+    }
+}
+
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
@@ -376,28 +390,35 @@ fn main() {
         let bare_pool = SqlitePoolOptions::new().max_connections(4).connect_with(options(&path)).await.unwrap();
         let audited_pool = AuditedPool::connect_with(SqlitePoolOptions::new().max_connections(4), options(&path)).await.unwrap();
         let judge = || Arc::new(Judge::new(Policy::default()));
-        let bare = Bench { pool: Pool::Bare(bare_pool.clone()) };
-        let audited = Bench { pool: Pool::Audited(audited_pool.clone()) };
+        // Every variant has a pool of its own, so that no pool's connections (page caches,
+        // WAL positions) favour one variant; the control measures what remains of that.
+        let bare = || async { Bench { pool: Pool::Bare(SqlitePoolOptions::new().max_connections(4).connect_with(options(&path)).await.unwrap()) } };
+        let audited = || async { Bench { pool: Pool::Audited(AuditedPool::connect_with(SqlitePoolOptions::new().max_connections(4), options(&path)).await.unwrap()) } };
         let (pipeline, sampled, receiver) = start_telemetry().await;
         let (pipeline, sampled) = (Arc::new(pipeline), Arc::new(sampled));
         let metrics = PrometheusRecorder::new();
-        // The sampled variant takes its span maker from its pipeline: head sampling.
+        let plain = || HintAuditLayer::new().with_judge(judge()).with_recorder(());
+        // The sampled variants take their span maker from their pipeline: head sampling.
         let telemetry = |make_span: OtelMakeSpan| {
             HintAuditLayer::new()
                 .with_judge(judge())
                 .with_recorder(metrics.clone())
                 .with_make_span(make_span)
-                .layer(audited.clone())
         };
         let variant = |label, client, mode, pipeline| Variant { label, client, mode, pipeline };
+        let audit = |label, layer: HintAuditLayer, server: Bench, mode, pipeline| {
+            let server = layer.layer(server);
+            async move { variant(label, client_for(server).await, mode, pipeline) }
+        };
         let variants = [
-            variant("bare server, plain sqlx pool", client_for(bare.clone()).await, 0, None),
-            variant("audited: layer + audited pool", client_for(HintAuditLayer::new().with_judge(judge()).with_recorder(()).layer(audited.clone())).await, 0, None),
-            variant("  part: the layer over the plain pool", client_for(HintAuditLayer::new().with_judge(judge()).with_recorder(()).layer(bare.clone())).await, 0, None),
-            variant("  part: the audited pool, no layer", client_for(audited.clone()).await, 0, None),
-            variant("audited + Prometheus recorder", client_for(telemetry(OtelMakeSpan::new())).await, 0, None),
-            variant("audited + recorder + spans, all traces", client_for(telemetry(pipeline.make_span())).await, 1, Some(pipeline.clone())),
-            variant("audited + recorder + spans, sampled", client_for(telemetry(sampled.make_span())).await, 2, Some(sampled.clone())),
+            variant("bare server, plain sqlx pool", client_for(bare().await).await, 0, None),
+            variant("control: bare server, 2nd plain pool", client_for(bare().await).await, 0, None),
+            audit("audited: layer + audited pool", plain(), audited().await, 0, None).await,
+            audit("  part: the layer over the plain pool", plain(), bare().await, 0, None).await,
+            variant("  part: the audited pool, no layer", client_for(audited().await).await, 0, None),
+            audit("audited + Prometheus recorder", telemetry(OtelMakeSpan::new()), audited().await, 0, None).await,
+            audit("audited + recorder + spans, all traces", telemetry(pipeline.make_span()), audited().await, 1, Some(pipeline.clone())).await,
+            audit("audited + recorder + spans, sampled", telemetry(sampled.make_span()), audited().await, 2, Some(sampled.clone())).await,
         ];
 
         // For profilers (valgrind --tool=callgrind, perf): one variant alone, warm-up then
@@ -413,14 +434,18 @@ fn main() {
         for v in &variants {
             round(v, 100).await;
         }
-        // Rounds rotate the order, so that each variant runs in every position equally and
-        // drift favours none; each round's ratio pairs a variant with that round's bare run.
+        // Each round runs the variants in a new random order, so that drift favours none and
+        // no variant always follows the same one (whose leftovers, an exporter's say, it would
+        // pay for; with a fixed rotation the control read 1.005 to 1.030); each round's ratio
+        // pairs a variant with that round's bare run.
+        let mut order: Vec<usize> = (0..variants.len()).collect();
+        let mut seed = 0x9E37_79B9_7F4A_7C15_u64;
         let mut wall: Vec<Vec<f64>> = vec![Vec::new(); variants.len()];
         let mut cpu: Vec<Vec<f64>> = vec![Vec::new(); variants.len()];
         let mut statements = (Vec::new(), Vec::new());
         for r in 0..rounds {
-            for k in 0..variants.len() {
-                let i = (r + k) % variants.len();
+            shuffle(&mut order, &mut seed);
+            for &i in &order {
                 let (w, c) = round(&variants[i], calls_per_round).await;
                 wall[i].push(w);
                 cpu[i].push(c);
@@ -450,7 +475,7 @@ fn main() {
             );
         }
         let statements_per_call = STATEMENTS.iter().map(|(_, n)| *n as f64).sum::<f64>() / STATEMENTS.len() as f64;
-        let added = (median(wall[1].clone()) - median(wall[0].clone())) / statements_per_call;
+        let added = (median(wall[AUDITED].clone()) - median(wall[0].clone())) / statements_per_call;
         println!("added time per statement (whole audited call): {:.2} us", added * 1e6);
         for p in [&pipeline, &sampled] {
             let stats = p.export_stats();
