@@ -9,7 +9,10 @@
 //! OpenTelemetry spans (server span, statement spans, finding events) exported over OTLP to a
 //! receiver on loopback (see `start_telemetry`), for every trace and for a sample
 //! (HINTAUDIT_BENCH_SAMPLE, default 0.1; head-sampled by the pipeline's span maker, so that
-//! unsampled calls build no spans). Every variant has a pool of its own.
+//! unsampled calls build no spans). The bare server, the audited one and the audited one with
+//! the Prometheus recorder are also served over streamable HTTP on loopback, as the demo serves
+//! them, and compared with the bare server on that transport. Every variant has a pool of its
+//! own.
 //!
 //! The machine is noisy, so rounds shuffle the order of the variants and each variant's ratio
 //! to bare is the median of its per-round ratios to that round's bare run, in wall time and in
@@ -30,6 +33,10 @@ use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::CallToolRequestParams;
 use rmcp::schemars::{self, JsonSchema};
 use rmcp::service::RunningService;
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_server::{
+    StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
+};
 use rmcp::{RoleClient, ServerHandler, ServiceExt, tool, tool_handler, tool_router};
 use serde::Deserialize;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions};
@@ -78,6 +85,9 @@ struct Id {
 
 /// The index of the audited variant (layer + audited pool) in `variants`.
 const AUDITED: usize = 2;
+
+/// The index of the bare server over streamable HTTP, the reference of the HTTP variants.
+const HTTP_BARE: usize = 8;
 
 /// Statements per tool call: `get` runs 2, `touch` runs 3.
 const STATEMENTS: [(&str, usize); 2] = [("get", 2), ("touch", 3)];
@@ -145,6 +155,27 @@ async fn setup(path: &std::path::Path) {
         }
     }
     pool.close().await;
+}
+
+/// A connected client for a server served over streamable HTTP on loopback (axum, rmcp's
+/// session manager, rmcp's reqwest client), as the demo and most deployments serve it.
+async fn client_http<S: ServerHandler + Clone + Send + Sync + 'static>(
+    server: S,
+) -> RunningService<RoleClient, ()> {
+    let service = StreamableHttpService::new(
+        move || Ok(server.clone()),
+        Arc::new(LocalSessionManager::default()),
+        StreamableHttpServerConfig::default(),
+    );
+    let router = axum::Router::new().nest_service("/mcp", service);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, router).await });
+    ().serve(StreamableHttpClientTransport::from_uri(format!(
+        "http://{addr}/mcp"
+    )))
+    .await
+    .expect("client")
 }
 
 /// A connected client for a server served over an in-process duplex stream.
@@ -328,6 +359,8 @@ async fn start_telemetry() -> (OtelPipeline, OtelPipeline, &'static str) {
 /// flushed at the end of each of its rounds.
 struct Variant {
     label: &'static str,
+    /// The variant whose time is 1.0 for this one: the bare server on the same transport.
+    base: usize,
     client: RunningService<RoleClient, ()>,
     mode: u8,
     pipeline: Option<Arc<OtelPipeline>>,
@@ -405,11 +438,12 @@ fn main() {
                 .with_recorder(metrics.clone())
                 .with_make_span(make_span)
         };
-        let variant = |label, client, mode, pipeline| Variant { label, client, mode, pipeline };
+        let variant = |label, client, mode, pipeline| Variant { label, base: 0, client, mode, pipeline };
         let audit = |label, layer: HintAuditLayer, server: Bench, mode, pipeline| {
             let server = layer.layer(server);
             async move { variant(label, client_for(server).await, mode, pipeline) }
         };
+        let http = |label, client| Variant { label, base: HTTP_BARE, client, mode: 0, pipeline: None };
         let variants = [
             variant("bare server, plain sqlx pool", client_for(bare().await).await, 0, None),
             variant("control: bare server, 2nd plain pool", client_for(bare().await).await, 0, None),
@@ -419,7 +453,11 @@ fn main() {
             audit("audited + Prometheus recorder", telemetry(OtelMakeSpan::new()), audited().await, 0, None).await,
             audit("audited + recorder + spans, all traces", telemetry(pipeline.make_span()), audited().await, 1, Some(pipeline.clone())).await,
             audit("audited + recorder + spans, sampled", telemetry(sampled.make_span()), audited().await, 2, Some(sampled.clone())).await,
+            http("streamable HTTP: bare server", client_http(bare().await).await),
+            http("streamable HTTP: audited", client_http(plain().layer(audited().await)).await),
+            http("streamable HTTP: audited + Prometheus", client_http(telemetry(OtelMakeSpan::new()).layer(audited().await)).await),
         ];
+        assert_eq!(variants[HTTP_BARE].label, "streamable HTTP: bare server");
 
         // For profilers (valgrind --tool=callgrind, perf): one variant alone, warm-up then
         // HINTAUDIT_BENCH_CALLS calls; compare two call counts to leave out the set-up.
@@ -460,9 +498,9 @@ fn main() {
             }
         }
 
-        let ratios = |times: &[Vec<f64>], i: usize| median(times[0].iter().zip(&times[i]).map(|(b, v)| b / v).collect());
-        println!("workload: {calls_per_round} tool calls x {rounds} rounds per variant over an in-process MCP transport, file-backed SQLite (WAL); spans go {receiver}");
-        println!("ratio = throughput vs the bare server (bare time / variant time), median of per-round ratios; target >= 0.97");
+        let ratios = |times: &[Vec<f64>], i: usize| median(times[variants[i].base].iter().zip(&times[i]).map(|(b, v)| b / v).collect());
+        println!("workload: {calls_per_round} tool calls x {rounds} rounds per variant over an in-process MCP transport (streamable HTTP on loopback where the label says), file-backed SQLite (WAL); spans go {receiver}");
+        println!("ratio = throughput vs the bare server on the same transport (bare time / variant time), median of per-round ratios; target >= 0.97");
         println!("{:<42} {:>12} {:>7} {:>12} {:>9}", "variant", "wall us/call", "ratio", "CPU us/call", "CPU ratio");
         for (i, v) in variants.iter().enumerate() {
             println!(
