@@ -321,7 +321,6 @@ impl Backend for Postgres {
             }
             Either::Right(query) => query,
         };
-        let mut rows = 0;
         let mut s = conn.fetch_many(query);
         let mut done = Guard {
             att: &att,
@@ -332,8 +331,7 @@ impl Backend for Postgres {
             match s.try_next().await {
                 Ok(Some(v)) => {
                     if let Either::Left(r) = &v {
-                        rows += r.rows_affected();
-                        done.rows = rows;
+                        done.rows += r.rows_affected();
                     }
                     y.send(v).await;
                 }
@@ -348,7 +346,7 @@ impl Backend for Postgres {
         }
         drop(s);
         done.armed = false;
-        finish(&att, state, tx, true, rows, false);
+        finish(&att, state, tx, true, done.rows, false);
         Ok(())
     }
 
