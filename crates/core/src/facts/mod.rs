@@ -77,7 +77,10 @@ fn row_groups<'e>(effect: &'e Effect, policy: &Policy, hooked: &mut Marks) -> Ve
         if let Some(s) = rc.statement.filter(|&s| s < effect.statements.len()) {
             hooked.set(s);
         }
-        match groups.iter_mut().find(|g| g.has(rc)) {
+        let group = groups
+            .iter_mut()
+            .find(|g| g.op == rc.operation && g.committed == rc.committed && g.table == table);
+        match group {
             Some(g) => g.rows += 1,
             None => groups.push(Group {
                 table,
@@ -119,19 +122,6 @@ impl Marks {
     }
 }
 
-/// Inserts `table` into `set` when it is new (a borrowed name stays borrowed).
-fn insert<'e>(set: &mut BTreeSet<Cow<'e, str>>, table: Cow<'e, str>) {
-    if !set.contains(&*table) {
-        set.insert(table);
-    }
-}
-
-fn extend<'e>(set: &mut BTreeSet<Cow<'e, str>>, tables: impl Iterator<Item = Cow<'e, str>>) {
-    for t in tables {
-        insert(set, t);
-    }
-}
-
 impl<'e> Facts<'e> {
     /// Reads `effect` through `policy`.
     pub fn from_effect(effect: &'e Effect, policy: &Policy) -> Facts<'e> {
@@ -153,7 +143,7 @@ impl<'e> Facts<'e> {
         let mut hooked_statements = Marks::default();
         for group in row_groups(effect, policy, &mut hooked_statements) {
             let (table, op, committed, n) = (&group.table, group.op, group.committed, group.rows);
-            insert(&mut f.touched_tables, table.clone());
+            f.touched_tables.insert(table.clone());
             if !committed {
                 ev!(attempts, Confirmed, || format!(
                     "{} {}: {} rolled back",
@@ -172,14 +162,14 @@ impl<'e> Facts<'e> {
                         "{} inserted into {table}",
                         rows(n)
                     ));
-                    insert(&mut f.written_tables, table.clone());
+                    f.written_tables.insert(table.clone());
                 }
                 RowOperation::Delete => {
                     let text = || format!("{} deleted from {table}", rows(n));
                     ev!(writes, Confirmed, text);
                     ev!(destructive, Confirmed, text);
                     ev!(net_changes, Confirmed, text);
-                    insert(&mut f.written_tables, table.clone());
+                    f.written_tables.insert(table.clone());
                 }
                 RowOperation::Update => {
                     let mut changed = 0usize;
@@ -228,7 +218,7 @@ impl<'e> Facts<'e> {
                         let text = || format!("{} updated in {table}", rows(changed));
                         ev!(writes, Confirmed, text);
                         ev!(destructive, Confirmed, text);
-                        insert(&mut f.written_tables, table.clone());
+                        f.written_tables.insert(table.clone());
                         if let Some(why) = non_convergent {
                             // Row images prove the change; a SET from itself only suggests it.
                             let images = effect
@@ -264,7 +254,7 @@ impl<'e> Facts<'e> {
                 if !watched(&table) {
                     continue;
                 }
-                insert(&mut f.touched_tables, table.clone());
+                f.touched_tables.insert(table.clone());
                 oracle_tables.insert(table.clone());
                 if !t.committed {
                     ev!(attempts, Confirmed, || {
@@ -300,7 +290,7 @@ impl<'e> Facts<'e> {
                     )
                 };
                 ev!(writes, Confirmed, text);
-                insert(&mut f.written_tables, table.clone());
+                f.written_tables.insert(table.clone());
                 if updated + w.deleted > 0 {
                     ev!(destructive, Confirmed, text);
                 }
@@ -334,15 +324,13 @@ impl<'e> Facts<'e> {
                     .map(|t| normalized_table(t))
                     .filter(|t| watched(t))
             };
-            for t in s
-                .read_tables
-                .iter()
-                .map(|t| normalized_table(t))
-                .filter(|t| watched(t))
-            {
-                insert(&mut f.touched_tables, t.clone());
-            }
-            extend(&mut f.touched_tables, targets());
+            f.touched_tables.extend(
+                s.read_tables
+                    .iter()
+                    .map(|t| normalized_table(t))
+                    .filter(|t| watched(t)),
+            );
+            f.touched_tables.extend(targets());
             let write_op = s.operation.is_write() || s.operation == Operation::Unknown;
             if !write_op || (targets().next().is_none() && !s.tables.is_empty()) {
                 continue; // not a write, or a write to ignored tables only
@@ -365,7 +353,7 @@ impl<'e> Facts<'e> {
                     ev!(writes, Likely, text);
                     ev!(destructive, Likely, text);
                     ev!(net_changes, Likely, text);
-                    extend(&mut f.written_tables, targets());
+                    f.written_tables.extend(targets());
                 }
                 Operation::Ddl => {
                     let text = || format!("{what}: schema change");
@@ -373,7 +361,7 @@ impl<'e> Facts<'e> {
                     if s.drops {
                         ev!(destructive, Likely, || format!("{what}: DROP"));
                     }
-                    extend(&mut f.written_tables, targets());
+                    f.written_tables.extend(targets());
                 }
                 Operation::Unknown if !s.observed => {
                     ev!(writes, Likely, || {
@@ -398,7 +386,7 @@ impl<'e> Facts<'e> {
                     Some(n) => {
                         let text = || format!("{what}: {} affected", rows(n as usize));
                         ev!(writes, Confirmed, text);
-                        extend(&mut f.written_tables, targets());
+                        f.written_tables.extend(targets());
                         let ignored = policy.all_columns_ignored(
                             &targets().next().unwrap_or_default(),
                             &s.set_columns,
@@ -436,7 +424,7 @@ impl<'e> Facts<'e> {
                     None => {
                         let text = || format!("{what}: a write (rows not reported)");
                         ev!(writes, Likely, text);
-                        extend(&mut f.written_tables, targets());
+                        f.written_tables.extend(targets());
                         match op {
                             Operation::Delete => ev!(destructive, Likely, text,),
                             Operation::Update if !s.set_columns.is_empty() => {
