@@ -114,14 +114,14 @@ impl<'e, DB: Backend> Ctx<'e, DB> {
     pub(crate) fn pooled(
         conn: &'e mut DB::Connection,
         state: &'e mut DB::ConnState,
-        shared: &Arc<Shared<DB>>,
+        shared: Arc<Shared<DB>>,
         att: Attribution,
     ) -> Self {
         Ctx {
             conn,
             state,
             tx: None,
-            shared: shared.clone(),
+            shared,
             att,
             pooled: true,
         }

@@ -294,7 +294,7 @@ impl<'p, DB: Backend> Executor<'p> for &'_ AuditedPool<DB> {
             async move {
                 let mut conn = acquire(&shared, &att).await?;
                 let mut state = DB::ConnState::default();
-                let ctx = Ctx::pooled(&mut *conn, &mut state, &shared, att);
+                let ctx = Ctx::pooled(&mut *conn, &mut state, shared, att);
                 DB::run_into(ctx, query, &y).await
             }
             .instrument(span)
@@ -316,7 +316,7 @@ impl<'p, DB: Backend> Executor<'p> for &'_ AuditedPool<DB> {
         async move {
             let mut conn = acquire(&shared, &att).await?;
             let mut state = DB::ConnState::default();
-            let ctx = Ctx::pooled(&mut *conn, &mut state, &shared, att);
+            let ctx = Ctx::pooled(&mut *conn, &mut state, shared, att);
             DB::run_optional(ctx, query).await
         }
         .instrument(span)
