@@ -112,33 +112,12 @@ impl Attribution {
                 (None, true)
             }
         };
-        if !spans {
-            // The call is not traced (not sampled): no span, and no orphan.
-            return Attribution {
-                class,
-                sink,
-                span: tracing::Span::none(),
-            };
-        }
-        let collection = class
-            .effect
-            .tables
-            .first()
-            .or(class.effect.read_tables.first())
-            .map(String::as_str)
-            .unwrap_or("");
-        let span = tracing::info_span!(
-            "db.statement",
-            { semconv::OTEL_NAME } = &*class.effect.summary,
-            { semconv::OTEL_KIND } = "client",
-            { semconv::OTEL_STATUS_CODE } = Empty,
-            { semconv::DB_SYSTEM_NAME } = system,
-            { semconv::DB_OPERATION_NAME } = class.operation_name.as_str(),
-            { semconv::DB_COLLECTION_NAME } = collection,
-            { semconv::DB_QUERY_SUMMARY } = &*class.effect.summary,
-            { semconv::DB_QUERY_TEXT } = class.sanitized.as_str(),
-            { semconv::DB_RESPONSE_AFFECTED_ROWS } = Empty,
-        );
+        // A call that is not traced (not sampled) gets no statement span, and no orphan.
+        let span = if spans {
+            statement_span(&class, system)
+        } else {
+            tracing::Span::none()
+        };
         Attribution { class, sink, span }
     }
 
@@ -172,4 +151,28 @@ impl Attribution {
         sink.effects
             .update_statement(sink.index, |s| s.observed = true);
     }
+}
+
+/// The `db.statement` span of a classified statement (OpenTelemetry database client span
+/// conventions), as a child of the current span.
+fn statement_span(class: &Classification, system: &'static str) -> tracing::Span {
+    let collection = class
+        .effect
+        .tables
+        .first()
+        .or(class.effect.read_tables.first())
+        .map(String::as_str)
+        .unwrap_or("");
+    tracing::info_span!(
+        "db.statement",
+        { semconv::OTEL_NAME } = &*class.effect.summary,
+        { semconv::OTEL_KIND } = "client",
+        { semconv::OTEL_STATUS_CODE } = Empty,
+        { semconv::DB_SYSTEM_NAME } = system,
+        { semconv::DB_OPERATION_NAME } = class.operation_name.as_str(),
+        { semconv::DB_COLLECTION_NAME } = collection,
+        { semconv::DB_QUERY_SUMMARY } = &*class.effect.summary,
+        { semconv::DB_QUERY_TEXT } = class.sanitized.as_str(),
+        { semconv::DB_RESPONSE_AFFECTED_ROWS } = Empty,
+    )
 }
