@@ -79,8 +79,8 @@ enum Bound {
 /// hooked at connect time; otherwise it finds its connection's slot, which costs a round trip
 /// to sqlx's worker thread (`lock_handle()`). A held connection finds its slot once.
 ///
-/// The second value says whether the column names for row images must be learned after the
-/// statement rather than before (see [`learn_images`]).
+/// `defer`: the column names for row images are learned after the statement rather than
+/// before it (see [`learn_images`]).
 async fn bind(
     conn: &mut SqliteConnection,
     state: &mut SqliteConnState,
@@ -88,24 +88,25 @@ async fn bind(
     att: &Attribution,
     query: &AuditedQuery<Sqlite>,
     pooled: bool,
-) -> (Bound, bool) {
+    defer: bool,
+) -> Bound {
     let may_write = att.class.may_write();
     if pooled && !may_write {
-        return (Bound::Nothing, false);
+        return Bound::Nothing;
     }
     // sqlx's `lock_handle()` must be followed by a command to the worker before the next
     // `lock_handle()`: back to back, unprocessed unlock requests pile up and, once the
     // command channel is full, deadlock (seen after ~50 in a row). A statement whose
     // arguments failed to encode never reaches the worker, so it is not bound at all.
     if query.arguments_failed() {
-        return (Bound::Nothing, false);
+        return Bound::Nothing;
     }
     if pooled && registry.at_connect() {
         let guard = registry.writer.lock(att.sink.clone()).await;
         if att.sink.is_some() {
             learn_images(conn, registry, &att.class).await;
         }
-        return (Bound::Writer(guard), false);
+        return Bound::Writer(guard);
     }
     // An unscoped statement on a held connection binds it to nobody, so that neither an
     // earlier call nor the pool's writer gets its rows; finding the slot is only worth it
@@ -124,22 +125,21 @@ async fn bind(
         if let Some(slot) = &state.slot {
             slot.bind(Binding::Held(None));
         }
-        return (Bound::Nothing, false);
+        return Bound::Nothing;
     };
     let Some(slot) = state.slot.clone() else {
-        return (Bound::Nothing, false);
+        return Bound::Nothing;
     };
     // `PRAGMA table_info` inside a transaction that has not written yet would open a read
     // transaction, and the write that follows would then fail at once with SQLITE_BUSY when
     // another connection writes (SQLite calls no busy handler to upgrade a read
-    // transaction). There, the names are learned after the write, before the commit that
-    // needs them.
-    let after = !pooled && (state.raw_tx || conn.is_in_transaction());
-    if !after {
+    // transaction). There (`defer`), the names are learned after the write, before the
+    // commit that needs them.
+    if !defer {
         learn_images(conn, registry, &att.class).await;
     }
     slot.bind(Binding::Held(Some(sink.clone())));
-    (Bound::Slot(slot), after)
+    Bound::Slot(slot)
 }
 
 /// With the `preupdate-hook` feature: learns the column names of the tables a write touches
@@ -203,7 +203,10 @@ async fn start<'e>(ctx: Ctx<'e, Sqlite>, query: &AuditedQuery<Sqlite>) -> Starte
     if let Some(owed) = state.owed.take() {
         learn_images(conn, &shared.backend, &owed).await;
     }
-    let (bound, learn_after) = bind(conn, state, &shared.backend, &att, query, pooled).await;
+    // Inside a transaction, column names are learned after the write: see `bind`.
+    let defer = !pooled && (state.raw_tx || conn.is_in_transaction());
+    let bound = bind(conn, state, &shared.backend, &att, query, pooled, defer).await;
+    let learn_after = defer && matches!(bound, Bound::Slot(_));
     let fin = Finish {
         att,
         bound,
