@@ -19,6 +19,11 @@
 //! CPU time of the whole process. Also printed: the added time per statement, and single
 //! SELECT statements on both pools.
 //!
+//! The calls go one after another by default; HINTAUDIT_BENCH_CONCURRENCY=k keeps k in flight
+//! (throughput under load: the SQLite pool has 4 connections, the runtime 2 worker threads).
+//! Besides the median ratio, each variant prints the middle half of its per-round ratios: on
+//! a noisy machine that spread, and the control's distance from 1.0, say how far to trust it.
+//!
 //! `cargo bench --bench overhead` (HINTAUDIT_BENCH_CALLS calls per round, default 300;
 //! HINTAUDIT_BENCH_ROUNDS rounds, default 15). HINTAUDIT_BENCH_PROFILE=i runs variant i alone,
 //! for a profiler: under `valgrind --tool=callgrind`, the difference between two runs with
@@ -189,16 +194,29 @@ async fn client_for<S: ServerHandler>(server: S) -> RunningService<RoleClient, (
     ().serve(b).await.expect("client")
 }
 
+/// Calls in flight at once (HINTAUDIT_BENCH_CONCURRENCY, default 1: one call after another).
+fn concurrency() -> usize {
+    env_or("HINTAUDIT_BENCH_CONCURRENCY", 1_usize).max(1)
+}
+
+/// `n` calls, alternately `get` and `touch`, from [`concurrency`] loops over the one client
+/// session (rmcp's client sends a request while others are pending; the server runs each in a
+/// task of its own). The loops run in the caller's task, the runtime's main thread, so that
+/// the client takes no worker thread from the server.
 async fn calls(client: &RunningService<RoleClient, ()>, n: usize) -> Duration {
     let start = Instant::now();
-    for i in 0..n {
-        let tool = if i % 2 == 0 { "get" } else { "touch" };
-        let args = serde_json::json!({ "id": 1 + (i % 1000) as i64 });
-        let params =
-            CallToolRequestParams::new(tool).with_arguments(args.as_object().unwrap().clone());
-        let r = client.call_tool(params).await.expect("call");
-        assert_ne!(r.is_error, Some(true));
-    }
+    let k = concurrency();
+    let calls = (0..k).map(|j| async move {
+        for i in (j..n).step_by(k) {
+            let tool = if i % 2 == 0 { "get" } else { "touch" };
+            let args = serde_json::json!({ "id": 1 + (i % 1000) as i64 });
+            let params =
+                CallToolRequestParams::new(tool).with_arguments(args.as_object().unwrap().clone());
+            let r = client.call_tool(params).await.expect("call");
+            assert_ne!(r.is_error, Some(true));
+        }
+    });
+    futures_util::future::join_all(calls).await;
     start.elapsed()
 }
 
@@ -400,6 +418,12 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
+/// The 25th and 75th percentiles (nearest rank): the spread of a variant's per-round ratios.
+fn quartiles(mut v: Vec<f64>) -> (f64, f64) {
+    v.sort_by(f64::total_cmp);
+    (v[v.len() / 4], v[(3 * v.len()) / 4])
+}
+
 fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
     std::env::var(name)
         .ok()
@@ -416,6 +440,7 @@ fn main() {
     runtime.block_on(async {
         let calls_per_round: usize = env_or("HINTAUDIT_BENCH_CALLS", 300);
         let rounds: usize = env_or("HINTAUDIT_BENCH_ROUNDS", 15);
+        let concurrency = concurrency();
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("bench.db");
         setup(&path).await;
@@ -498,18 +523,20 @@ fn main() {
             }
         }
 
-        let ratios = |times: &[Vec<f64>], i: usize| median(times[variants[i].base].iter().zip(&times[i]).map(|(b, v)| b / v).collect());
-        println!("workload: {calls_per_round} tool calls x {rounds} rounds per variant over an in-process MCP transport (streamable HTTP on loopback where the label says), file-backed SQLite (WAL); spans go {receiver}");
-        println!("ratio = throughput vs the bare server on the same transport (bare time / variant time), median of per-round ratios; target >= 0.97");
-        println!("{:<42} {:>12} {:>7} {:>12} {:>9}", "variant", "wall us/call", "ratio", "CPU us/call", "CPU ratio");
+        let per_round = |times: &[Vec<f64>], i: usize| -> Vec<f64> { times[variants[i].base].iter().zip(&times[i]).map(|(b, v)| b / v).collect() };
+        println!("workload: {calls_per_round} tool calls x {rounds} rounds per variant, {concurrency} in flight, over an in-process MCP transport (streamable HTTP on loopback where the label says), file-backed SQLite (WAL); spans go {receiver}");
+        println!("ratio = throughput vs the bare server on the same transport (bare time / variant time), median of per-round ratios, and the middle half of them (25th to 75th percentile); target >= 0.97");
+        println!("{:<42} {:>12} {:>7} {:>13} {:>12} {:>9}", "variant", "wall us/call", "ratio", "middle half", "CPU us/call", "CPU ratio");
         for (i, v) in variants.iter().enumerate() {
+            let (q1, q3) = quartiles(per_round(&wall, i));
             println!(
-                "{:<42} {:>12.1} {:>7.3} {:>12.1} {:>9.3}",
+                "{:<42} {:>12.1} {:>7.3} {:>13} {:>12.1} {:>9.3}",
                 v.label,
                 median(wall[i].clone()) * 1e6,
-                ratios(&wall, i),
+                median(per_round(&wall, i)),
+                format!("{q1:.3}-{q3:.3}"),
                 median(cpu[i].clone()) * 1e6,
-                ratios(&cpu, i)
+                median(per_round(&cpu, i))
             );
         }
         let statements_per_call = STATEMENTS.iter().map(|(_, n)| *n as f64).sum::<f64>() / STATEMENTS.len() as f64;
