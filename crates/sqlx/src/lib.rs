@@ -85,10 +85,12 @@
 //! [`AuditedPool::connect_with`]), every connection gets its hooks when it connects, through
 //! sqlx's `after_connect` (so a callback you set with sqlx's `PoolOptions::after_connect` is
 //! replaced: give it to [`AuditedPoolOptions::after_connect`], which runs it afterwards).
-//! A pooled statement that may write then takes the pool's write lock and binds the pool's
-//! *writer*, which every idle connection's hooks fall back to: no round trip to the
-//! connection's worker thread. SQLite lets one connection write at a time anyway, so the lock
-//! costs no concurrency it would have given. An [`AuditedConnection`] or [`AuditedTransaction`]
+//! A pooled statement that may write then claims the pool's *writer*, which every idle
+//! connection's hooks fall back to: no round trip to the connection's worker thread. The
+//! claim never waits: while one statement holds the writer (a write under way, or a stream
+//! still being read), another pooled write binds its own connection, as a wrapped pool does
+//! below, so a caller that writes through the pool while it reads a stream goes on as it
+//! would unaudited. An [`AuditedConnection`] or [`AuditedTransaction`]
 //! finds its own connection's slot once, with `lock_handle()` (a registry keyed by the
 //! `sqlite3` handle address), on its first statement that is call-scoped or may write, and
 //! binds it; an unscoped one binds it to nobody, so its rows never land in a pooled write's
@@ -103,8 +105,8 @@
 //! Cost, per call-scoped statement (measured with `crates/sqlx/benches/statements.rs` and the
 //! workspace's `benches/overhead.rs`, release build, file database, a busy 2-core machine): a
 //! plain `SELECT` about +1 µs over a raw statement of about 60 µs; a pooled write on a pool
-//! hintaudit opened about the same (the write lock and the hooks); on a wrapped pool add the
-//! `lock_handle()` round trip. A `db.statement` span with no subscriber costs under 0.1 µs.
+//! hintaudit opened about the same (the writer and the hooks); on a wrapped pool, or while
+//! the writer is claimed, add the `lock_handle()` round trip. A `db.statement` span with no subscriber costs under 0.1 µs.
 //! sqlx's `lock_handle()` has a trap we avoid: called back to back with no command to the
 //! worker in between, its unlock requests pile up and deadlock once the command channel is
 //! full (about 50 in a row); every lookup here is followed by a statement, and a statement

@@ -2,7 +2,8 @@
 //! hooks every connection when it connects and binds pooled writes through the pool's writer;
 //! a pool it wraps hooks connections on first use. Both attribute the same rows; your own
 //! `after_connect` still runs; writes of a held connection never land in a concurrent
-//! pooled write's call; and auditing leaves SQLite's locking as it was.
+//! pooled write's call; a pooled write goes on while a stream holds the writer; and auditing
+//! leaves SQLite's locking as it was.
 
 #![cfg(feature = "sqlite")]
 
@@ -399,5 +400,79 @@ async fn a_write_stream_dropped_in_a_transaction_still_names_changed_columns() {
         .await;
         let named = RowImage::Changed(vec!["body".into()]);
         assert_eq!(images, [named.clone(), named], "opened {opened}");
+    }
+}
+
+/// Reads a stream whose statement may write (a function call hintaudit does not know to be
+/// pure), and writes each row back through the pool inside the loop: the stream's statement
+/// holds the pool's writer, and the write must not wait for it. Returns the rows updated.
+async fn update_while_streaming(pool: &AuditedPool<Sqlite>) -> usize {
+    use futures_util::TryStreamExt;
+    use sqlx::Row;
+    let work = async {
+        let mut rows =
+            sqlx::query("SELECT id, patient || sqlite_source_id() FROM appointments ORDER BY id")
+                .fetch(pool);
+        let mut n = 0;
+        while let Some(row) = rows.try_next().await.expect("row") {
+            sqlx::query("UPDATE appointments SET patient = 'seen' WHERE id = $1")
+                .bind(row.get::<i64, _>(0))
+                .execute(pool)
+                .await
+                .expect("update");
+            n += 1;
+        }
+        n
+    };
+    tokio::time::timeout(Duration::from_secs(20), work)
+        .await
+        .expect("a pooled write while a stream holds the writer must not hang")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pooled_writes_go_on_while_a_stream_holds_the_writer() {
+    for opened in [true, false] {
+        let (_dir, pool) = pool(opened, 4).await;
+        for i in 0..5 {
+            sqlx::query("INSERT INTO appointments (patient) VALUES ($1)")
+                .bind(format!("p{i}"))
+                .execute(pool.inner())
+                .await
+                .expect("seed");
+        }
+        // Unscoped first: the writes bind their connections to nobody, and must leave them
+        // falling back to the writer again, or the call below would lose its rows.
+        assert_eq!(update_while_streaming(&pool).await, 5, "opened {opened}");
+        let scope = CallScope::new("mark_seen");
+        let effects = scope.effects_handle();
+        let writes = async {
+            let n = update_while_streaming(&pool).await;
+            // Pooled writes after the stream, through whichever connections the pool hands out.
+            for _ in 0..4 {
+                sqlx::query("INSERT INTO notes (body) VALUES ('after')")
+                    .execute(&pool)
+                    .await
+                    .expect("insert");
+            }
+            n
+        };
+        assert_eq!(scope.run(writes).await, 5, "opened {opened}");
+        let e = effects.snapshot();
+        assert_eq!(
+            rows(&e, "appointments", RowOperation::Update),
+            5,
+            "opened {opened}: {e:?}"
+        );
+        assert_eq!(
+            rows(&e, "notes", RowOperation::Insert),
+            4,
+            "opened {opened}: {e:?}"
+        );
+        let unattributed_updates = e
+            .row_changes
+            .iter()
+            .filter(|r| r.statement.is_none())
+            .count();
+        assert_eq!(unattributed_updates, 0, "opened {opened}: {e:?}");
     }
 }

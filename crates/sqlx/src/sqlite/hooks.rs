@@ -15,9 +15,11 @@
 //!   pool hintaudit did not open) binds its slot to (the call's effects, the statement's
 //!   index), or to nothing when unscoped;
 //! - an idle connection's slot is unbound and falls back to the pool's [`Writer`]: the one
-//!   pooled statement that may write and holds the pool's write lock. On a pool hintaudit
-//!   opened, the hooks are installed when a connection connects, so a pooled write binds the
-//!   writer, not the connection, and needs no round trip to the connection's worker thread.
+//!   pooled statement that may write and has claimed it. On a pool hintaudit opened, the hooks
+//!   are installed when a connection connects, so a pooled write that finds the writer free
+//!   claims it instead of binding its connection, and needs no round trip to the connection's
+//!   worker thread; one that finds it claimed binds its own connection's slot, like a held
+//!   connection.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -130,27 +132,29 @@ pub(crate) struct Slot {
     writer: Arc<Writer>,
 }
 
-/// The pool-wide binding of pooled statements that may write (design §3: SQLite has one
-/// writer at a time, so serialising a pool's pooled writes costs no concurrency SQLite would
-/// have given). Held by one statement at a time through [`Writer::lock`].
+/// The pool-wide binding of pooled statements that may write, which every unbound
+/// connection's hooks fall back to. One statement at a time claims it, through
+/// [`Writer::try_claim`], which never waits: a pooled statement that finds it claimed binds
+/// its own connection instead. (Waiting would hang a caller that writes through the pool
+/// while it reads a stream whose statement holds the claim, where plain sqlx does not.)
 #[derive(Debug, Default)]
 pub(crate) struct Writer {
-    lock: Arc<tokio::sync::Mutex<()>>,
     state: Mutex<WriterState>,
 }
 
 #[derive(Debug, Default)]
 struct WriterState {
+    /// A statement holds the writer ([`WriterGuard`]).
+    claimed: bool,
     sink: Option<Sink>,
     /// Row changes attributed through the writer since the last bind.
     seen: u64,
 }
 
-/// The write lock of a pool, held by one pooled statement; dropping it unbinds the writer.
+/// A pool's writer, claimed by one pooled statement; dropping it unbinds and frees the writer.
 #[derive(Debug)]
 pub(crate) struct WriterGuard {
     writer: Arc<Writer>,
-    _lock: tokio::sync::OwnedMutexGuard<()>,
 }
 
 impl WriterGuard {
@@ -163,6 +167,7 @@ impl WriterGuard {
 impl Drop for WriterGuard {
     fn drop(&mut self) {
         let mut s = self.writer.state();
+        s.claimed = false;
         s.sink = None;
         s.seen = 0;
     }
@@ -173,18 +178,20 @@ impl Writer {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Waits for the pool's write lock and binds the writer to `sink` (or to nobody, for an
-    /// unscoped statement) until the guard drops.
-    pub(crate) async fn lock(self: &Arc<Self>, sink: Option<Sink>) -> WriterGuard {
-        let lock = self.lock.clone().lock_owned().await;
+    /// Claims the writer and binds it to `sink` (or to nobody, for an unscoped statement)
+    /// until the guard drops; `None`, at once, when another statement holds it.
+    pub(crate) fn try_claim(self: &Arc<Self>, sink: Option<Sink>) -> Option<WriterGuard> {
         let mut s = self.state();
+        if s.claimed {
+            return None;
+        }
+        s.claimed = true;
         s.sink = sink;
         s.seen = 0;
         drop(s);
-        WriterGuard {
+        Some(WriterGuard {
             writer: self.clone(),
-            _lock: lock,
-        }
+        })
     }
 
     /// The writer's sink for one row change, counting it.

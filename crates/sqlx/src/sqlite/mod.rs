@@ -75,9 +75,10 @@ enum Bound {
 ///
 /// A statement run straight on the pool (`pooled`) that cannot write (a SELECT without opaque
 /// function calls, a session statement) is not bound: no hook fires for it. One that may write
-/// takes the pool's write lock and binds the pool's writer when the pool's connections are
-/// hooked at connect time; otherwise it finds its connection's slot, which costs a round trip
-/// to sqlx's worker thread (`lock_handle()`). A held connection finds its slot once.
+/// claims the pool's writer when the pool's connections are hooked at connect time and no
+/// other statement holds the writer; otherwise it finds its connection's slot, which costs a
+/// round trip to sqlx's worker thread (`lock_handle()`), and binds it (to nobody, unscoped, so
+/// that its rows do not reach the writer's call). A held connection finds its slot once.
 ///
 /// `defer`: the column names for row images are learned after the statement rather than
 /// before it (see [`learn_images`]).
@@ -101,17 +102,20 @@ async fn bind(
     if query.arguments_failed() {
         return Bound::Nothing;
     }
-    if pooled && registry.at_connect() {
-        let guard = registry.writer.lock(att.sink.clone()).await;
+    if pooled
+        && registry.at_connect()
+        && let Some(guard) = registry.writer.try_claim(att.sink.clone())
+    {
         if att.sink.is_some() {
             learn_images(conn, registry, &att.class).await;
         }
         return Bound::Writer(guard);
     }
-    // An unscoped statement on a held connection binds it to nobody, so that neither an
-    // earlier call nor the pool's writer gets its rows; finding the slot is only worth it
+    // An unscoped statement that may write, on a held connection or on a pooled one while
+    // another statement holds the writer, binds its connection to nobody, so that neither an
+    // earlier call nor the writer's call gets its rows; finding the slot is only worth it
     // when the statement may write.
-    let lookup = att.sink.is_some() || (!pooled && may_write && registry.at_connect());
+    let lookup = att.sink.is_some() || (may_write && registry.at_connect());
     if lookup && state.slot.is_none() && !state.failed {
         match conn.lock_handle().await {
             Ok(mut handle) => state.slot = Some(registry.slot(&mut handle)),
@@ -289,7 +293,7 @@ impl Drop for Finish {
             }
         }
         self.att.finish(self.ok, None, observed);
-        // A pooled statement releases its binding (and the pool's write lock) here; a held
+        // A pooled statement releases its binding (or the pool's writer) here; a held
         // connection stays bound until its next statement or until it is dropped.
         if let (true, Bound::Slot(slot)) = (self.pooled, &self.bound) {
             slot.bind(Binding::Pool);
