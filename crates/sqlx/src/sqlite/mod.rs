@@ -366,38 +366,19 @@ impl Backend for Sqlite {
         query: AuditedQuery<Self>,
     ) -> Result<Option<SqliteRow>, Error> {
         let mut run = start(ctx, &query).await;
-        let dml = is_dml(run.fin.att.class.effect.operation);
-        if !dml {
-            let r = run.conn.fetch_optional(query).await;
-            run.fin.ok = r.is_ok();
-            if run.fin.ok {
-                run.succeeded().await;
-            }
-            return r;
+        // sqlx's own fetch_optional, so that the statement stops at its first row as it does
+        // unaudited: in a text of several statements, those after the row never run. The
+        // driver's row count is not read then; a write that returned a row (RETURNING)
+        // counts as one, so that hooks that saw none are known to be blind.
+        let r = run.conn.fetch_optional(query).await;
+        run.fin.ok = r.is_ok();
+        if matches!(r, Ok(Some(_))) && is_dml(run.fin.att.class.effect.operation) {
+            run.fin.rows = 1;
         }
-        // Writes run to completion to learn sqlite3_changes(), which tells whether the
-        // hooks were blind; the first row is the answer, as fetch_optional gives it.
-        let mut first = None;
-        let mut s = run.conn.fetch_many(query);
-        loop {
-            let v = match s.try_next().await {
-                Ok(Some(v)) => v,
-                Ok(None) => break,
-                Err(e) => {
-                    drop(s);
-                    run.fin.ok = false;
-                    return Err(e);
-                }
-            };
-            match v {
-                Either::Left(r) => run.fin.rows += r.rows_affected(),
-                Either::Right(row) if first.is_none() => first = Some(row),
-                Either::Right(_) => {}
-            }
+        if run.fin.ok {
+            run.succeeded().await;
         }
-        drop(s);
-        run.succeeded().await;
-        Ok(first)
+        r
     }
 
     fn prepare_raw<'e>(
