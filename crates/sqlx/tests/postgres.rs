@@ -410,3 +410,28 @@ async fn concurrent_calls_get_their_own_oracle_readings() {
     }
     db.drop_schema().await;
 }
+
+/// Statements PostgreSQL refuses inside a transaction block run unwrapped, as they would
+/// unaudited: the oracle does not open its transaction around them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn statements_refused_in_a_transaction_block_run_unwrapped() {
+    let Some(db) = db(PgOracle::Writes, SETUP).await else {
+        return;
+    };
+    let scope = CallScope::new("maintain");
+    let effects = scope.effects_handle();
+    scope
+        .run(async {
+            for sql in ["CLUSTER", "VACUUM page_views"] {
+                (&db.pool)
+                    .execute(sql)
+                    .await
+                    .unwrap_or_else(|e| panic!("{sql}: {e}"));
+            }
+        })
+        .await;
+    let e = effects.snapshot();
+    assert_eq!(e.statements.len(), 2, "{e:?}");
+    assert!(e.transactions.is_empty(), "no oracle transaction: {e:?}");
+    db.drop_schema().await;
+}

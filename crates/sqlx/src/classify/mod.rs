@@ -177,7 +177,9 @@ pub fn classify(sql: &str, dialect: SqlDialect) -> Classification {
         } else {
             None
         },
-        no_transaction_block: w.no_transaction_block || (tx_controls > 0 && statements.len() > 1),
+        no_transaction_block: w.no_transaction_block
+            || (tx_controls > 0 && statements.len() > 1)
+            || cannot_run_in_transaction(sql),
         delete_without_where: w.delete_without_where,
         parsed: true,
     }
@@ -205,6 +207,35 @@ fn summary(operation_name: &str, tables: &[String]) -> String {
     out
 }
 
+/// Whether a text holds a PostgreSQL statement that cannot run inside a transaction block,
+/// as the reference page of each says: `VACUUM`, `CLUSTER` (without a table), `REINDEX`
+/// (`DATABASE`, `SYSTEM`, `CONCURRENTLY`), `CREATE`/`DROP DATABASE`, `CREATE`/`DROP TABLESPACE`,
+/// `ALTER DATABASE … SET TABLESPACE`, `ALTER SYSTEM`, `CREATE`/`ALTER`/`DROP SUBSCRIPTION`,
+/// `DISCARD ALL`, `COMMIT`/`ROLLBACK PREPARED`, and anything `CONCURRENTLY`. Read from each
+/// statement's leading words (and the word `CONCURRENTLY` anywhere), so that a table named
+/// `cluster_nodes` or a literal does not count. Over-matching (every `CLUSTER` and `REINDEX`)
+/// only keeps the oracle from wrapping statements that write no rows.
+fn cannot_run_in_transaction(sql: &str) -> bool {
+    sql.split(';').any(|statement| {
+        let words: Vec<String> = statement
+            .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .filter(|w| !w.is_empty())
+            .map(str::to_uppercase)
+            .collect();
+        let lead: Vec<&str> = words.iter().take(2).map(String::as_str).collect();
+        let anywhere = |w: &str| words.iter().any(|x| x == w);
+        match lead.as_slice() {
+            ["VACUUM" | "CLUSTER" | "REINDEX", ..] => true,
+            ["CREATE" | "DROP", "DATABASE" | "TABLESPACE"] => true,
+            ["CREATE" | "ALTER" | "DROP", "SUBSCRIPTION"] => true,
+            ["ALTER", "SYSTEM"] | ["DISCARD", "ALL"] => true,
+            ["COMMIT" | "ROLLBACK", "PREPARED"] => true,
+            ["ALTER", "DATABASE"] => anywhere("TABLESPACE"),
+            _ => anywhere("CONCURRENTLY"),
+        }
+    })
+}
+
 fn unknown(sql: &str, sanitized: String) -> Classification {
     let keyword = sql
         .split_whitespace()
@@ -213,15 +244,7 @@ fn unknown(sql: &str, sanitized: String) -> Classification {
         .filter(|w| w.len() <= 16 && w.chars().all(|c| c.is_ascii_alphabetic()))
         .unwrap_or_default();
     let upper = sql.to_uppercase();
-    let no_tx = [
-        "VACUUM",
-        "CONCURRENTLY",
-        "CREATE DATABASE",
-        "DROP DATABASE",
-        "ALTER SYSTEM",
-    ]
-    .iter()
-    .any(|k| upper.contains(k));
+    let no_tx = cannot_run_in_transaction(sql);
     // sqlparser reads `PRAGMA name = value` with literal values only; the other forms
     // (`PRAGMA table_info(t)`, `PRAGMA foreign_keys = ON`) are settings or reads.
     let op = if keyword == "PRAGMA" {

@@ -244,6 +244,34 @@ fn transaction_control_and_blocks() {
     assert!(classify("CREATE DATABASE x", Pg).no_transaction_block);
     assert!(classify("BEGIN; DELETE FROM t; COMMIT", Pg).no_transaction_block);
     assert!(!classify("DELETE FROM t WHERE id = 1", Pg).no_transaction_block);
+    // Statements PostgreSQL refuses inside a transaction block, parsed by sqlparser or not.
+    for sql in [
+        "REINDEX DATABASE test",
+        "reindex system test",
+        "REINDEX TABLE CONCURRENTLY t",
+        "CLUSTER",
+        "CLUSTER VERBOSE",
+        "CREATE TABLESPACE ts LOCATION '/srv/ts'",
+        "DROP TABLESPACE ts",
+        "ALTER DATABASE d SET TABLESPACE ts",
+        "ALTER SYSTEM SET work_mem = '8MB'",
+        "DROP SUBSCRIPTION s",
+        "DISCARD ALL",
+        "COMMIT PREPARED 'tx1'",
+        "DROP INDEX CONCURRENTLY i",
+        "SELECT 1; VACUUM t",
+    ] {
+        assert!(classify(sql, Pg).no_transaction_block, "{sql}");
+    }
+    // Those words inside names and literals do not count.
+    for sql in [
+        "SELECT * FROM cluster_nodes",
+        "UPDATE subscriptions SET state = 'vacuum'",
+        "INSERT INTO reindex_log (what) VALUES ('CREATE DATABASE x')",
+        "ALTER DATABASE d SET work_mem = '8MB'",
+    ] {
+        assert!(!classify(sql, Pg).no_transaction_block, "{sql}");
+    }
     assert!(classify("DELETE FROM t", Lite).delete_without_where);
     assert!(!classify("DELETE FROM t WHERE id = 1", Lite).delete_without_where);
 }
