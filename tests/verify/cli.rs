@@ -159,4 +159,17 @@ fn failures_exit_2_with_one_line_and_no_report() {
     // Usage errors are clap's: exit 2.
     let out = hintaudit(&["--database", &url]);
     assert_eq!(out.status.code(), Some(2));
+    // A timeout that is not a positive number of seconds a Duration holds: a usage error.
+    for timeout in ["0", "-1", "nan", "inf", "1e30"] {
+        let flag = format!("--timeout={timeout}");
+        let out = hintaudit(&["--stdio", &server, "--database", &url, &flag]);
+        let lines = stderr_lines(&out);
+        assert_eq!(out.status.code(), Some(2), "--timeout {timeout}: {lines:?}");
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.contains("--timeout must be a positive number")),
+            "--timeout {timeout}: {lines:?}"
+        );
+    }
 }

@@ -93,13 +93,15 @@ impl VerifyArgs {
                 ));
             }
         };
-        if !(self.timeout.is_finite() && self.timeout > 0.0) {
-            return Err(VerifyError::Usage(
-                "--timeout must be a positive number of seconds".into(),
-            ));
-        }
+        // Finite, positive and within what a Duration holds (about 5.8e11 years).
+        let timeout = Duration::try_from_secs_f64(self.timeout)
+            .ok()
+            .filter(|t| !t.is_zero())
+            .ok_or_else(|| {
+                VerifyError::Usage("--timeout must be a positive number of seconds".into())
+            })?;
         let mut v = Verifier::new(server, &self.database)
-            .with_timeout(Duration::from_secs_f64(self.timeout))
+            .with_timeout(timeout)
             .with_progress(true);
         if let Some(path) = &self.cases {
             v = v.with_cases_file(path)?;
