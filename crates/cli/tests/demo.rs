@@ -45,3 +45,20 @@ fn demo_rejects_a_bad_database_url_with_exit_2() {
     assert!(stderr.contains("unsupported database URL"), "{stderr}");
     assert!(out.stdout.is_empty(), "no report on failure");
 }
+
+#[test]
+fn demo_names_the_address_it_cannot_listen_on() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = taken.local_addr().expect("addr").to_string();
+    let out = Command::new(env!("CARGO_BIN_EXE_hintaudit"))
+        .args(["demo", "--serve", "--addr", &addr])
+        .env_remove("DATABASE_URL")
+        .output()
+        .expect("run hintaudit demo");
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!("cannot listen on {addr}")),
+        "{stderr}"
+    );
+}

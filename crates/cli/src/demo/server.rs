@@ -3,6 +3,7 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use anyhow::Context;
 use hintaudit_rmcp::{HintAudit, HintAuditLayer};
 use rmcp::ServerHandler;
 use rmcp::transport::streamable_http_server::{
@@ -52,7 +53,9 @@ where
     if let Some(extra) = extra {
         router = router.merge(extra);
     }
-    let listener = tokio::net::TcpListener::bind(addr).await?;
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("cannot listen on {addr}"))?;
     let addr = listener.local_addr()?;
     let shutdown = cancel.clone();
     let task = tokio::spawn(async move {
