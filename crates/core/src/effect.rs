@@ -216,6 +216,10 @@ pub struct RowChange {
     pub image: RowImage,
     /// Whether a trigger made the change (SQLite preupdate depth > 0), where known.
     pub nested: Option<bool>,
+    /// The row's identity within its table where the hook gives one (SQLite's rowid), so
+    /// that an update or delete of a row this call inserted earlier is known not to overwrite
+    /// or remove anything that existed before the call (design §2). `None` where unknown.
+    pub row_id: Option<i64>,
 }
 
 /// Per-table counts a transaction oracle read (PostgreSQL `pg_stat_xact_user_tables`).

@@ -8,7 +8,7 @@
 //! effect.statements.push(StatementEffect::new(Operation::Update, vec!["appointments".into()]));
 //! effect.row_changes.push(RowChange {
 //!     table: "appointments".into(), operation: RowOperation::Update, statement: Some(0),
-//!     committed: true, image: RowImage::Unknown, nested: None,
+//!     committed: true, image: RowImage::Unknown, nested: None, row_id: None,
 //! });
 //! let verdict = judge.judge(&ToolCall { tool: "get_appointment", hints, arguments: None, effect: &effect });
 //! assert_eq!(verdict.findings[0].rule, Rule::ReadOnlyWrite);

@@ -14,7 +14,7 @@
 //! effect.statements.push(StatementEffect::new(Operation::Insert, vec!["appointments".into()]));
 //! effect.row_changes.push(RowChange {
 //!     table: "appointments".into(), operation: RowOperation::Insert, statement: Some(0),
-//!     committed: true, image: RowImage::Unknown, nested: None,
+//!     committed: true, image: RowImage::Unknown, nested: None, row_id: None,
 //! });
 //! let args = serde_json::json!({"patient": 7});
 //! let call = ToolCall { tool: "create_appointment", hints, arguments: Some(&args), effect: &effect };

@@ -52,6 +52,7 @@ fn typical_effect() -> Effect {
         committed: true,
         image: RowImage::Unknown,
         nested: None,
+        row_id: None,
     });
     e
 }

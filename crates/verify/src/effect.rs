@@ -43,6 +43,7 @@ fn push_rows(effect: &mut Effect, t: &TableDiff, operation: RowOperation, n: u64
                 RowImage::Unknown
             },
             nested: None,
+            row_id: None,
         });
     }
 }

@@ -4,7 +4,7 @@
 //! the same evidence texts.
 
 use std::borrow::Cow;
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 
 mod evidence;
 
@@ -56,11 +56,41 @@ impl Group<'_> {
             && normalized_table(&rc.table) == self.table
     }
 
-    /// The group's row changes.
-    fn members<'a>(&'a self, effect: &'a Effect) -> impl Iterator<Item = &'a RowChange> {
-        effect.row_changes[self.first..]
+    /// The group's row changes, with their indices in [`Effect::row_changes`].
+    fn members<'a>(&'a self, effect: &'a Effect) -> impl Iterator<Item = (usize, &'a RowChange)> {
+        effect
+            .row_changes
             .iter()
-            .filter(|rc| self.has(rc))
+            .enumerate()
+            .skip(self.first)
+            .filter(|(_, rc)| self.has(rc))
+    }
+}
+
+/// Rows the call inserted and committed, by (table as the hook named it, row id), each with
+/// the index of its insert in [`Effect::row_changes`].
+struct OwnRows<'e>(HashMap<(&'e str, i64), usize>);
+
+impl<'e> OwnRows<'e> {
+    fn of(effect: &'e Effect) -> Self {
+        let mut m = HashMap::new();
+        for (i, rc) in effect.row_changes.iter().enumerate() {
+            if let (RowOperation::Insert, true, Some(id)) = (rc.operation, rc.committed, rc.row_id)
+            {
+                m.entry((rc.table.as_str(), id)).or_insert(i);
+            }
+        }
+        OwnRows(m)
+    }
+
+    /// Whether row change `i` updates or deletes a row the call inserted before it: no
+    /// overwrite and no loss of anything that existed before the call.
+    fn has(&self, i: usize, rc: &RowChange) -> bool {
+        rc.row_id.is_some_and(|id| {
+            self.0
+                .get(&(rc.table.as_str(), id))
+                .is_some_and(|&first| first < i)
+        })
     }
 }
 
@@ -141,6 +171,7 @@ impl<'e> Facts<'e> {
 
         // Row changes (hooks): confirmed.
         let mut hooked_statements = Marks::default();
+        let own = OwnRows::of(effect);
         for group in row_groups(effect, policy, &mut hooked_statements) {
             let (table, op, committed, n) = (&group.table, group.op, group.committed, group.rows);
             f.touched_tables.insert(table.clone());
@@ -165,6 +196,14 @@ impl<'e> Facts<'e> {
                     f.written_tables.insert(table.clone());
                 }
                 RowOperation::Delete => {
+                    // Deleting rows the call inserted itself removes nothing that was there.
+                    let n = n - group
+                        .members(effect)
+                        .filter(|(i, rc)| own.has(*i, rc))
+                        .count();
+                    if n == 0 {
+                        continue;
+                    }
                     let text = || format!("{} deleted from {table}", rows(n));
                     ev!(writes, Confirmed, text);
                     ev!(destructive, Confirmed, text);
@@ -175,7 +214,12 @@ impl<'e> Facts<'e> {
                     let mut changed = 0usize;
                     let mut unchanged = 0usize;
                     let mut non_convergent: Option<String> = None;
-                    for rc in group.members(effect) {
+                    for (i, rc) in group.members(effect) {
+                        // Filling in a row the call inserted itself overwrites nothing; the
+                        // insert is the write.
+                        if own.has(i, rc) {
+                            continue;
+                        }
                         let stmt = rc.statement.and_then(|s| effect.statements.get(s));
                         let direct = stmt.is_some_and(|s| {
                             s.tables.iter().any(|t| normalized_table(t) == *table)
@@ -484,6 +528,7 @@ mod tests {
                     committed: true,
                     image: RowImage::Unknown,
                     nested: None,
+                    row_id: None,
                 }],
                 ..Default::default()
             };

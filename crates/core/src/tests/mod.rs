@@ -6,6 +6,7 @@ use crate::*;
 
 mod calls;
 mod listing;
+mod own_rows;
 mod repeats;
 
 pub(super) fn hints(
@@ -43,6 +44,7 @@ pub(super) fn rows(
             committed,
             image: RowImage::Unknown,
             nested: None,
+            row_id: None,
         })
         .collect()
 }

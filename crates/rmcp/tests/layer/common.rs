@@ -198,6 +198,7 @@ impl Clinic {
             committed: true,
             image: RowImage::Unknown,
             nested: None,
+            row_id: None,
         }]);
         "shown".to_owned()
     }

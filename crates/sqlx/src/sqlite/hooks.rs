@@ -98,6 +98,7 @@ impl Columns {
 struct Pending {
     sink: Option<Sink>,
     table: Box<str>,
+    row_id: i64,
     operation: RowOperation,
     image: Image,
     nested: Option<bool>,
@@ -224,7 +225,7 @@ impl Slot {
         self.lock().seen
     }
 
-    fn on_update(&self, operation: &SqliteOperation, table: &str) {
+    fn on_update(&self, operation: &SqliteOperation, table: &str, row_id: i64) {
         let operation = match operation {
             SqliteOperation::Insert => RowOperation::Insert,
             SqliteOperation::Update => RowOperation::Update,
@@ -256,6 +257,7 @@ impl Slot {
             } else {
                 table.into()
             },
+            row_id,
             operation,
             image,
             nested,
@@ -311,6 +313,7 @@ fn record(columns: &Columns, pending: Vec<Pending>, committed: bool) {
             committed,
             image,
             nested: p.nested,
+            row_id: Some(p.row_id),
         });
         current = Some(sink);
     }
@@ -384,7 +387,7 @@ impl Registry {
 /// `preupdate-hook` feature). Any hooks set before on this connection are replaced.
 fn install(handle: &mut LockedSqliteHandle<'_>, slot: &Arc<Slot>) {
     let s = slot.clone();
-    handle.set_update_hook(move |r| s.on_update(&r.operation, r.table));
+    handle.set_update_hook(move |r| s.on_update(&r.operation, r.table, r.rowid));
     let s = slot.clone();
     handle.set_commit_hook(move || {
         s.flush(true);

@@ -53,6 +53,7 @@ fn run_statement(sql: &str) {
                 committed: true,
                 image: RowImage::Unknown,
                 nested: None,
+                row_id: None,
             }]);
         }
     }

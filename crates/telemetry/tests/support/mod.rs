@@ -108,6 +108,7 @@ pub fn row(table: &str, op: RowOperation, committed: bool) -> RowChange {
         committed,
         image: RowImage::Unknown,
         nested: None,
+        row_id: None,
     }
 }
 
