@@ -62,3 +62,21 @@ fn demo_names_the_address_it_cannot_listen_on() {
         "{stderr}"
     );
 }
+
+#[test]
+fn demo_warns_of_an_otlp_protocol_it_does_not_support() {
+    let out = Command::new(env!("CARGO_BIN_EXE_hintaudit"))
+        .arg("demo")
+        .env_remove("DATABASE_URL")
+        .env_remove("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:1")
+        .env("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json")
+        .output()
+        .expect("run hintaudit demo");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("OTLP protocol \"http/json\" not supported; using http/protobuf"),
+        "{stderr}"
+    );
+}

@@ -74,6 +74,9 @@ pub fn init_tracing(config: TracingConfig) -> Result<TracingGuard, TracingError>
         .with(fmt)
         .with(otel)
         .try_init()?;
+    for warning in config.warnings() {
+        tracing::warn!("hintaudit: {warning}");
+    }
     opentelemetry::global::set_text_map_propagator(TraceContextPropagator::new());
     if let Some(p) = &pipeline {
         // For libraries instrumented with OpenTelemetry directly rather than through tracing.

@@ -38,12 +38,17 @@ impl OtlpProtocol {
         }
     }
 
-    fn from_vars(var: &dyn Fn(&str) -> Option<String>) -> Option<OtlpProtocol> {
+    fn from_vars(
+        var: &dyn Fn(&str) -> Option<String>,
+        warnings: &mut Vec<String>,
+    ) -> Option<OtlpProtocol> {
         let value = var("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
             .or_else(|| var("OTEL_EXPORTER_OTLP_PROTOCOL"))?;
         let parsed = OtlpProtocol::parse(&value);
         if parsed.is_none() {
-            tracing::warn!("hintaudit: OTLP protocol {value:?} not supported; using http/protobuf");
+            warnings.push(format!(
+                "OTLP protocol {value:?} not supported; using http/protobuf"
+            ));
         }
         parsed
     }
@@ -89,6 +94,7 @@ pub struct TracingConfig {
     export_timeout: Option<Duration>,
     pub(crate) log_filter: String,
     sample_ratio: Option<f64>,
+    warnings: Vec<String>,
 }
 
 /// Default bound of the span queue, in spans (the OpenTelemetry default).
@@ -112,6 +118,7 @@ impl TracingConfig {
             export_timeout: None,
             log_filter: "info".to_owned(),
             sample_ratio: None,
+            warnings: Vec::new(),
         }
     }
 
@@ -125,7 +132,17 @@ impl TracingConfig {
     /// configuration read from elsewhere). Empty values count as unset.
     pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Self {
         let var = |name: &str| var(name).filter(|v| !v.trim().is_empty());
-        let number = |name: &str| var(name).and_then(|v| v.trim().parse::<usize>().ok());
+        let mut warnings = Vec::new();
+        let mut number = |name: &str| {
+            let value = var(name)?;
+            let n = value.trim().parse::<usize>().ok();
+            if n.is_none() {
+                warnings.push(format!(
+                    "{name}={value:?} is not a whole number; using the default"
+                ));
+            }
+            n
+        };
         let is = |name: &str, value: &str| {
             var(name).is_some_and(|v| v.trim().eq_ignore_ascii_case(value))
         };
@@ -134,7 +151,6 @@ impl TracingConfig {
             || var("OTEL_EXPORTER_OTLP_ENDPOINT").is_some();
         c.enabled =
             endpoint_set && !is("OTEL_SDK_DISABLED", "true") && !is("OTEL_TRACES_EXPORTER", "none");
-        c.protocol = OtlpProtocol::from_vars(&var);
         if let Some(n) = number("OTEL_BSP_MAX_QUEUE_SIZE") {
             c.max_queue_size = n;
         }
@@ -144,7 +160,19 @@ impl TracingConfig {
         if let Some(ms) = number("OTEL_BSP_SCHEDULE_DELAY") {
             c.scheduled_delay = Duration::from_millis(ms as u64);
         }
+        c.protocol = OtlpProtocol::from_vars(&var, &mut warnings);
+        c.warnings = warnings;
         c
+    }
+
+    /// What reading the environment found wrong, one sentence each: an unsupported
+    /// `OTEL_EXPORTER_OTLP_PROTOCOL`, an `OTEL_BSP_*` value that is not a whole number. Each
+    /// was ignored and the default used, as the OpenTelemetry specification asks.
+    /// [`init_tracing`](crate::init_tracing) logs them at WARN once its subscriber is
+    /// installed (logging them while reading, before any subscriber, would lose them); with a
+    /// subscriber of your own, log them yourself.
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
     }
 
     /// Exports to `endpoint`, and turns export on. Like `OTEL_EXPORTER_OTLP_ENDPOINT`, a base
@@ -404,6 +432,32 @@ mod tests {
             http_traces_url("http://h:4318/v1/traces"),
             "http://h:4318/v1/traces"
         );
+    }
+
+    #[test]
+    fn what_the_environment_gets_wrong_is_kept_as_warnings() {
+        let vars = [
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4318"),
+            ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json"),
+            ("OTEL_BSP_MAX_QUEUE_SIZE", "lots"),
+        ];
+        let c = TracingConfig::from_vars(|name| {
+            vars.iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| v.to_string())
+        });
+        assert_eq!(
+            c.warnings(),
+            [
+                "OTEL_BSP_MAX_QUEUE_SIZE=\"lots\" is not a whole number; using the default",
+                "OTLP protocol \"http/json\" not supported; using http/protobuf",
+            ]
+        );
+        assert_eq!(
+            (c.protocol, c.max_queue_size),
+            (None, DEFAULT_MAX_QUEUE_SIZE)
+        );
+        assert!(TracingConfig::from_vars(|_| None).warnings().is_empty());
     }
 
     #[test]
