@@ -138,12 +138,16 @@
 //! [`hintaudit_core::TransactionObservation`]. That is **5 extra round trips** per such
 //! statement (+230 µs measured on localhost, where the raw statement takes 85 µs); plain `SELECT`s, `SELECT ... FOR UPDATE`,
 //! transaction control and session statements run unwrapped at no cost. Statements that
-//! cannot run in a transaction block (`VACUUM`, `CREATE INDEX CONCURRENTLY`,
-//! `CREATE DATABASE`, texts holding their own `BEGIN`/`COMMIT`) and statements issued while
-//! the connection is inside a transaction you opened with a raw `BEGIN` run unwrapped and
-//! unobserved. A `COMMIT` failure (deferred constraints) is returned as the statement's error,
-//! as autocommit would have. Streams of wrapped statements are buffered until `COMMIT`
-//! answers; unwrapped ones stream.
+//! cannot run in a transaction block (`VACUUM`, `CLUSTER`, `REINDEX`, `CREATE INDEX
+//! CONCURRENTLY`, `CREATE`/`DROP DATABASE` or `TABLESPACE`, subscriptions, `DISCARD ALL`,
+//! texts holding their own `BEGIN`/`COMMIT`) and statements issued while the connection is
+//! inside a transaction you opened with a raw `BEGIN` run unwrapped and unobserved. A `COMMIT`
+//! failure (deferred constraints) is returned as the statement's error, as autocommit would
+//! have. Streams of wrapped statements are buffered until `COMMIT` answers, so that no row
+//! reaches you from a statement whose commit then fails: a large result read through
+//! `fetch()` from a wrapped `SELECT` (one calling a function not known to be pure) is held in
+//! memory and its first row waits for the last. Unwrapped statements stream; to stream such a
+//! `SELECT`, run it in an [`AuditedTransaction`] or use [`PgOracle::Off`].
 //!
 //! In an [`AuditedTransaction`] the statements run as they are; the first snapshot is taken
 //! (inside a released savepoint, 3 round trips) before the first statement that may write,
