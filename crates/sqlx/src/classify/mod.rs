@@ -177,9 +177,7 @@ pub fn classify(sql: &str, dialect: SqlDialect) -> Classification {
         } else {
             None
         },
-        no_transaction_block: w.no_transaction_block
-            || (tx_controls > 0 && statements.len() > 1)
-            || cannot_run_in_transaction(sql),
+        no_transaction_block: w.no_transaction_block || (tx_controls > 0 && statements.len() > 1),
         delete_without_where: w.delete_without_where,
         parsed: true,
     }
@@ -214,8 +212,9 @@ fn summary(operation_name: &str, tables: &[String]) -> String {
 /// `DISCARD ALL`, `COMMIT`/`ROLLBACK PREPARED`, and anything `CONCURRENTLY`. Read from each
 /// statement's leading words (and the word `CONCURRENTLY` anywhere), so that a table named
 /// `cluster_nodes` or a literal does not count. Over-matching (every `CLUSTER` and `REINDEX`)
-/// only keeps the oracle from wrapping statements that write no rows.
-fn cannot_run_in_transaction(sql: &str) -> bool {
+/// only keeps the oracle from wrapping statements that write no rows. Used on the text of a
+/// statement sqlparser parsed into no more specific form, and on a text it could not parse.
+pub(crate) fn cannot_run_in_transaction(sql: &str) -> bool {
     sql.split(';').any(|statement| {
         let words: Vec<String> = statement
             .split(|c: char| !(c.is_alphanumeric() || c == '_'))

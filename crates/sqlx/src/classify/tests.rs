@@ -269,6 +269,7 @@ fn transaction_control_and_blocks() {
         "UPDATE subscriptions SET state = 'vacuum'",
         "INSERT INTO reindex_log (what) VALUES ('CREATE DATABASE x')",
         "ALTER DATABASE d SET work_mem = '8MB'",
+        "INSERT INTO notes (body) VALUES ('done; vacuum the hall')",
     ] {
         assert!(!classify(sql, Pg).no_transaction_block, "{sql}");
     }

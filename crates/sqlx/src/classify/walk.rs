@@ -11,8 +11,8 @@ use sqlparser::ast::{
     TableObject, TableWithJoins, Visit, Visitor,
 };
 
-use super::TxControl;
 use super::converge::is_non_convergent;
+use super::{TxControl, cannot_run_in_transaction};
 
 /// What one statement does, before merging with the other statements of the same text.
 #[derive(Debug, Default)]
@@ -200,7 +200,7 @@ impl Walk {
                     }
                     _ => vec![],
                 };
-                if text_has(&keyword, "DATABASE") {
+                if cannot_run_in_transaction(&statement.to_string()) {
                     self.no_transaction_block = true;
                 }
                 self.write(Operation::Ddl, &keyword, tables);
@@ -318,8 +318,10 @@ impl Walk {
             | Statement::Prepare { .. }
             | Statement::Deallocate { .. }
             | Statement::Analyze(_) => {
-                let kw = first_word(&statement.to_string());
-                self.set(Operation::Session, &kw);
+                let text = statement.to_string();
+                // `DISCARD ALL`: a session statement, so never wrapped anyway.
+                self.no_transaction_block |= cannot_run_in_transaction(&text);
+                self.set(Operation::Session, &first_word(&text));
             }
             Statement::ShowVariable { .. }
             | Statement::ShowStatus { .. }
@@ -361,8 +363,9 @@ impl Walk {
                 }
             }
             other => {
-                let kw = keyword_of(&other.to_string());
-                if kw.contains("CONCURRENTLY") || kw.starts_with("ALTER SYSTEM") {
+                let text = other.to_string();
+                let kw = keyword_of(&text);
+                if cannot_run_in_transaction(&text) {
                     self.no_transaction_block = true;
                 }
                 self.write(Operation::Ddl, &kw, vec![]);
