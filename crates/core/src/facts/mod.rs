@@ -68,12 +68,20 @@ impl Group<'_> {
 }
 
 /// Rows the call inserted and committed, by (table as the hook named it, row id), each with
-/// the index of its insert in [`Effect::row_changes`].
+/// the index of its insert in [`Effect::row_changes`]. Empty, and never filled, when no
+/// update or delete carries a row id: a bulk insert alone builds no map.
 struct OwnRows<'e>(HashMap<(&'e str, i64), usize>);
 
 impl<'e> OwnRows<'e> {
     fn of(effect: &'e Effect) -> Self {
         let mut m = HashMap::new();
+        let asked = effect
+            .row_changes
+            .iter()
+            .any(|rc| rc.operation != RowOperation::Insert && rc.row_id.is_some());
+        if !asked {
+            return OwnRows(m);
+        }
         for (i, rc) in effect.row_changes.iter().enumerate() {
             if let (RowOperation::Insert, true, Some(id)) = (rc.operation, rc.committed, rc.row_id)
             {
