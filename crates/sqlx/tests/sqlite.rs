@@ -508,54 +508,6 @@ async fn blind_spots_are_not_marked_observed() {
     assert!(!facts.destructive.is_empty(), "{facts:?}");
 }
 
-/// `fetch_optional` and `fetch_one` stop at the first row, as they do unaudited: in a text of
-/// several statements, those after the row never run. A write that returned a row while the
-/// hooks saw none (WITHOUT ROWID) is not marked observed.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn fetch_optional_stops_at_the_first_row() {
-    let (_dir, pool) = pool(1).await;
-    pool.inner()
-        .execute(
-            "INSERT INTO appointments (patient) VALUES ('a'), ('b'); \
-             CREATE TABLE kv (k TEXT PRIMARY KEY, v TEXT) WITHOUT ROWID;",
-        )
-        .await
-        .expect("seed");
-    let scope = CallScope::new("peek");
-    let effects = scope.effects_handle();
-    let (first, key) = scope
-        .run(async {
-            let first: Option<i64> = sqlx::query_scalar(
-                "SELECT id FROM appointments WHERE patient = 'a'; \
-                 DELETE FROM appointments WHERE patient = 'b'",
-            )
-            .fetch_optional(&pool)
-            .await
-            .expect("select");
-            let key: String = sqlx::query_scalar("INSERT INTO kv VALUES ('k', 'v') RETURNING k")
-                .fetch_one(&pool)
-                .await
-                .expect("kv");
-            (first, key)
-        })
-        .await;
-    assert!(first.is_some());
-    assert_eq!(key, "k");
-    let left: i64 = sqlx::query_scalar("SELECT count(*) FROM appointments")
-        .fetch_one(pool.inner())
-        .await
-        .expect("count");
-    assert_eq!(left, 2, "the DELETE after the first row must not run");
-    let e = effects.snapshot();
-    assert_eq!(
-        rows(&e, "appointments", RowOperation::Delete, true),
-        0,
-        "{e:?}"
-    );
-    assert_eq!(e.statements[1].operation, Operation::Insert, "{e:?}");
-    assert!(!e.statements[1].observed, "{e:?}");
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dropped_stream_still_finishes_its_statement() {
     let (_dir, pool) = pool(1).await;
