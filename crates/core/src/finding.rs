@@ -1,6 +1,6 @@
 //! Findings: what the judge concludes, with rule, hint, severity, confidence and evidence.
 
-use crate::hints::Hint;
+use crate::hints::{DeclaredHints, Hint};
 
 /// How serious a finding is (design §2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -117,6 +117,59 @@ impl Rule {
     /// Parses a rule id.
     pub fn parse(s: &str) -> Option<Rule> {
         Rule::ALL.into_iter().find(|r| r.as_str() == s)
+    }
+
+    /// Whether the judge can report this rule for a tool that declares `hints`: the rule's
+    /// condition on the declared hints (design §2), without any evidence.
+    ///
+    /// - `read_only_write`, `read_only_write_attempt`: `readOnlyHint` true;
+    /// - `undeclared_destructive`: `readOnlyHint` not true and `destructiveHint` false;
+    /// - `idempotency_broken`: `readOnlyHint` not true and `idempotentHint` true;
+    /// - `undeclared_open_world`: `openWorldHint` false;
+    /// - `hint_missing`: a meaningful hint is unset; `hint_contradiction`: `readOnlyHint` and
+    ///   `destructiveHint` both true;
+    /// - `hints_changed`: always (any tool's hints can change).
+    ///
+    /// A finding of a rule that does not apply is never reported. Metrics use this to export
+    /// the violation series a tool can produce at 0 before its first violation.
+    ///
+    /// ```
+    /// use hintaudit_core::{DeclaredHints, Rule};
+    /// let read_only = DeclaredHints { read_only: Some(true), ..Default::default() };
+    /// assert!(Rule::ReadOnlyWrite.applies_to(read_only));
+    /// assert!(!Rule::UndeclaredDestructive.applies_to(read_only));
+    /// assert!(Rule::HintsChanged.applies_to(DeclaredHints::default()));
+    /// ```
+    pub fn applies_to(self, hints: DeclaredHints) -> bool {
+        let read_only = hints.read_only == Some(true);
+        match self {
+            Rule::ReadOnlyWrite | Rule::ReadOnlyWriteAttempt => read_only,
+            Rule::UndeclaredDestructive => !read_only && hints.destructive == Some(false),
+            Rule::IdempotencyBroken => !read_only && hints.idempotent == Some(true),
+            Rule::UndeclaredOpenWorld => hints.open_world == Some(false),
+            Rule::HintMissing => hints.missing().next().is_some(),
+            Rule::HintContradiction => read_only && hints.destructive == Some(true),
+            Rule::HintsChanged => true,
+        }
+    }
+
+    /// The hints a finding of this rule can name (its `hint` field, the `hint` label of
+    /// `hintaudit_hint_violations_total`): one for each call rule; for `hint_missing` and
+    /// `hints_changed`, any of the four (the hint that is unset, the first that changed).
+    ///
+    /// ```
+    /// use hintaudit_core::{Hint, Rule};
+    /// assert_eq!(Rule::UndeclaredDestructive.hints(), &[Hint::Destructive]);
+    /// assert_eq!(Rule::HintsChanged.hints(), &Hint::ALL);
+    /// ```
+    pub fn hints(self) -> &'static [Hint] {
+        match self {
+            Rule::ReadOnlyWrite | Rule::ReadOnlyWriteAttempt => &[Hint::ReadOnly],
+            Rule::UndeclaredDestructive | Rule::HintContradiction => &[Hint::Destructive],
+            Rule::IdempotencyBroken => &[Hint::Idempotent],
+            Rule::UndeclaredOpenWorld => &[Hint::OpenWorld],
+            Rule::HintMissing | Rule::HintsChanged => &Hint::ALL,
+        }
     }
 }
 

@@ -1,7 +1,7 @@
 //! Recorders: where finished calls and listings go (logs, metrics, traces, reports).
 //!
 //! A recorder is called synchronously at the end of every tool call and every tools/list,
-//! on the task that served it. It must be quick and must not fail: a recorder that ships data
+//! on the task that served it, and once per tool the server learns at start-up. It must be quick and must not fail: a recorder that ships data
 //! elsewhere queues it and counts what it drops (`AuditStage::Export`).
 //!
 //! ```
@@ -87,6 +87,17 @@ pub enum AuditEvent<'a> {
         /// Listing findings.
         findings: &'a [Finding],
     },
+    /// A tool the server declares, learned at start-up from the server's own tool list
+    /// (`HintAudit::learn_tools` in hintaudit-rmcp), before any client listed or called it.
+    /// Not a listing: no findings, and a later listing with other hints is not a change from
+    /// these. Metrics recorders declare the tool (its declared-hints gauge and its violation
+    /// series at 0); the others ignore it.
+    Declared {
+        /// The tool.
+        tool: &'a str,
+        /// Its declared hints.
+        hints: DeclaredHints,
+    },
 }
 
 /// Receives audit events. Implemented by `()` (records nothing), by closures
@@ -150,6 +161,7 @@ impl Recorder for LogRecorder {
         let (findings, listing) = match event {
             AuditEvent::Call(r) => (r.verdict.findings.as_slice(), false),
             AuditEvent::Listing { findings, .. } => (*findings, true),
+            AuditEvent::Declared { .. } => return,
         };
         for f in findings {
             let (tool, rule, hint, conf, ev) = (

@@ -4,6 +4,7 @@
 
 use crate::*;
 
+mod applicability;
 mod calls;
 mod listing;
 mod own_rows;
