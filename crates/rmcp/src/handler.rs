@@ -4,9 +4,10 @@
 use std::borrow::Cow;
 use std::fmt;
 use std::future::Future;
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
-use hintaudit_core::{DeclaredHints, Judge};
+use hintaudit_core::{AuditEvent, AuditStage, DeclaredHints, Judge, stats};
 use rmcp::model::*;
 use rmcp::service::{MaybeSendFuture, NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
@@ -75,14 +76,28 @@ impl<H: ServerHandler> HintAudit<H> {
         self.registry.snapshot()
     }
 
-    /// Learns the hints of these tools, as a tools/list answer would, without linting them.
-    /// Use it at start-up with the tool list the server already has at hand (for
-    /// `#[tool_router]` servers, `Self::tool_router().list_all()`), so [`Self::known_tools`]
-    /// is complete before any client call. Returns how many tools were learned.
+    /// Learns the hints of these tools, as a tools/list answer would, without linting them,
+    /// and sends the recorder one [`AuditEvent::Declared`] per tool. Use it at start-up with
+    /// the tool list the server already has at hand (for `#[tool_router]` servers,
+    /// `Self::tool_router().list_all()`), so [`Self::known_tools`] is complete, and a metrics
+    /// recorder exports every tool (its declared hints, its violation series at 0), before
+    /// any client call. Returns how many tools were learned.
+    ///
+    /// Not a listing: no `hint_missing` or `hints_changed` findings, and the judge's
+    /// first-seen hints are set by the first tools/list, not by this. A recorder that panics
+    /// is counted at stage `record`, as everywhere in the layer.
     pub fn learn_tools<'a>(&self, tools: impl IntoIterator<Item = &'a Tool>) -> usize {
         let mut learned = 0;
         for tool in tools {
-            self.registry.learn(tool);
+            let hints = self.registry.learn(tool);
+            let event = AuditEvent::Declared {
+                tool: &tool.name,
+                hints,
+            };
+            let recorded = catch_unwind(AssertUnwindSafe(|| self.config.recorder.record(&event)));
+            if recorded.is_err() {
+                stats().audit_error(AuditStage::Record, &"recorder panicked");
+            }
             learned += 1;
         }
         learned

@@ -68,6 +68,10 @@ pub enum Seen {
         hints: DeclaredHints,
         rules: Vec<Rule>,
     },
+    Declared {
+        tool: String,
+        hints: DeclaredHints,
+    },
 }
 
 /// A layer whose recorder keeps every event.
@@ -92,6 +96,10 @@ pub fn recording_layer() -> (HintAuditLayer, Arc<Mutex<Vec<Seen>>>) {
                 tool: (*tool).to_owned(),
                 hints: *hints,
                 rules: findings.iter().map(|f| f.rule).collect(),
+            },
+            AuditEvent::Declared { tool, hints } => Seen::Declared {
+                tool: (*tool).to_owned(),
+                hints: *hints,
             },
             _ => return,
         };
@@ -150,6 +158,11 @@ impl Clinic {
         Clinic {
             tool_router: Self::tool_router(),
         }
+    }
+
+    /// Every tool, as the server would list them.
+    pub fn tools() -> Vec<Tool> {
+        Self::tool_router().list_all()
     }
 }
 

@@ -3,6 +3,7 @@
 
 mod common;
 mod delegation;
+mod learn;
 mod recorder;
 mod scope;
 mod tasks;
