@@ -72,6 +72,13 @@ impl Default for Clinic {
     }
 }
 
+impl Clinic {
+    /// Every tool, as the server lists them: what a server passes to `learn_tools`.
+    pub fn tools() -> Vec<Tool> {
+        Self::tool_router().list_all()
+    }
+}
+
 #[tool_router]
 impl Clinic {
     /// Declares itself read-only, but updates a row.

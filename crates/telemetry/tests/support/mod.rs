@@ -71,6 +71,28 @@ impl Scraped {
         matching.first().copied()
     }
 
+    /// The value of one sample (NaN for histograms and summaries).
+    pub fn number(&self, sample: &prometheus_parse::Sample) -> f64 {
+        match sample.value {
+            prometheus_parse::Value::Counter(v)
+            | prometheus_parse::Value::Gauge(v)
+            | prometheus_parse::Value::Untyped(v) => v,
+            _ => f64::NAN,
+        }
+    }
+
+    /// Every sample of `metric` as `(labels "k=v,…" sorted, value)`.
+    pub fn series(&self, metric: &str) -> std::collections::BTreeMap<String, f64> {
+        self.samples(metric)
+            .map(|s| {
+                let mut labels: Vec<String> =
+                    s.labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                labels.sort();
+                (labels.join(","), self.number(s))
+            })
+            .collect()
+    }
+
     /// Distinct values of label `name` over every sample of every hintaudit metric.
     pub fn label_values(&self, name: &str) -> std::collections::BTreeSet<String> {
         self.scrape

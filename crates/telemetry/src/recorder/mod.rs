@@ -1,22 +1,24 @@
-//! The Prometheus recorder: turns audit events into the metrics of design §5.
+//! The Prometheus recorder: turns audit events into the metrics of design §5. This module
+//! maps events to metrics and bounds the `tool` label; [`families`] holds the metric families
+//! and the label handles of each tool.
+
+mod families;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, RwLock};
+use std::sync::{Arc, RwLock};
 
 use hintaudit_core::{
-    Advice, AuditEvent, AuditStage, CallReport, CallStatus, DeclaredHints, Finding, Hint,
-    Operation, Recorder, RowOperation, Rule, Severity, stats,
+    Advice, AuditEvent, AuditStage, CallReport, DeclaredHints, Finding, Recorder, RowOperation,
+    Rule, stats,
 };
-use prometheus::{
-    Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts,
-    Registry,
-};
+use prometheus::Registry;
 
 use crate::collector::AuditStatsCollector;
 use crate::error::RegisterError;
 use crate::labels::TableLabels;
-use crate::metric_name::{MetricName, UNKNOWN_TOOL};
+use crate::metric_name::UNKNOWN_TOOL;
+use families::{Families, ToolMetrics, lock, read, status_index, write};
 
 /// Default cap on distinct `table` label values; further tables are `__other__` (design §5).
 pub const DEFAULT_MAX_TABLES: usize = 200;
@@ -27,187 +29,6 @@ pub const DEFAULT_MAX_TOOLS: usize = 1000;
 pub const DEFAULT_DURATION_BUCKETS: [f64; 14] = [
     0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
 ];
-
-const STATUSES: [CallStatus; 3] = [
-    CallStatus::Ok,
-    CallStatus::ToolError,
-    CallStatus::ProtocolError,
-];
-
-fn status_index(status: CallStatus) -> usize {
-    STATUSES.iter().position(|s| *s == status).unwrap_or(0)
-}
-
-#[derive(Debug)]
-struct Families {
-    calls: IntCounterVec,
-    duration: HistogramVec,
-    violations: IntCounterVec,
-    statements: IntCounterVec,
-    rows: IntCounterVec,
-    declared: IntGaugeVec,
-    advice: IntGaugeVec,
-    hints_changed: IntCounterVec,
-}
-
-fn opts(name: MetricName) -> Opts {
-    Opts::new(name.as_str(), name.help())
-}
-
-impl Families {
-    fn new(buckets: Vec<f64>) -> prometheus::Result<Self> {
-        let counter = |m: MetricName| IntCounterVec::new(opts(m), m.labels());
-        let gauge = |m: MetricName| IntGaugeVec::new(opts(m), m.labels());
-        let d = MetricName::ToolCallDuration;
-        Ok(Families {
-            calls: counter(MetricName::ToolCalls)?,
-            duration: HistogramVec::new(
-                HistogramOpts::new(d.as_str(), d.help()).buckets(buckets),
-                d.labels(),
-            )?,
-            violations: counter(MetricName::HintViolations)?,
-            statements: counter(MetricName::ToolStatements)?,
-            rows: counter(MetricName::ToolRowChanges)?,
-            declared: gauge(MetricName::ToolDeclaredHints)?,
-            advice: gauge(MetricName::ToolAdvice)?,
-            hints_changed: counter(MetricName::ToolHintsChanged)?,
-        })
-    }
-
-    fn register(&self, registry: &Registry) -> prometheus::Result<()> {
-        registry.register(Box::new(self.calls.clone()))?;
-        registry.register(Box::new(self.duration.clone()))?;
-        registry.register(Box::new(self.violations.clone()))?;
-        registry.register(Box::new(self.statements.clone()))?;
-        registry.register(Box::new(self.rows.clone()))?;
-        registry.register(Box::new(self.declared.clone()))?;
-        registry.register(Box::new(self.advice.clone()))?;
-        registry.register(Box::new(self.hints_changed.clone()))?;
-        Ok(())
-    }
-}
-
-/// Per-tool state of what a declared tool serves.
-#[derive(Debug, Default)]
-struct HintState {
-    /// The hints the declared-hints gauge shows.
-    current: Option<DeclaredHints>,
-    /// The hints of the last listing, for counting changes.
-    listed: Option<DeclaredHints>,
-}
-
-/// Cached label handles of one `tool` label value.
-#[derive(Debug)]
-struct ToolMetrics {
-    label: Arc<str>,
-    calls: [IntCounter; 3],
-    duration: Histogram,
-    statements: [OnceLock<IntCounter>; Operation::ALL.len()],
-    rows: RwLock<HashMap<(Arc<str>, RowOperation), IntCounter>>,
-    violations: RwLock<HashMap<(Rule, Hint, Severity), IntCounter>>,
-    /// For declared tools only: advice gauges in [`Advice::ALL`] order, and hint state.
-    declared: Option<([IntGauge; 4], Mutex<HintState>, IntCounter)>,
-}
-
-impl ToolMetrics {
-    fn new(f: &Families, label: Arc<str>, declared: bool) -> Self {
-        let l: &str = &label;
-        let calls = STATUSES.map(|s| f.calls.with_label_values(&[l, s.as_str()]));
-        let declared = declared.then(|| {
-            (
-                Advice::ALL.map(|a| f.advice.with_label_values(&[l, a.as_str()])),
-                Mutex::new(HintState::default()),
-                f.hints_changed.with_label_values(&[l]),
-            )
-        });
-        ToolMetrics {
-            duration: f.duration.with_label_values(&[l]),
-            calls,
-            statements: [const { OnceLock::new() }; Operation::ALL.len()],
-            rows: RwLock::default(),
-            violations: RwLock::default(),
-            declared,
-            label,
-        }
-    }
-
-    fn statement(&self, f: &Families, op: Operation) -> &IntCounter {
-        self.statements[op.index()]
-            .get_or_init(|| f.statements.with_label_values(&[&self.label, op.as_str()]))
-    }
-
-    fn rows(&self, f: &Families, table: &Arc<str>, op: RowOperation, n: u64) {
-        if n == 0 {
-            return;
-        }
-        let key = (table.clone(), op);
-        if let Some(c) = read(&self.rows).get(&key) {
-            c.inc_by(n);
-            return;
-        }
-        let mut map = write(&self.rows);
-        map.entry(key)
-            .or_insert_with(|| f.rows.with_label_values(&[&self.label, table, op.as_str()]))
-            .inc_by(n);
-    }
-
-    fn violation(&self, f: &Families, rule: Rule, hint: Hint, severity: Severity) {
-        let key = (rule, hint, severity);
-        if let Some(c) = read(&self.violations).get(&key) {
-            c.inc();
-            return;
-        }
-        write(&self.violations)
-            .entry(key)
-            .or_insert_with(|| {
-                f.violations.with_label_values(&[
-                    &self.label,
-                    rule.as_str(),
-                    hint.spec_name(),
-                    severity.as_str(),
-                ])
-            })
-            .inc();
-    }
-
-    /// Points the declared-hints gauge at `hints`, removing the previous series.
-    fn show_hints(&self, f: &Families, state: &mut HintState, hints: DeclaredHints) {
-        if state.current == Some(hints) {
-            return;
-        }
-        if let Some(old) = state.current {
-            let _ = f
-                .declared
-                .remove_label_values(&hint_labels(&self.label, &old));
-        }
-        f.declared
-            .with_label_values(&hint_labels(&self.label, &hints))
-            .set(1);
-        state.current = Some(hints);
-    }
-}
-
-fn hint_labels<'a>(tool: &'a str, h: &DeclaredHints) -> [&'a str; 5] {
-    [
-        tool,
-        h.label(Hint::ReadOnly),
-        h.label(Hint::Destructive),
-        h.label(Hint::Idempotent),
-        h.label(Hint::OpenWorld),
-    ]
-}
-
-fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
-    lock.read().unwrap_or_else(|e| e.into_inner())
-}
-
-fn write<T>(lock: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
-    lock.write().unwrap_or_else(|e| e.into_inner())
-}
-
-fn lock<T>(lock: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    lock.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 #[derive(Debug)]
 struct Inner {
@@ -224,13 +45,29 @@ struct Inner {
 /// clone records into the same metrics.
 ///
 /// [`PrometheusRecorder`] implements [`Recorder`]; the rmcp layer calls it at the end of every
-/// tools/call ([`AuditEvent::Call`]) and for every tool of every tools/list answer
-/// ([`AuditEvent::Listing`]). What each event does:
+/// tools/call ([`AuditEvent::Call`]), for every tool of every tools/list answer
+/// ([`AuditEvent::Listing`]), and for every tool `HintAudit::learn_tools` learns at start-up
+/// ([`AuditEvent::Declared`]). What each event does:
 ///
 /// | event | metrics |
 /// |---|---|
-/// | call | `hintaudit_tool_calls_total{tool,status}` +1; `hintaudit_tool_call_duration_seconds{tool}` observes the wall time; `hintaudit_tool_statements_total{tool,operation}` +1 per statement; `hintaudit_tool_row_changes_total{tool,table,operation}` + committed rows (hook row changes, and PostgreSQL oracle counts of committed transactions); `hintaudit_hint_violations_total{tool,rule,hint,severity}` +1 per finding; for declared tools, `hintaudit_tool_advice{tool,advice}` set to 1 or 0 for each advice, and the declared-hints gauge brought up to date |
-/// | listing | the tool becomes declared; `hintaudit_tool_declared_hints{tool,…}` is 1 for its current hints (the series of its previous hints is removed); when the hints differ from the previous listing of the tool, `hintaudit_tool_hints_changed_total{tool}` +1, and if the judge reported `hints_changed` for it, `hintaudit_hint_violations_total{rule="hints_changed",…}` +1 |
+/// | declared | the tool becomes declared, as with [`PrometheusRecorder::declare_tool`]: `hintaudit_tool_declared_hints{tool,…}` is 1 for its hints, and its violation series are created at 0 (below); nothing is counted |
+/// | call | `hintaudit_tool_calls_total{tool,status}` +1; `hintaudit_tool_call_duration_seconds{tool}` observes the wall time; `hintaudit_tool_statements_total{tool,operation}` +1 per statement; `hintaudit_tool_row_changes_total{tool,table,operation}` + committed rows (hook row changes, and PostgreSQL oracle counts of committed transactions); `hintaudit_hint_violations_total{tool,rule,hint,severity}` +1 per finding; for declared tools, `hintaudit_tool_advice{tool,advice}` set to 1 or 0 for each advice, and the declared-hints gauge brought up to date (with the zero series of hints it has not shown before) |
+/// | listing | the tool becomes declared; `hintaudit_tool_declared_hints{tool,…}` is 1 for its current hints (the series of its previous hints is removed), and the violation series of these hints exist, at 0 if new; when the hints differ from the previous listing of the tool, `hintaudit_tool_hints_changed_total{tool}` +1, and if the judge reported `hints_changed` for it, `hintaudit_hint_violations_total{rule="hints_changed",…}` +1 |
+///
+/// **Zero series.** A counter series that first appears at 1 is invisible to `increase()` and
+/// `rate()`, so an alert on the first violation would never fire. Whenever a declared tool's
+/// hints are shown (declared, listed, or first called), every
+/// `hintaudit_hint_violations_total{tool,rule,hint,severity}` series those hints allow exists
+/// from then on, at 0 until a finding counts: for each rule that
+/// [applies](hintaudit_core::Rule::applies_to) to the hints (`read_only_write` and
+/// `read_only_write_attempt` when `readOnlyHint` is true; `undeclared_destructive` when it is
+/// not and `destructiveHint` is false; `idempotency_broken` when it is not and `idempotentHint`
+/// is true; `undeclared_open_world` when `openWorldHint` is false; `hints_changed` always),
+/// with each hint a finding of the rule names ([`hintaudit_core::Rule::hints`]: the rule's
+/// own hint; any of the four for `hints_changed`) and the rule's severity. When hints change,
+/// the series the new hints allow appear at 0; no violation series is ever removed. The
+/// `__unknown__` tool has no zero series.
 ///
 /// Listing findings `hint_missing` and `hint_contradiction` are not counted as violations: they
 /// describe a state, which every tools/list repeats, and the declared-hints gauge shows them
@@ -259,6 +96,9 @@ struct Inner {
 /// let text = hintaudit_telemetry::encode_text(recorder.registry());
 /// assert!(text.contains(r#"hintaudit_tool_calls_total{status="ok",tool="get_slot"} 1"#));
 /// assert!(text.contains(r#"hintaudit_tool_declared_hints{destructive="unset",idempotent="unset",open_world="unset",read_only="true",tool="get_slot"} 1"#));
+/// // No violation yet, but the series a read-only tool can break are there, at 0.
+/// assert!(text.contains(r#"hintaudit_hint_violations_total{hint="readOnlyHint",rule="read_only_write",severity="critical",tool="get_slot"} 0"#));
+/// assert!(!text.contains(r#"rule="undeclared_destructive""#));
 /// ```
 #[derive(Debug, Clone)]
 pub struct PrometheusRecorder {
@@ -362,7 +202,9 @@ impl PrometheusRecorder {
     }
 
     /// Declares a tool with its hints, as a tools/list answer would, without counting a hints
-    /// change. For servers whose tool list is known up front.
+    /// change: its declared-hints gauge and its violation series at 0 (see "Zero series"
+    /// above). For servers whose tool list is known up front; [`AuditEvent::Declared`] does
+    /// the same. Past the tool cap, nothing is declared.
     pub fn declare_tool(&self, tool: &str, hints: DeclaredHints) {
         if let Some(t) = self.declared(tool) {
             self.update_hints(&t, hints, None);
@@ -420,11 +262,11 @@ impl PrometheusRecorder {
     /// Brings the gauge up to date; for listings (`listing` is the listing's findings), counts
     /// a change of the listed hints.
     fn update_hints(&self, t: &ToolMetrics, hints: DeclaredHints, listing: Option<&[Finding]>) {
-        let Some((_, state, changed)) = &t.declared else {
+        let Some(declared) = &t.declared else {
             return;
         };
         let f = &self.inner.families;
-        let mut state = lock(state);
+        let mut state = lock(&declared.state);
         t.show_hints(f, &mut state, hints);
         let Some(findings) = listing else {
             return;
@@ -432,7 +274,7 @@ impl PrometheusRecorder {
         if let Some(prev) = state.listed.replace(hints)
             && prev != hints
         {
-            changed.inc();
+            declared.changed.inc();
             if let Some(finding) = findings.iter().find(|x| x.rule == Rule::HintsChanged) {
                 t.violation(f, finding.rule, finding.hint, finding.severity);
             }
@@ -456,8 +298,8 @@ impl PrometheusRecorder {
         for finding in &r.verdict.findings {
             t.violation(f, finding.rule, finding.hint, finding.severity);
         }
-        if let Some((advice, _, _)) = &t.declared {
-            for (gauge, a) in advice.iter().zip(Advice::ALL) {
+        if let Some(declared) = &t.declared {
+            for (gauge, a) in declared.advice.iter().zip(Advice::ALL) {
                 gauge.set(i64::from(r.advice.contains(&a)));
             }
             self.update_hints(t, r.hints, None);
@@ -517,6 +359,7 @@ impl Recorder for PrometheusRecorder {
                     self.update_hints(&t, *hints, Some(findings));
                 }
             }
+            AuditEvent::Declared { tool, hints } => self.declare_tool(tool, *hints),
             _ => {}
         }
     }
