@@ -159,11 +159,12 @@ fn compose_services_reach_each_other_where_their_configs_say() {
             s["image"], image,
             "{name}: one image for the bookings services"
         );
-        assert_eq!(
-            s["build"],
-            json!({"context": "..", "dockerfile": "Dockerfile"}),
-            "{name}"
-        );
+        // One service builds it; two builds exporting one tag at once can collide.
+        let (build, pull) = (&s["build"], &s["pull_policy"]);
+        match name {
+            "bookings-1" => assert_eq!(build["context"], "..", "{name}"),
+            _ => assert!(build.is_null() && pull == "never", "{name}: {build} {pull}"),
+        }
     }
     for name in ["bookings-1", "bookings-2"] {
         let s = service(&compose, name);
