@@ -18,12 +18,11 @@ use crate::support::{available, repo, repo_path};
 /// Where compose resolves relative paths: the compose file's directory.
 const COMPOSE_DIR: &str = "deploy";
 
-/// The compose services, as the shared names fix them, plus the one-shot schema migration.
-const SERVICES: [&str; 10] = [
+/// The compose services, as the shared names fix them.
+const SERVICES: [&str; 9] = [
     "alertmanager",
     "bookings-1",
     "bookings-2",
-    "bookings-migrate",
     "grafana",
     "otel-collector",
     "postgres",
@@ -153,7 +152,7 @@ fn compose_services_reach_each_other_where_their_configs_say() {
     assert_eq!(collector_http, "4318");
 
     let image = service(&compose, "bookings-1")["image"].clone();
-    for name in ["bookings-1", "bookings-2", "bookings-migrate", "traffic"] {
+    for name in ["bookings-1", "bookings-2", "traffic"] {
         let s = service(&compose, name);
         assert_eq!(
             s["image"], image,
@@ -193,10 +192,6 @@ fn compose_services_reach_each_other_where_their_configs_say() {
         );
         assert_eq!(env["OTEL_SERVICE_NAME"], "bookings", "{name}");
         assert_eq!(s["depends_on"]["postgres"]["condition"], "service_healthy");
-        assert_eq!(
-            s["depends_on"]["bookings-migrate"]["condition"],
-            "service_completed_successfully"
-        );
     }
     assert!(service(&compose, "postgres")["healthcheck"]["test"].is_array());
     let exporter = &collector["exporters"]["otlp/tempo"]["endpoint"];
