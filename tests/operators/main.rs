@@ -7,5 +7,6 @@
 mod dashboards;
 mod manifests;
 mod rules;
+mod servers;
 mod stack;
 mod support;
