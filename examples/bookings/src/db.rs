@@ -81,6 +81,10 @@ const POSTGRES_SCHEMA: &[&str] = &[
         FOR EACH ROW EXECUTE FUNCTION confirmation_sets_status()",
 ];
 
+/// The PostgreSQL advisory lock key [`Db::connect`] holds while it migrates (the ASCII of
+/// `bookings`): replicas starting together on one database migrate and seed one at a time.
+pub const MIGRATION_LOCK: i64 = 0x626f_6f6b_696e_6773;
+
 const SEED_PATIENTS: &[(&str, &str)] = &[
     ("Ada Lovelace", "ada@example.org"),
     ("Alan Turing", "alan@example.org"),
@@ -97,8 +101,10 @@ const SEED_APPOINTMENTS: &[(i64, &str, &str)] = &[
 impl Db {
     /// Connects to `url` (`sqlite:…` or `postgres://…`) through the audited pool, creates
     /// the schema if it is missing, and seeds three patients and four appointments into an
-    /// empty database. Schema creation and seeding run outside any tool call, so they count
-    /// as unattributed statements, as they should.
+    /// empty database, in one transaction (on PostgreSQL under the advisory lock
+    /// [`MIGRATION_LOCK`], so that replicas may start together on one database). Schema
+    /// creation and seeding run outside any tool call, so they count as unattributed
+    /// statements, as they should.
     ///
     /// # Errors
     /// Connection or schema errors from sqlx; an unsupported URL scheme.
@@ -130,27 +136,41 @@ impl Db {
         Ok(db)
     }
 
+    /// Creates the schema and seeds an empty database, in one transaction. On PostgreSQL the
+    /// transaction first takes the advisory lock [`MIGRATION_LOCK`], so replicas starting
+    /// at the same moment on one database migrate one after the other: `CREATE TABLE IF NOT
+    /// EXISTS` and `CREATE OR REPLACE FUNCTION` race with each other otherwise (unique
+    /// violations on the catalog, "tuple concurrently updated"), and only the first replica
+    /// finds the tables empty and seeds them. The lock is released at commit or rollback.
     async fn migrate(&self) -> anyhow::Result<()> {
-        let schema = match self {
-            Db::Sqlite(_) => SQLITE_SCHEMA,
-            Db::Postgres(_) => POSTGRES_SCHEMA,
+        let (schema, lock) = match self {
+            Db::Sqlite(_) => (SQLITE_SCHEMA, false),
+            Db::Postgres(_) => (POSTGRES_SCHEMA, true),
         };
-        for statement in schema {
-            on_db!(self, pool => sqlx::query(*statement).execute(pool).await.map(|_| ()))?;
-        }
-        let patients: i64 = on_db!(self, pool =>
-            sqlx::query_scalar("SELECT COUNT(*) FROM patients").fetch_one(pool).await)?;
-        if patients == 0 {
-            for (name, email) in SEED_PATIENTS {
-                on_db!(self, pool => sqlx::query("INSERT INTO patients (name, email) VALUES ($1, $2)")
-                    .bind(name).bind(email).execute(pool).await.map(|_| ()))?;
+        on_db!(self, pool => async {
+            let mut tx = pool.begin().await?;
+            if lock {
+                sqlx::query("SELECT pg_advisory_xact_lock($1)")
+                    .bind(MIGRATION_LOCK).execute(&mut tx).await?;
             }
-            for (patient, starts_at, reason) in SEED_APPOINTMENTS {
-                on_db!(self, pool => sqlx::query(
-                    "INSERT INTO appointments (patient_id, starts_at, reason) VALUES ($1, $2, $3)")
-                    .bind(patient).bind(starts_at).bind(reason).execute(pool).await.map(|_| ()))?;
+            for statement in schema {
+                sqlx::query(*statement).execute(&mut tx).await?;
             }
-        }
+            let patients: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM patients")
+                .fetch_one(&mut tx).await?;
+            if patients == 0 {
+                for (name, email) in SEED_PATIENTS {
+                    sqlx::query("INSERT INTO patients (name, email) VALUES ($1, $2)")
+                        .bind(name).bind(email).execute(&mut tx).await?;
+                }
+                for (patient, starts_at, reason) in SEED_APPOINTMENTS {
+                    sqlx::query(
+                        "INSERT INTO appointments (patient_id, starts_at, reason) VALUES ($1, $2, $3)")
+                        .bind(patient).bind(starts_at).bind(reason).execute(&mut tx).await?;
+                }
+            }
+            tx.commit().await
+        }.await)?;
         Ok(())
     }
 

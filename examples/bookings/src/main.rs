@@ -3,21 +3,36 @@
 //! ```text
 //! DATABASE_URL=sqlite:clinic.db bookings --stdio
 //! DATABASE_URL=postgres://postgres@127.0.0.1/test bookings --http 127.0.0.1:8080   # /mcp
-//! bookings --http 127.0.0.1:8080 --audit     # wrapped by hintaudit, findings logged
+//! bookings --http 127.0.0.1:8080 --audit     # audited: findings logged, /metrics beside /mcp
+//! bookings --stdio --audit --metrics-addr 127.0.0.1:9464   # /metrics on a port of its own
 //! bookings --migrate                          # create the schema and seed data, then exit
 //! ```
+//!
+//! Traces go over OTLP when the standard `OTEL_*` variables say so
+//! (`OTEL_EXPORTER_OTLP_ENDPOINT`, `OTEL_EXPORTER_OTLP_PROTOCOL`, `OTEL_SERVICE_NAME`, …; see
+//! hintaudit-telemetry's `TracingConfig::from_env`). SIGTERM and Ctrl-C stop it gracefully.
 
 use std::net::SocketAddr;
+use std::process::ExitCode;
+use std::sync::Arc;
 
+use anyhow::Context;
 use bookings::{BOOKKEEPING_TABLES, Bookings, Db};
 use clap::Parser;
-use hintaudit_core::Policy;
-use hintaudit_rmcp::HintAuditLayer;
+use hintaudit_core::{LogRecorder, Policy};
+use hintaudit_rmcp::{HintAudit, HintAuditLayer};
+use hintaudit_telemetry::{
+    OtelMakeSpan, PrometheusRecorder, TracingConfig, init_tracing, metrics_router, serve_metrics,
+};
 use rmcp::ServiceExt;
 use rmcp::transport::streamable_http_server::{
     StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
 };
+use tokio_util::sync::CancellationToken;
 use tower::Layer;
+
+/// Log lines unless `RUST_LOG` says otherwise.
+const LOG_FILTER: &str = "info,sqlx=warn";
 
 #[derive(Debug, Parser)]
 #[command(about = "A clinic appointments MCP server with honest and dishonest tool hints")]
@@ -25,88 +40,201 @@ struct Args {
     /// Serve over stdio (the default).
     #[arg(long, conflicts_with = "http")]
     stdio: bool,
-    /// Serve streamable HTTP on this address, at /mcp.
+    /// Serve streamable HTTP on this address, at /mcp (port 0 picks a free port; the bound
+    /// address is printed on stderr).
     #[arg(long, value_name = "ADDR")]
     http: Option<SocketAddr>,
     /// Database URL: sqlite:… or postgres://…
     #[arg(long, env = "DATABASE_URL", default_value = "sqlite:bookings.db")]
     database_url: String,
-    /// Wrap the server in hintaudit's layer and log findings to stderr.
+    /// Wrap the server in hintaudit's layer: findings logged to stderr, Prometheus metrics at
+    /// /metrics beside /mcp (with --http), every tool declared at start-up.
     #[arg(long)]
     audit: bool,
+    /// Also serve /metrics on this address: for --stdio, which has no HTTP listener.
+    #[arg(long, value_name = "ADDR", requires = "audit")]
+    metrics_addr: Option<SocketAddr>,
     /// Create the schema and seed data, then exit without serving.
     #[arg(long, conflicts_with_all = ["stdio", "http", "audit"])]
     migrate: bool,
 }
 
-#[tokio::main]
-async fn main() -> std::process::ExitCode {
-    match run().await {
-        Ok(()) => std::process::ExitCode::SUCCESS,
+fn main() -> ExitCode {
+    let args = Args::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("bookings: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    // Declared after the runtime, so it is dropped (and flushes queued spans) while the
+    // runtime's workers still run.
+    let tracing = {
+        let _in_runtime = runtime.enter();
+        let config = TracingConfig::from_env()
+            .with_default_service_name("bookings")
+            .with_log_filter(LOG_FILTER);
+        match init_tracing(config) {
+            Ok(guard) => Some(guard),
+            Err(e) => {
+                let logs_only = TracingConfig::disabled().with_log_filter(LOG_FILTER);
+                let _ = init_tracing(logs_only);
+                eprintln!("bookings: traces are not exported: {e}");
+                None
+            }
+        }
+    };
+    let make_span = tracing
+        .as_ref()
+        .map_or_else(OtelMakeSpan::new, |g| g.make_span());
+    match runtime.block_on(run(args, make_span)) {
+        Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("bookings: {e:#}");
-            std::process::ExitCode::FAILURE
+            ExitCode::FAILURE
         }
     }
 }
 
-async fn run() -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| "info,sqlx=warn".into()),
-        )
-        .init();
-    let args = Args::parse();
+async fn run(args: Args, make_span: OtelMakeSpan) -> anyhow::Result<()> {
     let db = Db::connect(&args.database_url).await?;
     if args.migrate {
         db.close().await;
         return Ok(());
     }
+    let stop = CancellationToken::new();
+    tokio::spawn(stop_on_signal(stop.clone()));
+
+    let audited = args
+        .audit
+        .then(|| audited(Bookings::new(db.clone()), make_span));
+    let metrics_server = match (&audited, args.metrics_addr) {
+        (Some((_, recorder)), Some(addr)) => {
+            let server = serve_metrics(addr, recorder.registry().clone())
+                .await
+                .with_context(|| format!("cannot serve metrics on {addr}"))?;
+            eprintln!(
+                "bookings: metrics at http://{}/metrics",
+                server.local_addr()
+            );
+            Some(server)
+        }
+        _ => None,
+    };
+    match args.http {
+        Some(addr) => serve_http(addr, db, audited, stop).await?,
+        None => match audited {
+            Some((server, _)) => serve_stdio(server, stop).await?,
+            None => serve_stdio(Bookings::new(db), stop).await?,
+        },
+    }
+    if let Some(metrics) = metrics_server {
+        metrics.shutdown().await;
+    }
+    Ok(())
+}
+
+/// The bookings server wrapped by hintaudit's layer (the example's bookkeeping tables
+/// ignored), recording to the log and to a Prometheus recorder, with every tool declared so
+/// that its metrics exist before the first call.
+fn audited(server: Bookings, make_span: OtelMakeSpan) -> (HintAudit<Bookings>, PrometheusRecorder) {
     let policy = BOOKKEEPING_TABLES
         .iter()
         .fold(Policy::default(), |p, t| p.with_ignored_table(t));
-    let layer = HintAuditLayer::new().with_policy(policy);
+    let recorder = PrometheusRecorder::new();
+    let audited = HintAuditLayer::new()
+        .with_policy(policy)
+        .with_recorder((LogRecorder, recorder.clone()))
+        .with_make_span(make_span)
+        .layer(server);
+    let tools = Bookings::tools();
+    audited.learn_tools(&tools);
+    (audited, recorder)
+}
 
-    match args.http {
+async fn serve_stdio<S: rmcp::ServerHandler>(
+    server: S,
+    stop: CancellationToken,
+) -> anyhow::Result<()> {
+    // A stop before the client has initialized the session ends the handshake too.
+    let running = tokio::select! {
+        running = server.serve(rmcp::transport::stdio()) => running?,
+        () = stop.cancelled() => return Ok(()),
+    };
+    let session = running.cancellation_token();
+    let on_stop = tokio::spawn(async move {
+        stop.cancelled().await;
+        session.cancel();
+    });
+    let quit = running.waiting().await;
+    on_stop.abort();
+    quit?;
+    Ok(())
+}
+
+async fn serve_http(
+    addr: SocketAddr,
+    db: Db,
+    audited: Option<(HintAudit<Bookings>, PrometheusRecorder)>,
+    stop: CancellationToken,
+) -> anyhow::Result<()> {
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("cannot listen on {addr}"))?;
+    let bound = listener.local_addr()?;
+    // Open sessions (SSE streams) end when the server stops, so the graceful shutdown does
+    // not wait for clients to hang up.
+    let config = StreamableHttpServerConfig::default().with_cancellation_token(stop.child_token());
+    let sessions = Arc::new(LocalSessionManager::default());
+    let has_metrics = audited.is_some();
+    let router = match audited {
+        Some((server, recorder)) => {
+            let mcp = StreamableHttpService::new(move || Ok(server.clone()), sessions, config);
+            axum::Router::new()
+                .nest_service("/mcp", mcp)
+                .merge(metrics_router(recorder.registry().clone()))
+        }
         None => {
-            let transport = rmcp::transport::stdio();
-            if args.audit {
-                layer
-                    .layer(Bookings::new(db))
-                    .serve(transport)
-                    .await?
-                    .waiting()
-                    .await?;
-            } else {
-                Bookings::new(db).serve(transport).await?.waiting().await?;
+            let server = Bookings::new(db);
+            let mcp = StreamableHttpService::new(move || Ok(server.clone()), sessions, config);
+            axum::Router::new().nest_service("/mcp", mcp)
+        }
+    };
+    eprintln!("bookings: serving http://{bound}/mcp");
+    if has_metrics {
+        eprintln!("bookings: metrics at http://{bound}/metrics");
+    }
+    axum::serve(listener, router)
+        .with_graceful_shutdown(async move { stop.cancelled().await })
+        .await?;
+    Ok(())
+}
+
+/// Cancels `stop` on Ctrl-C (SIGINT) or SIGTERM, which container runtimes send.
+async fn stop_on_signal(stop: CancellationToken) {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
             }
         }
-        Some(addr) => {
-            let listener = tokio::net::TcpListener::bind(addr).await?;
-            eprintln!("bookings: serving http://{}/mcp", listener.local_addr()?);
-            let config = StreamableHttpServerConfig::default();
-            let sessions = std::sync::Arc::new(LocalSessionManager::default());
-            let router = if args.audit {
-                let audited = layer.layer(Bookings::new(db));
-                axum::Router::new().nest_service(
-                    "/mcp",
-                    StreamableHttpService::new(move || Ok(audited.clone()), sessions, config),
-                )
-            } else {
-                let server = Bookings::new(db);
-                axum::Router::new().nest_service(
-                    "/mcp",
-                    StreamableHttpService::new(move || Ok(server.clone()), sessions, config),
-                )
-            };
-            axum::serve(listener, router)
-                .with_graceful_shutdown(async {
-                    let _ = tokio::signal::ctrl_c().await;
-                })
-                .await?;
-        }
     }
-    Ok(())
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+    tracing::info!("stopping");
+    stop.cancel();
 }

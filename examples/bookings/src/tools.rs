@@ -144,6 +144,12 @@ impl Bookings {
         &self.db
     }
 
+    /// Every tool with its annotations, as tools/list serves them: what an audited server
+    /// hands to `HintAudit::learn_tools` at start-up.
+    pub fn tools() -> Vec<rmcp::model::Tool> {
+        Self::tool_router().list_all()
+    }
+
     /// Honest: reads only.
     #[tool(
         description = "List appointments, optionally by status.",
