@@ -54,6 +54,18 @@ struct Args {
     /// Also serve /metrics on this address: for --stdio, which has no HTTP listener.
     #[arg(long, value_name = "ADDR", requires = "audit")]
     metrics_addr: Option<SocketAddr>,
+    /// A host name (or host:port) clients may address /mcp by, besides localhost, 127.0.0.1
+    /// and ::1 (rmcp checks the `Host` header against DNS rebinding). Repeat it, or give a
+    /// comma-separated list in BOOKINGS_ALLOWED_HOSTS; `*` accepts any host. Behind a service
+    /// name it is needed: `--allowed-host bookings-1` in compose.
+    #[arg(
+        long = "allowed-host",
+        value_name = "HOST",
+        env = "BOOKINGS_ALLOWED_HOSTS",
+        value_delimiter = ',',
+        requires = "http"
+    )]
+    allowed_hosts: Vec<String>,
     /// Create the schema and seed data, then exit without serving.
     #[arg(long, conflicts_with_all = ["stdio", "http", "audit"])]
     migrate: bool,
@@ -126,7 +138,7 @@ async fn run(args: Args, make_span: OtelMakeSpan) -> anyhow::Result<()> {
         _ => None,
     };
     match args.http {
-        Some(addr) => serve_http(addr, db, audited, stop).await?,
+        Some(addr) => serve_http(addr, &args.allowed_hosts, db, audited, stop).await?,
         None => match audited {
             Some((server, _)) => serve_stdio(server, stop).await?,
             None => serve_stdio(Bookings::new(db), stop).await?,
@@ -178,6 +190,7 @@ async fn serve_stdio<S: rmcp::ServerHandler>(
 
 async fn serve_http(
     addr: SocketAddr,
+    allowed_hosts: &[String],
     db: Db,
     audited: Option<(HintAudit<Bookings>, PrometheusRecorder)>,
     stop: CancellationToken,
@@ -188,7 +201,7 @@ async fn serve_http(
     let bound = listener.local_addr()?;
     // Open sessions (SSE streams) end when the server stops, so the graceful shutdown does
     // not wait for clients to hang up.
-    let config = StreamableHttpServerConfig::default().with_cancellation_token(stop.child_token());
+    let config = http_config(allowed_hosts).with_cancellation_token(stop.child_token());
     let sessions = Arc::new(LocalSessionManager::default());
     let has_metrics = audited.is_some();
     let router = match audited {
@@ -237,4 +250,20 @@ async fn stop_on_signal(stop: CancellationToken) {
     }
     tracing::info!("stopping");
     stop.cancel();
+}
+
+/// rmcp's streamable HTTP config with loopback names and `allowed` as the hosts it accepts;
+/// `*` among them turns the host check off.
+fn http_config(allowed: &[String]) -> StreamableHttpServerConfig {
+    let config = StreamableHttpServerConfig::default();
+    if allowed.iter().any(|h| h == "*") {
+        return config.disable_allowed_hosts();
+    }
+    let hosts = config
+        .allowed_hosts
+        .iter()
+        .chain(allowed)
+        .cloned()
+        .collect::<Vec<_>>();
+    config.with_allowed_hosts(hosts)
 }

@@ -167,9 +167,11 @@ fn compose_services_reach_each_other_where_their_configs_say() {
     }
     for name in ["bookings-1", "bookings-2"] {
         let s = service(&compose, name);
+        // The traffic generator reaches it by its service name, which rmcp's Host check
+        // refuses unless it is allowed.
         assert_eq!(
             s["command"],
-            json!(["--http", "0.0.0.0:8080", "--audit"]),
+            json!(["--http", "0.0.0.0:8080", "--audit", "--allowed-host", name]),
             "{name}"
         );
         let env = &s["environment"];

@@ -211,6 +211,18 @@ fn the_bookings_deployment_runs_three_audited_non_root_replicas() {
         json!([{"name": "http", "containerPort": 8080, "protocol": "TCP"}])
     );
     let env = c["env"].as_array().unwrap();
+    // Clients reach /mcp through the Service's names, which rmcp's Host check must allow.
+    let service = one(&docs, "Service");
+    let service_name = service["metadata"]["name"].as_str().unwrap();
+    let allowed = env
+        .iter()
+        .find(|e| e["name"] == "BOOKINGS_ALLOWED_HOSTS")
+        .and_then(|e| e["value"].as_str())
+        .expect("BOOKINGS_ALLOWED_HOSTS");
+    assert!(
+        allowed.split(',').any(|h| h == service_name),
+        "{allowed} lacks the Service name {service_name}"
+    );
     let database = env
         .iter()
         .find(|e| e["name"] == "DATABASE_URL")
