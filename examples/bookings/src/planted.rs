@@ -3,7 +3,7 @@
 /// One planted finding: `(tool, rule id)`.
 pub type Planted = (&'static str, &'static str);
 
-/// Findings from tool calls (design §2 rules), when every tool is called once and every
+/// Findings from tool calls ([rules](../../../docs/design.md#2-rules)), when every tool is called once and every
 /// idempotent tool twice with the same arguments, `audit_log` ignored as bookkeeping, and
 /// cancelled appointments present before purge_cancelled runs.
 pub const PLANTED_CALL_FINDINGS: &[Planted] = &[
