@@ -12,7 +12,7 @@ use rmcp::model::*;
 use rmcp::service::{MaybeSendFuture, NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 
-use crate::layer::Config;
+use crate::config::Config;
 use crate::registry::Registry;
 
 /// An rmcp [`ServerHandler`] that audits the tool calls of the handler `H` it wraps.

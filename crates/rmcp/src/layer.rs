@@ -4,30 +4,12 @@
 use std::fmt;
 use std::sync::Arc;
 
-use hintaudit_core::{Judge, LogRecorder, Policy, Recorder};
+use hintaudit_core::{Judge, Policy, Recorder};
 use rmcp::ServerHandler;
 
+use crate::config::Config;
 use crate::handler::HintAudit;
-use crate::make_span::{DefaultMakeSpan, MakeSpan};
-
-/// What every [`HintAudit`] made by one layer shares: the judge, the recorder and the span
-/// maker.
-#[derive(Clone)]
-pub(crate) struct Config {
-    pub(crate) judge: Arc<Judge>,
-    pub(crate) recorder: Arc<dyn Recorder>,
-    pub(crate) make_span: Arc<dyn MakeSpan>,
-}
-
-impl Default for Config {
-    fn default() -> Self {
-        Config {
-            judge: Arc::new(Judge::new(Policy::default())),
-            recorder: Arc::new(LogRecorder),
-            make_span: Arc::new(DefaultMakeSpan::new()),
-        }
-    }
-}
+use crate::make_span::MakeSpan;
 
 /// A `tower::Layer` that wraps an rmcp [`ServerHandler`] `H` in [`HintAudit<H>`], which audits
 /// every tools/call and tools/list against the tools' declared hints.
@@ -54,8 +36,8 @@ pub struct HintAuditLayer {
 }
 
 impl HintAuditLayer {
-    /// A layer with a [`Judge`] under the default [`Policy`], the [`LogRecorder`] and the
-    /// [`DefaultMakeSpan`].
+    /// A layer with a [`Judge`] under the default [`Policy`], the
+    /// [`LogRecorder`](crate::LogRecorder) and the [`DefaultMakeSpan`](crate::DefaultMakeSpan).
     pub fn new() -> Self {
         HintAuditLayer::default()
     }
@@ -72,14 +54,15 @@ impl HintAuditLayer {
         self
     }
 
-    /// Sends audit events to `recorder` instead of the [`LogRecorder`]. To keep logging as
-    /// well, pass a pair: `(LogRecorder, other)`.
+    /// Sends audit events to `recorder` instead of the [`LogRecorder`](crate::LogRecorder). To
+    /// keep logging as well, pass a pair: `(LogRecorder, other)`.
     pub fn with_recorder(mut self, recorder: impl Recorder) -> Self {
         self.config.recorder = Arc::new(recorder);
         self
     }
 
-    /// Makes each call's span with `make_span` instead of [`DefaultMakeSpan`].
+    /// Makes each call's span with `make_span` instead of
+    /// [`DefaultMakeSpan`](crate::DefaultMakeSpan).
     pub fn with_make_span(mut self, make_span: impl MakeSpan) -> Self {
         self.config.make_span = Arc::new(make_span);
         self

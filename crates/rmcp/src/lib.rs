@@ -126,6 +126,7 @@
 //! [rmcp]: https://docs.rs/rmcp
 
 mod audit;
+mod config;
 mod handler;
 mod layer;
 mod make_span;
