@@ -94,6 +94,31 @@ pub struct DeclaredHints {
 }
 
 impl DeclaredHints {
+    /// Hints from the four tri-state values, in the order of the MCP schema: `readOnlyHint`,
+    /// `destructiveHint`, `idempotentHint`, `openWorldHint`; `None` is unset.
+    ///
+    /// ```
+    /// use hintaudit_core::{DeclaredHints, Hint};
+    /// // A lookup that declares itself read-only and closed-world, leaving the rest unset.
+    /// const LOOKUP: DeclaredHints = DeclaredHints::new(Some(true), None, None, Some(false));
+    /// assert_eq!(LOOKUP.get(Hint::ReadOnly), Some(true));
+    /// assert_eq!(LOOKUP.compact(), "ro=true d=unset i=unset ow=false");
+    /// assert_eq!(DeclaredHints::new(None, None, None, None), DeclaredHints::default());
+    /// ```
+    pub const fn new(
+        read_only: Option<bool>,
+        destructive: Option<bool>,
+        idempotent: Option<bool>,
+        open_world: Option<bool>,
+    ) -> Self {
+        DeclaredHints {
+            read_only,
+            destructive,
+            idempotent,
+            open_world,
+        }
+    }
+
     /// Reads hints from a tool's `annotations` JSON object. Missing fields, `null` values and
     /// non-boolean values are all unset; a missing or non-object `annotations` gives all unset.
     pub fn from_annotations_json(annotations: Option<&Value>) -> Self {
@@ -120,7 +145,8 @@ impl DeclaredHints {
         }
     }
 
-    /// `"true"`, `"false"` or `"unset"`: the label value of §5 of the design.
+    /// `"true"`, `"false"` or `"unset"`: the hint label values of
+    /// [design: telemetry names](../../../docs/design.md#5-telemetry-names).
     pub fn label(&self, hint: Hint) -> &'static str {
         tri_label(self.get(hint))
     }

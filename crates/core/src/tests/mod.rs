@@ -10,18 +10,14 @@ mod listing;
 mod own_rows;
 mod repeats;
 
-pub(super) fn hints(
+/// Short for [`DeclaredHints::new`] in table rows: `hints(T, U, U, F)`.
+pub(super) const fn hints(
     ro: Option<bool>,
     d: Option<bool>,
     i: Option<bool>,
     ow: Option<bool>,
 ) -> DeclaredHints {
-    DeclaredHints {
-        read_only: ro,
-        destructive: d,
-        idempotent: i,
-        open_world: ow,
-    }
+    DeclaredHints::new(ro, d, i, ow)
 }
 
 pub(super) fn stmt(op: Operation, table: &str) -> StatementEffect {
