@@ -21,6 +21,10 @@ enum Command {
     /// idempotent tools change things once, tools that delete or overwrite declare it.
     /// Exit 0: clean; 1: findings at or above --fail-on; 2: usage, connection or server failure.
     Verify(hintaudit_verify::VerifyArgs),
+    /// Drive running bookings servers in rounds, each to the next --url in turn, one line per
+    /// round; a server not up yet is retried. Exit 0 after --rounds rounds, or on Ctrl-C or
+    /// SIGTERM.
+    Traffic(hintaudit_cli::traffic::TrafficArgs),
 }
 
 fn main() -> ExitCode {
@@ -41,12 +45,15 @@ fn main() -> ExitCode {
         let _in_runtime = runtime.enter();
         // verify reports its own failures as one line on stderr; library log lines (rmcp's
         // transport errors, say) would only repeat them. RUST_LOG still overrides.
-        let logs = match cli.command {
-            Command::Demo(_) => "warn,sqlx=warn,hintaudit_rmcp::audit=off",
-            Command::Verify(_) => "off",
+        let (logs, service) = match cli.command {
+            Command::Demo(_) => ("warn,sqlx=warn,hintaudit_rmcp::audit=off", "hintaudit-demo"),
+            Command::Verify(_) => ("off", "hintaudit-demo"),
+            // traffic says what failed on its own lines; rmcp's client would repeat every
+            // refused connection while a server comes up.
+            Command::Traffic(_) => ("warn,rmcp=off", "hintaudit-traffic"),
         };
         let config = hintaudit_telemetry::TracingConfig::from_env()
-            .with_default_service_name("hintaudit-demo")
+            .with_default_service_name(service)
             .with_log_filter(logs);
         match hintaudit_telemetry::init_tracing(config) {
             Ok(guard) => Some(guard),
@@ -68,5 +75,12 @@ fn main() -> ExitCode {
             }
         },
         Command::Verify(args) => runtime.block_on(hintaudit_verify::run(args)),
+        Command::Traffic(args) => match runtime.block_on(hintaudit_cli::traffic::run(args)) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("hintaudit traffic: {e:#}");
+                ExitCode::from(2)
+            }
+        },
     }
 }

@@ -72,6 +72,15 @@ fn serve_exposes_metrics_beside_mcp() {
         )),
         "{answer}"
     );
+    // An honest read-only tool: its violation series is there, at 0, for increase() to see
+    // a first violation.
+    assert!(
+        answer.contains(&format!(
+            r#"{}{{hint="readOnlyHint",rule="read_only_write",severity="critical",tool="list_appointments"}} 0"#,
+            hintaudit_telemetry::MetricName::HintViolations
+        )),
+        "{answer}"
+    );
 }
 
 #[test]

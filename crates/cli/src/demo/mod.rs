@@ -27,7 +27,8 @@ pub use table::{Tally, distinct_findings, render, summary_line, tally};
 /// Options of `hintaudit demo`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct DemoArgs {
-    /// Keep the audited server up after the demo run, for other MCP clients, until Ctrl-C.
+    /// Keep the audited server up after the demo run, for other MCP clients, until Ctrl-C or
+    /// SIGTERM.
     #[arg(long)]
     pub serve: bool,
     /// Address to serve on (loopback; port 0 picks a free port).
@@ -60,11 +61,27 @@ pub struct DemoRun {
     pub tempdir: Option<tempfile::TempDir>,
 }
 
-/// Starts the audited bookings server and drives it once; the server keeps running.
+/// The audited bookings server of the demo, started and not yet driven.
+#[derive(Debug)]
+pub struct DemoServer {
+    /// The server (every tool already declared to the recorders).
+    pub server: RunningServer<Bookings>,
+    /// What the demo's collector has recorded so far.
+    pub collector: Collector,
+    /// The Prometheus recorder; the server serves it at `/metrics` beside `/mcp`.
+    pub metrics: PrometheusRecorder,
+    /// The temporary directory holding the SQLite file, if the demo made one.
+    pub tempdir: Option<tempfile::TempDir>,
+}
+
+/// Starts the audited bookings server as the demo does: on its database (a SQLite file in a
+/// temporary directory unless `args` names one), with `/metrics` beside `/mcp`, and every
+/// tool declared at start-up ([`HintAudit::learn_tools`](hintaudit_rmcp::HintAudit::learn_tools)),
+/// so each tool's violation series are on `/metrics` at 0 before any client.
 ///
 /// # Errors
-/// When the database cannot be opened, the address cannot be bound, or tools/list fails.
-pub async fn run_once(args: &DemoArgs) -> anyhow::Result<DemoRun> {
+/// When the database cannot be opened or the address cannot be bound.
+pub async fn start(args: &DemoArgs) -> anyhow::Result<DemoServer> {
     let (url, tempdir) = match &args.database_url {
         Some(url) => (url.clone(), None),
         None => {
@@ -88,6 +105,27 @@ pub async fn run_once(args: &DemoArgs) -> anyhow::Result<DemoRun> {
         .with_make_span(OtelMakeSpan::new());
     let metrics_route = metrics_router(metrics.registry().clone());
     let server = serve_http(Bookings::new(db), layer, args.addr, Some(metrics_route)).await?;
+    server.audit.learn_tools(&Bookings::tools());
+    Ok(DemoServer {
+        server,
+        collector,
+        metrics,
+        tempdir,
+    })
+}
+
+/// Starts the audited bookings server ([`start`]) and drives it once; the server keeps
+/// running.
+///
+/// # Errors
+/// When the database cannot be opened, the address cannot be bound, or tools/list fails.
+pub async fn run_once(args: &DemoArgs) -> anyhow::Result<DemoRun> {
+    let DemoServer {
+        server,
+        collector,
+        metrics,
+        tempdir,
+    } = start(args).await?;
     let client = connect(&server.url).await?;
     drive(&client, &bookings_plan()).await?;
     client.cancel().await.ok();
@@ -103,7 +141,7 @@ pub async fn run_once(args: &DemoArgs) -> anyhow::Result<DemoRun> {
 }
 
 /// Runs `hintaudit demo`: prints the table and the summary line; with `--serve`, keeps
-/// serving until Ctrl-C.
+/// serving until Ctrl-C or SIGTERM.
 ///
 /// # Errors
 /// As [`run_once`].
@@ -126,10 +164,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
             run.server.url
         );
         println!("hintaudit: findings are logged to stderr; Ctrl-C stops");
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
-            _ = std::future::pending::<()>() => {}
-        }
+        crate::shutdown_signal().await;
     }
     run.server.shutdown().await;
     drop(run.tempdir);
