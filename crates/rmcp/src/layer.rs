@@ -8,8 +8,8 @@ use hintaudit_core::{Judge, Policy, Recorder};
 use rmcp::ServerHandler;
 
 use crate::config::Config;
-use crate::handler::HintAudit;
 use crate::make_span::MakeSpan;
+use crate::service::HintAudit;
 
 /// A `tower::Layer` that wraps an rmcp [`ServerHandler`] `H` in [`HintAudit<H>`], which audits
 /// every tools/call and tools/list against the tools' declared hints.

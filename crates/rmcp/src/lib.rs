@@ -125,17 +125,19 @@
 //!
 //! [rmcp]: https://docs.rs/rmcp
 
-mod audit;
 mod config;
-mod handler;
+mod delegate;
+mod guard;
 mod layer;
+mod listing;
 mod make_span;
 mod registry;
+mod service;
 
-pub use handler::HintAudit;
 pub use layer::HintAuditLayer;
 pub use make_span::{CallInfo, DefaultMakeSpan, MakeSpan};
 pub use registry::MAX_REGISTERED_TOOLS;
+pub use service::HintAudit;
 
 pub use hintaudit_core::{
     Advice, AuditEvent, AuditStage, CallEffects, CallReport, CallScope, CallStatus, DeclaredHints,

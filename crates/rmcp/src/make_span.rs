@@ -1,10 +1,10 @@
-//! The span a tool call runs in: [`MakeSpan`], its default [`DefaultMakeSpan`], and the
-//! [`CallInfo`] it is made from.
+//! The span a tool call runs in: [`MakeSpan`], its default [`DefaultMakeSpan`], the
+//! [`CallInfo`] it is made from, and what the layer records on it once the call is judged.
 //!
 //! [`crate::HintAudit`] calls [`MakeSpan::make_span`] once per tools/call, before the inner
 //! `call_tool` runs, and polls the inner future inside the span (`Instrument`), so spans and
 //! events of the tool body (the audited sqlx pool's statement spans, say) become its children.
-//! When the call has been judged, the layer records on the span:
+//! When the call has been judged, the layer records on the span (`record_on_span`):
 //!
 //! - `hintaudit.verdict` ([`semconv::VERDICT`]): `clean`, `info`, `warning` or `critical`;
 //! - `error.type` ([`semconv::ERROR_TYPE`]): `tool_error` for results with `isError: true`, or
@@ -28,7 +28,7 @@
 //! # let _ = layer;
 //! ```
 
-use hintaudit_core::{DeclaredHints, Hint, semconv};
+use hintaudit_core::{DeclaredHints, Finding, Hint, Severity, Verdict, semconv};
 use rmcp::model::{Extensions, JsonObject, RequestId};
 use tracing::Span;
 use tracing::field::Empty;
@@ -123,7 +123,7 @@ where
 }
 
 /// The default span: INFO level, named `tools/call`, with the attributes of the MCP and GenAI
-/// semantic conventions (design §5):
+/// semantic conventions ([design: telemetry names](../../../docs/design.md#5-telemetry-names)):
 ///
 /// | field | value |
 /// |---|---|
@@ -176,5 +176,55 @@ impl MakeSpan for DefaultMakeSpan {
             span.record(semconv::MCP_SESSION_ID, session);
         }
         span
+    }
+}
+
+/// Records the verdict, error type and status on the call's span, and one event per finding.
+pub(crate) fn record_on_span(span: &Span, verdict: &Verdict, error_type: Option<&str>) {
+    if span.is_none() {
+        return;
+    }
+    span.record(semconv::VERDICT, verdict.label());
+    if let Some(error_type) = error_type {
+        span.record(semconv::ERROR_TYPE, error_type);
+        span.record(semconv::OTEL_STATUS_CODE, "error");
+    }
+    for finding in &verdict.findings {
+        finding_event(span, finding);
+    }
+}
+
+/// One `hintaudit.finding` event inside `span`. Critical and warning findings are WARN events,
+/// info findings INFO: never ERROR, which tracing-opentelemetry would turn into an error status
+/// of a call that did not fail.
+fn finding_event(span: &Span, f: &Finding) {
+    macro_rules! finding {
+        ($level:expr) => {
+            tracing::event!(
+                parent: span,
+                $level,
+                { semconv::FINDING_RULE } = f.rule.as_str(),
+                { semconv::FINDING_HINT } = f.hint.spec_name(),
+                { semconv::FINDING_SEVERITY } = f.severity.as_str(),
+                { semconv::FINDING_CONFIDENCE } = f.confidence.as_str(),
+                { semconv::FINDING_EVIDENCE } = f.evidence.as_str(),
+                "hintaudit.finding"
+            )
+        };
+    }
+    match f.severity {
+        Severity::Critical | Severity::Warning => finding!(tracing::Level::WARN),
+        Severity::Info => finding!(tracing::Level::INFO),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finding_message_matches_semconv() {
+        // The event message is spelled in the macro; keep it equal to the semconv name.
+        assert_eq!(semconv::FINDING_EVENT, "hintaudit.finding");
     }
 }

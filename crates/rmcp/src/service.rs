@@ -1,0 +1,433 @@
+//! [`HintAudit`], the service the layer makes, and the path of a tools/call through it, top to
+//! bottom:
+//!
+//! 1. `call_tool` (the `ServerHandler` method) hands the request to `audited_call`;
+//! 2. `audited_call` looks up the tool's declared hints (`hints_for_call`), makes the call's
+//!    span (`call_span`, with the [`MakeSpan`](crate::MakeSpan)), opens a [`CallScope`] and
+//!    runs the inner `call_tool` inside both, timed;
+//! 3. `finish_call` takes the answer's status (`call_status`) and the effects the call
+//!    recorded, asks the [`Judge`] for a verdict and advice, records them on the span
+//!    (`record_on_span`, make_span.rs) and hands an [`AuditEvent::Call`] to the recorder.
+//!
+//! tools/list goes through listing.rs; every other method is forwarded unchanged by
+//! delegate.rs. Each step after the inner call runs under [`guarded`], so none of them can
+//! change what the client gets.
+
+use std::fmt;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use hintaudit_core::{
+    Advice, ArgsKey, AuditEvent, AuditStage, CallReport, CallScope, CallStatus, DeclaredHints,
+    Effect, Judge, ToolCall,
+};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, Extensions, JsonObject, ListToolsResult,
+    PaginatedRequestParams, Tool,
+};
+use rmcp::service::{MaybeSendFuture, RequestContext};
+use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
+use tracing::{Instrument, Span};
+
+use crate::config::Config;
+use crate::delegate::delegate_to_inner;
+use crate::guard::guarded;
+use crate::listing::{audit_listing, declare_tools};
+use crate::make_span::{CallInfo, record_on_span};
+use crate::registry::Registry;
+
+/// An rmcp [`ServerHandler`] that audits the tool calls of the handler `H` it wraps.
+///
+/// Every `ServerHandler` method is delegated to `H` unchanged, so `HintAudit<H>` serves
+/// wherever `H` does (stdio, child process, streamable HTTP) and answers exactly as `H` does.
+/// Two methods add auditing:
+///
+/// - `call_tool` runs `H::call_tool` inside a [`CallScope`] for the tool and inside the span
+///   [`MakeSpan`](crate::MakeSpan) makes, times it (wall time, from the start of the inner call
+///   to its answer), judges its effects against the tool's declared hints and sends an
+///   `AuditEvent::Call` to the recorder. Its result, `Ok` or `Err`, is returned as is. Status:
+///   `ok`, `tool_error` (`isError: true`) or `protocol_error` (a JSON-RPC error: unknown tool,
+///   invalid params, internal error). A tool the server does not declare is judged under the
+///   name the client sent and reported with `known_tool: false`.
+/// - `list_tools` returns `H`'s answer as is, caches every tool's hints and, per tool, sends an
+///   `AuditEvent::Listing` with the listing findings (`hint_missing`, `hint_contradiction`,
+///   `hints_changed`).
+///
+/// Clones share the inner handler's clone, the judge, the recorder and the hints registry.
+///
+/// # Tools that spawn tasks
+///
+/// The call scope is a `tokio::task_local!`: code the tool body awaits sees it, a task the tool
+/// spawns with `tokio::spawn` does not, and statements run there are counted as unattributed
+/// (`hintaudit_unattributed_statements_total`). Spawn with [`CallScope::spawn`], or wrap the
+/// future in [`CallScope::carry`] before handing it to another task, and its effects count for
+/// the call, as long as they happen before the call answers: the layer takes the effects when
+/// the inner `call_tool` returns.
+///
+/// # Tools that answer with a task (MCP tasks extension, SEP-2663)
+///
+/// A tool that answers `CallToolResponse::Task` has, by then, only started its work: rmcp's
+/// `TaskManager::spawn` calls the `make_future` closure synchronously inside `call_tool` (so
+/// inside the scope), but runs the future it returns in a plain `tokio::spawn`, re-entering
+/// only rmcp's own originating-request task-local. So:
+///
+/// - the call is judged and reported when the `CreateTaskResult` is returned, with status `ok`
+///   and the effects recorded until then (usually none);
+/// - statements the task's future runs afterwards have no scope and are counted as
+///   unattributed;
+/// - a future wrapped in [`CallScope::carry`] inside `make_future` does run in the call's
+///   scope, but what it records after the call answered is not judged (the effects have already
+///   been taken): it is attributed, not audited. Auditing task results is not supported yet.
+///
+/// The same holds for `CallToolResponse::InputRequired` (multi-round-trip requests): each
+/// round is judged as a call of its own.
+///
+/// # Cancellation
+///
+/// On `notifications/cancelled` rmcp cancels the request's `RequestContext::ct` rather than
+/// dropping the handler's future, so a tool that stops early still answers and is judged. A
+/// call whose future is dropped before it answers (runtime shutdown) is not reported.
+pub struct HintAudit<H> {
+    inner: H,
+    config: Config,
+    registry: Arc<Registry>,
+}
+
+impl<H: ServerHandler> HintAudit<H> {
+    /// Wraps `inner` with the defaults of [`HintAuditLayer::new`](crate::HintAuditLayer::new):
+    /// a judge under the default policy, the `LogRecorder` and the `DefaultMakeSpan`.
+    pub fn new(inner: H) -> Self {
+        HintAudit::with_config(inner, Config::default())
+    }
+
+    pub(crate) fn with_config(inner: H, config: Config) -> Self {
+        HintAudit {
+            inner,
+            config,
+            registry: Arc::default(),
+        }
+    }
+
+    /// The wrapped handler.
+    pub fn inner(&self) -> &H {
+        &self.inner
+    }
+
+    /// The judge.
+    pub fn judge(&self) -> &Arc<Judge> {
+        &self.config.judge
+    }
+
+    /// The declared hints of `tool` as last learned (from `get_tool` or a tools/list answer),
+    /// asking the inner handler's `get_tool` when the tool has not been seen yet. `None` when
+    /// the server does not declare the tool.
+    pub fn declared_hints(&self, tool: &str) -> Option<DeclaredHints> {
+        self.hints_for_call(tool)
+    }
+
+    /// Every tool learned so far with its declared hints, sorted by name: the tools called
+    /// since start (for `#[tool_handler]` servers) and those of every tools/list answer that
+    /// passed through. A `RequestContext` cannot be built outside rmcp, so the layer cannot
+    /// ask the inner handler for its full list on its own; see [`HintAudit::learn_tools`].
+    pub fn known_tools(&self) -> Vec<(String, DeclaredHints)> {
+        self.registry.snapshot()
+    }
+
+    /// Learns the hints of these tools, as a tools/list answer would, without linting them,
+    /// and sends the recorder one [`AuditEvent::Declared`] per tool. Use it at start-up with
+    /// the tool list the server already has at hand (for `#[tool_router]` servers,
+    /// `Self::tool_router().list_all()`), so [`Self::known_tools`] is complete, and a metrics
+    /// recorder exports every tool (its declared hints, its violation series at 0), before
+    /// any client call. Returns how many tools were learned.
+    ///
+    /// A hand-written handler that does not implement `get_tool` has its tools reported as
+    /// unknown until a client has listed them; this seeds them at start-up instead.
+    ///
+    /// Not a listing: no `hint_missing` or `hints_changed` findings, and the judge's
+    /// first-seen hints are set by the first tools/list, not by this. A recorder that panics
+    /// is counted at stage `record`, as everywhere in the layer.
+    pub fn learn_tools<'a>(&self, tools: impl IntoIterator<Item = &'a Tool>) -> usize {
+        declare_tools(tools, &self.registry, &self.config)
+    }
+}
+
+impl<H: Clone> Clone for HintAudit<H> {
+    fn clone(&self) -> Self {
+        HintAudit {
+            inner: self.inner.clone(),
+            config: self.config.clone(),
+            registry: self.registry.clone(),
+        }
+    }
+}
+
+impl<H: fmt::Debug> fmt::Debug for HintAudit<H> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HintAudit")
+            .field("inner", &self.inner)
+            .field("judge", &self.config.judge)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<H: ServerHandler> ServerHandler for HintAudit<H> {
+    /// tools/call: the audited path, below.
+    fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<CallToolResponse, McpError>> + MaybeSendFuture + '_ {
+        self.audited_call(request, context)
+    }
+
+    /// tools/list: the inner answer, unchanged, after listing.rs has cached and linted it.
+    async fn list_tools(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        let result = self.inner.list_tools(request, context).await;
+        if let Ok(list) = &result {
+            audit_listing(&list.tools, &self.registry, &self.config);
+        }
+        result
+    }
+
+    /// The inner handler's tool, whose hints are cached on the way if they were not yet.
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        let tool = self.inner.get_tool(name);
+        if let Some(tool) = &tool
+            && !self.registry.contains(name)
+        {
+            self.registry.learn(tool);
+        }
+        tool
+    }
+
+    // Every other `ServerHandler` method: forwarded to `self.inner` unchanged (delegate.rs).
+    delegate_to_inner!();
+}
+
+/// The tools/call path: `call_tool` → `audited_call` → `finish_call`.
+impl<H: ServerHandler> HintAudit<H> {
+    /// tools/call with auditing around the inner handler's `call_tool`: hints, span and scope
+    /// before it, [`Self::finish_call`] after it. Returns the inner result unchanged.
+    async fn audited_call(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let tool: Arc<str> = Arc::from(request.name.as_ref());
+        // `None` for a tool the server does not declare: judged with all hints unset.
+        let declared = self.hints_for_call(&tool);
+        let hints = declared.unwrap_or_default();
+        // The judge's idempotency history needs the arguments' hash; taken now, before the
+        // request moves into the inner handler.
+        let args_key = self.config.judge.args_key(request.arguments.as_ref());
+        let span = self.call_span(&tool, declared, &request, &context);
+
+        // A call without a span (not sampled, tracing off) gets no statement spans either.
+        let scope = CallScope::new(tool.clone()).with_spans(!span.is_disabled());
+        let effects = scope.effects_handle();
+        let started = Instant::now();
+        // Boxed: a tool's future can be kilobytes, and ours would otherwise carry it by value
+        // through every move until it is pinned.
+        let result = scope
+            .run(Box::pin(self.inner.call_tool(request, context)))
+            .instrument(span.clone())
+            .await;
+        let duration = started.elapsed();
+
+        let finished = Finished {
+            tool: &tool,
+            known_tool: declared.is_some(),
+            hints,
+            args_key,
+            duration,
+        };
+        self.finish_call(finished, &result, effects.take(), &span);
+        result
+    }
+
+    /// The declared hints of `tool`: cached, or asked of the inner `get_tool` and cached.
+    /// `None` for a tool the server does not declare.
+    fn hints_for_call(&self, tool: &str) -> Option<DeclaredHints> {
+        if let Some(hints) = self.registry.get(tool) {
+            return Some(hints);
+        }
+        let found = guarded(AuditStage::Registry, "get_tool panicked", || {
+            self.inner.get_tool(tool)
+        })
+        .flatten()?;
+        Some(self.registry.learn(&found))
+    }
+
+    /// The span the call runs in, from the configured [`MakeSpan`](crate::MakeSpan); no span
+    /// when the span maker panics.
+    fn call_span(
+        &self,
+        tool: &str,
+        declared: Option<DeclaredHints>,
+        request: &CallToolRequestParams,
+        context: &RequestContext<RoleServer>,
+    ) -> Span {
+        let info = CallInfo {
+            tool,
+            hints: declared.unwrap_or_default(),
+            known_tool: declared.is_some(),
+            request_id: &context.id,
+            meta: request_meta(request, context),
+            session_id: session_id(&context.extensions),
+            extensions: &context.extensions,
+        };
+        guarded(AuditStage::Record, "make_span panicked", || {
+            self.config.make_span.make_span(&info)
+        })
+        .unwrap_or_else(Span::none)
+    }
+
+    /// Judges a finished call, records it on its span and hands it to the recorder.
+    fn finish_call(
+        &self,
+        call: Finished<'_>,
+        result: &Result<CallToolResponse, McpError>,
+        effect: Effect,
+        span: &Span,
+    ) {
+        let (status, error_type) = call_status(result);
+        let judge = &self.config.judge;
+        let verdict = guarded(AuditStage::Judge, "judge panicked", || {
+            judge.judge_keyed(
+                &ToolCall {
+                    tool: call.tool,
+                    hints: call.hints,
+                    arguments: None,
+                    effect: &effect,
+                },
+                call.args_key,
+            )
+        });
+        let advice: Vec<Advice> = guarded(AuditStage::Judge, "advice panicked", || {
+            judge.advice(call.tool, call.hints)
+        })
+        .unwrap_or_default();
+
+        if let Some(verdict) = &verdict {
+            guarded(AuditStage::Record, "span recording panicked", || {
+                record_on_span(span, verdict, error_type.as_deref())
+            });
+        }
+        // A call the judge failed on is still reported (status and duration feed the metrics),
+        // with an empty verdict.
+        let verdict = verdict.unwrap_or_default();
+        let report = CallReport {
+            tool: call.tool,
+            known_tool: call.known_tool,
+            hints: call.hints,
+            status,
+            duration: call.duration,
+            effect: &effect,
+            verdict: &verdict,
+            advice: &advice,
+        };
+        guarded(AuditStage::Record, "recorder panicked", || {
+            self.config.recorder.record(&AuditEvent::Call(&report))
+        });
+    }
+}
+
+/// What the layer knows of a call once it has finished, besides its result.
+struct Finished<'a> {
+    tool: &'a str,
+    known_tool: bool,
+    hints: DeclaredHints,
+    args_key: ArgsKey,
+    duration: Duration,
+}
+
+/// How a finished call ended, for the span and the report: its status, and the `error.type`
+/// (`tool_error`, or the JSON-RPC error code) when it failed.
+fn call_status(result: &Result<CallToolResponse, McpError>) -> (CallStatus, Option<String>) {
+    match result {
+        Ok(CallToolResponse::Complete(r)) if r.is_error == Some(true) => {
+            (CallStatus::ToolError, Some("tool_error".to_owned()))
+        }
+        // InputRequired (MRTR) and Task answers: the request was served; see [`HintAudit`].
+        Ok(_) => (CallStatus::Ok, None),
+        Err(e) => (CallStatus::ProtocolError, Some(e.code.0.to_string())),
+    }
+}
+
+/// The request's `_meta`: rmcp moves it from the params into `RequestContext::meta` when it
+/// decodes a request; a request built in-process may still carry it in the params.
+fn request_meta<'a>(
+    params: &'a CallToolRequestParams,
+    context: &'a RequestContext<RoleServer>,
+) -> &'a JsonObject {
+    let from_context = &context.meta.0.0;
+    match params.meta.as_ref() {
+        Some(meta) if from_context.is_empty() => &meta.0.0,
+        _ => from_context,
+    }
+}
+
+/// The `Mcp-Session-Id` header of the HTTP request, when rmcp's streamable HTTP server put the
+/// request's `http::request::Parts` into the extensions.
+fn session_id(extensions: &Extensions) -> Option<&str> {
+    extensions
+        .get::<http::request::Parts>()?
+        .headers
+        .get("mcp-session-id")?
+        .to_str()
+        .ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rmcp::model::{CallToolResult, ErrorCode};
+
+    #[test]
+    fn status_and_error_type() {
+        let rows: [(Result<CallToolResponse, McpError>, CallStatus, Option<&str>); 4] = [
+            (
+                Ok(CallToolResult::success(vec![]).into()),
+                CallStatus::Ok,
+                None,
+            ),
+            (
+                Ok(CallToolResult::error(vec![]).into()),
+                CallStatus::ToolError,
+                Some("tool_error"),
+            ),
+            (
+                Err(McpError::invalid_params("bad", None)),
+                CallStatus::ProtocolError,
+                Some("-32602"),
+            ),
+            (
+                Err(McpError::new(ErrorCode(-32000), "custom", None)),
+                CallStatus::ProtocolError,
+                Some("-32000"),
+            ),
+        ];
+        for (result, status, error_type) in rows {
+            let (s, e) = call_status(&result);
+            assert_eq!((s, e.as_deref()), (status, error_type), "{result:?}");
+        }
+    }
+
+    #[test]
+    fn session_id_comes_from_the_http_parts() {
+        let mut extensions = Extensions::new();
+        assert_eq!(session_id(&extensions), None);
+        let (parts, ()) = http::Request::builder()
+            .header("Mcp-Session-Id", "session-1")
+            .body(())
+            .unwrap()
+            .into_parts();
+        extensions.insert(parts);
+        assert_eq!(session_id(&extensions), Some("session-1"));
+    }
+}
