@@ -1,0 +1,295 @@
+//! The database oracle: what each transaction wrote, per table, as PostgreSQL counts it
+//! (`pg_stat_xact_user_tables`). Confirmed evidence that also catches writes hidden in
+//! functions and triggers.
+
+use std::borrow::Cow;
+use std::collections::BTreeSet;
+
+use crate::effect::{Effect, TableWrites};
+use crate::facts::collect::Collector;
+use crate::finding::Confidence;
+use crate::policy::{Policy, normalized_table};
+
+/// Adds the evidence of `effect`'s transaction observations to `c`, and returns the watched
+/// tables the oracle saw (the statements step leaves their statements to it).
+pub(super) fn record_transactions<'e>(
+    effect: &'e Effect,
+    policy: &Policy,
+    c: &mut Collector<'e>,
+) -> BTreeSet<Cow<'e, str>> {
+    let mut oracle_tables = BTreeSet::new();
+    for t in &effect.transactions {
+        for w in &t.tables {
+            let table = normalized_table(&w.table);
+            if policy.is_ignored_table(&table) {
+                continue;
+            }
+            c.facts.touched_tables.insert(table.clone());
+            oracle_tables.insert(table.clone());
+            if t.committed {
+                committed(w, table, effect, policy, c);
+            } else {
+                c.attempt(Confidence::Confirmed, || {
+                    format!(
+                        "transaction on {table} rolled back (oracle: +{} ~{} -{})",
+                        w.inserted, w.updated, w.deleted
+                    )
+                });
+            }
+        }
+        if !t.committed && t.wrote && t.tables.is_empty() {
+            c.attempt(Confidence::Confirmed, || {
+                "transaction wrote, then rolled back".into()
+            });
+        }
+    }
+    oracle_tables
+}
+
+/// One table's counts in a committed transaction: a write; destructive when rows were
+/// updated or deleted; a net change when rows were inserted or deleted, or (likely) when a
+/// statement on the table sets a column from itself.
+fn committed<'e>(
+    w: &TableWrites,
+    table: Cow<'e, str>,
+    effect: &Effect,
+    policy: &Policy,
+    c: &mut Collector<'e>,
+) {
+    if w.inserted + w.updated + w.deleted == 0 {
+        return;
+    }
+    let targeting = || {
+        effect
+            .statements
+            .iter()
+            .filter(|s| s.tables.iter().any(|x| normalized_table(x) == table))
+    };
+    // Updates confined to ignored columns, as the statements that target the table say, are
+    // no overwrite.
+    let set_cols_ignored = targeting().all(|s| policy.all_columns_ignored(&table, &s.set_columns))
+        && targeting().next().is_some();
+    let updated = if set_cols_ignored { 0 } else { w.updated };
+    if w.inserted + updated + w.deleted == 0 {
+        return;
+    }
+    let text = || {
+        format!(
+            "oracle: {table} +{} ~{} -{} (committed)",
+            w.inserted, updated, w.deleted
+        )
+    };
+    c.write(Confidence::Confirmed, text);
+    if updated + w.deleted > 0 {
+        c.destructive(Confidence::Confirmed, text);
+    }
+    if w.inserted + w.deleted > 0 {
+        c.net_change(Confidence::Confirmed, text);
+    } else if let Some((col, expr)) = targeting()
+        .flat_map(|s| s.non_convergent.iter())
+        .find(|(c, _)| !policy.is_ignored_column(&table, c))
+    {
+        c.net_change(Confidence::Likely, || {
+            format!("{} (SET {col} = {expr})", text())
+        });
+    }
+    c.facts.written_tables.insert(table);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::effect::{Operation, StatementEffect, TransactionObservation};
+    use crate::facts::collect::lines;
+    use crate::facts::evidence::Wanted;
+
+    /// `(table, inserted, updated, deleted)`.
+    fn counts(table: &str, (inserted, updated, deleted): (u64, u64, u64)) -> TableWrites {
+        TableWrites {
+            table: table.into(),
+            inserted,
+            updated,
+            deleted,
+        }
+    }
+
+    fn tx(committed: bool, wrote: bool, tables: Vec<TableWrites>) -> TransactionObservation {
+        TransactionObservation {
+            wrote,
+            tables,
+            committed,
+        }
+    }
+
+    /// `UPDATE t SET ...` with these SET columns and non-convergent assignments.
+    fn update(set: &[&str], non_convergent: &[(&str, &str)]) -> StatementEffect {
+        let mut s = StatementEffect::new(Operation::Update, vec!["t".into()]);
+        s.set_columns = set.iter().map(|c| c.to_string()).collect::<Vec<_>>().into();
+        s.non_convergent = non_convergent
+            .iter()
+            .map(|(c, e)| (c.to_string(), e.to_string()))
+            .collect::<Vec<_>>()
+            .into();
+        s
+    }
+
+    /// A case: its name, the statements, the transactions, the facts as [`lines`], the tables
+    /// the oracle covers.
+    type Case = (
+        &'static str,
+        Vec<StatementEffect>,
+        Vec<TransactionObservation>,
+        Vec<&'static str>,
+        Vec<&'static str>,
+    );
+
+    /// One row per set of transaction observations (and statements): the facts they give,
+    /// and the tables the oracle covers.
+    #[test]
+    fn transaction_observations() {
+        let cases: Vec<Case> = vec![
+            (
+                "inserts: a write and a net change",
+                vec![],
+                vec![tx(true, true, vec![counts("t", (2, 0, 0))])],
+                vec![
+                    "writes: oracle: t +2 ~0 -0 (committed) (confirmed)",
+                    "net_changes: oracle: t +2 ~0 -0 (committed) (confirmed)",
+                    "written: t",
+                    "touched: t",
+                ],
+                vec!["t"],
+            ),
+            (
+                "deletes: destructive too",
+                vec![],
+                vec![tx(true, true, vec![counts("t", (0, 0, 1))])],
+                vec![
+                    "writes: oracle: t +0 ~0 -1 (committed) (confirmed)",
+                    "destructive: oracle: t +0 ~0 -1 (committed) (confirmed)",
+                    "net_changes: oracle: t +0 ~0 -1 (committed) (confirmed)",
+                    "written: t",
+                    "touched: t",
+                ],
+                vec!["t"],
+            ),
+            (
+                "updates: destructive, no net change",
+                vec![update(&["name"], &[])],
+                vec![tx(true, true, vec![counts("t", (0, 3, 0))])],
+                vec![
+                    "writes: oracle: t +0 ~3 -0 (committed) (confirmed)",
+                    "destructive: oracle: t +0 ~3 -0 (committed) (confirmed)",
+                    "written: t",
+                    "touched: t",
+                ],
+                vec!["t"],
+            ),
+            (
+                "updates with a SET from itself: a likely net change",
+                vec![update(&["views"], &[("views", "views + 1")])],
+                vec![tx(true, true, vec![counts("t", (0, 1, 0))])],
+                vec![
+                    "writes: oracle: t +0 ~1 -0 (committed) (confirmed)",
+                    "destructive: oracle: t +0 ~1 -0 (committed) (confirmed)",
+                    "net_changes: oracle: t +0 ~1 -0 (committed) (SET views = views + 1) (likely)",
+                    "written: t",
+                    "touched: t",
+                ],
+                vec!["t"],
+            ),
+            (
+                "updates of ignored columns only: nothing",
+                vec![update(&["updated_at"], &[("updated_at", "now()")])],
+                vec![tx(true, true, vec![counts("t", (0, 1, 0))])],
+                vec!["touched: t"],
+                vec!["t"],
+            ),
+            (
+                "updates of ignored columns beside an insert: the insert only",
+                vec![update(&["updated_at"], &[])],
+                vec![tx(true, true, vec![counts("t", (1, 1, 0))])],
+                vec![
+                    "writes: oracle: t +1 ~0 -0 (committed) (confirmed)",
+                    "net_changes: oracle: t +1 ~0 -0 (committed) (confirmed)",
+                    "written: t",
+                    "touched: t",
+                ],
+                vec!["t"],
+            ),
+            (
+                "updates no statement targets (a trigger's): an overwrite",
+                vec![],
+                vec![tx(true, true, vec![counts("t", (0, 1, 0))])],
+                vec![
+                    "writes: oracle: t +0 ~1 -0 (committed) (confirmed)",
+                    "destructive: oracle: t +0 ~1 -0 (committed) (confirmed)",
+                    "written: t",
+                    "touched: t",
+                ],
+                vec!["t"],
+            ),
+            (
+                "zero counts: touched only",
+                vec![],
+                vec![tx(true, false, vec![counts("t", (0, 0, 0))])],
+                vec!["touched: t"],
+                vec!["t"],
+            ),
+            (
+                "rolled back: an attempt per table",
+                vec![],
+                vec![tx(false, true, vec![counts("t", (1, 2, 3))])],
+                vec![
+                    "attempts: transaction on t rolled back (oracle: +1 ~2 -3) (confirmed)",
+                    "touched: t",
+                ],
+                vec!["t"],
+            ),
+            (
+                "rolled back, wrote, no table counts: one attempt",
+                vec![],
+                vec![tx(false, true, vec![]), tx(false, false, vec![])],
+                vec!["attempts: transaction wrote, then rolled back (confirmed)"],
+                vec![],
+            ),
+            (
+                "ignored tables give nothing; names are normalized",
+                vec![],
+                vec![tx(
+                    true,
+                    true,
+                    vec![
+                        counts("access_log", (1, 0, 0)),
+                        counts("Public.T", (1, 0, 0)),
+                    ],
+                )],
+                vec![
+                    "writes: oracle: t +1 ~0 -0 (committed) (confirmed)",
+                    "net_changes: oracle: t +1 ~0 -0 (committed) (confirmed)",
+                    "written: t",
+                    "touched: t",
+                ],
+                vec!["t"],
+            ),
+        ];
+        let policy = Policy::default()
+            .with_ignored_table("access_log")
+            .with_ignored_column("updated_at");
+        for (name, statements, transactions, want, covered) in cases {
+            let effect = Effect {
+                statements,
+                transactions,
+                ..Default::default()
+            };
+            let mut c = Collector::new(Wanted::ALL);
+            let tables = record_transactions(&effect, &policy, &mut c);
+            assert_eq!(lines(&c.finish()), want, "{name}");
+            assert_eq!(
+                tables.iter().map(|t| &**t).collect::<Vec<_>>(),
+                covered,
+                "{name}"
+            );
+        }
+    }
+}

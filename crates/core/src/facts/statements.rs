@@ -1,0 +1,163 @@
+//! Statements: what statement analysis says each statement does, and the rows the driver
+//! reports where that is trustworthy. Confirmed where the driver counted rows, likely where
+//! only the statement's text speaks; silent about statements whose rows the hooks or the
+//! oracle already told.
+
+use std::borrow::Cow;
+use std::collections::BTreeSet;
+
+use crate::effect::{Effect, Operation, StatementEffect, StatementOutcome};
+use crate::facts::collect::Collector;
+use crate::facts::evidence::rows;
+use crate::facts::rows::Marks;
+use crate::finding::Confidence;
+use crate::policy::{Policy, normalized_table};
+
+use Confidence::{Confirmed, Likely};
+
+/// Adds the evidence of `effect`'s statements to `c`. `hooked` marks the statements that
+/// caused row changes; `oracle_tables` are the tables the transaction oracle saw.
+pub(super) fn record_statements<'e>(
+    effect: &'e Effect,
+    policy: &Policy,
+    hooked: &Marks,
+    oracle_tables: &BTreeSet<Cow<'e, str>>,
+    c: &mut Collector<'e>,
+) {
+    for (i, s) in effect.statements.iter().enumerate() {
+        record_statement(s, hooked.get(i), policy, oracle_tables, c);
+    }
+}
+
+/// The watched tables `s` writes, normalized.
+fn targets<'e>(s: &'e StatementEffect, policy: &Policy) -> impl Iterator<Item = Cow<'e, str>> {
+    s.tables
+        .iter()
+        .map(|t| normalized_table(t))
+        .filter(|t| !policy.is_ignored_table(t))
+}
+
+fn record_statement<'e>(
+    s: &'e StatementEffect,
+    hooked: bool,
+    policy: &Policy,
+    oracle_tables: &BTreeSet<Cow<'e, str>>,
+    c: &mut Collector<'e>,
+) {
+    c.facts.touched_tables.extend(
+        s.read_tables
+            .iter()
+            .map(|t| normalized_table(t))
+            .filter(|t| !policy.is_ignored_table(t)),
+    );
+    c.facts.touched_tables.extend(targets(s, policy));
+    let write_op = s.operation.is_write() || s.operation == Operation::Unknown;
+    if !write_op || (targets(s, policy).next().is_none() && !s.tables.is_empty()) {
+        return; // not a write, or a write to ignored tables only
+    }
+    if s.operation != Operation::Unknown {
+        c.facts.any_write_statement = true;
+    }
+    let what = &*s.summary;
+    if s.outcome == StatementOutcome::Failed {
+        if s.operation != Operation::Unknown {
+            c.attempt(Confirmed, || format!("{what}: failed"));
+        }
+        return;
+    }
+    let covered_by_oracle = targets(s, policy).any(|t| oracle_tables.contains(&t));
+    match s.operation {
+        Operation::Truncate => {
+            let text = || format!("{what}: table truncated");
+            c.write(Likely, text);
+            c.destructive(Likely, text);
+            c.net_change(Likely, text);
+            c.facts.written_tables.extend(targets(s, policy));
+        }
+        Operation::Ddl => {
+            c.write(Likely, || format!("{what}: schema change"));
+            if s.drops {
+                c.destructive(Likely, || format!("{what}: DROP"));
+            }
+            c.facts.written_tables.extend(targets(s, policy));
+        }
+        Operation::Unknown if !s.observed => {
+            c.write(Likely, || {
+                format!("{what}: unparseable statement, a possible write")
+            });
+        }
+        Operation::Unknown => {}
+        _ if s.observed => observed(s, hooked, covered_by_oracle, c),
+        _ => match s.rows_affected {
+            Some(0) => c.attempt(Confirmed, || format!("{what}: 0 rows affected")),
+            Some(n) => rows_reported(s, n, policy, c),
+            None => rows_not_reported(s, policy, c),
+        },
+    }
+}
+
+/// A write the hooks or the oracle watched. Without a row change it changed nothing, except
+/// where SQLite's hooks are blind (REPLACE conflict deletes).
+fn observed(s: &StatementEffect, hooked: bool, covered_by_oracle: bool, c: &mut Collector<'_>) {
+    let what = &*s.summary;
+    if !hooked && !covered_by_oracle {
+        c.attempt(Confirmed, || format!("{what}: changed nothing"));
+    }
+    if s.operation == Operation::Upsert && s.overwrites && !covered_by_oracle {
+        c.destructive(Likely, || {
+            format!("{what}: upsert may overwrite existing rows")
+        });
+    }
+}
+
+/// An unwatched write whose rows the driver counted (`n` > 0): a confirmed write.
+fn rows_reported<'e>(s: &'e StatementEffect, n: u64, policy: &Policy, c: &mut Collector<'e>) {
+    let what = &*s.summary;
+    let text = || format!("{what}: {} affected", rows(n as usize));
+    c.write(Confirmed, text);
+    c.facts.written_tables.extend(targets(s, policy));
+    let ignored = policy.all_columns_ignored(
+        &targets(s, policy).next().unwrap_or_default(),
+        &s.set_columns,
+    );
+    let set_from_itself = |c: &mut Collector<'e>| {
+        if let Some((col, expr)) = s.non_convergent.first() {
+            c.net_change(Likely, || format!("{} (SET {col} = {expr})", text()));
+        }
+    };
+    match s.operation {
+        Operation::Delete => {
+            c.destructive(Confirmed, text);
+            c.net_change(Confirmed, text);
+        }
+        Operation::Update if !ignored => {
+            c.destructive(Confirmed, text);
+            set_from_itself(c);
+        }
+        Operation::Upsert if s.overwrites && !ignored => {
+            c.destructive(Likely, || {
+                format!("{}; an upsert that may have overwritten", text())
+            });
+            set_from_itself(c);
+        }
+        Operation::Insert => c.net_change(Confirmed, text),
+        _ => {}
+    }
+}
+
+/// An unwatched write whose rows nobody counted: a likely write.
+fn rows_not_reported<'e>(s: &'e StatementEffect, policy: &Policy, c: &mut Collector<'e>) {
+    let what = &*s.summary;
+    let text = || format!("{what}: a write (rows not reported)");
+    c.write(Likely, text);
+    c.facts.written_tables.extend(targets(s, policy));
+    match s.operation {
+        Operation::Delete => c.destructive(Likely, text),
+        Operation::Update if !s.set_columns.is_empty() => c.destructive(Likely, text),
+        Operation::Upsert if s.overwrites => c.destructive(Likely, text),
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests;
