@@ -1,5 +1,5 @@
-//! Convergence of `SET col = expr` (design §2, "net change"): does repeating the assignment
-//! keep moving the column, or does it settle?
+//! Convergence of `SET col = expr`: does repeating the assignment keep moving the column, or
+//! does it settle? (Net change: [design: rules](../../../../docs/design.md#2-rules).)
 
 use std::ops::ControlFlow;
 
@@ -9,7 +9,7 @@ use sqlparser::ast::{
 };
 
 use super::functions;
-use super::walk::last_part;
+use super::names::last_part;
 
 fn function_args(f: &Function) -> Vec<&Expr> {
     match &f.args {
@@ -57,8 +57,8 @@ fn has_non_deterministic(expr: &Expr) -> bool {
 }
 
 /// Whether `SET col = expr` moves `col` away from itself in a way that cannot converge on
-/// repeat (design §2): arithmetic or concatenation on the column, date arithmetic on it,
-/// negation, or a non-deterministic function anywhere.
+/// repeat: arithmetic or concatenation on the column, date arithmetic on it, negation, or a
+/// non-deterministic function anywhere ([design: rules](../../../../docs/design.md#2-rules)).
 pub(crate) fn is_non_convergent(col: &str, expr: &Expr, table_aliases: &[String]) -> bool {
     has_non_deterministic(expr) || grows(col, expr, table_aliases, false)
 }

@@ -1,5 +1,5 @@
-//! Statement classification (design §3, "statement analysis"): what a SQL text does, from
-//! sqlparser's AST, with the dialect of the backend.
+//! Statement classification: what a SQL text does, from sqlparser's AST, with the dialect of
+//! the backend (statement analysis, [design: evidence](../../../../docs/design.md#3-evidence)).
 //!
 //! ```
 //! use hintaudit_sqlx::{classify, SqlDialect};
@@ -14,8 +14,12 @@
 
 mod converge;
 mod functions;
+mod names;
 mod sanitize;
+mod transaction;
 mod walk;
+
+pub use transaction::TxControl;
 
 use std::num::NonZeroUsize;
 use std::sync::{Arc, Mutex};
@@ -45,25 +49,6 @@ impl SqlDialect {
             SqlDialect::MySql => &MySqlDialect {},
         }
     }
-}
-
-/// Transaction control a statement performs, so the audited connection can follow the
-/// transaction state of statements it did not open itself.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum TxControl {
-    /// `BEGIN` / `START TRANSACTION`.
-    Begin,
-    /// `COMMIT` / `END`.
-    Commit,
-    /// `ROLLBACK` (the whole transaction).
-    Rollback,
-    /// `ROLLBACK TO SAVEPOINT`.
-    RollbackTo,
-    /// `SAVEPOINT`.
-    Savepoint,
-    /// `RELEASE SAVEPOINT`.
-    Release,
 }
 
 /// What statement analysis says of one SQL text (which may hold several statements).
@@ -205,36 +190,6 @@ fn summary(operation_name: &str, tables: &[String]) -> String {
     out
 }
 
-/// Whether a text holds a PostgreSQL statement that cannot run inside a transaction block,
-/// as the reference page of each says: `VACUUM`, `CLUSTER` (without a table), `REINDEX`
-/// (`DATABASE`, `SYSTEM`, `CONCURRENTLY`), `CREATE`/`DROP DATABASE`, `CREATE`/`DROP TABLESPACE`,
-/// `ALTER DATABASE … SET TABLESPACE`, `ALTER SYSTEM`, `CREATE`/`ALTER`/`DROP SUBSCRIPTION`,
-/// `DISCARD ALL`, `COMMIT`/`ROLLBACK PREPARED`, and anything `CONCURRENTLY`. Read from each
-/// statement's leading words (and the word `CONCURRENTLY` anywhere), so that a table named
-/// `cluster_nodes` or a literal does not count. Over-matching (every `CLUSTER` and `REINDEX`)
-/// only keeps the oracle from wrapping statements that write no rows. Used on the text of a
-/// statement sqlparser parsed into no more specific form, and on a text it could not parse.
-pub(crate) fn cannot_run_in_transaction(sql: &str) -> bool {
-    sql.split(';').any(|statement| {
-        let words: Vec<String> = statement
-            .split(|c: char| !(c.is_alphanumeric() || c == '_'))
-            .filter(|w| !w.is_empty())
-            .map(str::to_uppercase)
-            .collect();
-        let lead: Vec<&str> = words.iter().take(2).map(String::as_str).collect();
-        let anywhere = |w: &str| words.iter().any(|x| x == w);
-        match lead.as_slice() {
-            ["VACUUM" | "CLUSTER" | "REINDEX", ..] => true,
-            ["CREATE" | "DROP", "DATABASE" | "TABLESPACE"] => true,
-            ["CREATE" | "ALTER" | "DROP", "SUBSCRIPTION"] => true,
-            ["ALTER", "SYSTEM"] | ["DISCARD", "ALL"] => true,
-            ["COMMIT" | "ROLLBACK", "PREPARED"] => true,
-            ["ALTER", "DATABASE"] => anywhere("TABLESPACE"),
-            _ => anywhere("CONCURRENTLY"),
-        }
-    })
-}
-
 fn unknown(sql: &str, sanitized: String) -> Classification {
     let keyword = sql
         .split_whitespace()
@@ -243,7 +198,7 @@ fn unknown(sql: &str, sanitized: String) -> Classification {
         .filter(|w| w.len() <= 16 && w.chars().all(|c| c.is_ascii_alphabetic()))
         .unwrap_or_default();
     let upper = sql.to_uppercase();
-    let no_tx = cannot_run_in_transaction(sql);
+    let no_tx = transaction::cannot_run_in_transaction(sql);
     // sqlparser reads `PRAGMA name = value` with literal values only; the other forms
     // (`PRAGMA table_info(t)`, `PRAGMA foreign_keys = ON`) are settings or reads.
     let op = if keyword == "PRAGMA" {

@@ -6,13 +6,13 @@ use std::ops::ControlFlow;
 
 use hintaudit_core::Operation;
 use sqlparser::ast::{
-    Assignment, AssignmentTarget, Expr, FromTable, Insert, ObjectName, ObjectNamePart, ObjectType,
-    OnConflictAction, OnInsert, Query, SetExpr, SqliteOnConflict, Statement, TableFactor,
-    TableObject, TableWithJoins, Visit, Visitor,
+    Assignment, AssignmentTarget, Expr, FromTable, Insert, ObjectType, OnConflictAction, OnInsert,
+    Query, SetExpr, SqliteOnConflict, Statement, TableFactor, TableObject, Visit, Visitor,
 };
 
 use super::converge::is_non_convergent;
-use super::{TxControl, cannot_run_in_transaction};
+use super::names::{first_relation, first_word, keyword_of, last_of, last_part, object_name};
+use super::transaction::{TxControl, cannot_run_in_transaction};
 
 /// What one statement does, before merging with the other statements of the same text.
 #[derive(Debug, Default)]
@@ -31,27 +31,6 @@ pub(crate) struct Walk {
     pub tx_control: Option<TxControl>,
     pub no_transaction_block: bool,
     pub delete_without_where: bool,
-}
-
-/// Lower-cased dotted name, quotes removed.
-pub(crate) fn object_name(name: &ObjectName) -> String {
-    let parts: Vec<String> = name
-        .0
-        .iter()
-        .map(|p| match p {
-            ObjectNamePart::Identifier(i) => i.value.to_lowercase(),
-            other => other.to_string().to_lowercase(),
-        })
-        .collect();
-    parts.join(".")
-}
-
-pub(crate) fn last_part(name: &ObjectName) -> String {
-    match name.0.last() {
-        Some(ObjectNamePart::Identifier(i)) => i.value.to_lowercase(),
-        Some(other) => other.to_string().to_lowercase(),
-        None => String::new(),
-    }
 }
 
 /// Rank of a write operation when several appear in one text: the strongest is reported.
@@ -409,47 +388,6 @@ fn copy_table(statement: &Statement) -> Vec<String> {
         } => vec![object_name(table_name)],
         _ => vec![],
     }
-}
-
-fn text_has(text: &str, word: &str) -> bool {
-    text.to_uppercase().contains(word)
-}
-
-fn first_word(text: &str) -> String {
-    text.split_whitespace().next().unwrap_or("").to_uppercase()
-}
-
-/// The first two words of a statement's text, for `db.operation.name`: `CREATE TRIGGER`.
-fn keyword_of(text: &str) -> String {
-    let words: Vec<String> = text
-        .split_whitespace()
-        .take(3)
-        .map(|w| w.to_uppercase())
-        .collect();
-    match words.first().map(String::as_str) {
-        Some("CREATE" | "ALTER" | "DROP" | "REFRESH" | "GRANT" | "REVOKE" | "COMMENT") => {
-            let mut out = words[..words.len().min(2)].join(" ");
-            if words.iter().any(|w| w == "CONCURRENTLY") || text_has(text, " CONCURRENTLY ") {
-                out.push_str(" CONCURRENTLY");
-            }
-            out
-        }
-        Some(w) => w.to_owned(),
-        None => String::new(),
-    }
-}
-
-fn last_of(name: &str) -> String {
-    name.rsplit('.').next().unwrap_or(name).to_owned()
-}
-
-fn first_relation(tables: &[TableWithJoins]) -> Option<String> {
-    tables.iter().find_map(|t| match &t.relation {
-        TableFactor::Table {
-            name, args: None, ..
-        } => Some(object_name(name)),
-        _ => None,
-    })
 }
 
 /// Visits every nested node: tables read, CTE names, function calls, nested writes.
