@@ -1,5 +1,6 @@
-//! SQLite hooks (design §3): every row change with its table, buffered per connection until
-//! the transaction commits or rolls back.
+//! SQLite hooks: every row change with its table, buffered per connection until the
+//! transaction commits or rolls back (row changes as evidence:
+//! [design: evidence](../../../../docs/design.md#3-evidence)).
 //!
 //! When the hooks fire: the update hook once per row inserted, updated or deleted in a rowid
 //! table, including rows written by triggers, while the statement steps; the commit hook when
@@ -25,73 +26,12 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
-use hintaudit_core::{AuditStage, RowChange, RowImage, RowOperation, stats};
+use hintaudit_core::{AuditStage, RowChange, RowOperation, stats};
 use sqlx::sqlite::{LockedSqliteHandle, SqliteOperation};
 
 use crate::execute::Sink;
 
-/// What the preupdate hook saw of an updated row; column indices are turned into names when
-/// the change is recorded.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[cfg_attr(not(feature = "preupdate-hook"), allow(dead_code))]
-pub(crate) enum Image {
-    /// No row images (the `preupdate-hook` feature is off, or not an update).
-    Unknown,
-    /// Old and new rows are equal.
-    Unchanged,
-    /// These column indices differ.
-    Changed(Vec<u16>),
-}
-
-/// Column names per table (lower-cased), filled by the executor with `PRAGMA table_info`
-/// outside the hooks (a hook must not run SQL on its own connection).
-#[derive(Debug, Default)]
-pub(crate) struct Columns {
-    by_table: Mutex<HashMap<String, Arc<[String]>>>,
-}
-
-impl Columns {
-    fn lock(&self) -> MutexGuard<'_, HashMap<String, Arc<[String]>>> {
-        self.by_table.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// The column names of `table`, if known.
-    pub(crate) fn get(&self, table: &str) -> Option<Arc<[String]>> {
-        self.lock().get(table).cloned()
-    }
-
-    #[cfg_attr(not(feature = "preupdate-hook"), allow(dead_code))]
-    /// Remembers the column names of `table` (at most 1024 tables are kept).
-    pub(crate) fn put(&self, table: String, names: Vec<String>) {
-        let mut m = self.lock();
-        if m.len() < 1024 || m.contains_key(&table) {
-            m.insert(table, names.into());
-        }
-    }
-
-    #[cfg_attr(not(feature = "preupdate-hook"), allow(dead_code))]
-    /// Forgets `table` after DDL.
-    pub(crate) fn forget(&self, table: &str) {
-        self.lock().remove(table);
-    }
-
-    fn resolve(&self, table: &str, image: Image) -> RowImage {
-        match image {
-            Image::Unknown => RowImage::Unknown,
-            Image::Unchanged => RowImage::Unchanged,
-            Image::Changed(idx) => {
-                let names = self.get(table);
-                let cols = match names {
-                    Some(n) if idx.iter().all(|i| usize::from(*i) < n.len()) => {
-                        idx.iter().map(|i| n[usize::from(*i)].clone()).collect()
-                    }
-                    _ => Vec::new(),
-                };
-                RowImage::Changed(cols)
-            }
-        }
-    }
-}
+use super::columns::{Columns, Image};
 
 /// A row change waiting for its transaction to end.
 #[derive(Debug)]
@@ -204,7 +144,8 @@ impl Writer {
 }
 
 /// Most row changes buffered per connection before further ones are only counted: a
-/// transaction that changes more rows reports the first this many (memory bound, §6).
+/// transaction that changes more rows reports the first this many (memory bound,
+/// [design: behaviour under trouble](../../../../docs/design.md#6-behaviour-under-trouble)).
 pub(crate) const MAX_PENDING_ROWS: usize = 100_000;
 
 impl Slot {

@@ -10,7 +10,7 @@ use sqlx::sqlite::{
 };
 use sqlx::{Decode, Row, TypeInfo, ValueRef};
 
-use super::hooks::{Columns, Image};
+use super::columns::{Columns, Image};
 
 /// Whether two SQLite values are equal (same storage class and same content).
 fn same(a: SqliteValueRef<'_>, b: SqliteValueRef<'_>) -> Option<bool> {

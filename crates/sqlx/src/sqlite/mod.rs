@@ -1,6 +1,7 @@
 //! The SQLite backend: statements run as they are; the connection's hooks are bound to the
 //! call for the statement's duration (and for as long as a call holds the connection).
 
+mod columns;
 mod hooks;
 #[cfg(feature = "preupdate-hook")]
 mod images;
