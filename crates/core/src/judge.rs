@@ -16,12 +16,13 @@
 //! ```
 
 use hashbrown::HashMap;
+use hashbrown::hash_map::EntryRef;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use serde_json::Value;
 
 use crate::effect::Effect;
-use crate::facts::{Facts, Wanted, summarize};
+use crate::facts::{Evidence, Facts, Wanted, summarize};
 use crate::finding::{Advice, Confidence, Finding, Rule};
 use crate::hints::{DeclaredHints, Hint};
 use crate::history::{ArgsHasher, ArgsKey, History, Repeat};
@@ -120,108 +121,6 @@ impl Judge {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Judges one finished call against its declared hints, and records it in the history.
-    pub fn judge(&self, call: &ToolCall<'_>) -> Verdict {
-        self.judge_keyed(call, self.hasher.key(call.arguments))
-    }
-
-    /// The key [`Judge::judge_keyed`] needs for a tools/call `arguments` object (`None`: no
-    /// arguments): a keyed hash of its canonical JSON (see [`ArgsHasher::key_of_object`]).
-    /// Take it before the arguments move into the tool, rather than cloning them for the judge.
-    pub fn args_key(&self, arguments: Option<&serde_json::Map<String, Value>>) -> ArgsKey {
-        self.hasher.key_of_object(arguments)
-    }
-
-    /// As [`Judge::judge`], with the arguments' key taken beforehand by [`Judge::args_key`];
-    /// `call.arguments` is not read.
-    pub fn judge_keyed(&self, call: &ToolCall<'_>, key: ArgsKey) -> Verdict {
-        let hints = call.hints;
-        let facts = Facts::build(call.effect, &self.policy, Wanted::for_hints(hints));
-        let mut findings = Vec::new();
-        let mut push = |rule: Rule, hint: Hint, evidence: &[crate::facts::Evidence]| {
-            if let Some(e) = summarize(evidence) {
-                findings.push(Finding::new(call.tool, rule, hint, e.confidence, e.text));
-            }
-        };
-
-        if hints.read_only == Some(true) {
-            if !facts.writes.is_empty() {
-                push(Rule::ReadOnlyWrite, Hint::ReadOnly, &facts.writes);
-            } else {
-                push(Rule::ReadOnlyWriteAttempt, Hint::ReadOnly, &facts.attempts);
-            }
-        } else if hints.destructive == Some(false) {
-            push(
-                Rule::UndeclaredDestructive,
-                Hint::Destructive,
-                &facts.destructive,
-            );
-        }
-
-        if hints.open_world == Some(false) {
-            let outside: Vec<crate::facts::Evidence> = facts
-                .hosts
-                .iter()
-                .filter(|h| !self.policy.is_closed_world_host(h))
-                .map(|h| crate::facts::Evidence {
-                    text: format!("outbound connection to {h}"),
-                    confidence: Confidence::Confirmed,
-                })
-                .collect();
-            push(Rule::UndeclaredOpenWorld, Hint::OpenWorld, &outside);
-        }
-
-        let mut state = self.state();
-        let repeat = state.history.record(
-            call.tool,
-            key,
-            facts.touched_tables.iter().map(|t| &**t),
-            facts.written_tables.iter().map(|t| &**t),
-        );
-        let changed_on_repeat = repeat == Repeat::Clean && !facts.net_changes.is_empty();
-        if repeat == Repeat::Clean
-            && hints.read_only != Some(true)
-            && hints.idempotent == Some(true)
-            && changed_on_repeat
-            && let Some(e) = summarize(&facts.net_changes)
-        {
-            {
-                findings.push(Finding::new(
-                    call.tool,
-                    Rule::IdempotencyBroken,
-                    Hint::Idempotent,
-                    e.confidence,
-                    format!("repeat with the same arguments: {}", e.text),
-                ));
-            }
-        }
-
-        let full = state.advice.len() >= MAX_TRACKED_TOOLS;
-        let counters = match state.advice.entry_ref(call.tool) {
-            // `entry_ref` allocates the key only when it inserts.
-            hashbrown::hash_map::EntryRef::Occupied(e) => Some(e.into_mut()),
-            hashbrown::hash_map::EntryRef::Vacant(e) if !full => Some(e.insert(Default::default())),
-            hashbrown::hash_map::EntryRef::Vacant(_) => None,
-        };
-        if let Some(c) = counters {
-            c.calls += 1;
-            c.writing_calls += u64::from(
-                !facts.writes.is_empty() || !facts.attempts.is_empty() || facts.any_write_statement,
-            );
-            c.destructive_calls += u64::from(!facts.destructive.is_empty());
-            c.reaching_calls += u64::from(!facts.hosts.is_empty());
-            c.clean_repeats += u64::from(repeat == Repeat::Clean);
-            c.changing_repeats += u64::from(changed_on_repeat);
-        }
-        drop(state);
-
-        findings.sort_by(|a, b| b.severity.cmp(&a.severity).then(a.rule.cmp(&b.rule)));
-        Verdict {
-            findings,
-            repeat: Some(repeat),
-        }
-    }
-
     /// Lints one tool's hints as tools/list serves them: `hint_missing` for every meaningful
     /// unset hint, `hint_contradiction`, and `hints_changed` when they differ from the hints
     /// first seen for this tool (the first listing sets them).
@@ -254,6 +153,134 @@ impl Judge {
         let c = self.state().advice.get(tool).copied().unwrap_or_default();
         advice_for(hints, c, self.policy.advice_after_calls())
     }
+
+    /// Judges one finished call against its declared hints, and records it in the history.
+    pub fn judge(&self, call: &ToolCall<'_>) -> Verdict {
+        self.judge_keyed(call, self.hasher.key(call.arguments))
+    }
+
+    /// The key [`Judge::judge_keyed`] needs for a tools/call `arguments` object (`None`: no
+    /// arguments): a keyed hash of its canonical JSON (see [`ArgsHasher::key_of_object`]).
+    /// Take it before the arguments move into the tool, rather than cloning them for the judge.
+    pub fn args_key(&self, arguments: Option<&serde_json::Map<String, Value>>) -> ArgsKey {
+        self.hasher.key_of_object(arguments)
+    }
+
+    /// As [`Judge::judge`], with the arguments' key taken beforehand by [`Judge::args_key`];
+    /// `call.arguments` is not read.
+    pub fn judge_keyed(&self, call: &ToolCall<'_>, key: ArgsKey) -> Verdict {
+        // The facts, then three steps: the rules one call settles, the history (repeats),
+        // the advice counters.
+        let facts = Facts::build(call.effect, &self.policy, Wanted::for_hints(call.hints));
+        let mut findings = self.rule_findings(call, &facts);
+        let mut state = self.state();
+        let repeat = state.record_history(call, key, &facts, &mut findings);
+        state.count_for_advice(call.tool, &facts, repeat);
+        drop(state);
+        findings.sort_by(|a, b| b.severity.cmp(&a.severity).then(a.rule.cmp(&b.rule)));
+        Verdict {
+            findings,
+            repeat: Some(repeat),
+        }
+    }
+
+    /// Step 1, the rules one call settles by itself: `read_only_write` (or
+    /// `read_only_write_attempt`), `undeclared_destructive`, `undeclared_open_world`.
+    fn rule_findings(&self, call: &ToolCall<'_>, facts: &Facts<'_>) -> Vec<Finding> {
+        let hints = call.hints;
+        let mut findings = Vec::new();
+        let mut push = |rule: Rule, hint: Hint, evidence: &[Evidence]| {
+            if let Some(e) = summarize(evidence) {
+                findings.push(Finding::new(call.tool, rule, hint, e.confidence, e.text));
+            }
+        };
+        if hints.read_only == Some(true) {
+            if !facts.writes.is_empty() {
+                push(Rule::ReadOnlyWrite, Hint::ReadOnly, &facts.writes);
+            } else {
+                push(Rule::ReadOnlyWriteAttempt, Hint::ReadOnly, &facts.attempts);
+            }
+        } else if hints.destructive == Some(false) {
+            push(
+                Rule::UndeclaredDestructive,
+                Hint::Destructive,
+                &facts.destructive,
+            );
+        }
+        if hints.open_world == Some(false) {
+            let outside: Vec<Evidence> = facts
+                .hosts
+                .iter()
+                .filter(|h| !self.policy.is_closed_world_host(h))
+                .map(|h| Evidence {
+                    text: format!("outbound connection to {h}"),
+                    confidence: Confidence::Confirmed,
+                })
+                .collect();
+            push(Rule::UndeclaredOpenWorld, Hint::OpenWorld, &outside);
+        }
+        findings
+    }
+}
+
+impl State {
+    /// Step 2, history: records the call, and adds `idempotency_broken` to `findings` when it
+    /// repeats an identical earlier call cleanly (no other call wrote its tables in between)
+    /// yet changes something again while declaring `idempotentHint: true`.
+    fn record_history(
+        &mut self,
+        call: &ToolCall<'_>,
+        key: ArgsKey,
+        facts: &Facts<'_>,
+        findings: &mut Vec<Finding>,
+    ) -> Repeat {
+        let repeat = self.history.record(
+            call.tool,
+            key,
+            facts.touched_tables.iter().map(|t| &**t),
+            facts.written_tables.iter().map(|t| &**t),
+        );
+        let hints = call.hints;
+        if changed_on_repeat(repeat, facts)
+            && hints.read_only != Some(true)
+            && hints.idempotent == Some(true)
+            && let Some(e) = summarize(&facts.net_changes)
+        {
+            findings.push(Finding::new(
+                call.tool,
+                Rule::IdempotencyBroken,
+                Hint::Idempotent,
+                e.confidence,
+                format!("repeat with the same arguments: {}", e.text),
+            ));
+        }
+        repeat
+    }
+
+    /// Step 3, advice: counts the call for the tool's advice ([`Judge::advice`]), unless
+    /// [`MAX_TRACKED_TOOLS`] other tools are counted already.
+    fn count_for_advice(&mut self, tool: &str, facts: &Facts<'_>, repeat: Repeat) {
+        let full = self.advice.len() >= MAX_TRACKED_TOOLS;
+        let c = match self.advice.entry_ref(tool) {
+            // `entry_ref` allocates the key only when it inserts.
+            EntryRef::Occupied(e) => e.into_mut(),
+            EntryRef::Vacant(e) if !full => e.insert(AdviceCounters::default()),
+            EntryRef::Vacant(_) => return,
+        };
+        c.calls += 1;
+        c.writing_calls += u64::from(
+            !facts.writes.is_empty() || !facts.attempts.is_empty() || facts.any_write_statement,
+        );
+        c.destructive_calls += u64::from(!facts.destructive.is_empty());
+        c.reaching_calls += u64::from(!facts.hosts.is_empty());
+        c.clean_repeats += u64::from(repeat == Repeat::Clean);
+        c.changing_repeats += u64::from(changed_on_repeat(repeat, facts));
+    }
+}
+
+/// Whether a clean repeat changed something again: evidence against `idempotentHint: true`.
+fn changed_on_repeat(repeat: Repeat, facts: &Facts<'_>) -> bool {
+    repeat == Repeat::Clean && !facts.net_changes.is_empty()
 }
 
 fn changed_hint(a: &DeclaredHints, b: &DeclaredHints) -> Hint {
