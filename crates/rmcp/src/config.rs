@@ -1,5 +1,7 @@
 //! [`Config`]: what every [`HintAudit`](crate::HintAudit) made by one
 //! [`HintAuditLayer`](crate::HintAuditLayer) shares.
+//!
+//! [`Config`]: crate::config::Config
 
 use std::sync::Arc;
 

@@ -3,6 +3,8 @@
 //!
 //! A panic in a step is caught and counted in `hintaudit_audit_errors_total{stage}`
 //! ([`hintaudit_core::stats`]); the call goes on and its answer reaches the client unchanged.
+//!
+//! [`guarded`]: crate::guard::guarded
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 

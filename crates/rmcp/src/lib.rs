@@ -60,78 +60,39 @@
 //! # Ok(()) }
 //! ```
 //!
-//! # What the layer does
+//! # What it audits
 //!
-//! - **tools/call**: looks up the tool's declared hints, opens a [`CallScope`] for the tool and
-//!   runs the inner `call_tool` inside it and inside a tracing span ([`MakeSpan`],
-//!   [`DefaultMakeSpan`]); then takes the effects the call recorded (statements and row
-//!   changes from hintaudit-sqlx's audited pool, outbound requests, effects the server reports
-//!   itself through [`CallScope::current`]), judges them with the [`Judge`] and hands a
-//!   [`CallReport`] to the [`Recorder`]. The answer, `Ok` or `Err`, goes back to the client
-//!   unchanged. Status: `ok`, `tool_error` (`isError: true`) or `protocol_error` (a JSON-RPC
-//!   error: unknown tool, invalid params, internal error). A tool the server does not declare
-//!   is judged under the name the client sent and reported with `known_tool: false`.
-//! - **tools/list**: returns the inner answer unchanged and, per tool, caches its hints and
-//!   sends [`AuditEvent::Listing`] with `hint_missing`, `hint_contradiction` and
-//!   `hints_changed` findings ([`Judge::judge_listing`]).
-//! - **every other method** is delegated to the inner handler unchanged, including `get_info`,
-//!   `initialize`, notifications, tasks, skills and subscriptions.
+//! - **tools/call**: the tool body runs inside a [`CallScope`] and a tracing span
+//!   ([`MakeSpan`]); the effects it records (statements and row changes from hintaudit-sqlx's
+//!   audited pool, outbound requests, effects the server reports through
+//!   [`CallScope::current`]) are judged by the [`Judge`] against the tool's declared hints and
+//!   a [`CallReport`] goes to the [`Recorder`]. Tools that spawn tasks, answer with a task, or
+//!   are cancelled: see [`HintAudit`].
+//! - **tools/list**: each tool's hints are cached and linted ([`AuditEvent::Listing`]).
+//! - **every other method** is forwarded to the inner handler unchanged.
 //!
-//! Auditing never fails a call: a panic in the judge, the recorder, the span maker or the
-//! inner `get_tool` is caught and counted in `hintaudit_audit_errors_total{stage}`
-//! ([`stats`]).
-//!
-//! # Where hints come from
-//!
-//! No client call is needed: when a tool is called for the first time its hints are asked of
-//! the inner handler's synchronous `get_tool` (for `#[tool_handler]` servers it answers from
-//! the router), and every tools/list answer passing through refreshes them. Hints are read from
-//! the tool's serialized `annotations`, so unset stays unset (never folded into `false`). A
-//! hand-written handler that does not implement `get_tool` has its tools reported as unknown
-//! until a client has listed them; [`HintAudit::learn_tools`] seeds the registry at start-up.
-//! Up to [`MAX_REGISTERED_TOOLS`] tools are cached per handler.
-//!
-//! # Tools that spawn tasks
-//!
-//! The call scope is a `tokio::task_local!`: code the tool body awaits sees it, a task the tool
-//! spawns with `tokio::spawn` does not, and statements run there are counted as unattributed
-//! (`hintaudit_unattributed_statements_total`). Spawn with [`CallScope::spawn`], or wrap the
-//! future in [`CallScope::carry`] before handing it to another task, and its effects count for
-//! the call, as long as they happen before the call answers: the layer takes the effects when
-//! the inner `call_tool` returns.
-//!
-//! # Tools that answer with a task (MCP tasks extension, SEP-2663)
-//!
-//! A tool that answers `CallToolResponse::Task` has, by then, only started its work: rmcp's
-//! `TaskManager::spawn` calls the `make_future` closure synchronously inside `call_tool` (so
-//! inside the scope), but runs the future it returns in a plain `tokio::spawn`, re-entering
-//! only rmcp's own originating-request task-local. So:
-//!
-//! - the layer judges and reports the call when the `CreateTaskResult` is returned, with status
-//!   `ok` and the effects recorded until then (usually none);
-//! - statements the task's future runs afterwards have no scope and are counted as
-//!   unattributed;
-//! - a future wrapped in [`CallScope::carry`] inside `make_future` does run in the call's
-//!   scope, but what it records after the call answered is not judged (the layer has already
-//!   taken the effects): it is attributed, not audited. Auditing task results is not
-//!   supported yet.
-//!
-//! The same holds for `CallToolResponse::InputRequired` (multi-round-trip requests): each
-//! round is judged as a call of its own.
-//!
-//! Cancellation: rmcp 3.11 does not drop a handler's future on `notifications/cancelled`; it
-//! cancels `RequestContext::ct`, and a tool that stops early still answers and is judged. A
-//! call whose future is dropped before it answers (runtime shutdown) is not reported.
+//! Hints come from the inner handler (`get_tool`, tools/list answers) with no client call
+//! needed; [`HintAudit::learn_tools`] declares them at start-up. Auditing never changes an
+//! answer or fails a call: a panic in the judge, the recorder, the span maker or the inner
+//! `get_tool` is caught and counted in `hintaudit_audit_errors_total{stage}` ([`stats`]).
 //!
 //! [rmcp]: https://docs.rs/rmcp
 
+/// What every handler one layer makes shares: judge, recorder, span maker.
 mod config;
+/// The `ServerHandler` methods that only forward to the inner handler.
 mod delegate;
+/// Runs the layer's own steps so a panic in one is counted, never felt by the call.
 mod guard;
+/// [`HintAuditLayer`], the `tower::Layer`.
 mod layer;
+/// tools/list auditing: cache and lint the listed tools' hints.
 mod listing;
+/// The call's span: [`MakeSpan`], [`DefaultMakeSpan`], [`CallInfo`], and what is recorded on it.
 mod make_span;
+/// The hints registry: the declared hints of every tool the inner server serves.
 mod registry;
+/// [`HintAudit`], the service, and the tools/call path from `call_tool` to the recorder.
 mod service;
 
 pub use layer::HintAuditLayer;

@@ -4,6 +4,8 @@
 //! Both cache each tool's hints in the [`Registry`]; a listing also lints them
 //! ([`Judge::judge_listing`](hintaudit_core::Judge::judge_listing)) and sends one
 //! [`AuditEvent::Listing`] per tool, a declaration one [`AuditEvent::Declared`].
+//!
+//! [`Registry`]: crate::registry::Registry
 
 use hintaudit_core::{AuditEvent, AuditStage, Finding};
 use rmcp::model::Tool;

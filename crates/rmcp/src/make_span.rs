@@ -27,6 +27,11 @@
 //!     .with_make_span(|call: &CallInfo<'_>| tracing::debug_span!("tool", tool = call.tool()));
 //! # let _ = layer;
 //! ```
+//!
+//! [`semconv::VERDICT`]: hintaudit_core::semconv::VERDICT
+//! [`semconv::ERROR_TYPE`]: hintaudit_core::semconv::ERROR_TYPE
+//! [`semconv::OTEL_STATUS_CODE`]: hintaudit_core::semconv::OTEL_STATUS_CODE
+//! [`semconv::FINDING_EVENT`]: hintaudit_core::semconv::FINDING_EVENT
 
 use hintaudit_core::{DeclaredHints, Finding, Hint, Severity, Verdict, semconv};
 use rmcp::model::{Extensions, JsonObject, RequestId};
@@ -70,7 +75,7 @@ impl<'a> CallInfo<'a> {
     }
 
     /// The request's `params._meta` map (MCP: `RequestMetaObject`), empty when the client sent
-    /// none. rmcp 3.11 moves it off the params into `RequestContext::meta` when it decodes
+    /// none. rmcp moves it off the params into `RequestContext::meta` when it decodes
     /// the request; it holds `progressToken`, the SEP-414 trace context keys `traceparent`,
     /// `tracestate` and `baggage`, and for protocol 2026-07-28 the per-request client
     /// metadata.

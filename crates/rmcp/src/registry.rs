@@ -6,6 +6,10 @@
 //! from the tool's serialized `annotations` JSON with
 //! [`DeclaredHints::from_annotations_json`], so `null`, missing and non-boolean values all
 //! count as unset, never as false.
+//!
+//! A hand-written handler that does not implement `get_tool` has its tools reported as unknown
+//! until a client has listed them; [`HintAudit::learn_tools`](crate::HintAudit::learn_tools)
+//! seeds the registry at start-up.
 
 use hashbrown::HashMap;
 use std::sync::{Arc, RwLock};

@@ -12,6 +12,8 @@
 //! tools/list goes through listing.rs; every other method is forwarded unchanged by
 //! delegate.rs. Each step after the inner call runs under [`guarded`], so none of them can
 //! change what the client gets.
+//!
+//! [`guarded`]: crate::guard::guarded
 
 use std::fmt;
 use std::future::Future;

@@ -27,7 +27,7 @@ fn requests() -> Vec<CallToolRequestParams> {
         CallToolRequestParams::new("broken"),
         // a protocol error: unknown tool
         CallToolRequestParams::new("no_such_tool"),
-        // arguments that do not deserialize: rmcp 3.11 answers with a tool error
+        // arguments that do not deserialize: rmcp answers with a tool error
         CallToolRequestParams::new("cancel_appointment")
             .with_arguments(json!({"id": "not a number"}).as_object().unwrap().clone()),
         CallToolRequestParams::new("cancel_appointment")

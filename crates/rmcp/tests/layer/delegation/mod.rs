@@ -1,8 +1,11 @@
 //! Every `ServerHandler` method reaches the inner handler, and the client gets its answer.
 //!
-//! `Probe` implements all 32 methods of rmcp 3.11's `ServerHandler`, counts each call by
-//! method name and answers distinctively. A method `HintAudit` left to its default would
-//! not increment the count, and this test fails.
+//! `Probe` implements all 32 methods of rmcp's `ServerHandler` (the list of its
+//! `impl_server_handler_for_wrapper!` in [handler/server.rs][server.rs], which src/delegate.rs
+//! forwards), counts each call by method name and answers distinctively. A method `HintAudit`
+//! left to its default would not increment the count, and this test fails.
+//!
+//! [server.rs]: https://github.com/modelcontextprotocol/rust-sdk/blob/main/crates/rmcp/src/handler/server.rs
 #![allow(deprecated)] // set_level, subscribe, unsubscribe: legacy, still delegated
 
 use hintaudit_rmcp::HintAudit;
@@ -15,7 +18,7 @@ use crate::common::*;
 mod probe;
 use probe::{Probe, SKILL_URI};
 
-/// Every method of rmcp 3.11's `ServerHandler` (its `impl_server_handler_for_wrapper!` list).
+/// Every method of rmcp's `ServerHandler` (its `impl_server_handler_for_wrapper!` list).
 const ALL_METHODS: [&str; 32] = [
     "ping",
     "initialize",

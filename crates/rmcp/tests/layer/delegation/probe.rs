@@ -1,4 +1,4 @@
-//! `Probe`: a `ServerHandler` that implements every method of rmcp 3.11's `ServerHandler`,
+//! `Probe`: a `ServerHandler` that implements every method of rmcp's `ServerHandler`,
 //! counts each call by method name and answers distinctively.
 
 #![allow(deprecated)] // set_level, subscribe, unsubscribe: legacy, still implemented
