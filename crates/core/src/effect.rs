@@ -2,7 +2,8 @@
 //! reaches and effects the server reports itself.
 //!
 //! An [`Effect`] is filled while the call runs (see [`crate::CallEffects`]) and handed to the
-//! [`crate::Judge`] when the call ends. Evidence sources and their precision follow design §3.
+//! [`crate::Judge`] when the call ends. Evidence sources and their precision
+//! follow [design: evidence](../../../docs/design.md#3-evidence).
 
 use std::sync::Arc;
 
@@ -218,7 +219,8 @@ pub struct RowChange {
     pub nested: Option<bool>,
     /// The row's identity within its table where the hook gives one (SQLite's rowid), so
     /// that an update or delete of a row this call inserted earlier is known not to overwrite
-    /// or remove anything that existed before the call (design §2). `None` where unknown.
+    /// or remove anything that existed before the call (see
+    /// [design: rules](../../../docs/design.md#2-rules)). `None` where unknown.
     pub row_id: Option<i64>,
 }
 
@@ -235,7 +237,8 @@ pub struct TableWrites {
     pub deleted: u64,
 }
 
-/// What a transaction oracle said of one transaction (design §3: PostgreSQL).
+/// What a transaction oracle said of one transaction (PostgreSQL; see
+/// [design: evidence](../../../docs/design.md#3-evidence)).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TransactionObservation {
     /// `pg_current_xact_id_if_assigned()` was non-NULL: the transaction wrote something.

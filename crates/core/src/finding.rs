@@ -2,7 +2,7 @@
 
 use crate::hints::{DeclaredHints, Hint};
 
-/// How serious a finding is (design §2).
+/// How serious a finding is ([design: rules](../../../docs/design.md#2-rules)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Severity {
     /// Worth knowing: missing hints, contradictions.
@@ -34,7 +34,7 @@ impl Severity {
     }
 }
 
-/// How strong the evidence is (design §2).
+/// How strong the evidence is ([design: rules](../../../docs/design.md#2-rules)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Confidence {
     /// It rests on statement analysis alone.
@@ -53,7 +53,7 @@ impl Confidence {
     }
 }
 
-/// A rule of design §2.
+/// A rule of the [design: rules](../../../docs/design.md#2-rules).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[non_exhaustive]
 pub enum Rule {
@@ -102,7 +102,7 @@ impl Rule {
         }
     }
 
-    /// The severity of design §2.
+    /// The severity the [design: rules](../../../docs/design.md#2-rules) give it.
     pub fn severity(self) -> Severity {
         match self {
             Rule::ReadOnlyWrite | Rule::UndeclaredDestructive => Severity::Critical,
@@ -120,7 +120,8 @@ impl Rule {
     }
 
     /// Whether the judge can report this rule for a tool that declares `hints`: the rule's
-    /// condition on the declared hints (design §2), without any evidence.
+    /// condition on the declared hints
+    /// ([design: rules](../../../docs/design.md#2-rules)), without any evidence.
     ///
     /// - `read_only_write`, `read_only_write_attempt`: `readOnlyHint` true;
     /// - `undeclared_destructive`: `readOnlyHint` not true and `destructiveHint` false;
@@ -217,7 +218,8 @@ impl Finding {
     }
 }
 
-/// Advice: a hint that could be less cautious (design §2). Never an alert.
+/// Advice: a hint that could be less cautious
+/// ([design: rules](../../../docs/design.md#2-rules)). Never an alert.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[non_exhaustive]
 pub enum Advice {

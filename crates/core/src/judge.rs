@@ -1,4 +1,5 @@
-//! The judge: compares what a call did with the hints its tool declares (design §2).
+//! The judge: compares what a call did with the hints its tool declares, by the
+//! [design: rules](../../../docs/design.md#2-rules).
 //!
 //! ```
 //! use hintaudit_core::*;

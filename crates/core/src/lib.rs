@@ -1,15 +1,14 @@
 //! hintaudit-core: declared hints, observed effects, the judge and its policy.
 //!
-//! No I/O and no async: the rmcp layer, the audited sqlx pool and the offline verifier feed
-//! [`Effect`]s in and take [`Finding`]s out. The one piece of runtime here is the task-local
-//! [`CallScope`], shared by the crates that open it (hintaudit-rmcp) and read it
-//! (hintaudit-sqlx).
+//! Hand the [`Judge`] a finished [`ToolCall`] (the tool's [`DeclaredHints`] and the
+//! [`Effect`] it had) and read the [`Finding`]s of its [`Verdict`]. No I/O and no async:
+//! hintaudit-rmcp, hintaudit-sqlx and the offline verifier observe calls and feed them in.
 //!
 //! ```
 //! use hintaudit_core::*;
 //! let judge = Judge::new(Policy::default());
 //! // A "create" that declares itself idempotent but inserts a row each time.
-//! let hints = DeclaredHints { read_only: Some(false), destructive: Some(false), idempotent: Some(true), open_world: Some(false) };
+//! let hints = DeclaredHints::new(Some(false), Some(false), Some(true), Some(false));
 //! let mut effect = Effect::default();
 //! effect.statements.push(StatementEffect::new(Operation::Insert, vec!["appointments".into()]));
 //! effect.row_changes.push(RowChange {
@@ -23,16 +22,27 @@
 //! assert_eq!(second.findings[0].rule, Rule::IdempotencyBroken);
 //! ```
 
+/// What one tool call did: statements, row changes, oracle observations, outbound, reported.
 mod effect;
+/// An effect read through the policy, by evidence source, before any hint is consulted.
 mod facts;
+/// Findings: rules, severities, confidence, advice.
 mod finding;
+/// The four tri-state hints a tool declares, and what a client assumes of them.
 mod hints;
+/// The idempotency history: which (tool, arguments) pairs ran, and which tables changed since.
 mod history;
+/// The judge: the facts of a call against its declared hints.
 mod judge;
+/// Policy: what the judge watches and when it gives advice.
 mod policy;
+/// Recorders: where finished calls and listings go.
 mod record;
+/// The task-local call scope that attributes effects to the tool call running.
 mod scope;
+/// Span and event attribute names, in one place.
 pub mod semconv;
+/// Process-wide audit counters: unattributed statements and audit failures.
 mod stats;
 
 pub use effect::{
@@ -49,5 +59,6 @@ pub use record::{AuditEvent, CallReport, CallStatus, LogRecorder, Recorder};
 pub use scope::{CallEffects, CallScope};
 pub use stats::{AuditStage, AuditStats, stats};
 
+/// Table-driven tests of the judge, one row per (hints, effect) case.
 #[cfg(test)]
 mod tests;

@@ -1,8 +1,9 @@
 //! Recorders: where finished calls and listings go (logs, metrics, traces, reports).
 //!
 //! A recorder is called synchronously at the end of every tool call and every tools/list,
-//! on the task that served it, and once per tool the server learns at start-up. It must be quick and must not fail: a recorder that ships data
-//! elsewhere queues it and counts what it drops (`AuditStage::Export`).
+//! on the task that served it, and once per tool the server learns at start-up. It must be
+//! quick and must not fail: a recorder that ships data elsewhere queues it and counts what it
+//! drops (`AuditStage::Export`).
 //!
 //! ```
 //! use hintaudit_core::{AuditEvent, Recorder};

@@ -1,5 +1,8 @@
 //! The call scope: which tool call the current task works for.
 //!
+//! The one piece of runtime in hintaudit-core (a tokio task-local), here so that the crate
+//! that opens it (hintaudit-rmcp) and the crates that read it (hintaudit-sqlx) share it.
+//!
 //! The rmcp layer opens a [`CallScope`] around the inner `call_tool` future; code that runs
 //! inside it (the audited sqlx pool, HTTP client instrumentation, the explicit API) finds it
 //! with [`CallScope::current`] and records into its [`CallEffects`]. The scope is a

@@ -1,8 +1,8 @@
-//! Span and event attribute names (design §5), in one place.
-//!
-//! OpenTelemetry semantic conventions for MCP (`mcp.*`, `gen_ai.*`, `jsonrpc.*`) and
-//! databases (`db.*`), and hintaudit's own under `hintaudit.`. Use them as tracing field names
-//! with braces: `tracing::info_span!("tools/call", { semconv::MCP_METHOD_NAME } = "tools/call")`.
+//! The span attributes of
+//! [design: telemetry names](../../../docs/design.md#5-telemetry-names): OpenTelemetry
+//! semantic conventions for MCP (`mcp.*`, `gen_ai.*`, `jsonrpc.*`) and databases (`db.*`),
+//! and hintaudit's own under `hintaudit.`. Use them as tracing field names with braces:
+//! `tracing::info_span!("tools/call", { semconv::MCP_METHOD_NAME } = "tools/call")`.
 //! `otel.name`, `otel.kind` and `otel.status_code` are tracing-opentelemetry's special fields.
 
 /// Span name override (tracing-opentelemetry).

@@ -1,8 +1,10 @@
 //! Process-wide audit counters: unattributed statements and audit failures.
 //!
-//! These are the counters design §5 names `hintaudit_unattributed_statements_total{operation}`
-//! and `hintaudit_audit_errors_total{stage}`. Audit code anywhere in the process increments
-//! them with atomics (no locks, no allocation); exporters read them at scrape time.
+//! They back `hintaudit_unattributed_statements_total{operation}` and
+//! `hintaudit_audit_errors_total{stage}`, as
+//! [design: telemetry names](../../../docs/design.md#5-telemetry-names) names them. Audit
+//! code anywhere in the process increments them with atomics (no locks, no allocation);
+//! exporters read them at scrape time.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 

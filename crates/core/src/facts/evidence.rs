@@ -37,7 +37,7 @@ pub(crate) struct Wanted {
 }
 
 impl Wanted {
-    /// Every text: [`Facts::from_effect`].
+    /// Every text: [`Facts::from_effect`](crate::Facts::from_effect).
     pub(crate) const ALL: Wanted = Wanted {
         writes: true,
         attempts: true,
@@ -45,7 +45,8 @@ impl Wanted {
         net_changes: true,
     };
 
-    /// The texts the judge's rules can use with `hints` (design §2): writes and attempts for
+    /// The texts the judge's rules can use with `hints`
+    /// ([design: rules](../../../../docs/design.md#2-rules)): writes and attempts for
     /// a read-only tool, destructive evidence for `destructiveHint: false`, net changes for
     /// `idempotentHint: true`, the last two only when readOnlyHint is not true.
     pub(crate) fn for_hints(hints: crate::DeclaredHints) -> Wanted {
