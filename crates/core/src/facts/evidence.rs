@@ -1,6 +1,7 @@
 //! Evidence: one line of text and its confidence, written only when a rule can use it.
 
 use crate::finding::Confidence;
+use crate::hints::DeclaredHints;
 
 /// One piece of evidence: a line of text and how strong it is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -49,7 +50,7 @@ impl Wanted {
     /// ([design: rules](../../../../docs/design.md#2-rules)): writes and attempts for
     /// a read-only tool, destructive evidence for `destructiveHint: false`, net changes for
     /// `idempotentHint: true`, the last two only when readOnlyHint is not true.
-    pub(crate) fn for_hints(hints: crate::DeclaredHints) -> Wanted {
+    pub(crate) fn for_hints(hints: DeclaredHints) -> Wanted {
         let read_only = hints.read_only == Some(true);
         Wanted {
             writes: read_only,
