@@ -2,21 +2,27 @@
 //!
 //! The audited pool, connection and transaction are generic over `DB: Backend`; the backend
 //! decides how a statement runs under observation: SQLite binds the connection's hooks to the
-//! call, PostgreSQL may wrap the statement in a transaction and ask the oracle.
+//! call, PostgreSQL may wrap the statement in a transaction and ask the oracle. What every
+//! backend does alike is written once here: running a held connection's statement in its span
+//! ([`statement_stream`], [`statement_optional`]) and the unaudited `prepare_with` and
+//! `describe` ([`prepare_raw`], [`describe_raw`]).
+//!
+//! A backend sees its pool only through [`Ctx`] and the arguments of its methods (the pool's
+//! audit state, the oracle mode), never the pool itself: the pool, connection and transaction
+//! modules build on this one, not the other way round.
 
 use std::fmt::Debug;
-use std::sync::Arc;
-
 use std::future::Future;
+use std::sync::Arc;
 
 use futures_core::future::BoxFuture;
 use futures_core::stream::BoxStream;
-use sqlx::{Database, Describe, Either, Error, SqlStr};
+use sqlx::{Database, Describe, Either, Error, Executor, SqlStr};
 use tracing::Instrument;
 
 use crate::classify::SqlDialect;
 use crate::execute::{Attribution, AuditedQuery};
-use crate::pool::{AfterConnect, Shared};
+use crate::pool::options::{AfterConnect, PgOracle};
 use crate::stream::{TryStream, Yielder};
 
 pub(crate) mod sealed {
@@ -26,7 +32,7 @@ pub(crate) mod sealed {
 
 /// A database the audited pool supports: [`sqlx::Sqlite`] and [`sqlx::Postgres`] (with the
 /// `sqlite` and `postgres` features). Sealed: the methods are this crate's plumbing.
-pub trait Backend: Database + sealed::Sealed {
+pub trait Backend: Database + sealed::Sealed + RawExecutor {
     /// `db.system.name`: `sqlite`, `postgresql`.
     const SYSTEM_NAME: &'static str;
     /// The sqlparser dialect statements are classified with.
@@ -70,62 +76,75 @@ pub trait Backend: Database + sealed::Sealed {
         query: AuditedQuery<Self>,
     ) -> impl Future<Output = Result<Option<Self::Row>, Error>> + Send + 'e;
 
-    /// `Executor::prepare_with` on the raw connection.
-    #[doc(hidden)]
-    fn prepare_raw<'e>(
-        conn: &'e mut Self::Connection,
-        sql: SqlStr,
-        parameters: &'e [Self::TypeInfo],
-    ) -> BoxFuture<'e, Result<Self::Statement, Error>>;
-
-    /// `Executor::describe` on the raw connection.
-    #[doc(hidden)]
-    fn describe_raw<'e>(
-        conn: &'e mut Self::Connection,
-        sql: SqlStr,
-    ) -> BoxFuture<'e, Result<Describe<Self>, Error>>;
-
-    /// Called right after `BEGIN` of an [`crate::AuditedTransaction`].
+    /// Called right after `BEGIN` of an [`crate::AuditedTransaction`], with the pool's
+    /// oracle mode.
     #[doc(hidden)]
     fn after_begin<'e>(
         conn: &'e mut Self::Connection,
         tx: &'e mut Self::TxState,
-        shared: &'e Shared<Self>,
+        oracle: PgOracle,
     ) -> BoxFuture<'e, ()>;
 
-    /// Called right before `COMMIT` (`committed`) or `ROLLBACK` of an
-    /// [`crate::AuditedTransaction`], with the transaction's audit state.
+    /// Called right before an [`crate::AuditedTransaction`] ends with `end`, with the
+    /// transaction's and the pool's audit state.
     #[doc(hidden)]
     fn before_end<'e>(
         conn: &'e mut Self::Connection,
         tx: &'e mut Self::TxState,
         state: &'e mut Self::ConnState,
-        shared: &'e Shared<Self>,
-        committed: bool,
+        pool: &'e Self::PoolState,
+        end: TxEnd,
     ) -> BoxFuture<'e, ()>;
 
-    /// Called once `COMMIT` or `ROLLBACK` answered (`ok` false: it failed).
+    /// Called once `COMMIT` or `ROLLBACK` (`end`) answered: `answer` is what the driver
+    /// returned.
     #[doc(hidden)]
-    fn after_end(tx: &mut Self::TxState, committed: bool, ok: bool);
+    fn after_end(tx: &mut Self::TxState, end: TxEnd, answer: &Result<(), Error>);
 }
 
-impl<'e, DB: Backend> Ctx<'e, DB> {
-    /// One statement on a connection taken from the pool for it alone.
-    pub(crate) fn pooled(
-        conn: &'e mut DB::Connection,
-        state: &'e mut DB::ConnState,
-        shared: Arc<Shared<DB>>,
-        att: Attribution,
-    ) -> Self {
-        Ctx {
-            conn,
-            state,
-            tx: None,
-            shared,
-            att,
-            pooled: true,
-        }
+/// How an [`crate::AuditedTransaction`] ends.
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TxEnd {
+    /// `COMMIT`.
+    Commit,
+    /// `ROLLBACK`.
+    Rollback,
+}
+
+/// A database whose raw connection is a sqlx [`Executor`], as every sqlx driver's is.
+/// Implemented for all of them at once, so that what hintaudit passes through unaudited is
+/// written once for every backend: [`prepare_raw`], [`describe_raw`].
+#[doc(hidden)]
+pub trait RawExecutor: Database {
+    /// The raw connection, as the executor it is.
+    fn raw<'c>(conn: &'c mut Self::Connection) -> impl Executor<'c, Database = Self>;
+}
+
+impl<DB: Database> RawExecutor for DB
+where
+    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
+{
+    fn raw<'c>(conn: &'c mut DB::Connection) -> impl Executor<'c, Database = DB> {
+        conn
     }
+}
+
+/// `Executor::prepare_with` on the raw connection: not a statement, so not audited.
+pub(crate) fn prepare_raw<'e, DB: Backend>(
+    conn: &'e mut DB::Connection,
+    sql: SqlStr,
+    parameters: &'e [DB::TypeInfo],
+) -> BoxFuture<'e, Result<DB::Statement, Error>> {
+    DB::raw(conn).prepare_with(sql, parameters)
+}
+
+/// `Executor::describe` on the raw connection: not a statement, so not audited.
+pub(crate) fn describe_raw<DB: Backend>(
+    conn: &mut DB::Connection,
+    sql: SqlStr,
+) -> BoxFuture<'_, Result<Describe<DB>, Error>> {
+    DB::raw(conn).describe(sql)
 }
 
 /// A held connection's statement as the stream `Executor::fetch_many` returns, in the
@@ -160,7 +179,12 @@ pub struct Ctx<'e, DB: Backend> {
     pub(crate) state: &'e mut DB::ConnState,
     #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
     pub(crate) tx: Option<&'e mut DB::TxState>,
-    pub(crate) shared: Arc<Shared<DB>>,
+    /// The pool's audit state (SQLite: the registry of hooked connections).
+    #[cfg_attr(not(feature = "sqlite"), allow(dead_code))]
+    pub(crate) pool: &'e DB::PoolState,
+    /// When the pool runs the PostgreSQL oracle.
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
+    pub(crate) oracle: PgOracle,
     pub(crate) att: Attribution,
     /// A single statement on a pooled connection: release the binding when it ends.
     #[cfg_attr(not(feature = "sqlite"), allow(dead_code))]

@@ -5,13 +5,12 @@ use std::sync::Arc;
 
 use futures_core::future::BoxFuture;
 use futures_core::stream::BoxStream;
-use futures_util::FutureExt;
 use sqlx::pool::PoolConnection;
 use sqlx::{Describe, Either, Error, Execute, Executor, SqlStr};
 
 use crate::backend::{Backend, Ctx};
-use crate::execute::{Attribution, AuditedQuery};
-use crate::pool::Shared;
+use crate::execute::Attribution;
+use crate::pool::inner::Shared;
 
 /// A connection taken from an [`crate::AuditedPool`] with [`crate::AuditedPool::acquire`].
 ///
@@ -60,24 +59,32 @@ impl<DB: Backend> fmt::Debug for AuditedConnection<DB> {
 }
 
 impl<DB: Backend> AuditedConnection<DB> {
-    /// Starts attributing `query` and gathers what the backend needs to run it on this
-    /// held connection.
-    fn context(&mut self, query: &AuditedQuery<DB>) -> Ctx<'_, DB> {
-        let att = Attribution::start(&self.shared.classifier, DB::SYSTEM_NAME, query.text());
+    /// What the backend needs to run `att`'s statement on this connection, held by its
+    /// caller.
+    fn context(&mut self, att: Attribution) -> Ctx<'_, DB> {
         Ctx {
             conn: &mut *self.conn,
             state: &mut self.state,
             tx: None,
-            shared: self.shared.clone(),
+            pool: &self.shared.backend,
+            oracle: self.shared.oracle,
             att,
             pooled: false,
         }
     }
+
+    /// What the backend needs to run `att`'s statement on this connection, taken from the
+    /// pool for that statement alone (`Executor for &AuditedPool`).
+    pub(crate) fn pooled_context(&mut self, att: Attribution) -> Ctx<'_, DB> {
+        let mut ctx = self.context(att);
+        ctx.pooled = true;
+        ctx
+    }
 }
 
 /// `Executor` for a held connection type (`$held<DB>`, whose raw connection is the field
-/// `$raw`): statements go through the type's `context` to the backend; `prepare_with` and
-/// `describe` go to the raw connection unaudited. Shared by [`AuditedConnection`] and
+/// `$raw`): statements start with [`Shared::start`] and go through the type's `context` to
+/// the backend; `prepare_with` and `describe` go to the raw connection unaudited. Shared by [`AuditedConnection`] and
 /// [`crate::AuditedTransaction`], as sqlx shares its own executor impls with a macro.
 macro_rules! held_executor {
     ($held:ident, $raw:ident) => {
@@ -92,9 +99,8 @@ macro_rules! held_executor {
                 'c: 'e,
                 E: 'q + Execute<'q, DB>,
             {
-                let query = AuditedQuery::split(query);
-                let ctx = self.context(&query);
-                crate::backend::statement_stream(ctx, query)
+                let (query, att) = self.shared.start(query);
+                crate::backend::statement_stream(self.context(att), query)
             }
 
             fn fetch_optional<'e, 'q: 'e, E>(
@@ -105,9 +111,8 @@ macro_rules! held_executor {
                 'c: 'e,
                 E: 'q + Execute<'q, DB>,
             {
-                let query = AuditedQuery::split(query);
-                let ctx = self.context(&query);
-                crate::backend::statement_optional(ctx, query)
+                let (query, att) = self.shared.start(query);
+                crate::backend::statement_optional(self.context(att), query)
             }
 
             fn prepare_with<'e>(
@@ -118,14 +123,14 @@ macro_rules! held_executor {
             where
                 'c: 'e,
             {
-                DB::prepare_raw(&mut self.$raw, sql, parameters)
+                crate::backend::prepare_raw::<DB>(&mut self.$raw, sql, parameters)
             }
 
             fn describe<'e>(self, sql: SqlStr) -> BoxFuture<'e, Result<Describe<DB>, Error>>
             where
                 'c: 'e,
             {
-                DB::describe_raw(&mut self.$raw, sql).boxed()
+                crate::backend::describe_raw::<DB>(&mut self.$raw, sql)
             }
         }
     };

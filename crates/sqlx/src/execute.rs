@@ -121,22 +121,22 @@ impl Attribution {
         Attribution { class, sink, span }
     }
 
-    /// Records how the statement ended: outcome, rows affected (only where trustworthy:
-    /// pass `None` on SQLite), and whether row-level observation covered it.
-    pub(crate) fn finish(&self, ok: bool, rows_affected: Option<u64>, observed: bool) {
+    /// Records how the statement ended: see [`StatementEnd`].
+    pub(crate) fn finish(&self, end: StatementEnd) {
+        let StatementEnd {
+            outcome,
+            rows_affected,
+            observed,
+        } = end;
         if let Some(n) = rows_affected {
             self.span.record(semconv::DB_RESPONSE_AFFECTED_ROWS, n);
         }
-        if !ok {
+        if outcome == StatementOutcome::Failed {
             self.span.record(semconv::OTEL_STATUS_CODE, "error");
         }
         if let Some(sink) = &self.sink {
             sink.effects.update_statement(sink.index, |s| {
-                s.outcome = if ok {
-                    StatementOutcome::Ok
-                } else {
-                    StatementOutcome::Failed
-                };
+                s.outcome = outcome;
                 if rows_affected.is_some() {
                     s.rows_affected = rows_affected;
                 }
@@ -151,6 +151,29 @@ impl Attribution {
         sink.effects
             .update_statement(sink.index, |s| s.observed = true);
     }
+}
+
+/// How a statement ended, as [`Attribution::finish`] records it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct StatementEnd {
+    /// Whether the driver answered with an error. A statement whose caller stopped reading
+    /// its rows did not fail.
+    pub(crate) outcome: StatementOutcome,
+    /// Rows affected, only where trustworthy: PostgreSQL writes; always `None` on SQLite,
+    /// where the driver's count is stale.
+    pub(crate) rows_affected: Option<u64>,
+    /// Whether row-level observation (SQLite's hooks, the PostgreSQL oracle) covered it.
+    pub(crate) observed: bool,
+}
+
+impl StatementEnd {
+    /// Failed, with nothing counted or observed: the statement never reached the database
+    /// (no connection), or the driver's error came first.
+    pub(crate) const FAILED: StatementEnd = StatementEnd {
+        outcome: StatementOutcome::Failed,
+        rows_affected: None,
+        observed: false,
+    };
 }
 
 /// The `db.statement` span of a classified statement (OpenTelemetry database client span

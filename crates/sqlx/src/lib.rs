@@ -177,5 +177,6 @@ mod transaction;
 pub use backend::Backend;
 pub use classify::{Classification, DEFAULT_CLASSIFY_CACHE, SqlDialect, TxControl, classify};
 pub use connection::AuditedConnection;
-pub use pool::{AfterConnect, AuditedPool, AuditedPoolOptions, PgOracle};
+pub use pool::AuditedPool;
+pub use pool::options::{AfterConnect, AuditedPoolOptions, PgOracle};
 pub use transaction::AuditedTransaction;

@@ -5,13 +5,12 @@ use std::sync::Arc;
 
 use futures_core::future::BoxFuture;
 use futures_core::stream::BoxStream;
-use futures_util::FutureExt;
 use sqlx::{Describe, Either, Error, Execute, Executor, SqlStr, Transaction};
 
-use crate::backend::{Backend, Ctx};
+use crate::backend::{Backend, Ctx, TxEnd};
 use crate::connection::held_executor;
-use crate::execute::{Attribution, AuditedQuery};
-use crate::pool::Shared;
+use crate::execute::Attribution;
+use crate::pool::inner::Shared;
 
 /// A transaction started with [`crate::AuditedPool::begin`].
 ///
@@ -39,7 +38,7 @@ impl<DB: Backend> AuditedTransaction<DB> {
             tx,
             shared,
         };
-        DB::after_begin(&mut t.tx, &mut t.txs, &t.shared).await;
+        DB::after_begin(&mut t.tx, &mut t.txs, t.shared.oracle).await;
         Ok(t)
     }
 
@@ -49,17 +48,7 @@ impl<DB: Backend> AuditedTransaction<DB> {
     /// # Errors
     /// As [`Transaction::commit`].
     pub async fn commit(self) -> Result<(), Error> {
-        let AuditedTransaction {
-            mut state,
-            mut txs,
-            mut tx,
-            shared,
-        } = self;
-        DB::before_end(&mut tx, &mut txs, &mut state, &shared, true).await;
-        let r = tx.commit().await;
-        DB::after_end(&mut txs, true, r.is_ok());
-        drop((state, shared));
-        r
+        self.end(TxEnd::Commit).await
     }
 
     /// Rolls back. On PostgreSQL the oracle query runs first, and its observation is recorded
@@ -68,17 +57,26 @@ impl<DB: Backend> AuditedTransaction<DB> {
     /// # Errors
     /// As [`Transaction::rollback`].
     pub async fn rollback(self) -> Result<(), Error> {
+        self.end(TxEnd::Rollback).await
+    }
+
+    /// Ends the transaction as `end` says, between the backend's `before_end` and
+    /// `after_end`.
+    async fn end(self, end: TxEnd) -> Result<(), Error> {
         let AuditedTransaction {
             mut state,
             mut txs,
             mut tx,
             shared,
         } = self;
-        DB::before_end(&mut tx, &mut txs, &mut state, &shared, false).await;
-        let r = tx.rollback().await;
-        DB::after_end(&mut txs, false, r.is_ok());
+        DB::before_end(&mut tx, &mut txs, &mut state, &shared.backend, end).await;
+        let answer = match end {
+            TxEnd::Commit => tx.commit().await,
+            TxEnd::Rollback => tx.rollback().await,
+        };
+        DB::after_end(&mut txs, end, &answer);
         drop((state, shared));
-        r
+        answer
     }
 
     /// The raw connection, for **unaudited** access. Statements run through it are neither
@@ -99,15 +97,14 @@ impl<DB: Backend> fmt::Debug for AuditedTransaction<DB> {
 }
 
 impl<DB: Backend> AuditedTransaction<DB> {
-    /// Starts attributing `query` and gathers what the backend needs to run it on this
-    /// held connection.
-    fn context(&mut self, query: &AuditedQuery<DB>) -> Ctx<'_, DB> {
-        let att = Attribution::start(&self.shared.classifier, DB::SYSTEM_NAME, query.text());
+    /// What the backend needs to run `att`'s statement in this transaction.
+    fn context(&mut self, att: Attribution) -> Ctx<'_, DB> {
         Ctx {
             conn: &mut *self.tx,
             state: &mut self.state,
             tx: Some(&mut self.txs),
-            shared: self.shared.clone(),
+            pool: &self.shared.backend,
+            oracle: self.shared.oracle,
             att,
             pooled: false,
         }

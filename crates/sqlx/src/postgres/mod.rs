@@ -15,13 +15,13 @@ use hintaudit_core::{
     AuditStage, CallEffects, CallScope, Operation, StatementOutcome, TransactionObservation, stats,
 };
 use sqlx::pool::PoolOptions;
-use sqlx::postgres::{PgConnection, PgQueryResult, PgRow, PgTypeInfo, Postgres};
-use sqlx::{Connection, Describe, Either, Error, Executor, SqlStr};
+use sqlx::postgres::{PgConnection, PgQueryResult, PgRow, Postgres};
+use sqlx::{Connection, Either, Error, Executor};
 
-use crate::backend::{Backend, Ctx, Step, sealed};
+use crate::backend::{Backend, Ctx, Step, TxEnd, sealed};
 use crate::classify::{SqlDialect, TxControl};
-use crate::execute::{Attribution, AuditedQuery, Sink};
-use crate::pool::{AfterConnect, PgOracle, Shared};
+use crate::execute::{Attribution, AuditedQuery, Sink, StatementEnd};
+use crate::pool::options::{AfterConnect, PgOracle};
 use crate::stream::Yielder;
 
 /// A held PostgreSQL connection's audit state: whether the caller opened a transaction with
@@ -96,7 +96,7 @@ fn wrap(ctx: &Ctx<'_, Postgres>) -> bool {
         && !ctx.conn.is_in_transaction()
         && c.tx_control.is_none()
         && !c.no_transaction_block
-        && wants_oracle(ctx.shared.oracle, &ctx.att)
+        && wants_oracle(ctx.oracle, &ctx.att)
 }
 
 /// Before a statement inside an audited transaction: the oracle's first snapshot, taken
@@ -114,18 +114,26 @@ async fn before_in_tx(conn: &mut PgConnection, tx: &mut PgTxState, att: &Attribu
     }
 }
 
-/// Records the end of a statement: outcome, rows affected (DML only), observation, and the
-/// connection's raw transaction state.
+/// A statement that succeeded: `rows` affected (recorded for DML only), `observed` by the
+/// oracle or not.
+fn succeeded(att: &Attribution, rows: u64, observed: bool) -> StatementEnd {
+    StatementEnd {
+        outcome: StatementOutcome::Ok,
+        rows_affected: is_dml(att.class.effect.operation).then_some(rows),
+        observed,
+    }
+}
+
+/// Records the end of a statement ([`Attribution::finish`]) and the connection's raw
+/// transaction state.
 fn finish(
     att: &Attribution,
     state: &mut PgConnState,
     tx: Option<&mut PgTxState>,
-    ok: bool,
-    rows: u64,
-    observed: bool,
+    end: StatementEnd,
 ) {
-    let rows = (ok && is_dml(att.class.effect.operation)).then_some(rows);
-    att.finish(ok, rows, observed);
+    att.finish(end);
+    let ok = end.outcome == StatementOutcome::Ok;
     if let Some(tx) = tx {
         tx.failed |= !ok;
     } else if ok {
@@ -187,11 +195,11 @@ async fn wrap_or_pass(
     }
     match run_wrapped(conn, att, query, one).await {
         Ok((items, rows, observed)) => {
-            finish(att, state, None, true, rows, observed);
+            finish(att, state, None, succeeded(att, rows, observed));
             Ok(Either::Left(items))
         }
         Err((e, None)) => {
-            finish(att, state, None, false, 0, false);
+            finish(att, state, None, StatementEnd::FAILED);
             Err(e)
         }
         Err((_, Some(query))) => Ok(Either::Right(query)),
@@ -339,14 +347,14 @@ impl Backend for Postgres {
                 Err(e) => {
                     drop(s);
                     done.armed = false;
-                    finish(&att, state, tx, false, 0, false);
+                    finish(&att, state, tx, StatementEnd::FAILED);
                     return Err(e);
                 }
             }
         }
         drop(s);
         done.armed = false;
-        finish(&att, state, tx, true, done.rows, false);
+        finish(&att, state, tx, succeeded(&att, done.rows, false));
         Ok(())
     }
 
@@ -381,38 +389,23 @@ impl Backend for Postgres {
         done.armed = false;
         match r {
             Ok((items, rows)) => {
-                finish(&att, state, tx, true, rows, false);
+                finish(&att, state, tx, succeeded(&att, rows, false));
                 Ok(first(items))
             }
             Err(e) => {
-                finish(&att, state, tx, false, 0, false);
+                finish(&att, state, tx, StatementEnd::FAILED);
                 Err(e)
             }
         }
     }
 
-    fn prepare_raw<'e>(
-        conn: &'e mut PgConnection,
-        sql: SqlStr,
-        parameters: &'e [PgTypeInfo],
-    ) -> BoxFuture<'e, Result<<Postgres as sqlx::Database>::Statement, Error>> {
-        conn.prepare_with(sql, parameters)
-    }
-
-    fn describe_raw<'e>(
-        conn: &'e mut PgConnection,
-        sql: SqlStr,
-    ) -> BoxFuture<'e, Result<Describe<Postgres>, Error>> {
-        conn.describe(sql)
-    }
-
     fn after_begin<'e>(
         conn: &'e mut PgConnection,
         tx: &'e mut PgTxState,
-        shared: &'e Shared<Self>,
+        oracle: PgOracle,
     ) -> BoxFuture<'e, ()> {
         async move {
-            tx.oracle = shared.oracle;
+            tx.oracle = oracle;
             if tx.oracle == PgOracle::Always {
                 match oracle::snapshot_protected(conn, true).await {
                     Ok(s) => tx.before = Some(s),
@@ -430,8 +423,8 @@ impl Backend for Postgres {
         conn: &'e mut PgConnection,
         tx: &'e mut PgTxState,
         _state: &'e mut PgConnState,
-        _shared: &'e Shared<Self>,
-        committed: bool,
+        _pool: &'e (),
+        end: TxEnd,
     ) -> BoxFuture<'e, ()> {
         async move {
             let Some(before) = tx.before.take() else {
@@ -441,18 +434,22 @@ impl Backend for Postgres {
                 return; // the transaction is aborted: nothing can be asked
             }
             match oracle::snapshot_protected(conn, false).await {
-                Ok(after) => tx.observation = Some(oracle::observe(&before, &after, committed)),
+                Ok(after) => {
+                    let committed = end == TxEnd::Commit;
+                    tx.observation = Some(oracle::observe(&before, &after, committed));
+                }
                 Err(e) => stats().audit_error(AuditStage::Oracle, &e),
             }
         }
         .boxed()
     }
 
-    fn after_end(tx: &mut PgTxState, committed: bool, ok: bool) {
+    fn after_end(tx: &mut PgTxState, end: TxEnd, answer: &Result<(), Error>) {
         tx.ended = true;
+        let committed = end == TxEnd::Commit && answer.is_ok();
         match tx.observation.take() {
             Some(mut obs) => {
-                obs.committed = committed && ok;
+                obs.committed = committed;
                 if let Some(effects) = tx.sink() {
                     effects.record_transaction(obs);
                 }
@@ -460,7 +457,7 @@ impl Backend for Postgres {
                     Attribution::mark_observed(sink);
                 }
             }
-            None if !(committed && ok) => tx.mark_rolled_back(),
+            None if !committed => tx.mark_rolled_back(),
             None => {}
         }
     }
@@ -477,8 +474,7 @@ impl Drop for Guard<'_> {
     fn drop(&mut self) {
         if self.armed {
             // The caller stopped reading: not a failure of the statement.
-            let rows = is_dml(self.att.class.effect.operation).then_some(self.rows);
-            self.att.finish(true, rows, false);
+            self.att.finish(succeeded(self.att, self.rows, false));
         }
     }
 }

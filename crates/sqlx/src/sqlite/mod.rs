@@ -10,15 +10,15 @@ use std::sync::Arc;
 
 use futures_core::future::BoxFuture;
 use futures_util::{FutureExt, TryStreamExt};
-use hintaudit_core::{AuditStage, Operation, stats};
+use hintaudit_core::{AuditStage, Operation, StatementOutcome, stats};
 use sqlx::pool::PoolOptions;
-use sqlx::sqlite::{Sqlite, SqliteConnection, SqliteRow, SqliteTypeInfo};
-use sqlx::{Connection, Describe, Either, Error, Executor, SqlStr};
+use sqlx::sqlite::{Sqlite, SqliteConnection, SqliteRow};
+use sqlx::{Connection, Either, Error, Executor};
 
-use crate::backend::{Backend, Ctx, Step, sealed};
+use crate::backend::{Backend, Ctx, Step, TxEnd, sealed};
 use crate::classify::{Classification, SqlDialect, TxControl};
-use crate::execute::{Attribution, AuditedQuery};
-use crate::pool::{AfterConnect, Shared};
+use crate::execute::{Attribution, AuditedQuery, StatementEnd};
+use crate::pool::options::{AfterConnect, PgOracle};
 use crate::stream::Yielder;
 
 use hooks::{Binding, Slot, WriterGuard};
@@ -190,7 +190,7 @@ fn may_open_tx(class: &Classification) -> bool {
 struct Started<'e> {
     conn: &'e mut SqliteConnection,
     state: &'e mut SqliteConnState,
-    fin: Finish,
+    fin: Finish<'e>,
     learn_after: bool,
 }
 
@@ -199,25 +199,25 @@ async fn start<'e>(ctx: Ctx<'e, Sqlite>, query: &AuditedQuery<Sqlite>) -> Starte
     let Ctx {
         conn,
         state,
-        shared,
+        pool: registry,
         att,
         pooled,
         ..
     } = ctx;
     state.raw_tx |= may_open_tx(&att.class);
     if let Some(owed) = state.owed.take() {
-        learn_images(conn, &shared.backend, &owed).await;
+        learn_images(conn, registry, &owed).await;
     }
     // Inside a transaction, column names are learned after the write: see `bind`.
     let defer = !pooled && (state.raw_tx || conn.is_in_transaction());
-    let bound = bind(conn, state, &shared.backend, &att, query, pooled, defer).await;
+    let bound = bind(conn, state, registry, &att, query, pooled, defer).await;
     let learn_after = defer && matches!(bound, Bound::Slot(_));
     let fin = Finish {
         att,
         bound,
-        shared,
+        registry,
         pooled,
-        ok: true,
+        outcome: StatementOutcome::Ok,
         rows: 0,
     };
     Started {
@@ -233,7 +233,7 @@ impl Started<'_> {
     /// or `ROLLBACK` that ended a transaction begun as SQL.
     async fn succeeded(&mut self) {
         if self.learn_after {
-            learn_images(self.conn, &self.fin.shared.backend, &self.fin.att.class).await;
+            learn_images(self.conn, self.fin.registry, &self.fin.att.class).await;
             self.learn_after = false;
         }
         if matches!(
@@ -260,17 +260,17 @@ impl Drop for Started<'_> {
 }
 
 /// Finishes a statement when dropped: normally, or when the caller dropped the stream (not a
-/// failure). Error paths set `ok` to false first.
-struct Finish {
+/// failure). Error paths set `outcome` to failed first.
+struct Finish<'e> {
     att: Attribution,
     bound: Bound,
-    shared: Arc<Shared<Sqlite>>,
+    registry: &'e hooks::Registry,
     pooled: bool,
-    ok: bool,
+    outcome: StatementOutcome,
     rows: u64,
 }
 
-impl Drop for Finish {
+impl Drop for Finish<'_> {
     fn drop(&mut self) {
         let class = &self.att.class;
         let seen = match &self.bound {
@@ -286,14 +286,20 @@ impl Drop for Finish {
                 seen == 0 && (truncate || (is_dml(class.effect.operation) && self.rows > 0));
             !blind
         });
-        if let (false, Some(sink)) = (self.ok, &self.att.sink) {
+        if let (StatementOutcome::Failed, Some(sink)) = (self.outcome, &self.att.sink) {
             match &self.bound {
                 Bound::Nothing => {}
                 Bound::Slot(slot) => slot.abort_statement(sink),
-                Bound::Writer(_) => self.shared.backend.abort_statement(sink),
+                Bound::Writer(_) => self.registry.abort_statement(sink),
             }
         }
-        self.att.finish(self.ok, None, observed);
+        // Rows affected stay `None`: SQLite's count is stale after a statement that changed
+        // none.
+        self.att.finish(StatementEnd {
+            outcome: self.outcome,
+            rows_affected: None,
+            observed,
+        });
         // A pooled statement releases its binding (or the pool's writer) here; a held
         // connection stays bound until its next statement or until it is dropped.
         if let (true, Bound::Slot(slot)) = (self.pooled, &self.bound) {
@@ -352,7 +358,7 @@ impl Backend for Sqlite {
                 Ok(None) => break,
                 Err(e) => {
                     drop(s);
-                    run.fin.ok = false;
+                    run.fin.outcome = StatementOutcome::Failed;
                     return Err(e);
                 }
             }
@@ -372,35 +378,22 @@ impl Backend for Sqlite {
         // driver's row count is not read then; a write that returned a row (RETURNING)
         // counts as one, so that hooks that saw none are known to be blind.
         let r = run.conn.fetch_optional(query).await;
-        run.fin.ok = r.is_ok();
-        if matches!(r, Ok(Some(_))) && is_dml(run.fin.att.class.effect.operation) {
-            run.fin.rows = 1;
-        }
-        if run.fin.ok {
-            run.succeeded().await;
+        match &r {
+            Ok(row) => {
+                if row.is_some() && is_dml(run.fin.att.class.effect.operation) {
+                    run.fin.rows = 1;
+                }
+                run.succeeded().await;
+            }
+            Err(_) => run.fin.outcome = StatementOutcome::Failed,
         }
         r
-    }
-
-    fn prepare_raw<'e>(
-        conn: &'e mut SqliteConnection,
-        sql: SqlStr,
-        parameters: &'e [SqliteTypeInfo],
-    ) -> BoxFuture<'e, Result<<Sqlite as sqlx::Database>::Statement, Error>> {
-        conn.prepare_with(sql, parameters)
-    }
-
-    fn describe_raw<'e>(
-        conn: &'e mut SqliteConnection,
-        sql: SqlStr,
-    ) -> BoxFuture<'e, Result<Describe<Sqlite>, Error>> {
-        conn.describe(sql)
     }
 
     fn after_begin<'e>(
         _conn: &'e mut SqliteConnection,
         _tx: &'e mut (),
-        _shared: &'e Shared<Self>,
+        _oracle: PgOracle,
     ) -> BoxFuture<'e, ()> {
         std::future::ready(()).boxed()
     }
@@ -409,16 +402,16 @@ impl Backend for Sqlite {
         conn: &'e mut SqliteConnection,
         _tx: &'e mut (),
         state: &'e mut SqliteConnState,
-        shared: &'e Shared<Self>,
-        _committed: bool,
+        registry: &'e hooks::Registry,
+        _end: TxEnd,
     ) -> BoxFuture<'e, ()> {
         async move {
             if let Some(owed) = state.owed.take() {
-                learn_images(conn, &shared.backend, &owed).await;
+                learn_images(conn, registry, &owed).await;
             }
         }
         .boxed()
     }
 
-    fn after_end(_tx: &mut (), _committed: bool, _ok: bool) {}
+    fn after_end(_tx: &mut (), _end: TxEnd, _answer: &Result<(), Error>) {}
 }

@@ -1,0 +1,123 @@
+//! `Executor for &AuditedPool`: each statement runs on a connection taken from the pool for it
+//! alone, acquired inside the statement's span. Everything else a statement needs is the same
+//! as on a held connection: the prologue is [`Shared::start`], the connection an
+//! [`AuditedConnection`] released when the statement ends.
+
+use std::sync::Arc;
+
+use futures_core::future::BoxFuture;
+use futures_core::stream::BoxStream;
+use futures_util::FutureExt;
+use sqlx::{Describe, Either, Error, Execute, Executor, SqlStr};
+use tracing::Instrument;
+
+use crate::backend::{Backend, describe_raw, prepare_raw};
+use crate::connection::AuditedConnection;
+use crate::execute::{Attribution, AuditedQuery, StatementEnd};
+use crate::pool::AuditedPool;
+use crate::pool::inner::Shared;
+use crate::stream::TryStream;
+
+impl<'p, DB: Backend> Executor<'p> for &'_ AuditedPool<DB> {
+    type Database = DB;
+
+    fn fetch_many<'e, 'q: 'e, E>(
+        self,
+        query: E,
+    ) -> BoxStream<'e, Result<Either<DB::QueryResult, DB::Row>, Error>>
+    where
+        'p: 'e,
+        E: 'q + Execute<'q, DB>,
+    {
+        let statement = Pooled::start(&self.shared, query);
+        let span = statement.att.span.clone();
+        Box::pin(TryStream::new(move |y| {
+            async move {
+                let (mut conn, att, query) = statement.acquire().await?;
+                DB::run_into(conn.pooled_context(att), query, &y).await
+            }
+            .instrument(span)
+        }))
+    }
+
+    fn fetch_optional<'e, 'q: 'e, E>(
+        self,
+        query: E,
+    ) -> BoxFuture<'e, Result<Option<DB::Row>, Error>>
+    where
+        'p: 'e,
+        E: 'q + Execute<'q, DB>,
+    {
+        let statement = Pooled::start(&self.shared, query);
+        let span = statement.att.span.clone();
+        async move {
+            let (mut conn, att, query) = statement.acquire().await?;
+            DB::run_optional(conn.pooled_context(att), query).await
+        }
+        .instrument(span)
+        .boxed()
+    }
+
+    fn prepare_with<'e>(
+        self,
+        sql: SqlStr,
+        parameters: &'e [DB::TypeInfo],
+    ) -> BoxFuture<'e, Result<DB::Statement, Error>>
+    where
+        'p: 'e,
+    {
+        let pool = self.shared.pool.clone();
+        async move {
+            let mut conn = pool.acquire().await?;
+            prepare_raw::<DB>(&mut conn, sql, parameters).await
+        }
+        .boxed()
+    }
+
+    fn describe<'e>(self, sql: SqlStr) -> BoxFuture<'e, Result<Describe<DB>, Error>>
+    where
+        'p: 'e,
+    {
+        let pool = self.shared.pool.clone();
+        async move {
+            let mut conn = pool.acquire().await?;
+            describe_raw::<DB>(&mut conn, sql).await
+        }
+        .boxed()
+    }
+}
+
+/// A statement run straight on the pool, from its start (when the executor is called) until
+/// it has a connection: the prologue of both `fetch_many` and `fetch_optional`.
+struct Pooled<DB: Backend> {
+    shared: Arc<Shared<DB>>,
+    query: AuditedQuery<DB>,
+    att: Attribution,
+}
+
+impl<DB: Backend> Pooled<DB> {
+    /// Starts the statement: see [`Shared::start`].
+    fn start<'q, E: Execute<'q, DB>>(shared: &Arc<Shared<DB>>, query: E) -> Self {
+        let (query, att) = shared.start(query);
+        Pooled {
+            shared: shared.clone(),
+            query,
+            att,
+        }
+    }
+
+    /// Acquires a connection for this statement alone; a failure ends the statement's
+    /// attribution as failed before the error goes back to the caller.
+    async fn acquire(
+        self,
+    ) -> Result<(AuditedConnection<DB>, Attribution, AuditedQuery<DB>), Error> {
+        let Pooled { shared, query, att } = self;
+        match shared.pool.acquire().await {
+            Ok(conn) => Ok((AuditedConnection::new(conn, shared), att, query)),
+            Err(e) => {
+                att.finish(StatementEnd::FAILED);
+                Err(e)
+            }
+        }
+    }
+}

@@ -1,0 +1,182 @@
+//! [`AuditedPool`]: a sqlx pool whose statements are attributed to the tool call that runs
+//! them ([design: evidence](../../../../docs/design.md#3-evidence)).
+//!
+//! Split as sqlx-core splits its pool, with every import pointing one way (down this list):
+//! - this module: the pool type, and the options' last steps that open or wrap one;
+//! - [`executor`]: `Executor for &AuditedPool`, a statement on a connection taken for it alone;
+//! - [`inner`]: [`Shared`](inner::Shared), the state a pool shares with its connections and
+//!   transactions, and the start of every audited statement;
+//! - [`options`]: what you configure; the backends read it.
+
+mod executor;
+pub(crate) mod inner;
+pub(crate) mod options;
+
+use std::fmt;
+use std::sync::Arc;
+
+use sqlx::pool::PoolOptions;
+use sqlx::{Connection, Error, Pool};
+
+use crate::backend::Backend;
+use crate::connection::AuditedConnection;
+use crate::transaction::AuditedTransaction;
+use inner::Shared;
+use options::{AuditedPoolOptions, PgOracle};
+
+/// A sqlx pool that records every statement, and on SQLite every row change, into the
+/// [`hintaudit_core::CallScope`] of the tool call that runs it.
+///
+/// `&AuditedPool<DB>`, `&mut AuditedConnection<DB>` and `&mut AuditedTransaction<DB>` are
+/// sqlx [`sqlx::Executor`]s: `sqlx::query(..).execute(&pool)`, `fetch_one`,
+/// `fetch_optional`, `fetch_all`, `fetch`, `query_as` and `query_scalar` work unchanged.
+/// Cloning is cheap (one `Arc`) and clones share the connections, the classification cache
+/// and the hook registry.
+pub struct AuditedPool<DB: Backend> {
+    pub(crate) shared: Arc<Shared<DB>>,
+}
+
+impl<DB: Backend> Clone for AuditedPool<DB> {
+    fn clone(&self) -> Self {
+        AuditedPool {
+            shared: self.shared.clone(),
+        }
+    }
+}
+
+impl<DB: Backend> fmt::Debug for AuditedPool<DB> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AuditedPool")
+            .field("system", &DB::SYSTEM_NAME)
+            .field("pool", &self.shared.pool)
+            .field("oracle", &self.shared.oracle)
+            .finish()
+    }
+}
+
+impl<DB: Backend> AuditedPool<DB> {
+    /// Options: the PostgreSQL oracle, the classification cache size.
+    pub fn options() -> AuditedPoolOptions<DB> {
+        AuditedPoolOptions::default()
+    }
+
+    /// Opens a pool for `url` with default options.
+    ///
+    /// # Errors
+    /// As [`Pool::connect`].
+    pub async fn connect(url: &str) -> Result<Self, Error> {
+        Self::options().connect(url).await
+    }
+
+    /// Opens a pool with your pool and connection options; see
+    /// [`AuditedPoolOptions::connect_with`].
+    ///
+    /// # Errors
+    /// As [`PoolOptions::connect_with`].
+    pub async fn connect_with(
+        pool_options: PoolOptions<DB>,
+        connect_options: <DB::Connection as Connection>::Options,
+    ) -> Result<Self, Error> {
+        Self::options()
+            .connect_with(pool_options, connect_options)
+            .await
+    }
+
+    /// Audits an existing pool with default options; see [`AuditedPoolOptions::wrap`].
+    pub fn from_pool(pool: Pool<DB>) -> Self {
+        Self::options().wrap(pool)
+    }
+
+    /// The underlying sqlx pool, for **unaudited** access (migrations, health checks).
+    /// Statements run through it are neither attributed nor counted.
+    pub fn inner(&self) -> &Pool<DB> {
+        &self.shared.pool
+    }
+
+    /// When the PostgreSQL oracle runs for this pool.
+    pub fn postgres_oracle(&self) -> PgOracle {
+        self.shared.oracle
+    }
+
+    /// Takes a connection out of the pool; statements on it are audited, and on SQLite the
+    /// connection stays bound to the calling tool call while you hold it.
+    ///
+    /// # Errors
+    /// As [`Pool::acquire`]: pool closed or timed out.
+    pub async fn acquire(&self) -> Result<AuditedConnection<DB>, Error> {
+        let conn = self.shared.pool.acquire().await?;
+        Ok(AuditedConnection::new(conn, self.shared.clone()))
+    }
+
+    /// Starts a transaction on a pooled connection. On PostgreSQL the oracle reads the
+    /// transaction's writes before `COMMIT` / `ROLLBACK` (see the crate docs for its cost).
+    ///
+    /// # Errors
+    /// As [`Pool::begin`].
+    pub async fn begin(&self) -> Result<AuditedTransaction<DB>, Error> {
+        AuditedTransaction::begin(self.shared.clone()).await
+    }
+
+    /// Closes the pool: see [`Pool::close`].
+    pub async fn close(&self) {
+        self.shared.pool.close().await
+    }
+
+    /// Whether [`AuditedPool::close`] was called.
+    pub fn is_closed(&self) -> bool {
+        self.shared.pool.is_closed()
+    }
+}
+
+/// The options' last steps, here beside the pool they build.
+impl<DB: Backend> AuditedPoolOptions<DB> {
+    fn build(self, pool: Pool<DB>, backend: Arc<DB::PoolState>) -> AuditedPool<DB> {
+        AuditedPool {
+            shared: Arc::new(Shared::new(&self, pool, backend)),
+        }
+    }
+
+    /// Audits an existing pool. Statements through [`AuditedPool::inner`] or through other
+    /// clones of `pool` are not audited.
+    ///
+    /// On SQLite, hintaudit cannot hook the connections of a pool it did not open when they
+    /// connect, so it hooks each one the first time a call-scoped statement uses it, and a
+    /// call-scoped *pooled* statement that may write finds its connection's hooks with one
+    /// round trip to sqlx's worker thread (`lock_handle()`, about 15 µs): prefer
+    /// [`AuditedPoolOptions::connect_with`]. Your pool's `after_connect` stays as it is.
+    pub fn wrap(self, pool: Pool<DB>) -> AuditedPool<DB> {
+        self.build(pool, Arc::default())
+    }
+
+    /// Opens a pool with sqlx's default [`PoolOptions`] for `url`.
+    ///
+    /// # Errors
+    /// As [`Pool::connect`]: an invalid URL or a failed first connection.
+    pub async fn connect(self, url: &str) -> Result<AuditedPool<DB>, Error> {
+        let connect_options = url.parse::<<DB::Connection as Connection>::Options>()?;
+        self.connect_with(PoolOptions::new(), connect_options).await
+    }
+
+    /// Opens a pool with your pool and connection options.
+    ///
+    /// On SQLite, hintaudit installs its hooks on every connection as it connects, through
+    /// sqlx's `after_connect`: **a callback set with [`PoolOptions::after_connect`] on
+    /// `pool_options` is replaced** (sqlx keeps one per pool and cannot chain them); give it
+    /// to [`AuditedPoolOptions::after_connect`] instead, which runs it after the hooks are in.
+    /// On PostgreSQL `pool_options` is used as it is, unless you set
+    /// [`AuditedPoolOptions::after_connect`]. `before_acquire` and `after_release` are always
+    /// kept.
+    ///
+    /// # Errors
+    /// As [`PoolOptions::connect_with`].
+    pub async fn connect_with(
+        self,
+        pool_options: PoolOptions<DB>,
+        connect_options: <DB::Connection as Connection>::Options,
+    ) -> Result<AuditedPool<DB>, Error> {
+        let backend = Arc::new(DB::PoolState::default());
+        let pool_options = DB::on_connect(pool_options, &backend, self.after_connect.clone());
+        let pool = pool_options.connect_with(connect_options).await?;
+        Ok(self.build(pool, backend))
+    }
+}
