@@ -116,20 +116,6 @@ pub fn text_of(result: &CallToolResult) -> String {
         .clone()
 }
 
-pub fn hints(
-    ro: Option<bool>,
-    d: Option<bool>,
-    i: Option<bool>,
-    ow: Option<bool>,
-) -> DeclaredHints {
-    DeclaredHints {
-        read_only: ro,
-        destructive: d,
-        idempotent: i,
-        open_world: ow,
-    }
-}
-
 /// Waits until `check` holds, for up to two seconds (notifications are asynchronous).
 pub async fn eventually(what: &str, check: impl Fn() -> bool) {
     for _ in 0..200 {

@@ -1,13 +1,13 @@
 //! `HintAudit::learn_tools`: the registry is complete and the recorder has every tool
 //! declared before any client call; a later listing is a listing of its own.
 
-use hintaudit_rmcp::{AuditStage, HintAuditLayer, Rule, stats};
+use hintaudit_rmcp::{AuditStage, DeclaredHints, HintAuditLayer, Rule, stats};
 use rmcp::model::CallToolRequestParams;
 use tower::Layer;
 
 use crate::common::*;
 
-fn declared(seen: &[Seen]) -> Vec<(String, hintaudit_rmcp::DeclaredHints)> {
+fn declared(seen: &[Seen]) -> Vec<(String, DeclaredHints)> {
     seen.iter()
         .filter_map(|s| match s {
             Seen::Declared { tool, hints } => Some((tool.clone(), *hints)),
@@ -34,12 +34,15 @@ async fn learn_tools_declares_every_tool_to_the_recorder_before_any_client() {
     assert!(
         got.contains(&(
             "get_appointment".to_owned(),
-            hints(Some(true), None, None, Some(false))
+            DeclaredHints::new(Some(true), None, None, Some(false))
         )),
         "{got:?}"
     );
     assert!(
-        got.contains(&("legacy_lookup".to_owned(), hints(None, None, None, None))),
+        got.contains(&(
+            "legacy_lookup".to_owned(),
+            DeclaredHints::new(None, None, None, None)
+        )),
         "unset stays unset: {got:?}"
     );
 

@@ -1,7 +1,7 @@
 //! What the recorder receives: one Call event per call, Listing events per listed tool, and
 //! findings from the judge.
 
-use hintaudit_rmcp::{CallInfo, CallStatus, HintAudit, HintAuditLayer, Rule};
+use hintaudit_rmcp::{CallInfo, CallStatus, DeclaredHints, HintAudit, HintAuditLayer, Rule};
 use rmcp::model::CallToolRequestParams;
 use tower::Layer;
 
@@ -50,7 +50,7 @@ async fn a_call_event_per_call_with_status_and_hints() {
             Seen::Call {
                 tool: "get_appointment".into(),
                 known_tool: true,
-                hints: hints(Some(true), None, None, Some(false)),
+                hints: DeclaredHints::new(Some(true), None, None, Some(false)),
                 status: CallStatus::Ok,
                 rules: vec![],
                 verdict: "clean",
@@ -58,7 +58,7 @@ async fn a_call_event_per_call_with_status_and_hints() {
             Seen::Call {
                 tool: "broken".into(),
                 known_tool: true,
-                hints: hints(Some(true), Some(true), None, None),
+                hints: DeclaredHints::new(Some(true), Some(true), None, None),
                 status: CallStatus::ToolError,
                 rules: vec![],
                 verdict: "clean",
@@ -66,7 +66,7 @@ async fn a_call_event_per_call_with_status_and_hints() {
             Seen::Call {
                 tool: "no_such_tool".into(),
                 known_tool: false,
-                hints: hints(None, None, None, None),
+                hints: DeclaredHints::new(None, None, None, None),
                 status: CallStatus::ProtocolError,
                 rules: vec![],
                 verdict: "clean",
@@ -74,7 +74,7 @@ async fn a_call_event_per_call_with_status_and_hints() {
             Seen::Call {
                 tool: "legacy_lookup".into(),
                 known_tool: true,
-                hints: hints(None, None, None, None),
+                hints: DeclaredHints::new(None, None, None, None),
                 status: CallStatus::Ok,
                 rules: vec![],
                 verdict: "clean",
@@ -97,7 +97,7 @@ async fn listing_events_lint_the_hints() {
         listing_of(&seen, "legacy_lookup")[0],
         &Seen::Listing {
             tool: "legacy_lookup".into(),
-            hints: hints(None, None, None, None),
+            hints: DeclaredHints::new(None, None, None, None),
             rules: vec![Rule::HintMissing; 4],
         }
     );
@@ -106,7 +106,7 @@ async fn listing_events_lint_the_hints() {
         listing_of(&seen, "get_appointment")[0],
         &Seen::Listing {
             tool: "get_appointment".into(),
-            hints: hints(Some(true), None, None, Some(false)),
+            hints: DeclaredHints::new(Some(true), None, None, Some(false)),
             rules: vec![],
         }
     );
@@ -126,7 +126,12 @@ async fn listing_events_lint_the_hints() {
     assert_eq!(known.len(), list.tools.len());
     assert_eq!(
         audit_view.declared_hints("cancel_appointment"),
-        Some(hints(Some(false), Some(true), Some(true), Some(false)))
+        Some(DeclaredHints::new(
+            Some(false),
+            Some(true),
+            Some(true),
+            Some(false)
+        ))
     );
 }
 
