@@ -84,8 +84,9 @@ impl<DB: Backend> AuditedConnection<DB> {
 
 /// `Executor` for a held connection type (`$held<DB>`, whose raw connection is the field
 /// `$raw`): statements start with [`Shared::start`] and go through the type's `context` to
-/// the backend; `prepare_with` and `describe` go to the raw connection unaudited. Shared by [`AuditedConnection`] and
-/// [`crate::AuditedTransaction`], as sqlx shares its own executor impls with a macro.
+/// the backend; `prepare_with` and `describe` go to the raw connection unaudited. Shared by
+/// [`AuditedConnection`] and [`crate::AuditedTransaction`], as sqlx shares its own executor
+/// impls with a macro.
 macro_rules! held_executor {
     ($held:ident, $raw:ident) => {
         impl<'c, DB: Backend> Executor<'c> for &'c mut $held<DB> {

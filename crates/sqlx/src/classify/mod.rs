@@ -168,6 +168,15 @@ pub fn classify(sql: &str, dialect: SqlDialect) -> Classification {
     }
 }
 
+/// Whether `op` changes rows one by one (`INSERT`, upsert, `UPDATE`, `DELETE`): the
+/// statements whose rows a backend's row-level evidence reports and whose rows affected count.
+pub(crate) fn is_dml(op: Operation) -> bool {
+    matches!(
+        op,
+        Operation::Insert | Operation::Upsert | Operation::Update | Operation::Delete
+    )
+}
+
 fn stronger(a: Operation, b: Operation) -> bool {
     let score = |o: Operation| match o {
         Operation::Unknown => 10,

@@ -1,28 +1,59 @@
-//! The PostgreSQL backend: rows affected from the driver, and the transaction oracle.
+//! The PostgreSQL backend: rows affected from the driver, and the transaction oracle (see
+//! `oracle`).
 //!
-//! An autocommit statement that may write runs wrapped as `BEGIN; snapshot; statement;
-//! snapshot; COMMIT` on one connection (ROLLBACK on error); a statement inside an
-//! [`crate::AuditedTransaction`] runs as it is, and the oracle reads the whole transaction
-//! right before `COMMIT` / `ROLLBACK`.
+//! # Autocommit statements
+//!
+//! Under [`PgOracle::Writes`] (the default), an autocommit statement that may write (a write
+//! operation, unparseable text, `CALL`, or any statement calling a function that is not a
+//! known pure built-in, such as `SELECT mark_viewed($1)`) runs wrapped on one connection (see
+//! `wrap`) as `BEGIN`; snapshot; the statement; `SAVEPOINT`; snapshot; `COMMIT` (`ROLLBACK`
+//! when it fails). The delta of the two snapshots is recorded as a
+//! [`hintaudit_core::TransactionObservation`]. That is 5 extra round trips per such
+//! statement (+230 µs measured on localhost, where the raw statement takes 85 µs); plain
+//! `SELECT`s, `SELECT ... FOR UPDATE`, transaction control and session statements run
+//! unwrapped at no cost.
+//!
+//! Statements that cannot run in a transaction block (`VACUUM`, `CLUSTER`, `REINDEX`,
+//! `CREATE INDEX CONCURRENTLY`, `CREATE`/`DROP DATABASE` or `TABLESPACE`, subscriptions,
+//! `DISCARD ALL`, texts holding their own `BEGIN`/`COMMIT`) and statements issued while the
+//! connection is inside a transaction opened with a raw `BEGIN` run unwrapped and unobserved.
+//! A `COMMIT` failure (deferred constraints) is returned as the statement's error, as
+//! autocommit would have. Streams of wrapped statements are buffered until `COMMIT` answers,
+//! so that no row reaches the caller from a statement whose commit then fails: a large result
+//! read through `fetch()` from a wrapped `SELECT` is held in memory and its first row waits
+//! for the last.
+//!
+//! # Audited transactions
+//!
+//! In an [`crate::AuditedTransaction`] the statements run as they are; the first snapshot is
+//! taken (inside a released savepoint, 3 round trips) before the first statement that may
+//! write, and the second (savepoint and snapshot, 2 round trips) right before `COMMIT` or
+//! `ROLLBACK`: about +225 µs per writing transaction (localhost), nothing for a read-only one.
+//! [`PgOracle::Always`] runs the oracle for reads too; [`PgOracle::Off`] never. The savepoints
+//! make sure an oracle failure can never abort the caller's transaction. A transaction
+//! dropped without `commit()`/`rollback()` cannot be asked; its write statements are marked
+//! failed (rolled back).
 
 mod oracle;
+mod wrap;
 
 use std::sync::Arc;
 
 use futures_core::future::BoxFuture;
 use futures_util::{FutureExt, TryStreamExt};
 use hintaudit_core::{
-    AuditStage, CallEffects, CallScope, Operation, StatementOutcome, TransactionObservation, stats,
+    AuditStage, CallEffects, CallScope, StatementOutcome, TransactionObservation, stats,
 };
 use sqlx::pool::PoolOptions;
-use sqlx::postgres::{PgConnection, PgQueryResult, PgRow, Postgres};
+use sqlx::postgres::{PgConnection, PgRow, Postgres};
 use sqlx::{Connection, Either, Error, Executor};
 
 use crate::backend::{Backend, Ctx, Step, TxEnd, sealed};
-use crate::classify::{SqlDialect, TxControl};
+use crate::classify::{SqlDialect, TxControl, is_dml};
 use crate::execute::{Attribution, AuditedQuery, Sink, StatementEnd};
 use crate::pool::options::{AfterConnect, PgOracle};
 use crate::stream::Yielder;
+use wrap::{Item, collect, run_wrapped};
 
 /// A held PostgreSQL connection's audit state: whether the caller opened a transaction with
 /// a raw `BEGIN` (the oracle must not wrap statements then).
@@ -71,13 +102,6 @@ impl PgTxState {
 }
 
 impl sealed::Sealed for Postgres {}
-
-fn is_dml(op: Operation) -> bool {
-    matches!(
-        op,
-        Operation::Insert | Operation::Upsert | Operation::Update | Operation::Delete
-    )
-}
 
 fn wants_oracle(mode: PgOracle, att: &Attribution) -> bool {
     let c = &att.class;
@@ -145,40 +169,6 @@ fn finish(
     }
 }
 
-type Item = Either<PgQueryResult, PgRow>;
-
-/// Runs the statement to completion: every item, and the rows affected.
-async fn collect(
-    conn: &mut PgConnection,
-    query: AuditedQuery<Postgres>,
-    one: bool,
-    dml: bool,
-) -> Result<(Vec<Item>, u64), Error> {
-    if one && !dml {
-        let row = conn.fetch_optional(query).await?;
-        return Ok((row.map(Either::Right).into_iter().collect(), 0));
-    }
-    let mut items = Vec::new();
-    let mut rows = 0;
-    let mut have_row = false;
-    let mut s = conn.fetch_many(query);
-    while let Some(v) = s.try_next().await? {
-        match v {
-            Either::Left(r) => {
-                rows += r.rows_affected();
-                items.push(Either::Left(r));
-            }
-            // fetch_optional answers with the first row; the others are drained.
-            Either::Right(row) if !one || !have_row => {
-                have_row = true;
-                items.push(Either::Right(row));
-            }
-            Either::Right(_) => {}
-        }
-    }
-    Ok((items, rows))
-}
-
 /// When `wrapped`, runs the statement in the oracle's transaction ([`run_wrapped`]) and
 /// finishes it: `Left` with its answer, or the error. Otherwise, or when the wrapping could
 /// not start, hands the statement back (`Right`) to run unwrapped.
@@ -203,56 +193,6 @@ async fn wrap_or_pass(
             Err(e)
         }
         Err((_, Some(query))) => Ok(Either::Right(query)),
-    }
-}
-
-/// Runs an autocommit statement inside the oracle's transaction: `BEGIN`, snapshot,
-/// statement, snapshot (in a savepoint), `COMMIT`; `ROLLBACK` when the statement fails.
-/// Returns `None` when the wrapping could not start: the caller runs the statement unwrapped.
-async fn run_wrapped(
-    conn: &mut PgConnection,
-    att: &Attribution,
-    query: AuditedQuery<Postgres>,
-    one: bool,
-) -> Result<(Vec<Item>, u64, bool), (Error, Option<AuditedQuery<Postgres>>)> {
-    let mut tx = match conn.begin().await {
-        Ok(tx) => tx,
-        Err(e) => {
-            stats().audit_error(AuditStage::Oracle, &e);
-            return Err((e, Some(query)));
-        }
-    };
-    let before = match oracle::snapshot(&mut tx).await {
-        Ok(s) => s,
-        Err(e) => {
-            stats().audit_error(AuditStage::Oracle, &e);
-            let _ = tx.rollback().await;
-            return Err((e, Some(query)));
-        }
-    };
-    let dml = is_dml(att.class.effect.operation);
-    match collect(&mut tx, query, one, dml).await {
-        Ok((items, rows)) => {
-            let after = oracle::snapshot_protected(&mut tx, false).await;
-            if let Err(e) = &after {
-                stats().audit_error(AuditStage::Oracle, e);
-            }
-            let committed = tx.commit().await;
-            if let (Ok(after), Some(sink)) = (&after, &att.sink) {
-                let obs = oracle::observe(&before, after, committed.is_ok());
-                sink.effects.record_transaction(obs);
-            }
-            match committed {
-                Ok(()) => Ok((items, rows, after.is_ok())),
-                // Deferred constraints fail at COMMIT: in autocommit the statement would have
-                // failed, so this is the statement's error.
-                Err(e) => Err((e, None)),
-            }
-        }
-        Err(e) => {
-            let _ = tx.rollback().await;
-            Err((e, None))
-        }
     }
 }
 

@@ -1,11 +1,16 @@
-//! The PostgreSQL transaction oracle (design §3, §7): inside one open transaction, whether it
-//! was assigned a transaction id (`pg_current_xact_id_if_assigned()`) and which user tables'
-//! insert/update/delete counts moved (`pg_stat_xact_user_tables`, as a before/after delta:
-//! the view also holds counts of earlier transactions of the same backend not yet flushed).
+//! The PostgreSQL transaction oracle ([design: evidence], [design: pitfalls]): inside one open
+//! transaction, whether it was assigned a transaction id (`pg_current_xact_id_if_assigned()`)
+//! and which user tables' insert/update/delete counts moved (`pg_stat_xact_user_tables`, as a
+//! before/after delta: the view also holds counts of earlier transactions of the same backend
+//! not yet flushed). A snapshot is one prepared query of both.
 //!
 //! Pitfalls handled here: the transaction id is also assigned by `SELECT ... FOR UPDATE` and
 //! by temp-table creation, so `wrote` is reported only when some user table's counts moved;
-//! temp tables (`pg_temp_*` schemas) are ignored; `nextval()` is invisible to the oracle.
+//! temp tables (`pg_temp_*` schemas) are ignored; `nextval()` is invisible to the oracle
+//! (statement analysis lists it in `opaque_calls`).
+//!
+//! [design: evidence]: ../../../../docs/design.md#3-evidence
+//! [design: pitfalls]: ../../../../docs/design.md#7-known-pitfalls-checked-against-rmcp-311-sqlx-09-postgresql-15
 
 use std::collections::HashMap;
 

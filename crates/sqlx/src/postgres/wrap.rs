@@ -1,0 +1,97 @@
+//! An autocommit statement wrapped in the oracle's transaction, and a statement run to its
+//! end before anything is handed back.
+
+use futures_util::TryStreamExt;
+use hintaudit_core::{AuditStage, stats};
+use sqlx::postgres::{PgConnection, PgQueryResult, PgRow, Postgres};
+use sqlx::{Connection, Either, Error, Executor};
+
+use crate::classify::is_dml;
+use crate::execute::{Attribution, AuditedQuery};
+
+use super::oracle;
+
+/// One item of a statement's answer.
+pub(super) type Item = Either<PgQueryResult, PgRow>;
+
+/// Runs the statement to completion: every item, and the rows affected.
+pub(super) async fn collect(
+    conn: &mut PgConnection,
+    query: AuditedQuery<Postgres>,
+    one: bool,
+    dml: bool,
+) -> Result<(Vec<Item>, u64), Error> {
+    if one && !dml {
+        let row = conn.fetch_optional(query).await?;
+        return Ok((row.map(Either::Right).into_iter().collect(), 0));
+    }
+    let mut items = Vec::new();
+    let mut rows = 0;
+    let mut have_row = false;
+    let mut s = conn.fetch_many(query);
+    while let Some(v) = s.try_next().await? {
+        match v {
+            Either::Left(r) => {
+                rows += r.rows_affected();
+                items.push(Either::Left(r));
+            }
+            // fetch_optional answers with the first row; the others are drained.
+            Either::Right(row) if !one || !have_row => {
+                have_row = true;
+                items.push(Either::Right(row));
+            }
+            Either::Right(_) => {}
+        }
+    }
+    Ok((items, rows))
+}
+
+/// Runs an autocommit statement inside the oracle's transaction: `BEGIN`, snapshot,
+/// statement, snapshot (in a savepoint), `COMMIT`; `ROLLBACK` when the statement fails.
+/// Returns `None` when the wrapping could not start: the caller runs the statement unwrapped.
+pub(super) async fn run_wrapped(
+    conn: &mut PgConnection,
+    att: &Attribution,
+    query: AuditedQuery<Postgres>,
+    one: bool,
+) -> Result<(Vec<Item>, u64, bool), (Error, Option<AuditedQuery<Postgres>>)> {
+    let mut tx = match conn.begin().await {
+        Ok(tx) => tx,
+        Err(e) => {
+            stats().audit_error(AuditStage::Oracle, &e);
+            return Err((e, Some(query)));
+        }
+    };
+    let before = match oracle::snapshot(&mut tx).await {
+        Ok(s) => s,
+        Err(e) => {
+            stats().audit_error(AuditStage::Oracle, &e);
+            let _ = tx.rollback().await;
+            return Err((e, Some(query)));
+        }
+    };
+    let dml = is_dml(att.class.effect.operation);
+    match collect(&mut tx, query, one, dml).await {
+        Ok((items, rows)) => {
+            let after = oracle::snapshot_protected(&mut tx, false).await;
+            if let Err(e) = &after {
+                stats().audit_error(AuditStage::Oracle, e);
+            }
+            let committed = tx.commit().await;
+            if let (Ok(after), Some(sink)) = (&after, &att.sink) {
+                let obs = oracle::observe(&before, after, committed.is_ok());
+                sink.effects.record_transaction(obs);
+            }
+            match committed {
+                Ok(()) => Ok((items, rows, after.is_ok())),
+                // Deferred constraints fail at COMMIT: in autocommit the statement would have
+                // failed, so this is the statement's error.
+                Err(e) => Err((e, None)),
+            }
+        }
+        Err(e) => {
+            let _ = tx.rollback().await;
+            Err((e, None))
+        }
+    }
+}
