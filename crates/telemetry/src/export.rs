@@ -130,12 +130,13 @@ impl<E: SpanExporter> SpanExporter for CountingExporter<E> {
     }
 }
 
-/// Limits of the span pipeline (design §6: queues are bounded).
+/// Limits of the span pipeline: queues are bounded
+/// ([design: behaviour under trouble](../../../docs/design.md#6-behaviour-under-trouble)).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct QueueLimits {
-    pub max_queue_size: usize,
-    pub max_export_batch_size: usize,
-    pub scheduled_delay: Duration,
+    pub(crate) max_queue_size: usize,
+    pub(crate) max_export_batch_size: usize,
+    pub(crate) scheduled_delay: Duration,
 }
 
 /// A span processor with a hard bound on spans in flight, feeding the SDK's

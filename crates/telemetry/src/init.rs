@@ -8,10 +8,11 @@ use tracing_subscriber::filter::LevelFilter;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 
+use crate::config::TracingConfig;
 use crate::error::TracingError;
 use crate::export::ExportStats;
 use crate::make_span::OtelMakeSpan;
-use crate::otel::{OtelPipeline, TracingConfig};
+use crate::pipeline::OtelPipeline;
 
 /// Keeps tracing export alive; dropping it flushes queued spans (up to 5 s) and stops the
 /// exporter. Hold it in `main`. Drop it outside a single-threaded async runtime: with gRPC,

@@ -1,4 +1,5 @@
-//! Bounded label values (design §5).
+//! Bounded label values
+//! ([design: telemetry names](../../../docs/design.md#5-telemetry-names)).
 
 use std::collections::HashSet;
 use std::sync::{Arc, RwLock};

@@ -15,7 +15,8 @@ use crate::sampling::{HeadSampled, head_sample};
 /// `traceparent`/`tracestate`. A span that is disabled, or already started, keeps its parent.
 ///
 /// It builds the span of another span maker ([`DefaultMakeSpan`] unless told otherwise: the
-/// `tools/call {tool}` server span with the attributes of design §5) and, when the request's
+/// `tools/call {tool}` server span with the attributes of
+/// [design: telemetry names](../../../docs/design.md#5-telemetry-names)) and, when the request's
 /// `params._meta` carries a valid W3C `traceparent` (and `tracestate`), makes that remote span
 /// its OpenTelemetry parent, so the server span joins the client's trace. Without one, the
 /// span starts a new trace: rmcp runs handlers inside session-long spans of its own

@@ -1,4 +1,5 @@
-//! The names of every metric hintaudit exports (design §5), in one enum.
+//! The names of every metric hintaudit exports
+//! ([design: telemetry names](../../../docs/design.md#5-telemetry-names)), in one enum.
 
 /// The Prometheus type of a metric.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -22,7 +23,7 @@ impl MetricKind {
     }
 }
 
-/// A metric of design §5.
+/// A metric of [design: telemetry names](../../../docs/design.md#5-telemetry-names).
 ///
 /// Nothing else in the workspace spells a metric name: code, tests, dashboards and alert rules
 /// take them from [`MetricName`] (a test keeps dashboards and rules in step with
@@ -65,7 +66,8 @@ pub enum MetricName {
 }
 
 impl MetricName {
-    /// Every metric, in the order of design §5.
+    /// Every metric, in the order of
+    /// [design: telemetry names](../../../docs/design.md#5-telemetry-names).
     pub const ALL: [MetricName; 10] = [
         MetricName::ToolCalls,
         MetricName::ToolCallDuration,
@@ -176,10 +178,12 @@ impl std::fmt::Display for MetricName {
     }
 }
 
-/// The `tool` label value for calls of tools the server does not declare (design §5), and for
+/// The `tool` label value for calls of tools the server does not declare
+/// ([design: telemetry names](../../../docs/design.md#5-telemetry-names)), and for
 /// declared tools beyond the recorder's tool cap.
 pub const UNKNOWN_TOOL: &str = "__unknown__";
-/// The `table` label value for tables beyond the first N seen (design §5).
+/// The `table` label value for tables beyond the first N seen
+/// ([design: telemetry names](../../../docs/design.md#5-telemetry-names)).
 pub const OTHER_TABLE: &str = "__other__";
 
 #[cfg(test)]

@@ -6,9 +6,9 @@
 //! probability `ratio`. Taking it early saves an untraced call its spans (the call span and
 //! one per statement), which tracing-opentelemetry would otherwise build and the SDK drop.
 //! The SDK's sampler must then not draw again for those roots, or they would be kept with
-//! probability `ratio²`: [`HeadAwareSampler`] keeps a root whose (empty) parent context
-//! carries the [`HeadSampled`] mark, and samples everything else as
-//! `parentbased_traceidratio` does.
+//! probability `ratio²`: [`HeadAwareSampler`](crate::sampling::HeadAwareSampler) keeps a root
+//! whose (empty) parent context carries the [`HeadSampled`](crate::sampling::HeadSampled) mark,
+//! and samples everything else as `parentbased_traceidratio` does.
 
 use opentelemetry::trace::{Link, SpanKind, TraceContextExt, TraceId, TraceState};
 use opentelemetry::{Context, KeyValue};

@@ -272,8 +272,8 @@ async fn scrape_over_http_has_the_exact_planted_values() {
     assert!((got - 0.012).abs() < 1e-9, "{got}");
     assert_eq!(s.value(CHANGED, &[("tool", "get_booking")]), Some(0.0));
 
-    // Every metric of §5 is there, with its help text; the process-wide counters have
-    // every label value from the start.
+    // Every metric of docs/design.md#5-telemetry-names is there, with its help text; the
+    // process-wide counters have every label value from the start.
     for m in MetricName::ALL {
         assert!(body.contains(&format!("# HELP {} ", m.as_str())), "{m}");
         assert!(

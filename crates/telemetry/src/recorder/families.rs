@@ -1,5 +1,6 @@
-//! The metric families of design §5 and the cached label handles of one `tool` label value,
-//! including the violation series a declared tool's hints allow, created at 0.
+//! The metric families ([design: telemetry names](../../../../docs/design.md#5-telemetry-names))
+//! and the cached label handles of one `tool` label value, including the violation series a
+//! declared tool's hints allow, created at 0.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
@@ -26,19 +27,36 @@ pub(crate) const VIOLATION_RULES: [Rule; 6] = [
     Rule::HintsChanged,
 ];
 
-/// The `(rule, hint, severity)` label sets of the violation series a tool declaring `hints`
-/// can increment: every counted rule that [applies](Rule::applies_to) to them, with each
-/// hint a finding of the rule can name and the rule's severity.
-pub(crate) fn violation_labels(
-    hints: DeclaredHints,
-) -> impl Iterator<Item = (Rule, Hint, Severity)> {
+/// The `rule`, `hint` and `severity` labels of one `hintaudit_hint_violations_total` series of
+/// a tool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct ViolationKey {
+    pub(crate) rule: Rule,
+    pub(crate) hint: Hint,
+    pub(crate) severity: Severity,
+}
+
+/// The `table` and `operation` labels of one `hintaudit_tool_row_changes_total` series of a
+/// tool.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct RowKey {
+    table: Arc<str>,
+    operation: RowOperation,
+}
+
+/// The label sets of the violation series a tool declaring `hints` can increment: every
+/// counted rule that [applies](Rule::applies_to) to them, with each hint a finding of the
+/// rule can name and the rule's severity.
+pub(crate) fn violation_labels(hints: DeclaredHints) -> impl Iterator<Item = ViolationKey> {
     VIOLATION_RULES
         .into_iter()
         .filter(move |rule| rule.applies_to(hints))
         .flat_map(|rule| {
-            rule.hints()
-                .iter()
-                .map(move |hint| (rule, *hint, rule.severity()))
+            rule.hints().iter().map(move |hint| ViolationKey {
+                rule,
+                hint: *hint,
+                severity: rule.severity(),
+            })
         })
 }
 
@@ -128,8 +146,8 @@ pub(crate) struct ToolMetrics {
     pub(crate) calls: [IntCounter; 3],
     pub(crate) duration: Histogram,
     statements: [OnceLock<IntCounter>; Operation::ALL.len()],
-    rows: RwLock<HashMap<(Arc<str>, RowOperation), IntCounter>>,
-    violations: RwLock<HashMap<(Rule, Hint, Severity), IntCounter>>,
+    rows: RwLock<HashMap<RowKey, IntCounter>>,
+    violations: RwLock<HashMap<ViolationKey, IntCounter>>,
     /// `None` for `__unknown__`.
     pub(crate) declared: Option<Declared>,
 }
@@ -163,7 +181,10 @@ impl ToolMetrics {
         if n == 0 {
             return;
         }
-        let key = (table.clone(), op);
+        let key = RowKey {
+            table: table.clone(),
+            operation: op,
+        };
         if let Some(c) = read(&self.rows).get(&key) {
             c.inc_by(n);
             return;
@@ -175,8 +196,7 @@ impl ToolMetrics {
     }
 
     /// Counts one violation.
-    pub(crate) fn violation(&self, f: &Families, rule: Rule, hint: Hint, severity: Severity) {
-        let key = (rule, hint, severity);
+    pub(crate) fn violation(&self, f: &Families, key: ViolationKey) {
         if let Some(c) = read(&self.violations).get(&key) {
             c.inc();
             return;
@@ -188,17 +208,16 @@ impl ToolMetrics {
     /// The violation counter of `key`, created (at 0) if it does not exist yet.
     fn violation_series<'m>(
         &self,
-        map: &'m mut HashMap<(Rule, Hint, Severity), IntCounter>,
+        map: &'m mut HashMap<ViolationKey, IntCounter>,
         f: &Families,
-        key: (Rule, Hint, Severity),
+        key: ViolationKey,
     ) -> &'m IntCounter {
         map.entry(key).or_insert_with(|| {
-            let (rule, hint, severity) = key;
             f.violations.with_label_values(&[
                 &self.label,
-                rule.as_str(),
-                hint.spec_name(),
-                severity.as_str(),
+                key.rule.as_str(),
+                key.hint.spec_name(),
+                key.severity.as_str(),
             ])
         })
     }
@@ -256,18 +275,10 @@ mod tests {
     const F: Option<bool> = Some(false);
     const U: Option<bool> = None;
 
-    fn h(ro: Option<bool>, d: Option<bool>, i: Option<bool>, ow: Option<bool>) -> DeclaredHints {
-        DeclaredHints {
-            read_only: ro,
-            destructive: d,
-            idempotent: i,
-            open_world: ow,
-        }
-    }
-
     /// One row per hints case: the non-`hints_changed` series, `rule/hint/severity`.
     #[test]
     fn violation_labels_follow_the_rules_that_apply() {
+        let h = DeclaredHints::new;
         let rows: [(DeclaredHints, &[&str]); 5] = [
             (
                 h(T, U, U, F),
@@ -300,15 +311,15 @@ mod tests {
         ];
         for (hints, want) in rows {
             let got: Vec<String> = violation_labels(hints)
-                .filter(|(r, _, _)| *r != Rule::HintsChanged)
-                .map(|(r, h, s)| format!("{r}/{}/{}", h.spec_name(), s.as_str()))
+                .filter(|k| k.rule != Rule::HintsChanged)
+                .map(|k| format!("{}/{}/{}", k.rule, k.hint.spec_name(), k.severity.as_str()))
                 .collect();
             assert_eq!(got, want, "{hints:?}");
             let changed: Vec<Hint> = violation_labels(hints)
-                .filter(|(r, _, _)| *r == Rule::HintsChanged)
-                .map(|(_, h, s)| {
-                    assert_eq!(s, Severity::Warning);
-                    h
+                .filter(|k| k.rule == Rule::HintsChanged)
+                .map(|k| {
+                    assert_eq!(k.severity, Severity::Warning);
+                    k.hint
                 })
                 .collect();
             assert_eq!(changed, Hint::ALL, "hints_changed can name any hint");

@@ -1,6 +1,6 @@
-//! The Prometheus recorder: turns audit events into the metrics of design §5. This module
-//! maps events to metrics and bounds the `tool` label; [`families`] holds the metric families
-//! and the label handles of each tool.
+//! The Prometheus recorder: maps audit events onto the metrics of
+//! [design: telemetry names](../../../../docs/design.md#5-telemetry-names) and bounds the `tool`
+//! label; `families` holds the metric families and the label handles of each tool.
 
 mod families;
 
@@ -18,9 +18,10 @@ use crate::collector::AuditStatsCollector;
 use crate::error::RegisterError;
 use crate::labels::TableLabels;
 use crate::metric_name::UNKNOWN_TOOL;
-use families::{Families, ToolMetrics, lock, read, status_index, write};
+use families::{Families, ToolMetrics, ViolationKey, lock, read, status_index, write};
 
-/// Default cap on distinct `table` label values; further tables are `__other__` (design §5).
+/// Default cap on distinct `table` label values; further tables are `__other__`
+/// ([design: telemetry names](../../../../docs/design.md#5-telemetry-names)).
 pub const DEFAULT_MAX_TABLES: usize = 200;
 /// Default cap on declared tools with their own `tool` label value; further tools are
 /// `__unknown__`.
@@ -41,8 +42,9 @@ struct Inner {
     tool_cap_hit: AtomicBool,
 }
 
-/// Records audit events as Prometheus metrics (design §5). Cheap to clone (an `Arc`); every
-/// clone records into the same metrics.
+/// Records audit events as Prometheus metrics
+/// ([design: telemetry names](../../../../docs/design.md#5-telemetry-names)). Cheap to clone
+/// (an `Arc`); every clone records into the same metrics.
 ///
 /// [`PrometheusRecorder`] implements [`Recorder`]; the rmcp layer calls it at the end of every
 /// tools/call ([`AuditEvent::Call`]), for every tool of every tools/list answer
@@ -69,16 +71,23 @@ struct Inner {
 /// the series the new hints allow appear at 0; no violation series is ever removed. The
 /// `__unknown__` tool has no zero series.
 ///
+/// So declare the tools at start-up, before the first scrape: `HintAudit::learn_tools` with
+/// the server's own tool list (for `#[tool_router]` servers,
+/// `MyServer::tool_router().list_all()`) sends one [`AuditEvent::Declared`] per tool. Otherwise
+/// a tool's series appear with its first tools/list or call, and a violation in the very first
+/// call of a tool is a series that starts at 1.
+///
 /// Listing findings `hint_missing` and `hint_contradiction` are not counted as violations: they
 /// describe a state, which every tools/list repeats, and the declared-hints gauge shows them
 /// (`unset` values). A violation counter that grew with the number of client sessions would
 /// say nothing.
 ///
-/// Label values are bounded (design §5): `tool` is a declared tool (the first
+/// Label values are bounded
+/// ([design: telemetry names](../../../../docs/design.md#5-telemetry-names)): `tool` is a declared tool (the first
 /// [`DEFAULT_MAX_TOOLS`] declared) or `__unknown__`; `table` is one of the first
 /// [`DEFAULT_MAX_TABLES`] tables seen or `__other__`; `operation`, `status`, `rule`, `hint`,
-/// `severity` and `advice` come from closed enums. Label handles are cached per tool, so a
-/// call costs a read lock, a hash lookup and a few atomic adds.
+/// `severity` and `advice` come from closed enums. Label handles are cached per tool, so a call
+/// costs a read lock, a hash lookup and a few atomic adds.
 ///
 /// ```
 /// use hintaudit_core::*;
@@ -276,7 +285,7 @@ impl PrometheusRecorder {
         {
             declared.changed.inc();
             if let Some(finding) = findings.iter().find(|x| x.rule == Rule::HintsChanged) {
-                t.violation(f, finding.rule, finding.hint, finding.severity);
+                t.violation(f, violation_key(finding));
             }
         }
     }
@@ -296,7 +305,7 @@ impl PrometheusRecorder {
         }
         self.record_rows(t, r);
         for finding in &r.verdict.findings {
-            t.violation(f, finding.rule, finding.hint, finding.severity);
+            t.violation(f, violation_key(finding));
         }
         if let Some(declared) = &t.declared {
             for (gauge, a) in declared.advice.iter().zip(Advice::ALL) {
@@ -312,7 +321,7 @@ impl PrometheusRecorder {
         if e.row_changes.is_empty() && e.transactions.is_empty() {
             return;
         }
-        let mut sums: Vec<(&str, RowOperation, u64)> = Vec::new();
+        let mut sums: Vec<RowSum<'_>> = Vec::new();
         for c in e.row_changes.iter().filter(|c| c.committed) {
             push_sum(&mut sums, &c.table, c.operation, 1);
         }
@@ -324,25 +333,44 @@ impl PrometheusRecorder {
             }
         }
         let f = &self.inner.families;
-        for (table, op, n) in sums {
-            let label = self.inner.tables.label(table);
-            t.rows(f, &label, op, n);
+        for s in sums {
+            let label = self.inner.tables.label(s.table);
+            t.rows(f, &label, s.operation, s.rows);
         }
     }
 }
 
-fn push_sum<'a>(
-    sums: &mut Vec<(&'a str, RowOperation, u64)>,
+/// Committed rows of one (table, operation) of a call, summed before touching counters.
+#[derive(Debug)]
+struct RowSum<'a> {
     table: &'a str,
-    op: RowOperation,
-    n: u64,
-) {
-    if n == 0 {
+    operation: RowOperation,
+    rows: u64,
+}
+
+fn push_sum<'a>(sums: &mut Vec<RowSum<'a>>, table: &'a str, operation: RowOperation, rows: u64) {
+    if rows == 0 {
         return;
     }
-    match sums.iter_mut().find(|(t, o, _)| *t == table && *o == op) {
-        Some(entry) => entry.2 += n,
-        None => sums.push((table, op, n)),
+    match sums
+        .iter_mut()
+        .find(|s| s.table == table && s.operation == operation)
+    {
+        Some(sum) => sum.rows += rows,
+        None => sums.push(RowSum {
+            table,
+            operation,
+            rows,
+        }),
+    }
+}
+
+/// The violation series a finding counts on.
+fn violation_key(finding: &Finding) -> ViolationKey {
+    ViolationKey {
+        rule: finding.rule,
+        hint: finding.hint,
+        severity: finding.severity,
     }
 }
 

@@ -1,21 +1,7 @@
-//! OpenTelemetry tracing: tracing spans → tracing-opentelemetry → a bounded batch queue → the
-//! OTLP exporter (gRPC or HTTP/protobuf).
+//! Trace export settings: [`TracingConfig`], read from the OpenTelemetry `OTEL_*`
+//! environment variables and overridden in code.
 
 use std::time::Duration;
-
-use opentelemetry::KeyValue;
-use opentelemetry::trace::TracerProvider as _;
-use opentelemetry_otlp::WithExportConfig;
-use opentelemetry_sdk::Resource;
-use opentelemetry_sdk::trace::{SdkTracer, SdkTracerProvider};
-use tracing::Subscriber;
-use tracing_opentelemetry::OpenTelemetryLayer;
-use tracing_subscriber::registry::LookupSpan;
-
-use crate::error::TracingError;
-use crate::export::{BoundedProcessor, ExportHandle, ExportStats, QueueLimits};
-use crate::make_span::OtelMakeSpan;
-use crate::sampling::HeadAwareSampler;
 
 /// The OTLP transport.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,10 +55,8 @@ impl OtlpProtocol {
 /// | `OTEL_TRACES_SAMPLER`, `OTEL_TRACES_SAMPLER_ARG` | sampling, read by the SDK (default `parentbased_always_on`; the client's sampled flag is followed) |
 /// | `OTEL_SDK_DISABLED=true`, `OTEL_TRACES_EXPORTER=none` | export off |
 ///
-/// Exporting never blocks or fails a call: a finished span is handed to a bounded queue
-/// without waiting, a background thread exports batches, and spans that do not make it
-/// (queue full, collector down) are counted in `hintaudit_audit_errors_total{stage="export"}`,
-/// one per span.
+/// Export never blocks or fails a call; how spans that do not make it are counted is told
+/// in [`OtelPipeline`](crate::OtelPipeline)'s docs.
 ///
 /// ```no_run
 /// # #[tokio::main] async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -84,16 +68,16 @@ impl OtlpProtocol {
 /// ```
 #[derive(Debug, Clone)]
 pub struct TracingConfig {
-    enabled: bool,
-    endpoint: Option<String>,
-    protocol: Option<OtlpProtocol>,
-    default_service_name: Option<String>,
-    max_queue_size: usize,
-    max_export_batch_size: usize,
-    scheduled_delay: Duration,
-    export_timeout: Option<Duration>,
+    pub(crate) enabled: bool,
+    pub(crate) endpoint: Option<String>,
+    pub(crate) protocol: Option<OtlpProtocol>,
+    pub(crate) default_service_name: Option<String>,
+    pub(crate) max_queue_size: usize,
+    pub(crate) max_export_batch_size: usize,
+    pub(crate) scheduled_delay: Duration,
+    pub(crate) export_timeout: Option<Duration>,
     pub(crate) log_filter: String,
-    sample_ratio: Option<f64>,
+    pub(crate) sample_ratio: Option<f64>,
     warnings: Vec<String>,
 }
 
@@ -225,15 +209,32 @@ impl TracingConfig {
     /// Samples this fraction of new traces (0.0 to 1.0), following the client's decision for
     /// calls that carry a trace context: `parentbased_traceidratio`. Overrides
     /// `OTEL_TRACES_SAMPLER`; without it the SDK reads that variable (default: every trace).
-    /// Unsampled spans are still built in memory (about 1 µs each) but never exported.
+    /// Unsampled spans are still built in memory (about 1 µs each) but never exported,
+    /// unless the layer takes its span maker from the guard (or the pipeline): that one decides
+    /// before a call's span exists, so untraced calls build neither their span nor their
+    /// statement spans.
+    ///
+    /// ```no_run
+    /// # #[derive(Clone)] struct MyServer;
+    /// # impl rmcp::ServerHandler for MyServer {}
+    /// # #[tokio::main] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use hintaudit_telemetry::{TracingConfig, init_tracing};
+    /// use tower::Layer;
+    /// let guard = init_tracing(TracingConfig::from_env().with_sample_ratio(0.1))?;
+    /// let audited = hintaudit_rmcp::HintAuditLayer::new()
+    ///     .with_make_span(guard.make_span())
+    ///     .layer(MyServer);
+    /// # let _ = audited; Ok(()) }
+    /// ```
     pub fn with_sample_ratio(mut self, ratio: f64) -> Self {
         self.sample_ratio = Some(ratio.clamp(0.0, 1.0));
         self
     }
 
-    /// Directives for the log lines [`init_tracing`](crate::init_tracing) writes to stderr when `RUST_LOG` is
-    /// unset (default `info`), e.g. `warn,sqlx=warn`. They filter the log output only: the
-    /// trace export takes every span and event at INFO and above, whatever the log shows.
+    /// Directives for the log lines [`init_tracing`](crate::init_tracing) writes to stderr
+    /// when `RUST_LOG` is unset (default `info`), e.g. `warn,sqlx=warn`. They filter the log
+    /// output only: the trace export takes every span and event at INFO and above, whatever
+    /// the log shows.
     pub fn with_log_filter(mut self, directives: impl Into<String>) -> Self {
         self.log_filter = directives.into();
         self
@@ -243,179 +244,14 @@ impl TracingConfig {
     pub fn is_enabled(&self) -> bool {
         self.enabled
     }
-
-    fn resource(&self) -> Resource {
-        let detected = Resource::builder().build();
-        let unnamed = detected
-            .get(&opentelemetry::Key::new("service.name"))
-            .is_none_or(|v| v.as_str().starts_with("unknown_service"));
-        match (&self.default_service_name, unnamed) {
-            (Some(name), true) => Resource::builder()
-                .with_attribute(KeyValue::new("service.name", name.clone()))
-                .build(),
-            _ => detected,
-        }
-    }
-
-    fn exporter(&self) -> Result<opentelemetry_otlp::SpanExporter, TracingError> {
-        let protocol = self.protocol.unwrap_or(OtlpProtocol::HttpProtobuf);
-        let builder = opentelemetry_otlp::SpanExporter::builder();
-        let exporter = match protocol {
-            OtlpProtocol::Grpc => {
-                if tokio::runtime::Handle::try_current().is_err() {
-                    return Err(TracingError::NoRuntime);
-                }
-                let mut b = builder.with_tonic();
-                if let Some(endpoint) = &self.endpoint {
-                    b = b.with_endpoint(endpoint.clone());
-                }
-                if let Some(t) = self.export_timeout {
-                    b = b.with_timeout(t);
-                }
-                b.build()?
-            }
-            OtlpProtocol::HttpProtobuf => {
-                let mut b = builder
-                    .with_http()
-                    .with_protocol(opentelemetry_otlp::Protocol::HttpBinary);
-                if let Some(endpoint) = &self.endpoint {
-                    b = b.with_endpoint(http_traces_url(endpoint));
-                }
-                if let Some(t) = self.export_timeout {
-                    b = b.with_timeout(t);
-                }
-                b.build()?
-            }
-        };
-        Ok(exporter)
-    }
-}
-
-fn http_traces_url(endpoint: &str) -> String {
-    let trimmed = endpoint.trim_end_matches('/');
-    if trimmed.ends_with("/v1/traces") {
-        trimmed.to_owned()
-    } else {
-        format!("{trimmed}/v1/traces")
-    }
-}
-
-/// A built span pipeline: tracer provider, bounded queue and OTLP exporter. Make a
-/// tracing layer with [`OtelPipeline::layer`]; drop it (or call [`OtelPipeline::shutdown`])
-/// to flush. Use this when the application installs its own subscriber; [`init_tracing`](crate::init_tracing)
-/// does it all.
-#[derive(Debug)]
-pub struct OtelPipeline {
-    provider: SdkTracerProvider,
-    handle: ExportHandle,
-    sample_ratio: Option<f64>,
-}
-
-impl OtelPipeline {
-    /// Builds the pipeline, or `None` when `config` has export off.
-    ///
-    /// # Errors
-    /// [`TracingError::Exporter`] for a bad endpoint or client; [`TracingError::NoRuntime`]
-    /// for gRPC outside a Tokio runtime.
-    pub fn new(config: &TracingConfig) -> Result<Option<OtelPipeline>, TracingError> {
-        if !config.enabled {
-            return Ok(None);
-        }
-        Ok(Some(Self::with_exporter(config, config.exporter()?)))
-    }
-
-    /// Builds the pipeline around any span exporter (other backends, tests), with `config`'s
-    /// queue limits, sampling and resource; `config`'s endpoint, protocol and on/off switch
-    /// are not used.
-    pub fn with_exporter<E>(config: &TracingConfig, exporter: E) -> OtelPipeline
-    where
-        E: opentelemetry_sdk::trace::SpanExporter + 'static,
-    {
-        let limits = QueueLimits {
-            max_queue_size: config.max_queue_size,
-            max_export_batch_size: config.max_export_batch_size,
-            scheduled_delay: config.scheduled_delay,
-        };
-        let (processor, handle) = BoundedProcessor::new(exporter, limits);
-        let mut provider = SdkTracerProvider::builder()
-            .with_resource(config.resource())
-            .with_span_processor(processor);
-        if let Some(ratio) = config.sample_ratio {
-            // `parentbased_traceidratio`, keeping the roots `make_span` sampled already.
-            provider = provider.with_sampler(HeadAwareSampler::new(ratio));
-        }
-        let provider = provider.build();
-        OtelPipeline {
-            provider,
-            handle,
-            sample_ratio: config.sample_ratio,
-        }
-    }
-
-    /// The span maker for [`hintaudit_rmcp::HintAuditLayer::with_make_span`] that goes with
-    /// this pipeline: [`OtelMakeSpan::new`], with head sampling at the pipeline's ratio when
-    /// [`TracingConfig::with_sample_ratio`] set one, so that calls the sampler would drop are
-    /// never built.
-    pub fn make_span(&self) -> OtelMakeSpan {
-        match self.sample_ratio {
-            Some(ratio) => OtelMakeSpan::new().with_sample_ratio(ratio),
-            None => OtelMakeSpan::new(),
-        }
-    }
-
-    /// A tracing layer that turns spans into OpenTelemetry spans of this pipeline. Thread
-    /// ids and source locations are left out; `otel.name`, `otel.kind` and
-    /// `otel.status_code` fields set the span's name, kind and status.
-    pub fn layer<S>(&self) -> OpenTelemetryLayer<S, SdkTracer>
-    where
-        S: Subscriber + for<'span> LookupSpan<'span>,
-    {
-        tracing_opentelemetry::layer()
-            .with_tracer(self.provider.tracer("hintaudit"))
-            .with_threads(false)
-            .with_location(false)
-            .with_tracked_inactivity(false)
-    }
-
-    /// The tracer provider.
-    pub fn tracer_provider(&self) -> &SdkTracerProvider {
-        &self.provider
-    }
-
-    /// Spans exported, dropped and in flight so far.
-    pub fn export_stats(&self) -> ExportStats {
-        self.handle.stats()
-    }
-
-    /// Exports what is queued now; waits up to 5 s. Blocks: call it off the async runtime's
-    /// threads (`spawn_blocking`) or on a multi-threaded runtime.
-    pub fn force_flush(&self) {
-        if let Err(e) = self.provider.force_flush() {
-            tracing::debug!("hintaudit: flushing spans: {e}");
-        }
-    }
-
-    /// Flushes and stops the pipeline; waits up to 5 s. Later spans are dropped and counted.
-    pub fn shutdown(&self) {
-        if let Err(e) = self.provider.shutdown_with_timeout(Duration::from_secs(5)) {
-            tracing::debug!("hintaudit: shutting down tracing: {e}");
-        }
-    }
-}
-
-impl Drop for OtelPipeline {
-    fn drop(&mut self) {
-        self.shutdown();
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tracing_subscriber::layer::SubscriberExt;
 
     #[test]
-    fn protocols_and_urls() {
+    fn protocols() {
         let rows = [
             ("grpc", Some(OtlpProtocol::Grpc)),
             (" GRPC ", Some(OtlpProtocol::Grpc)),
@@ -426,12 +262,6 @@ mod tests {
         for (s, want) in rows {
             assert_eq!(OtlpProtocol::parse(s), want, "{s:?}");
         }
-        assert_eq!(http_traces_url("http://h:4318"), "http://h:4318/v1/traces");
-        assert_eq!(http_traces_url("http://h:4318/"), "http://h:4318/v1/traces");
-        assert_eq!(
-            http_traces_url("http://h:4318/v1/traces"),
-            "http://h:4318/v1/traces"
-        );
     }
 
     #[test]
@@ -534,58 +364,5 @@ mod tests {
                 "{vars:?}"
             );
         }
-    }
-
-    /// Keeps the names of exported spans.
-    #[derive(Debug, Clone, Default)]
-    struct Names(std::sync::Arc<std::sync::Mutex<Vec<String>>>);
-
-    impl opentelemetry_sdk::trace::SpanExporter for Names {
-        async fn export(
-            &self,
-            batch: Vec<opentelemetry_sdk::trace::SpanData>,
-        ) -> opentelemetry_sdk::error::OTelSdkResult {
-            let mut names = self.0.lock().unwrap();
-            names.extend(batch.into_iter().map(|s| s.name.into_owned()));
-            Ok(())
-        }
-    }
-
-    #[test]
-    fn sample_ratio_zero_keeps_only_traces_the_client_sampled() {
-        use tracing_opentelemetry::OpenTelemetrySpanExt;
-        let names = Names::default();
-        let config = TracingConfig::disabled().with_sample_ratio(0.0);
-        let pipeline = OtelPipeline::with_exporter(&config, names.clone());
-        let subscriber = tracing_subscriber::registry().with(pipeline.layer());
-        tracing::subscriber::with_default(subscriber, || {
-            tracing::info_span!("new_trace").in_scope(|| {});
-            for (name, flags) in [("client_sampled", "01"), ("client_unsampled", "00")] {
-                let tp = format!("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-{flags}");
-                let meta = serde_json::json!({ "traceparent": tp });
-                let span = tracing::info_span!("call", otel.name = name);
-                let cx = crate::remote_parent(meta.as_object().unwrap()).unwrap();
-                span.set_parent(cx).unwrap();
-                span.in_scope(|| tracing::info_span!("statement").in_scope(|| {}));
-            }
-        });
-        pipeline.force_flush();
-        let mut got = names.0.lock().unwrap().clone();
-        got.sort();
-        assert_eq!(got, ["client_sampled", "statement"]);
-    }
-
-    #[test]
-    fn disabled_builds_nothing() {
-        assert!(
-            OtelPipeline::new(&TracingConfig::disabled())
-                .unwrap()
-                .is_none()
-        );
-        assert!(
-            TracingConfig::disabled()
-                .with_endpoint("http://127.0.0.1:1")
-                .is_enabled()
-        );
     }
 }
