@@ -4,9 +4,5 @@
 //! spans exported over OTLP/gRPC to a real receiver on loopback.
 
 mod metrics;
-// The OTLP receiver of hintaudit-telemetry's own tests.
-#[path = "../../crates/telemetry/tests/support/otlp.rs"]
-#[allow(dead_code)]
-mod otlp;
 mod support;
 mod traces;

@@ -7,9 +7,11 @@ use bookings::PLANTED_CALL_FINDINGS;
 use hintaudit_cli::demo::connect;
 use hintaudit_core::{DeclaredHints, Hint};
 use hintaudit_telemetry::{MetricName, UNKNOWN_TOOL};
+use hintaudit_test_support::promtool;
+use hintaudit_test_support::scrape::{Scraped, http_get, labels};
 use rmcp::model::CallToolRequestParams;
 
-use crate::support::*;
+use crate::support::demo;
 
 type Labels = Vec<(String, String)>;
 
@@ -131,13 +133,7 @@ async fn demo_scrape_has_the_planted_counts_and_every_tools_declared_hints() {
         "unset is shown as `unset`"
     );
 
-    match promtool_check(&body) {
-        None => {}
-        Some((ok, said)) => {
-            assert!(ok, "promtool check metrics failed:\n{said}\n---\n{body}");
-            assert!(said.trim().is_empty(), "promtool remarks:\n{said}");
-        }
-    }
+    promtool::assert_accepts("promtool check", &body);
     run.server.shutdown().await;
 }
 

@@ -10,7 +10,8 @@ use rmcp::model::{CallToolRequestParams, RequestMetaObject};
 use tracing_subscriber::Layer;
 use tracing_subscriber::layer::SubscriberExt;
 
-use crate::otlp::{attr, flushed, hex, spans, start_receiver};
+use hintaudit_test_support::otlp::{attr, flushed, hex, spans, start_receiver};
+
 use crate::support::demo;
 
 const TRACE_GET: &str = "11111111111111111111111111111111";

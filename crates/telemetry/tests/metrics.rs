@@ -1,16 +1,17 @@
 //! The Prometheus recorder end to end: synthetic audit events in, a real HTTP scrape out,
-//! parsed with a text-format parser and checked by `promtool check metrics`.
+//! parsed with a text-format parser. The exposition's form (promtool, the golden file) is
+//! checked in exposition.rs.
 
 mod support;
 
 use std::collections::BTreeSet;
-use std::process::{Command, Stdio};
 
 use hintaudit_core::*;
 use hintaudit_telemetry::{
     MetricName, PrometheusRecorder, UNKNOWN_TOOL, encode_text, metrics_excerpt, metrics_router,
     serve_metrics,
 };
+use hintaudit_test_support::scrape::{Scraped, http_get};
 use support::*;
 
 const CALLS: &str = MetricName::ToolCalls.as_str();
@@ -22,134 +23,6 @@ const ADVICE: &str = MetricName::ToolAdvice.as_str();
 const CHANGED: &str = MetricName::ToolHintsChanged.as_str();
 const AUDIT_ERRORS: &str = MetricName::AuditErrors.as_str();
 const UNATTRIBUTED: &str = MetricName::UnattributedStatements.as_str();
-
-/// Plants a known workload: three declared tools, one unknown, every kind of effect.
-fn planted() -> PrometheusRecorder {
-    let r = PrometheusRecorder::new();
-    let get = hints(Some(true), None, None, Some(false));
-    let cancel = hints(Some(false), Some(false), Some(true), Some(false));
-    let export = DeclaredHints::default();
-    listing(&r, "get_booking", get, &lint_hints("get_booking", get));
-    listing(&r, "cancel_booking", cancel, &[]);
-    listing(
-        &r,
-        "export_report",
-        export,
-        &lint_hints("export_report", export),
-    );
-
-    // get_booking writes although read-only: one critical finding.
-    let mut e = Effect::default();
-    e.statements.push(statement(Operation::Select, "bookings"));
-    e.statements.push(statement(Operation::Update, "bookings"));
-    e.row_changes
-        .push(row("bookings", RowOperation::Update, true));
-    let f = vec![finding("get_booking", Rule::ReadOnlyWrite, Hint::ReadOnly)];
-    call(&r, "get_booking", true, get, CallStatus::Ok, 10, &e, f, &[]);
-    // ... and once cleanly.
-    let mut e = Effect::default();
-    e.statements.push(statement(Operation::Select, "bookings"));
-    call(
-        &r,
-        "get_booking",
-        true,
-        get,
-        CallStatus::Ok,
-        2,
-        &e,
-        vec![],
-        &[],
-    );
-
-    // cancel_booking deletes two rows (a third, in audit_log, rolled back) and errs.
-    let mut e = Effect::default();
-    e.statements.push(statement(Operation::Delete, "bookings"));
-    e.row_changes
-        .push(row("bookings", RowOperation::Delete, true));
-    e.row_changes
-        .push(row("bookings", RowOperation::Delete, true));
-    e.row_changes
-        .push(row("audit_log", RowOperation::Delete, false));
-    let f = vec![finding(
-        "cancel_booking",
-        Rule::UndeclaredDestructive,
-        Hint::Destructive,
-    )];
-    call(
-        &r,
-        "cancel_booking",
-        true,
-        cancel,
-        CallStatus::ToolError,
-        30,
-        &e,
-        f,
-        &[],
-    );
-    // ... and a PostgreSQL-style call: oracle counts, one committed transaction.
-    let mut e = Effect::default();
-    e.transactions.push(TransactionObservation {
-        wrote: true,
-        committed: true,
-        tables: vec![TableWrites {
-            table: "slots".into(),
-            inserted: 0,
-            updated: 3,
-            deleted: 0,
-        }],
-    });
-    e.transactions.push(TransactionObservation {
-        wrote: true,
-        committed: false,
-        tables: vec![TableWrites {
-            table: "slots".into(),
-            inserted: 0,
-            updated: 0,
-            deleted: 5,
-        }],
-    });
-    call(
-        &r,
-        "cancel_booking",
-        true,
-        cancel,
-        CallStatus::Ok,
-        4,
-        &e,
-        vec![],
-        &[],
-    );
-
-    // A tool the server does not declare.
-    let none = DeclaredHints::default();
-    let e = Effect::default();
-    call(
-        &r,
-        "drop_everything",
-        false,
-        none,
-        CallStatus::ProtocolError,
-        1,
-        &e,
-        vec![],
-        &[],
-    );
-
-    // Advice for the tool with no hints.
-    let advice = [Advice::CouldBeReadOnly, Advice::CouldBeClosedWorld];
-    call(
-        &r,
-        "export_report",
-        true,
-        export,
-        CallStatus::Ok,
-        5,
-        &e,
-        vec![],
-        &advice,
-    );
-    r
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn scrape_over_http_has_the_exact_planted_values() {
@@ -313,8 +186,8 @@ fn process_wide_counters_are_read_at_scrape_time() {
 fn hints_changes_replace_the_gauge_and_count_once_per_change() {
     let r = PrometheusRecorder::new();
     let judge = Judge::new(Policy::default());
-    let first = hints(Some(true), None, None, Some(false));
-    let second = hints(Some(false), Some(true), None, Some(false));
+    let first = DeclaredHints::new(Some(true), None, None, Some(false));
+    let second = DeclaredHints::new(Some(false), Some(true), None, Some(false));
     let list = |h: DeclaredHints| {
         let findings = judge.judge_listing("t", h);
         listing(&r, "t", h, &findings);
@@ -348,8 +221,11 @@ fn hints_changes_replace_the_gauge_and_count_once_per_change() {
 #[test]
 fn declared_tools_learned_from_calls_and_declare_tool() {
     let r = PrometheusRecorder::new();
-    r.declare_tool("listed_up_front", hints(None, None, None, Some(true)));
-    let h = hints(Some(true), None, None, None);
+    r.declare_tool(
+        "listed_up_front",
+        DeclaredHints::new(None, None, None, Some(true)),
+    );
+    let h = DeclaredHints::new(Some(true), None, None, None);
     call(
         &r,
         "seen_in_a_call",
@@ -414,76 +290,4 @@ async fn standalone_listener_serves_and_stops() {
     assert!(status.contains(" 404 "), "{status}");
     server.shutdown().await;
     assert!(tokio::net::TcpStream::connect(addr).await.is_err());
-}
-
-/// `promtool check metrics` lints the exposition (naming, help, types). Prometheus's Debian
-/// package ships promtool; CI installs it and sets HINTAUDIT_REQUIRE_PROMTOOL=1.
-#[test]
-fn promtool_accepts_the_exposition() {
-    let text = encode_text(planted().registry());
-    let child = Command::new("promtool")
-        .args(["check", "metrics"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn();
-    let mut child = match child {
-        Ok(c) => c,
-        Err(e) if !required("HINTAUDIT_REQUIRE_PROMTOOL") => {
-            println!(
-                "SKIPPED promtool_accepts_the_exposition: promtool not runnable ({e}); install Prometheus's Debian package (apt-get install prometheus)"
-            );
-            return;
-        }
-        Err(e) => panic!("promtool is required here but not runnable: {e}"),
-    };
-    use std::io::Write;
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(text.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    let said = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(
-        out.status.success(),
-        "promtool check metrics failed:\n{said}\n---\n{text}"
-    );
-    assert!(said.trim().is_empty(), "promtool has lint remarks:\n{said}");
-}
-
-/// The exposition of the planted workload, byte for byte, against
-/// `tests/golden/planted.prom`. `HINTAUDIT_UPDATE_GOLDEN=1` rewrites the file; nothing else
-/// does. The process-wide counters are left out: other tests of this binary move them.
-#[test]
-fn exposition_matches_the_golden_file() {
-    let global = [AUDIT_ERRORS, UNATTRIBUTED];
-    let text: String = encode_text(planted().registry())
-        .lines()
-        .filter(|l| !global.iter().any(|g| l.contains(g)))
-        .map(|l| format!("{l}\n"))
-        .collect();
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/planted.prom");
-    if std::env::var("HINTAUDIT_UPDATE_GOLDEN").is_ok_and(|v| v == "1") {
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(&path, &text).unwrap();
-        println!("wrote {}", path.display());
-        return;
-    }
-    let want = std::fs::read_to_string(&path).unwrap_or_else(|e| {
-        panic!(
-            "{}: {e} (HINTAUDIT_UPDATE_GOLDEN=1 writes it)",
-            path.display()
-        )
-    });
-    assert!(
-        text == want,
-        "the exposition differs from {} (HINTAUDIT_UPDATE_GOLDEN=1 rewrites it after review):\n{text}",
-        path.display()
-    );
 }

@@ -12,10 +12,11 @@ use hintaudit_rmcp::HintAuditLayer;
 use hintaudit_telemetry::{
     OtelMakeSpan, OtelPipeline, OtlpProtocol, PrometheusRecorder, TracingConfig, attributes,
 };
+use hintaudit_test_support::mcp::{call_params, connect};
+use hintaudit_test_support::otlp::{attr, flushed, hex, start_receiver};
 use opentelemetry_proto::tonic::common::v1::KeyValue;
 use opentelemetry_proto::tonic::trace::v1::{Span, span::SpanKind, status::StatusCode};
-use support::mcp::*;
-use support::otlp::{attr, hex, start_receiver};
+use support::clinic::*;
 use tower::Layer;
 use tracing_subscriber::layer::SubscriberExt;
 
@@ -62,7 +63,7 @@ async fn spans_reach_a_real_otlp_receiver_with_parents_attributes_and_findings()
     );
     client.cancel().await.unwrap();
 
-    let flushed = support::otlp::flushed(pipeline).await;
+    let flushed = flushed(pipeline).await;
     let stats = flushed.export_stats();
     assert_eq!(stats.dropped, 0, "{stats:?}");
 

@@ -14,8 +14,10 @@ use hintaudit_telemetry::{
     MetricName, OtelMakeSpan, OtelPipeline, OtlpProtocol, PrometheusRecorder, TracingConfig,
     encode_text,
 };
-use support::Scraped;
-use support::mcp::*;
+use hintaudit_test_support::mcp::{call_params, connect};
+use hintaudit_test_support::otlp::flushed;
+use hintaudit_test_support::scrape::Scraped;
+use support::clinic::*;
 use tower::Layer;
 use tracing_subscriber::layer::SubscriberExt;
 
@@ -70,7 +72,7 @@ async fn a_closed_collector_port_drops_and_counts_but_never_fails_a_call() {
         "{CALLS} calls took {elapsed:?}"
     );
 
-    let pipeline = support::otlp::flushed(pipeline).await;
+    let pipeline = flushed(pipeline).await;
     let s = pipeline.export_stats();
     // Each call ends a server span and a statement span; none reaches the collector.
     assert_eq!(s.exported, 0, "{s:?}");

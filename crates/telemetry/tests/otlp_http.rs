@@ -11,12 +11,14 @@ use std::time::Duration;
 use axum::body::Bytes;
 use hintaudit_rmcp::HintAuditLayer;
 use hintaudit_telemetry::{OtelMakeSpan, OtelPipeline, OtlpProtocol, TracingConfig};
+use hintaudit_test_support::mcp::{call_params, connect};
+use hintaudit_test_support::otlp::flushed;
 use opentelemetry_proto::tonic::collector::trace::v1::{
     ExportTraceServiceRequest, ExportTraceServiceResponse,
 };
 use opentelemetry_proto::tonic::trace::v1::span::SpanKind;
 use prost::Message;
-use support::mcp::*;
+use support::clinic::*;
 use tower::Layer;
 use tracing_subscriber::layer::SubscriberExt;
 
@@ -64,7 +66,7 @@ async fn spans_reach_an_otlp_http_receiver() {
     client.call_tool(params).await.unwrap();
     client.cancel().await.unwrap();
 
-    let pipeline = support::otlp::flushed(pipeline).await;
+    let pipeline = flushed(pipeline).await;
     let stats = pipeline.export_stats();
     assert_eq!(stats.dropped, 0, "{stats:?}");
 

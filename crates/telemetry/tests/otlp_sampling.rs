@@ -8,22 +8,20 @@
 //!
 //! One test per binary: the tracing subscriber is process-global.
 
-mod support;
-
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
 use hintaudit_rmcp::HintAuditLayer;
 use hintaudit_sqlx::AuditedPool;
 use hintaudit_telemetry::{OtelPipeline, OtlpProtocol, TracingConfig};
+use hintaudit_test_support::mcp::connect;
+use hintaudit_test_support::otlp::{flushed, hex, spans, start_receiver};
 use opentelemetry_proto::tonic::trace::v1::Span;
 use rmcp::handler::server::{router::tool::ToolRouter, wrapper::Parameters};
 use rmcp::model::{CallToolRequestParams, RequestMetaObject};
 use rmcp::{ServerHandler, tool, tool_handler, tool_router};
 use sqlx::Sqlite;
 use sqlx::sqlite::{SqliteConnectOptions, SqlitePoolOptions};
-use support::mcp::connect;
-use support::otlp::{hex, spans, start_receiver};
 use tower::Layer;
 use tracing_subscriber::layer::SubscriberExt;
 
@@ -137,7 +135,7 @@ async fn head_sampling_keeps_roots_at_the_ratio_with_their_statements_and_no_orp
     }
     client.cancel().await.unwrap();
 
-    let pipeline = support::otlp::flushed(pipeline).await;
+    let pipeline = flushed(pipeline).await;
     let stats = pipeline.export_stats();
     assert_eq!(stats.dropped, 0, "{stats:?}");
 

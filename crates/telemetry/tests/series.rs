@@ -9,7 +9,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use hintaudit_core::*;
 use hintaudit_rmcp::HintAuditLayer;
 use hintaudit_telemetry::{MetricName, OTHER_TABLE, PrometheusRecorder, UNKNOWN_TOOL, encode_text};
+use hintaudit_test_support::mcp::{call_params, connect};
+use hintaudit_test_support::scrape::Scraped;
 use serde_json::json;
+use support::clinic::{Clinic, secret_args};
 use support::*;
 use tower::Layer;
 
@@ -56,7 +59,7 @@ fn zeros(keys: &[&str]) -> BTreeMap<String, f64> {
 fn declared_tools_have_their_applicable_violation_series_at_zero() {
     let rows: [(DeclaredHints, &[&str]); 6] = [
         (
-            hints(T, U, U, F),
+            DeclaredHints::new(T, U, U, F),
             &[
                 "read_only_write/readOnlyHint/critical",
                 "read_only_write_attempt/readOnlyHint/warning",
@@ -64,7 +67,7 @@ fn declared_tools_have_their_applicable_violation_series_at_zero() {
             ],
         ),
         (
-            hints(F, F, T, F),
+            DeclaredHints::new(F, F, T, F),
             &[
                 "idempotency_broken/idempotentHint/warning",
                 "undeclared_destructive/destructiveHint/critical",
@@ -72,18 +75,18 @@ fn declared_tools_have_their_applicable_violation_series_at_zero() {
             ],
         ),
         (
-            hints(U, F, U, U),
+            DeclaredHints::new(U, F, U, U),
             &["undeclared_destructive/destructiveHint/critical"],
         ),
         (
-            hints(T, F, T, T),
+            DeclaredHints::new(T, F, T, T),
             &[
                 "read_only_write/readOnlyHint/critical",
                 "read_only_write_attempt/readOnlyHint/warning",
             ],
         ),
-        (hints(F, T, F, T), &[]),
-        (hints(U, U, U, U), &[]),
+        (DeclaredHints::new(F, T, F, T), &[]),
+        (DeclaredHints::new(U, U, U, U), &[]),
     ];
     type Declare = fn(&PrometheusRecorder, &str, DeclaredHints);
     let ways: [(&str, Declare); 4] = [
@@ -117,8 +120,8 @@ fn declared_tools_have_their_applicable_violation_series_at_zero() {
 fn new_hints_add_zero_series_and_remove_none() {
     let r = PrometheusRecorder::new();
     let judge = Judge::new(Policy::default());
-    let read_only = hints(T, U, U, F);
-    let writer = hints(F, F, T, U);
+    let read_only = DeclaredHints::new(T, U, U, F);
+    let writer = DeclaredHints::new(F, F, T, U);
     let list = |h: DeclaredHints| listing(&r, "t", h, &judge.judge_listing("t", h));
     r.record(&AuditEvent::Declared {
         tool: "t",
@@ -154,10 +157,10 @@ fn the_tool_cap_holds_for_zero_series() {
         .with_max_tools(1)
         .build()
         .unwrap();
-    r.declare_tool("first", hints(T, U, U, F));
+    r.declare_tool("first", DeclaredHints::new(T, U, U, F));
     r.record(&AuditEvent::Declared {
         tool: "second",
-        hints: hints(T, U, U, F),
+        hints: DeclaredHints::new(T, U, U, F),
     });
     let s = Scraped::parse(&encode_text(r.registry()));
     let tools = s.label_values("tool");
@@ -165,7 +168,7 @@ fn the_tool_cap_holds_for_zero_series() {
     assert_eq!(violations_of(&r, "first").len(), 3 + 4);
     assert!(violations_of(&r, UNKNOWN_TOOL).is_empty());
     let f = vec![finding("second", Rule::ReadOnlyWrite, Hint::ReadOnly)];
-    let (e, h) = (Effect::default(), hints(T, U, U, F));
+    let (e, h) = (Effect::default(), DeclaredHints::new(T, U, U, F));
     call(&r, "second", true, h, CallStatus::Ok, 1, &e, f, &[]);
     let unknown = violations_of(&r, UNKNOWN_TOOL);
     let want: BTreeMap<String, f64> =
@@ -216,7 +219,7 @@ fn every_finding_of_the_judge_lands_on_an_existing_series() {
         for d in values {
             for i in values {
                 for ow in values {
-                    all.push(hints(ro, d, i, ow));
+                    all.push(DeclaredHints::new(ro, d, i, ow));
                 }
             }
         }
@@ -228,7 +231,7 @@ fn every_finding_of_the_judge_lands_on_an_existing_series() {
             hints: *h,
         });
     }
-    let before = Scraped::parse(&encode_text(r.registry())).series(VIOLATIONS);
+    let before = Scraped::parse(&encode_text(r.registry())).series_by_labels(VIOLATIONS);
     assert!(before.values().all(|v| *v == 0.0));
     let args = json!({"id": 1});
     let attempt = Effect {
@@ -262,7 +265,7 @@ fn every_finding_of_the_judge_lands_on_an_existing_series() {
         // The listing a client gets: the first hints, no change.
         listing(&r, &tool, *h, &judge.judge_listing(&tool, *h));
     }
-    let after = Scraped::parse(&encode_text(r.registry())).series(VIOLATIONS);
+    let after = Scraped::parse(&encode_text(r.registry())).series_by_labels(VIOLATIONS);
     let keys = |m: &BTreeMap<String, f64>| m.keys().cloned().collect::<BTreeSet<_>>();
     assert_eq!(keys(&after), keys(&before), "no violation series appeared");
     let total: f64 = after.values().sum();
@@ -288,7 +291,7 @@ fn every_finding_of_the_judge_lands_on_an_existing_series() {
         );
         assert_eq!(before.get(&key), Some(&0.0), "{key}");
         listing(&r, &tool, changed, &findings);
-        let now = Scraped::parse(&encode_text(r.registry())).series(VIOLATIONS);
+        let now = Scraped::parse(&encode_text(r.registry())).series_by_labels(VIOLATIONS);
         assert_eq!(now.get(&key), Some(&1.0), "{key}");
     }
 }
@@ -299,8 +302,8 @@ fn every_finding_of_the_judge_lands_on_an_existing_series() {
 async fn learn_tools_exports_the_zero_series_before_any_client() {
     let recorder = PrometheusRecorder::new();
     let layer = HintAuditLayer::new().with_recorder(recorder.clone());
-    let server = layer.layer(mcp::Clinic::default());
-    let tools = mcp::Clinic::tools();
+    let server = layer.layer(Clinic::default());
+    let tools = Clinic::tools();
     assert_eq!(server.learn_tools(&tools), 3);
     let mut want = zeros(&[
         "read_only_write/readOnlyHint/critical",
@@ -314,17 +317,21 @@ async fn learn_tools_exports_the_zero_series_before_any_client() {
     assert_eq!(before.samples(DECLARED).count(), 3);
     assert!(before.samples(CALLS).all(|x| before.number(x) == 0.0));
 
-    let client = mcp::connect(server).await;
-    let args = mcp::secret_args();
+    let client = connect(server).await;
+    let args = secret_args();
     client
-        .call_tool(mcp::call_params("get_booking", Some(args), None))
+        .call_tool(call_params("get_booking", Some(args), None))
         .await
         .unwrap();
     client.cancel().await.ok();
     want.insert("read_only_write/readOnlyHint/critical".into(), 1.0);
     assert_eq!(violations_of(&recorder, "get_booking"), want);
     let after = Scraped::parse(&encode_text(recorder.registry()));
-    let keys = |s: &Scraped| s.series(VIOLATIONS).into_keys().collect::<BTreeSet<_>>();
+    let keys = |s: &Scraped| {
+        s.series_by_labels(VIOLATIONS)
+            .into_keys()
+            .collect::<BTreeSet<_>>()
+    };
     assert_eq!(keys(&after), keys(&before));
 }
 
@@ -344,7 +351,7 @@ fn ten_thousand_unknown_tools_add_one_label_value() {
     let r = PrometheusRecorder::new();
     let declared = ["a", "b", "c", "d", "e"];
     for t in declared {
-        listing(&r, t, hints(Some(true), None, None, None), &[]);
+        listing(&r, t, DeclaredHints::new(Some(true), None, None, None), &[]);
     }
     let mut e = Effect::default();
     e.statements.push(statement(Operation::Delete, "bookings"));

@@ -1,122 +1,12 @@
-//! Shared parts of the telemetry tests: an HTTP scrape over a real socket, a text-format
-//! parser (prometheus-parse), and synthetic audit events.
+//! This crate's own test fixtures: synthetic audit events, the planted workload ([`planted`]), and a small
+//! MCP server ([`clinic`]). What hintaudit's test suites share (the OTLP receiver, the scrape
+//! and its parser, promtool, the in-memory MCP client) is in hintaudit-test-support.
 #![allow(dead_code)]
 
-use std::net::SocketAddr;
 use std::time::Duration;
 
 use hintaudit_core::*;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-
-/// `GET path` over HTTP/1.1 on a fresh connection: (status line, headers, body).
-pub async fn http_get(addr: SocketAddr, path: &str) -> (String, String, String) {
-    let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
-    let request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
-    stream.write_all(request.as_bytes()).await.expect("send");
-    let mut raw = Vec::new();
-    stream.read_to_end(&mut raw).await.expect("read");
-    let raw = String::from_utf8(raw).expect("utf-8 response");
-    let (head, body) = raw.split_once("\r\n\r\n").expect("a head and a body");
-    let (status, headers) = head.split_once("\r\n").unwrap_or((head, ""));
-    (
-        status.to_owned(),
-        headers.to_ascii_lowercase(),
-        body.to_owned(),
-    )
-}
-
-/// A parsed exposition.
-pub struct Scraped {
-    pub text: String,
-    pub scrape: prometheus_parse::Scrape,
-}
-
-impl Scraped {
-    pub fn parse(text: &str) -> Scraped {
-        let lines = text.lines().map(|l| Ok(l.to_owned()));
-        let scrape = prometheus_parse::Scrape::parse(lines).expect("valid text format");
-        Scraped {
-            text: text.to_owned(),
-            scrape,
-        }
-    }
-
-    /// Samples of `metric` (exact name as exposed).
-    pub fn samples<'a>(
-        &'a self,
-        metric: &'a str,
-    ) -> impl Iterator<Item = &'a prometheus_parse::Sample> {
-        self.scrape
-            .samples
-            .iter()
-            .filter(move |s| s.metric == metric)
-    }
-
-    /// The value of the one sample of `metric` whose labels are exactly `labels`.
-    pub fn value(&self, metric: &str, labels: &[(&str, &str)]) -> Option<f64> {
-        let matching: Vec<f64> = self
-            .samples(metric)
-            .filter(|s| {
-                s.labels.len() == labels.len()
-                    && labels.iter().all(|(k, v)| s.labels.get(k) == Some(*v))
-            })
-            .map(|s| match s.value {
-                prometheus_parse::Value::Counter(v)
-                | prometheus_parse::Value::Gauge(v)
-                | prometheus_parse::Value::Untyped(v) => v,
-                _ => f64::NAN,
-            })
-            .collect();
-        assert!(matching.len() <= 1, "{metric} {labels:?} twice");
-        matching.first().copied()
-    }
-
-    /// The value of one sample (NaN for histograms and summaries).
-    pub fn number(&self, sample: &prometheus_parse::Sample) -> f64 {
-        match sample.value {
-            prometheus_parse::Value::Counter(v)
-            | prometheus_parse::Value::Gauge(v)
-            | prometheus_parse::Value::Untyped(v) => v,
-            _ => f64::NAN,
-        }
-    }
-
-    /// Every sample of `metric` as `(labels "k=v,…" sorted, value)`.
-    pub fn series(&self, metric: &str) -> std::collections::BTreeMap<String, f64> {
-        self.samples(metric)
-            .map(|s| {
-                let mut labels: Vec<String> =
-                    s.labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
-                labels.sort();
-                (labels.join(","), self.number(s))
-            })
-            .collect()
-    }
-
-    /// Distinct values of label `name` over every sample of every hintaudit metric.
-    pub fn label_values(&self, name: &str) -> std::collections::BTreeSet<String> {
-        self.scrape
-            .samples
-            .iter()
-            .filter(|s| s.metric.starts_with("hintaudit_"))
-            .filter_map(|s| s.labels.get(name).map(str::to_owned))
-            .collect()
-    }
-}
-
-pub fn hints(
-    ro: Option<bool>,
-    d: Option<bool>,
-    i: Option<bool>,
-    ow: Option<bool>,
-) -> DeclaredHints {
-    DeclaredHints {
-        read_only: ro,
-        destructive: d,
-        idempotent: i,
-        open_world: ow,
-    }
-}
+use hintaudit_telemetry::PrometheusRecorder;
 
 pub fn statement(op: Operation, table: &str) -> StatementEffect {
     StatementEffect::new(op, vec![table.to_owned()])
@@ -176,12 +66,132 @@ pub fn listing(recorder: &impl Recorder, tool: &str, hints: DeclaredHints, findi
     });
 }
 
-/// Whether tests that need an external tool must not skip (CI).
-pub fn required(tool_var: &str) -> bool {
-    ["HINTAUDIT_REQUIRE_ALL", tool_var]
-        .iter()
-        .any(|v| std::env::var(v).is_ok_and(|x| x == "1" || x.eq_ignore_ascii_case("true")))
+/// Plants a known workload: three declared tools, one unknown, every kind of effect.
+pub fn planted() -> PrometheusRecorder {
+    let r = PrometheusRecorder::new();
+    let get = DeclaredHints::new(Some(true), None, None, Some(false));
+    let cancel = DeclaredHints::new(Some(false), Some(false), Some(true), Some(false));
+    let export = DeclaredHints::default();
+    listing(&r, "get_booking", get, &lint_hints("get_booking", get));
+    listing(&r, "cancel_booking", cancel, &[]);
+    listing(
+        &r,
+        "export_report",
+        export,
+        &lint_hints("export_report", export),
+    );
+
+    // get_booking writes although read-only: one critical finding.
+    let mut e = Effect::default();
+    e.statements.push(statement(Operation::Select, "bookings"));
+    e.statements.push(statement(Operation::Update, "bookings"));
+    e.row_changes
+        .push(row("bookings", RowOperation::Update, true));
+    let f = vec![finding("get_booking", Rule::ReadOnlyWrite, Hint::ReadOnly)];
+    call(&r, "get_booking", true, get, CallStatus::Ok, 10, &e, f, &[]);
+    // ... and once cleanly.
+    let mut e = Effect::default();
+    e.statements.push(statement(Operation::Select, "bookings"));
+    call(
+        &r,
+        "get_booking",
+        true,
+        get,
+        CallStatus::Ok,
+        2,
+        &e,
+        vec![],
+        &[],
+    );
+
+    // cancel_booking deletes two rows (a third, in audit_log, rolled back) and errs.
+    let mut e = Effect::default();
+    e.statements.push(statement(Operation::Delete, "bookings"));
+    e.row_changes
+        .push(row("bookings", RowOperation::Delete, true));
+    e.row_changes
+        .push(row("bookings", RowOperation::Delete, true));
+    e.row_changes
+        .push(row("audit_log", RowOperation::Delete, false));
+    let f = vec![finding(
+        "cancel_booking",
+        Rule::UndeclaredDestructive,
+        Hint::Destructive,
+    )];
+    call(
+        &r,
+        "cancel_booking",
+        true,
+        cancel,
+        CallStatus::ToolError,
+        30,
+        &e,
+        f,
+        &[],
+    );
+    // ... and a PostgreSQL-style call: oracle counts, one committed transaction.
+    let mut e = Effect::default();
+    e.transactions.push(TransactionObservation {
+        wrote: true,
+        committed: true,
+        tables: vec![TableWrites {
+            table: "slots".into(),
+            inserted: 0,
+            updated: 3,
+            deleted: 0,
+        }],
+    });
+    e.transactions.push(TransactionObservation {
+        wrote: true,
+        committed: false,
+        tables: vec![TableWrites {
+            table: "slots".into(),
+            inserted: 0,
+            updated: 0,
+            deleted: 5,
+        }],
+    });
+    call(
+        &r,
+        "cancel_booking",
+        true,
+        cancel,
+        CallStatus::Ok,
+        4,
+        &e,
+        vec![],
+        &[],
+    );
+
+    // A tool the server does not declare.
+    let none = DeclaredHints::default();
+    let e = Effect::default();
+    call(
+        &r,
+        "drop_everything",
+        false,
+        none,
+        CallStatus::ProtocolError,
+        1,
+        &e,
+        vec![],
+        &[],
+    );
+
+    // Advice for the tool with no hints.
+    let advice = [Advice::CouldBeReadOnly, Advice::CouldBeClosedWorld];
+    call(
+        &r,
+        "export_report",
+        true,
+        export,
+        CallStatus::Ok,
+        5,
+        &e,
+        vec![],
+        &advice,
+    );
+    r
 }
 
-pub mod mcp;
-pub mod otlp;
+pub mod clinic;

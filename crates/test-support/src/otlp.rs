@@ -12,8 +12,10 @@ use opentelemetry_proto::tonic::collector::trace::v1::{
 use opentelemetry_proto::tonic::common::v1::{AnyValue, KeyValue, any_value};
 use opentelemetry_proto::tonic::trace::v1::Span;
 
+/// An OTLP trace service that accepts every export and keeps its request.
 #[derive(Clone, Default)]
 pub struct Receiver {
+    /// Every export request received so far, in order.
     pub got: Arc<Mutex<Vec<ExportTraceServiceRequest>>>,
 }
 
@@ -30,7 +32,8 @@ impl TraceService for Receiver {
     }
 }
 
-/// Starts the receiver on 127.0.0.1:0.
+/// Starts a [`Receiver`] on 127.0.0.1:0, on a task of the current Tokio runtime; returns it
+/// and the address it listens on (export to `http://{addr}`).
 pub async fn start_receiver() -> (Receiver, std::net::SocketAddr) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
@@ -45,6 +48,8 @@ pub async fn start_receiver() -> (Receiver, std::net::SocketAddr) {
     (receiver, addr)
 }
 
+/// An attribute value as text: strings as they are, integers and booleans formatted, other
+/// kinds in their debug form, nothing as the empty string.
 pub fn text(v: &Option<AnyValue>) -> String {
     match v.as_ref().and_then(|v| v.value.as_ref()) {
         Some(any_value::Value::StringValue(s)) => s.clone(),
@@ -55,6 +60,7 @@ pub fn text(v: &Option<AnyValue>) -> String {
     }
 }
 
+/// The value of attribute `key` as [`text`], if present.
 pub fn attr(attrs: &[KeyValue], key: &str) -> Option<String> {
     attrs
         .iter()
@@ -62,6 +68,7 @@ pub fn attr(attrs: &[KeyValue], key: &str) -> Option<String> {
         .map(|kv| text(&kv.value))
 }
 
+/// Lower-case hex of a trace or span id.
 pub fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }

@@ -1,13 +1,12 @@
-//! A small rmcp server behind the real HintAudit layer, and a real rmcp client over an
-//! in-memory duplex stream. Tool bodies run their SQL through hintaudit-sqlx's classifier and
+//! A small rmcp server to put behind the real HintAudit layer (connect to it with
+//! hintaudit-test-support's `mcp::connect`). Tool bodies run their SQL through hintaudit-sqlx's classifier and
 //! emit the statement span the audited pool emits, with the sanitized text only.
 
 use hintaudit_core::{CallScope, RowChange, RowImage, RowOperation, semconv};
 use hintaudit_sqlx::{SqlDialect, classify};
 use rmcp::handler::server::{router::tool::ToolRouter, wrapper::Parameters};
 use rmcp::model::*;
-use rmcp::service::RunningService;
-use rmcp::{ErrorData, RoleClient, ServerHandler, ServiceExt, tool, tool_handler, tool_router};
+use rmcp::{ErrorData, ServerHandler, tool, tool_handler, tool_router};
 
 /// A string no export may contain: it is an argument value and a SQL literal.
 pub const SECRET_NOTE: &str = "SECRET-NOTE-7f3a";
@@ -118,40 +117,10 @@ impl Clinic {
 #[tool_handler]
 impl ServerHandler for Clinic {}
 
-/// Serves `server` on one end of a duplex stream and connects a plain client to the other.
-pub async fn connect<S: ServerHandler>(server: S) -> RunningService<RoleClient, ()> {
-    let (server_io, client_io) = tokio::io::duplex(1 << 20);
-    tokio::spawn(async move {
-        if let Ok(running) = server.serve(server_io).await {
-            let _ = running.waiting().await;
-        }
-    });
-    ().serve(client_io).await.expect("client connects")
-}
-
 /// `get_booking` arguments carrying the secrets.
 pub fn secret_args() -> JsonObject {
     serde_json::json!({ "id": SECRET_ID, "note": SECRET_NOTE })
         .as_object()
         .cloned()
         .unwrap_or_default()
-}
-
-/// A tools/call request with `_meta` carrying a trace parent (when given).
-pub fn call_params(
-    tool: &'static str,
-    args: Option<JsonObject>,
-    traceparent: Option<&str>,
-) -> CallToolRequestParams {
-    let mut params = CallToolRequestParams::new(tool);
-    if let Some(args) = args {
-        params = params.with_arguments(args);
-    }
-    if let Some(tp) = traceparent {
-        let mut meta = RequestMetaObject::new();
-        meta.insert("traceparent".into(), tp.into());
-        meta.insert("tracestate".into(), "client=1".into());
-        params.meta = Some(meta);
-    }
-    params
 }

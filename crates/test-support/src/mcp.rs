@@ -1,0 +1,38 @@
+//! A real rmcp client connected to a server over an in-memory duplex stream, and tools/call
+//! requests that carry a client's trace context in `_meta`.
+
+use rmcp::model::{CallToolRequestParams, JsonObject, RequestMetaObject};
+use rmcp::service::RunningService;
+use rmcp::{RoleClient, ServerHandler, ServiceExt};
+
+/// Serves `server` on one end of a duplex stream (on a task of the current Tokio runtime)
+/// and connects a plain client to the other.
+pub async fn connect<S: ServerHandler>(server: S) -> RunningService<RoleClient, ()> {
+    let (server_io, client_io) = tokio::io::duplex(1 << 20);
+    tokio::spawn(async move {
+        if let Ok(running) = server.serve(server_io).await {
+            let _ = running.waiting().await;
+        }
+    });
+    ().serve(client_io).await.expect("client connects")
+}
+
+/// A tools/call request of `tool` with `args`; with a `traceparent`, its `_meta` carries it
+/// and `tracestate: client=1`, as an instrumented client sends them.
+pub fn call_params(
+    tool: &'static str,
+    args: Option<JsonObject>,
+    traceparent: Option<&str>,
+) -> CallToolRequestParams {
+    let mut params = CallToolRequestParams::new(tool);
+    if let Some(args) = args {
+        params = params.with_arguments(args);
+    }
+    if let Some(tp) = traceparent {
+        let mut meta = RequestMetaObject::new();
+        meta.insert("traceparent".into(), tp.into());
+        meta.insert("tracestate".into(), "client=1".into());
+        params.meta = Some(meta);
+    }
+    params
+}
