@@ -2,8 +2,8 @@
 //! variables, `__inputs`), layout (unique ids, no overlapping grid), every panel's datasource,
 //! description and unit, `rate()`/`increase()` around every counter, Tempo trace links on the
 //! per-tool violation panels, and metric names in step with `MetricName` and the rules file.
-//! [`panel_queries`] hands every Prometheus query, variables substituted, to the stack test,
-//! which runs them against a real Prometheus.
+//! Every query is parsed (crate::promql) once its variables are substituted; [`panel_queries`]
+//! hands them to the stack test, which runs them against a real Prometheus.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 
@@ -11,13 +11,12 @@ use hintaudit_core::semconv;
 use hintaudit_telemetry::MetricName;
 use serde_json::Value;
 
+use crate::promql::{self, scan};
 use crate::support::repo_path;
 
 mod scan;
 
-use scan::{
-    enclosing_call, explore_links, is_counter_series, metric_names, rules, skeleton, substitute,
-};
+use scan::{explore_links, rules, substitute};
 
 /// The dashboards, by file below the repository root, and their uid.
 pub const DASHBOARDS: &[(&str, &str)] = &[
@@ -300,23 +299,18 @@ fn every_panel_has_a_datasource_description_and_unit() {
 #[test]
 fn every_counter_is_inside_rate_or_increase() {
     for q in panel_queries(&[]) {
-        let skel = skeleton(&q.expr);
-        let names = metric_names(&q.expr);
+        let s = scan(&q.expr);
         assert!(
-            !names.is_empty(),
+            !s.metrics.is_empty(),
             "{} {:?}: no metric in {}",
             q.dashboard,
             q.title,
             q.expr
         );
-        for (pos, name) in names.into_iter().filter(|(_, n)| is_counter_series(n)) {
-            let call = enclosing_call(&skel, pos);
-            assert!(
-                matches!(call, Some("rate" | "increase")),
-                "{} {:?}: {name} inside {call:?}, not rate()/increase(): {}",
-                q.dashboard,
-                q.title,
-                q.expr
+        if let Some((name, call)) = s.bare_counters.first() {
+            panic!(
+                "{} {:?}: {name} inside {call:?}, not rate()/irate()/increase(): {}",
+                q.dashboard, q.title, q.expr
             );
         }
     }
@@ -331,24 +325,30 @@ fn per_tool_violation_panels_link_to_their_traces_in_tempo() {
         semconv::FINDING_RULE
     );
     let violations = MetricName::HintViolations.as_str();
+    // `$tool` substituted by itself: a string literal the matcher keeps.
+    let queries = panel_queries(&[("tool", "$tool")]);
+    let tool_filter = ("tool".to_owned(), "$tool".to_owned());
     let mut checked = 0;
     for p in panels(&d) {
-        let exprs: Vec<&str> = targets(p).filter_map(|t| t["expr"].as_str()).collect();
-        if !exprs.iter().any(|e| e.contains(violations)) {
+        let exprs: Vec<(&str, promql::Scan)> = queries
+            .iter()
+            .filter(|q| q.dashboard == "hintaudit-tool" && Some(q.panel_id) == p["id"].as_u64())
+            .map(|q| (q.expr.as_str(), scan(&q.expr)))
+            .collect();
+        if !exprs
+            .iter()
+            .any(|(_, s)| s.metrics.iter().any(|m| m == violations))
+        {
             continue;
         }
         let title = str_of(p, "title");
-        for e in &exprs {
+        for (e, s) in &exprs {
             assert!(
-                e.contains("tool=\"$tool\""),
+                s.equal_matchers.contains(&tool_filter),
                 "{title:?}: not filtered by $tool: {e}"
             );
-            let grouped_by_rule = e.split("by (").skip(1).any(|rest| {
-                let list = rest.split(')').next().unwrap_or("");
-                list.split(',').any(|l| l.trim() == "rule")
-            });
             assert!(
-                grouped_by_rule,
+                s.grouping.contains("rule") && !s.without,
                 "{title:?}: no rule label for the link: {e}"
             );
         }
@@ -390,26 +390,27 @@ fn metric_names_are_the_exported_ones_and_all_are_shown() {
         .flat_map(|m| m.series_names())
         .collect();
     let mut used: Vec<(String, String)> = Vec::new(); // (where, name)
-    for (file, d) in all() {
-        for p in panels(&d) {
-            for t in targets(p) {
-                for (_, n) in metric_names(str_of(t, "expr")) {
-                    used.push((format!("{file} {:?}", str_of(p, "title")), n));
-                }
-            }
+    for q in panel_queries(&[]) {
+        for n in scan(&q.expr).metrics {
+            used.push((format!("{} {:?}", q.dashboard, q.title), n));
         }
+    }
+    for (file, d) in all() {
         for v in d["templating"]["list"].as_array().into_iter().flatten() {
             let q = str_of(v, "query");
-            if let Some(inner) = q.strip_prefix("label_values(") {
-                let selector = inner.split(',').next().unwrap_or("");
-                for (_, n) in metric_names(selector) {
+            // Grafana's label_values(selector, label): the selector is PromQL.
+            let inner = q
+                .strip_prefix("label_values(")
+                .and_then(|i| i.rsplit_once(','));
+            if let Some((selector, _label)) = inner {
+                for n in scan(selector).metrics {
                     used.push((format!("{file} variable {}", str_of(v, "name")), n));
                 }
             }
         }
     }
     for e in &rule_exprs {
-        for (_, n) in metric_names(e) {
+        for n in scan(e).metrics {
             used.push((RULES.to_owned(), n));
         }
     }
@@ -456,6 +457,7 @@ fn panel_queries_cover_every_target_and_leave_no_variable() {
             q.panel_id,
             q.expr
         );
+        promql::parse(&q.expr);
     }
     assert!(
         queries

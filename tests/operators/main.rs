@@ -6,6 +6,7 @@
 
 mod dashboards;
 mod manifests;
+mod promql;
 mod rules;
 mod servers;
 mod stack;

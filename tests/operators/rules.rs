@@ -13,6 +13,7 @@ use hintaudit_telemetry::MetricName;
 use serde::Deserialize;
 use serde_yaml_ng::Value as Yaml;
 
+use crate::promql::scan;
 use crate::support::{available, repo_path, runs};
 
 mod configs;
@@ -240,32 +241,6 @@ fn promtool_tests_cover_every_alert_firing_and_not_firing_and_every_recording_ru
     }
 }
 
-/// The labels of every `by (...)` clause in a PromQL expression.
-fn by_labels(expr: &str) -> BTreeSet<String> {
-    let mut labels = BTreeSet::new();
-    let mut rest = expr;
-    while let Some(at) = find_keyword(rest, "by") {
-        let after = rest[at + 2..].trim_start();
-        let inner = after.strip_prefix('(').expect("`by` and its label list");
-        let end = inner.find(')').expect("a closed `by (...)`");
-        labels.extend(inner[..end].split(',').map(|l| l.trim().to_owned()));
-        rest = &inner[end..];
-    }
-    labels.retain(|l| !l.is_empty());
-    labels
-}
-
-/// The byte offset of `word` as a whole word in `text`.
-fn find_keyword(text: &str, word: &str) -> Option<usize> {
-    let is_word = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == ':';
-    text.match_indices(word).map(|(i, _)| i).find(|&i| {
-        let before = text[..i].chars().next_back().is_none_or(|c| !is_word(c));
-        let next = text[i + word.len()..].chars().next();
-        let after = next.is_none_or(|c| !is_word(c));
-        before && after
-    })
-}
-
 #[test]
 fn alerts_aggregate_across_replicas() {
     for rule in all_rules() {
@@ -273,9 +248,9 @@ fn alerts_aggregate_across_replicas() {
             continue;
         }
         let expr = &rule.expr;
-        let without = find_keyword(expr, "without");
-        assert!(without.is_none(), "`without` keeps other labels: {expr}");
-        let by = by_labels(expr);
+        let scanned = scan(expr);
+        assert!(!scanned.without, "`without` keeps other labels: {expr}");
+        let by = scanned.grouping;
         for label in ["instance", "pod"] {
             assert!(!by.contains(label), "groups by {label}: {expr}");
         }
@@ -289,43 +264,71 @@ fn alerts_aggregate_across_replicas() {
     }
 }
 
-/// The metric names (`hintaudit_*`, `up`) and recording-rule names (`level:metric:operations`)
-/// among the identifiers of an expression, string literals skipped.
-fn referenced_names(expr: &str) -> (BTreeSet<String>, BTreeSet<String>) {
-    let (mut metrics, mut records) = (BTreeSet::new(), BTreeSet::new());
-    let mut classify = |word: &str| {
-        if word.matches(':').count() == 2 {
-            records.insert(word.to_owned());
-        } else if word.starts_with("hintaudit_") || word == "up" {
-            metrics.insert(word.to_owned());
-        }
-    };
-    let (mut in_string, mut token) = (None, String::new());
-    let mut chars = expr.chars();
-    while let Some(c) = chars.next() {
-        match in_string {
-            Some(_) if c == '\\' => drop(chars.next()),
-            Some(quote) if c == quote => in_string = None,
-            Some(_) => {}
-            None if c.is_ascii_alphanumeric() || c == '_' || c == ':' => token.push(c),
-            None => {
-                classify(&std::mem::take(&mut token));
-                in_string = matches!(c, '"' | '\'' | '`').then_some(c);
-            }
-        }
+/// The labels of every aggregation's `by (...)` clause in a PromQL expression (empty when
+/// an aggregation uses `without`, which `alerts_aggregate_across_replicas` forbids).
+fn by_labels(expr: &str) -> BTreeSet<String> {
+    let scanned = scan(expr);
+    if scanned.without {
+        return BTreeSet::new();
     }
-    classify(&token);
+    scanned.grouping
+}
+
+/// The metric names and the recording-rule names (`level:metric:operations`) an expression
+/// selects.
+fn referenced_names(expr: &str) -> (BTreeSet<String>, BTreeSet<String>) {
+    let names = scan(expr).metrics.into_iter();
+    let (records, metrics) = names.partition(|n| n.matches(':').count() == 2);
     (metrics, records)
 }
 
-/// The `printf "..."` query strings given to the `query` template function in an annotation.
+/// The PromQL of every `query` template function call in an annotation: `query "..."`, or
+/// `query (printf "..." ...)` with each `%q` given a placeholder string.
 fn template_queries(text: &str) -> Vec<String> {
-    text.match_indices("query")
+    text.match_indices("query ")
         .filter_map(|(i, _)| {
-            let rest = text[i..].split_once("printf \"")?.1;
-            Some(rest[..rest.find("\" ")?].replace("%q", "\"x\""))
+            let rest = text[i + "query ".len()..].trim_start();
+            let (format, rest) = match rest.strip_prefix("(printf ") {
+                Some(printf) => (true, printf.trim_start()),
+                None => (false, rest),
+            };
+            let literal = go_string(rest)?;
+            Some(if format {
+                literal.replace("%q", "\"x\"")
+            } else {
+                literal
+            })
         })
         .collect()
+}
+
+/// The Go double-quoted string literal at the start of `text`, unescaped (`\"`, `\\`).
+fn go_string(text: &str) -> Option<String> {
+    let mut chars = text.strip_prefix('"')?.chars();
+    let mut out = String::new();
+    while let Some(c) = chars.next() {
+        match c {
+            '"' => return Some(out),
+            '\\' => out.push(chars.next()?),
+            c => out.push(c),
+        }
+    }
+    None
+}
+
+#[test]
+fn template_queries_are_found_and_parsed() {
+    let text = r#"down:{{ range query (printf "up{job=%q} == 0" $labels.job) }} {{ .Labels.instance }}{{ end }}; {{ with query "sum(hintaudit_audit_errors_total{stage=\"x\"})" }}{{ . | first | value }}{{ end }}; the query is slow"#;
+    let queries = template_queries(text);
+    assert_eq!(
+        queries,
+        [
+            r#"up{job="x"} == 0"#,
+            r#"sum(hintaudit_audit_errors_total{stage="x"})"#
+        ]
+    );
+    let metrics: Vec<BTreeSet<String>> = queries.iter().map(|q| referenced_names(q).0).collect();
+    assert_eq!(metrics[0], BTreeSet::from(["up".to_owned()]));
 }
 
 /// Every metric name the rules read, in expressions and in annotation queries.
