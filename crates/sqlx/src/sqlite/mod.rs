@@ -41,7 +41,7 @@
 //! # Cost
 //!
 //! Per call-scoped statement (measured with `crates/sqlx/benches/statements.rs` and the
-//! workspace's `benches/overhead.rs`, release build, file database, a busy 2-core machine): a
+//! workspace's `benches/overhead/`, release build, file database, a busy 2-core machine): a
 //! plain `SELECT` about +1 µs over a raw statement of about 60 µs; a pooled write on a pool
 //! hintaudit opened about the same (the writer and the hooks); on a wrapped pool, or while
 //! the writer is claimed, add the `lock_handle()` round trip, about 15 µs.
