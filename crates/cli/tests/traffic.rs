@@ -264,17 +264,37 @@ async fn without_rounds_it_runs_until_sigterm() {
 
 #[test]
 fn usage_errors_exit_2() {
-    let rows: [&[&str]; 3] = [
-        &[],
-        &["--url", "http://127.0.0.1:1/mcp", "--interval", "soon"],
-        &["--url", "http://127.0.0.1:1/mcp", "--rounds", "-1"],
+    // (arguments, what the error names)
+    let rows: [(&[&str], &str); 6] = [
+        (&[], "--url"),
+        (
+            &["--url", "http://127.0.0.1:1/mcp", "--interval", "soon"],
+            "--interval",
+        ),
+        (&["--url", "http://127.0.0.1:1/mcp", "--rounds", "-1"], "-1"),
+        // Beyond what a Duration holds: a usage error, not a panic.
+        (
+            &["--url", "http://127.0.0.1:1/mcp", "--start-after", "1e30"],
+            "--start-after",
+        ),
+        (
+            &["--url", "http://127.0.0.1:1/mcp", "--interval", "1e30"],
+            "--interval",
+        ),
+        // Not an MCP endpoint URL: refused at once, not retried for a minute.
+        (
+            &["--url", "not-a-url", "--rounds", "1"],
+            "http:// or https://",
+        ),
     ];
-    for args in rows {
+    for (args, named) in rows {
         let out = std::process::Command::new(env!("CARGO_BIN_EXE_hintaudit"))
             .arg("traffic")
             .args(args)
             .output()
             .unwrap();
-        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(named), "{args:?}: {stderr}");
     }
 }

@@ -63,7 +63,8 @@ struct Args {
         value_name = "HOST",
         env = "BOOKINGS_ALLOWED_HOSTS",
         value_delimiter = ',',
-        requires = "http"
+        requires = "http",
+        conflicts_with = "stdio"
     )]
     allowed_hosts: Vec<String>,
     /// Create the schema and seed data, then exit without serving.

@@ -62,3 +62,21 @@ async fn a_service_name_is_refused_unless_allowed() {
         200
     );
 }
+
+/// Over stdio there is no Host header to check: `--allowed-host` there is a usage error, not
+/// an option silently ignored.
+#[test]
+fn allowed_host_without_http_is_a_usage_error() {
+    for args in [
+        &["--allowed-host", "x"][..],
+        &["--stdio", "--allowed-host", "x"],
+    ] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_bookings"))
+            .args(args)
+            .output()
+            .expect("run bookings");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains("--allowed-host"), "{args:?}: {stderr}");
+    }
+}

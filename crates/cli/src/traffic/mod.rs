@@ -6,7 +6,7 @@
 //! breaking each planted rule again) and prints one line:
 //!
 //! ```text
-//! traffic: round 3/10 http://bookings-1:8080/mcp: 26 calls, 0 errors
+//! traffic: round 3/10 http://bookings-1:8080/mcp: 18 calls, 0 errors
 //! ```
 //!
 //! A server that is not up yet is retried every second, with a message, for up to
@@ -34,7 +34,7 @@ pub const CONNECT_PATIENCE: Duration = Duration::from_secs(60);
 pub struct TrafficArgs {
     /// MCP endpoint (streamable HTTP), e.g. http://bookings-1:8080/mcp. Repeat for several:
     /// rounds go to each in turn.
-    #[arg(long = "url", value_name = "URL", required = true)]
+    #[arg(long = "url", value_name = "URL", required = true, value_parser = mcp_url)]
     pub urls: Vec<String>,
     /// Seconds between rounds (decimals allowed).
     #[arg(long, value_name = "SECS", default_value_t = 5.0, value_parser = seconds)]
@@ -47,10 +47,22 @@ pub struct TrafficArgs {
     pub start_after: f64,
 }
 
+/// A number of seconds, 0 or more, that a [`Duration`] holds.
 fn seconds(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
-        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
+        Ok(v) if v >= 0.0 && Duration::try_from_secs_f64(v).is_ok() => Ok(v),
         _ => Err(format!("{s:?} is not a number of seconds (0 or more)")),
+    }
+}
+
+/// An `http://` or `https://` URL with a host, as the streamable HTTP client needs.
+fn mcp_url(s: &str) -> Result<String, String> {
+    let uri: http::Uri = s.parse().map_err(|e| format!("{s:?} is not a URL: {e}"))?;
+    match (uri.scheme_str(), uri.host()) {
+        (Some("http" | "https"), Some(_)) => Ok(s.to_owned()),
+        _ => Err(format!(
+            "{s:?} is not an http:// or https:// URL of an MCP endpoint, e.g. http://127.0.0.1:8080/mcp"
+        )),
     }
 }
 
