@@ -10,6 +10,7 @@ use bookings::PLANTED_CALL_FINDINGS;
 use hintaudit_cli::demo::{DemoArgs, DemoServer, bookings_plan, connect, drive, start};
 use hintaudit_core::Rule;
 use hintaudit_telemetry::{MetricName, encode_text};
+use hintaudit_test_support::scrape::Scraped;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::Command;
 
@@ -33,24 +34,7 @@ async fn server(database_url: Option<String>) -> DemoServer {
 
 /// The samples of `metric`, `k=v,…` sorted → value, from the recorder's exposition.
 fn series(server: &DemoServer, metric: &str) -> BTreeMap<String, f64> {
-    let text = encode_text(server.metrics.registry());
-    let lines = text.lines().map(|l| Ok(l.to_owned()));
-    let scrape = prometheus_parse::Scrape::parse(lines).expect("text format");
-    scrape
-        .samples
-        .into_iter()
-        .filter(|s| s.metric == metric)
-        .map(|s| {
-            let mut labels: Vec<String> =
-                s.labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
-            labels.sort();
-            let v = match s.value {
-                prometheus_parse::Value::Counter(v) | prometheus_parse::Value::Gauge(v) => v,
-                _ => f64::NAN,
-            };
-            (labels.join(","), v)
-        })
-        .collect()
+    Scraped::parse(&encode_text(server.metrics.registry())).series_by_labels(metric)
 }
 
 /// The violation series a planted finding increments: the rule's hint and severity.

@@ -7,7 +7,8 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use hintaudit_test_support::scrape::Scraped;
+use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
 /// A running `bookings` process.
@@ -125,39 +126,15 @@ impl Process {
 
 /// `GET path` over HTTP/1.1: (status line, body).
 pub async fn http_get(addr: SocketAddr, path: &str) -> (String, String) {
-    let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
-    let request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
-    stream.write_all(request.as_bytes()).await.expect("send");
-    let mut raw = String::new();
-    stream.read_to_string(&mut raw).await.expect("read");
-    let (head, body) = raw.split_once("\r\n\r\n").expect("a head and a body");
-    let status = head.lines().next().unwrap_or_default().to_owned();
-    (status, body.to_owned())
+    let (status, _headers, body) = hintaudit_test_support::scrape::http_get(addr, path).await;
+    (status, body)
 }
 
 /// The samples of `metric` on `/metrics`: sorted `k=v,…` labels → value.
 pub async fn scrape(addr: SocketAddr, metric: &str) -> BTreeMap<String, f64> {
     let (status, body) = http_get(addr, "/metrics").await;
     assert!(status.contains(" 200 "), "{status}");
-    let lines = body.lines().map(|l| Ok(l.to_owned()));
-    let scrape = prometheus_parse::Scrape::parse(lines).expect("text format");
-    scrape
-        .samples
-        .into_iter()
-        .filter(|s| s.metric == metric)
-        .map(|s| {
-            let mut labels: Vec<String> =
-                s.labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
-            labels.sort();
-            let value = match s.value {
-                prometheus_parse::Value::Counter(v)
-                | prometheus_parse::Value::Gauge(v)
-                | prometheus_parse::Value::Untyped(v) => v,
-                _ => f64::NAN,
-            };
-            (labels.join(","), value)
-        })
-        .collect()
+    Scraped::parse(&body).series_by_labels(metric)
 }
 
 /// The label key [`scrape`] gives a violation series.
