@@ -86,6 +86,24 @@ impl<'e> Collector<'e> {
     }
 }
 
+/// `UPDATE t SET ...` with these SET columns and non-convergent assignments, for the facts'
+/// table-driven tests.
+#[cfg(test)]
+pub(super) fn update_of_t(
+    set: &[&str],
+    non_convergent: &[(&str, &str)],
+) -> crate::effect::StatementEffect {
+    let mut s =
+        crate::effect::StatementEffect::new(crate::effect::Operation::Update, vec!["t".into()]);
+    s.set_columns = set.iter().map(|c| c.to_string()).collect::<Vec<_>>().into();
+    s.non_convergent = non_convergent
+        .iter()
+        .map(|(c, e)| (c.to_string(), e.to_string()))
+        .collect::<Vec<_>>()
+        .into();
+    s
+}
+
 /// Facts as lines for table-driven tests, in a fixed order: `writes: <text> (confirmed)`,
 /// then attempts, destructive and net changes the same way, then `written: <table>`,
 /// `touched: <table>`, `host: <host>` and `any write statement`.

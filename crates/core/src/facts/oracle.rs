@@ -99,8 +99,8 @@ fn committed<'e>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::effect::{Operation, StatementEffect, TransactionObservation};
-    use crate::facts::collect::lines;
+    use crate::effect::{StatementEffect, TransactionObservation};
+    use crate::facts::collect::{lines, update_of_t as update};
     use crate::facts::evidence::Wanted;
 
     /// `(table, inserted, updated, deleted)`.
@@ -119,18 +119,6 @@ mod tests {
             tables,
             committed,
         }
-    }
-
-    /// `UPDATE t SET ...` with these SET columns and non-convergent assignments.
-    fn update(set: &[&str], non_convergent: &[(&str, &str)]) -> StatementEffect {
-        let mut s = StatementEffect::new(Operation::Update, vec!["t".into()]);
-        s.set_columns = set.iter().map(|c| c.to_string()).collect::<Vec<_>>().into();
-        s.non_convergent = non_convergent
-            .iter()
-            .map(|(c, e)| (c.to_string(), e.to_string()))
-            .collect::<Vec<_>>()
-            .into();
-        s
     }
 
     /// A case: its name, the statements, the transactions, the facts as [`lines`], the tables

@@ -1,6 +1,6 @@
 use super::*;
 use crate::effect::{Operation, StatementEffect};
-use crate::facts::collect::lines;
+use crate::facts::collect::{lines, update_of_t as update};
 use crate::facts::evidence::Wanted;
 
 use RowImage::{Changed, Unchanged};
@@ -17,18 +17,6 @@ fn change(table: &str, operation: RowOperation) -> RowChange {
         nested: None,
         row_id: None,
     }
-}
-
-/// `UPDATE t SET ...` with these SET columns and non-convergent assignments.
-fn update(set: &[&str], non_convergent: &[(&str, &str)]) -> StatementEffect {
-    let mut s = StatementEffect::new(Operation::Update, vec!["t".into()]);
-    s.set_columns = set.iter().map(|c| c.to_string()).collect::<Vec<_>>().into();
-    s.non_convergent = non_convergent
-        .iter()
-        .map(|(c, e)| (c.to_string(), e.to_string()))
-        .collect::<Vec<_>>()
-        .into();
-    s
 }
 
 fn id(row_id: i64, rc: RowChange) -> RowChange {
