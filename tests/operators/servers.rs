@@ -149,7 +149,11 @@ pub struct Prometheus {
 }
 
 impl Prometheus {
-    pub fn start(targets: &[SocketAddr], rules_file: &Path, alertmanager: &str) -> Prometheus {
+    pub async fn start(
+        targets: &[SocketAddr],
+        rules_file: &Path,
+        alertmanager: &str,
+    ) -> Prometheus {
         let dir = tempfile::tempdir().expect("temp dir");
         let targets: Vec<String> = targets.iter().map(|a| format!("'{a}'")).collect();
         let config = format!(
@@ -175,7 +179,7 @@ impl Prometheus {
             .stderr(log_file(dir.path(), "prometheus.log"));
         let proc = Proc::spawn("prometheus", &mut cmd);
         let url = format!("http://127.0.0.1:{port}");
-        wait_ready(&format!("{url}/-/ready"), "prometheus", dir.path());
+        wait_ready(&format!("{url}/-/ready"), "prometheus", dir.path()).await;
         Prometheus {
             url,
             _proc: proc,
@@ -184,15 +188,16 @@ impl Prometheus {
     }
 }
 
-/// Alertmanager routing every alert to `webhook` at once (group_wait 1 s).
+/// A real Alertmanager on a loopback port, with a temporary storage directory.
 pub struct Alertmanager {
     pub addr: String,
     _proc: Proc,
-    _dir: tempfile::TempDir,
+    _dirs: Vec<tempfile::TempDir>,
 }
 
 impl Alertmanager {
-    pub fn start(bin: &str, webhook: &str) -> Alertmanager {
+    /// Alertmanager routing every alert to `webhook` at once (group_wait 1 s).
+    pub async fn start(bin: &str, webhook: &str) -> Alertmanager {
         let dir = tempfile::tempdir().expect("temp dir");
         let config = format!(
             "route:\n  receiver: test\n  group_by: [alertname, tool, rule, stage]\n  \
@@ -202,9 +207,17 @@ impl Alertmanager {
         );
         let config_path = dir.path().join("alertmanager.yml");
         std::fs::write(&config_path, config).expect("write alertmanager.yml");
+        let mut am = Alertmanager::with_config(bin, &config_path).await;
+        am._dirs.push(dir);
+        am
+    }
+
+    /// Alertmanager with the config file at `config`, once it answers `/-/ready`.
+    pub async fn with_config(bin: &str, config: &Path) -> Alertmanager {
+        let dir = tempfile::tempdir().expect("temp dir");
         let port = free_port();
         let mut cmd = Command::new(bin);
-        cmd.arg(format!("--config.file={}", config_path.display()))
+        cmd.arg(format!("--config.file={}", config.display()))
             .arg(format!(
                 "--storage.path={}",
                 dir.path().join("data").display()
@@ -214,15 +227,17 @@ impl Alertmanager {
             .stdout(Stdio::null())
             .stderr(log_file(dir.path(), "alertmanager.log"));
         let proc = Proc::spawn("alertmanager", &mut cmd);
+        let addr = format!("127.0.0.1:{port}");
         wait_ready(
-            &format!("http://127.0.0.1:{port}/-/ready"),
+            &format!("http://{addr}/-/ready"),
             "alertmanager",
             dir.path(),
-        );
+        )
+        .await;
         Alertmanager {
-            addr: format!("127.0.0.1:{port}"),
+            addr,
             _proc: proc,
-            _dir: dir,
+            _dirs: vec![dir],
         }
     }
 }
@@ -234,34 +249,18 @@ fn log_file(dir: &Path, name: &str) -> Stdio {
 }
 
 /// Polls `url` until it answers 200, for up to 60 s; panics with the server's log otherwise.
-fn wait_ready(url: &str, what: &str, dir: &Path) {
+async fn wait_ready(url: &str, what: &str, dir: &Path) {
+    let http = reqwest::Client::new();
     let deadline = Instant::now() + Duration::from_secs(60);
     while Instant::now() < deadline {
-        if http_get_ok(url) {
+        let answer = http.get(url).timeout(Duration::from_secs(2)).send().await;
+        if answer.is_ok_and(|r| r.status().is_success()) {
             return;
         }
-        std::thread::sleep(Duration::from_millis(200));
+        tokio::time::sleep(Duration::from_millis(200)).await;
     }
     let log = std::fs::read_to_string(dir.join(format!("{what}.log"))).unwrap_or_default();
     panic!("{what} not ready at {url} within 60 s; its log:\n{log}");
-}
-
-/// A plain HTTP/1.0 GET over loopback that reports whether the status line says 200.
-fn http_get_ok(url: &str) -> bool {
-    use std::io::{Read, Write};
-    let Some(rest) = url.strip_prefix("http://") else {
-        return false;
-    };
-    let (host, path) = rest.split_once('/').unwrap_or((rest, ""));
-    let Ok(mut s) = std::net::TcpStream::connect(host) else {
-        return false;
-    };
-    let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
-    if write!(s, "GET /{path} HTTP/1.0\r\nHost: {host}\r\n\r\n").is_err() {
-        return false;
-    }
-    let mut head = [0u8; 12];
-    s.read_exact(&mut head).is_ok() && head.starts_with(b"HTTP/1.") && &head[9..12] == b"200"
 }
 
 /// An Alertmanager webhook receiver inside the test: every alert of every notification.

@@ -237,10 +237,10 @@ async fn the_stack_pages_for_planted_tools_only() {
             .collect()
     });
     let (webhook, hook_url) = Webhook::start().await;
-    let am = Alertmanager::start(alertmanager_bin, &hook_url);
+    let am = Alertmanager::start(alertmanager_bin, &hook_url).await;
     let rules = repo_path("deploy/prometheus/rules/hintaudit.rules.yaml");
     let addrs: Vec<_> = replicas.iter().map(|r| r.addr).collect();
-    let prom = Prometheus::start(&addrs, &rules, &am.addr);
+    let prom = Prometheus::start(&addrs, &rules, &am.addr).await;
     let api = Api {
         http: reqwest::Client::new(),
         url: prom.url.clone(),

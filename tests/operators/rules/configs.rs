@@ -92,15 +92,6 @@ fn amtool_checks_the_alertmanager_config_and_routes_by_severity() {
 }
 
 /// A child process killed and reaped on drop.
-struct Child(std::process::Child);
-
-impl Drop for Child {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 /// The shipped Alertmanager config, unmodified, in a real Alertmanager: a critical violation
 /// inhibits the repeated warning about the same tool and hint, and nothing else. (Nothing is
 /// sent: the test ends long before group_wait, 30 s, would flush to the placeholder URLs.)
@@ -114,20 +105,9 @@ async fn alertmanager_inhibits_only_warnings_on_the_critical_tool_and_hint() {
     if !available("alertmanager", bin.is_some(), why) {
         return;
     }
-    let dir = tempfile::tempdir().expect("temp dir");
-    let port = crate::servers::free_port();
-    let log = std::fs::File::create(dir.path().join("alertmanager.log")).expect("log");
-    let _am = Child(
-        Command::new(bin.expect("checked"))
-            .arg(format!("--config.file={}", alertmanager_config().display()))
-            .arg(format!("--storage.path={}", dir.path().display()))
-            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
-            .arg("--cluster.listen-address=")
-            .stdout(std::process::Stdio::null())
-            .stderr(log)
-            .spawn()
-            .expect("start alertmanager"),
-    );
+    let am =
+        crate::servers::Alertmanager::with_config(bin.expect("checked"), &alertmanager_config())
+            .await;
     let crit = "HintAuditCriticalViolation";
     let warn = "HintAuditRepeatedWarningViolation";
     let (get, ro, ow) = ("get_appointment", "readOnlyHint", "openWorldHint");
@@ -148,16 +128,19 @@ async fn alertmanager_inhibits_only_warnings_on_the_critical_tool_and_hint() {
         let label = |k: &str| a["labels"][k].as_str().unwrap_or("").to_owned();
         (label("tool"), label("rule"))
     };
-    let api = format!("http://127.0.0.1:{port}/api/v2/alerts");
+    let api = format!("http://{}/api/v2/alerts", am.addr);
     let http = reqwest::Client::new();
     let deadline = Instant::now() + Duration::from_secs(30);
     let mut inhibited = BTreeSet::new();
     // Inhibition is computed when the alerts are listed, once the inhibitor holds the source.
     while inhibited.is_empty() && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(200)).await;
-        let Ok(posted) = http.post(&api).json(&sent).send().await else {
-            continue; // not listening yet
-        };
+        let posted = http
+            .post(&api)
+            .json(&sent)
+            .send()
+            .await
+            .expect("post alerts");
         assert!(posted.status().is_success(), "{posted:?}");
         let listed = http.get(&api).send().await.expect("list");
         let listed: Vec<Value> = listed.json().await.expect("alerts");
