@@ -4,7 +4,7 @@
 
 use std::io::{BufRead, BufReader};
 use std::net::{SocketAddr, TcpListener};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant};
@@ -61,26 +61,6 @@ impl Drop for Proc {
     fn drop(&mut self) {
         self.stop();
     }
-}
-
-/// Where the workspace's binaries are built (target/<profile>), building `package` first.
-pub fn workspace_bin(package: &str, name: &str) -> PathBuf {
-    let exe = std::env::current_exe().expect("test binary path");
-    let dir = exe
-        .ancestors()
-        .nth(2)
-        .expect("target/<profile>/deps/<test>");
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let mut cmd = Command::new(cargo);
-    cmd.args(["build", "-q", "-p", package, "--bin", name]);
-    if dir.file_name().is_some_and(|n| n == "release") {
-        cmd.arg("--release");
-    }
-    let status = cmd.status().expect("cargo runs");
-    assert!(status.success(), "cargo build -p {package} failed");
-    let bin = dir.join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
-    assert!(bin.exists(), "{} not built", bin.display());
-    bin
 }
 
 /// One audited bookings replica: `bookings --http ADDR --audit` serving /mcp and /metrics.

@@ -13,8 +13,9 @@ use hintaudit_core::{Rule, Severity};
 use serde_json::{Value, json};
 use sqlx::{Connection, Executor, PgConnection};
 
-use crate::servers::{Alertmanager, Prometheus, Replica, Webhook, alertmanager_bin, workspace_bin};
+use crate::servers::{Alertmanager, Prometheus, Replica, Webhook, alertmanager_bin};
 use crate::support::{available, repo_path, runs};
+use hintaudit_test_support::workspace_bin;
 
 const CRITICAL: &str = "HintAuditCriticalViolation";
 const REPEATED: &str = "HintAuditRepeatedWarningViolation";

@@ -141,30 +141,4 @@ pub fn triples(items: &[(&str, &str, &str)]) -> BTreeSet<(String, String, String
         .collect()
 }
 
-/// A binary of the workspace, built next to this test binary: `cargo build -p <package>`
-/// runs once per test process (a no-op when it is up to date), so a stale binary is never
-/// tested.
-pub fn workspace_bin(package: &str, name: &str) -> PathBuf {
-    static BUILT: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
-    let exe = std::env::current_exe().expect("test binary path");
-    let dir = exe
-        .ancestors()
-        .nth(2)
-        .expect("target/<profile>/deps/<test>")
-        .to_path_buf();
-    let bin = dir.join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
-    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
-    if !built.iter().any(|p| p == package) {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let mut cmd = Command::new(cargo);
-        cmd.args(["build", "-q", "-p", package]);
-        if dir.file_name().is_some_and(|n| n == "release") {
-            cmd.arg("--release");
-        }
-        let status = cmd.status().expect("cargo runs");
-        assert!(status.success(), "cargo build -p {package} failed");
-        built.push(package.to_owned());
-    }
-    assert!(bin.exists(), "{} not built", bin.display());
-    bin
-}
+pub use hintaudit_test_support::workspace_bin;

@@ -1,7 +1,7 @@
 //! What hintaudit's test suites share (`publish = false`): a real OTLP/gRPC receiver on
 //! loopback ([`otlp`]), a `/metrics` scrape over a real socket and a text-format parser
 //! ([`scrape`]), `promtool check metrics` ([`promtool`]), and a real rmcp client over an
-//! in-memory stream ([`mcp`]).
+//! in-memory stream ([`mcp`]), and the workspace's binaries built for a test ([`workspace_bin`]).
 //!
 //! Use it from integration tests (`tests/`) and benches only: the unit tests inside a crate's
 //! `src/` would see that crate's types twice.
@@ -26,4 +26,32 @@ pub fn required(tool_var: &str) -> bool {
     ["HINTAUDIT_REQUIRE_ALL", tool_var]
         .iter()
         .any(|v| std::env::var(v).is_ok_and(|x| x == "1" || x.eq_ignore_ascii_case("true")))
+}
+
+/// A binary of the workspace, built next to this test binary: `cargo build -p <package>`
+/// runs once per test process (a no-op when it is up to date), so a stale binary is never
+/// tested. Panics when the build fails.
+pub fn workspace_bin(package: &str, name: &str) -> std::path::PathBuf {
+    static BUILT: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+    let exe = std::env::current_exe().expect("test binary path");
+    let dir = exe
+        .ancestors()
+        .nth(2)
+        .expect("target/<profile>/deps/<test>")
+        .to_path_buf();
+    let bin = dir.join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
+    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
+    if !built.iter().any(|p| p == package) {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let mut cmd = std::process::Command::new(cargo);
+        cmd.args(["build", "-q", "-p", package]);
+        if dir.file_name().is_some_and(|n| n == "release") {
+            cmd.arg("--release");
+        }
+        let status = cmd.status().expect("cargo runs");
+        assert!(status.success(), "cargo build -p {package} failed");
+        built.push(package.to_owned());
+    }
+    assert!(bin.exists(), "{} not built", bin.display());
+    bin
 }
