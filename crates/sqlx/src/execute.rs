@@ -176,9 +176,14 @@ impl StatementEnd {
     };
 }
 
+/// The `db.system.name` a backend records itself once its server said what it is: MySQL or
+/// MariaDB (`mysql`, `mariadb`). Statement spans of that backend leave the field empty.
+pub(crate) const SYSTEM_NAME_FROM_SERVER: &str = "mysql";
+
 /// The `db.statement` span of a classified statement (OpenTelemetry database client span
 /// conventions), as a child of the current span.
 fn statement_span(class: &Classification, system: &'static str) -> tracing::Span {
+    let system = (system != SYSTEM_NAME_FROM_SERVER).then_some(system);
     let collection = class
         .effect
         .tables

@@ -100,6 +100,9 @@ mod classify;
 mod connection;
 /// The statement as the driver gets it, and its attribution to a tool call.
 mod execute;
+/// The MySQL and MariaDB backend: rows affected, upserts, triggers and routines.
+#[cfg(feature = "mysql")]
+mod mysql;
 /// [`AuditedPool`], its options, shared state and executor.
 mod pool;
 /// The PostgreSQL backend and its transaction oracle.

@@ -1,0 +1,401 @@
+//! The MySQL and MariaDB backend: statements classified with sqlparser's MySQL dialect, rows
+//! affected from the OK packet, upserts told apart by the affected-rows convention
+//! (`upsert`), and writes hidden in triggers and stored routines found by expanding each
+//! statement through the triggers it fires and the routines it calls (`catalog`, `derive`).
+//!
+//! # Evidence ([design: evidence](../../../../docs/design.md#3-evidence))
+//!
+//! - Rows affected of `INSERT`/`UPDATE`/`DELETE`/upserts: `confirmed` for the statement's own
+//!   table. sqlx connects with `CLIENT_FOUND_ROWS`, so an `UPDATE` counts the rows it
+//!   matched.
+//! - An upsert whose `VALUES` rows number `r` and that affected `n > r` rows overwrote
+//!   `n - r` rows: recorded as per-table counts (a [`TransactionObservation`] whose
+//!   evidence reads `oracle: t +0 ~k -0`), `confirmed`; `n ≤ r`: no overwrite.
+//! - Writes in triggers and routines, read from `information_schema` once per pool (and again
+//!   after DDL or `USE`): derived statements of the call, `likely`, whose summary says how
+//!   they were found (`DELETE holds (via trigger t on bookings)`).
+//! - A write in a transaction that rolls back (an [`crate::AuditedTransaction`] or a raw
+//!   `BEGIN`/`START TRANSACTION` … `ROLLBACK`) is marked failed: an attempt.
+//!
+//! `db.system.name` is `mariadb` when `SELECT VERSION()` says MariaDB, else `mysql`; it is
+//! read with the catalog, before the pool's first statement.
+
+mod catalog;
+mod derive;
+mod pending;
+mod upsert;
+
+use std::sync::{Arc, Mutex};
+
+use futures_core::future::BoxFuture;
+use futures_util::{FutureExt, TryStreamExt};
+use hintaudit_core::{
+    AuditStage, CallEffects, Operation, StatementOutcome, TransactionObservation, semconv, stats,
+};
+use sqlx::mysql::{MySql, MySqlConnection, MySqlRow};
+use sqlx::pool::PoolOptions;
+use sqlx::{Either, Error, Executor};
+
+use crate::backend::{Backend, Ctx, Step, TxEnd, sealed};
+use crate::classify::{SqlDialect, TxControl, is_dml};
+use crate::execute::{Attribution, AuditedQuery, Sink, StatementEnd};
+use crate::pool::options::{AfterConnect, PgOracle};
+use crate::stream::Yielder;
+use catalog::Catalog;
+use pending::Pending;
+
+/// A MySQL pool's audit state: the catalog of triggers and routines (and what the server
+/// calls itself), loaded before the first statement and again after DDL.
+#[doc(hidden)]
+#[derive(Debug, Default)]
+pub struct MySqlPoolState {
+    catalog: Mutex<Option<Arc<Catalog>>>,
+}
+
+impl MySqlPoolState {
+    fn catalog(&self) -> Option<Arc<Catalog>> {
+        self.catalog.lock().ok().and_then(|c| c.clone())
+    }
+
+    fn set(&self, catalog: Option<Arc<Catalog>>) {
+        if let Ok(mut c) = self.catalog.lock() {
+            *c = catalog;
+        }
+    }
+
+    /// The catalog, loaded on `conn` when there is none yet. A failed load is counted once
+    /// and leaves an empty catalog (no trigger evidence) until the next DDL.
+    async fn ensure(&self, conn: &mut MySqlConnection) -> Arc<Catalog> {
+        if let Some(c) = self.catalog() {
+            return c;
+        }
+        let c = Arc::new(match catalog::load(conn).await {
+            Ok(c) => c,
+            Err(e) => {
+                stats().audit_error(AuditStage::Oracle, &e);
+                Catalog {
+                    system: MySql::SYSTEM_NAME,
+                    ..Catalog::default()
+                }
+            }
+        });
+        self.set(Some(c.clone()));
+        c
+    }
+}
+
+/// A held MySQL connection's audit state: a transaction the caller opened with a raw
+/// `BEGIN`/`START TRANSACTION`.
+#[doc(hidden)]
+#[derive(Debug, Default)]
+pub struct MySqlConnState {
+    raw: Option<Pending>,
+}
+
+/// An [`crate::AuditedTransaction`]'s audit state.
+#[doc(hidden)]
+#[derive(Debug, Default)]
+pub struct MySqlTxState {
+    pending: Pending,
+    ended: bool,
+}
+
+impl Drop for MySqlTxState {
+    fn drop(&mut self) {
+        if !self.ended {
+            // Dropped without COMMIT or ROLLBACK: sqlx rolls back.
+            self.pending.end(false);
+        }
+    }
+}
+
+impl sealed::Sealed for MySql {}
+
+/// A statement's connection and audit state.
+struct Run<'e> {
+    conn: &'e mut MySqlConnection,
+    state: &'e mut MySqlConnState,
+    tx: Option<&'e mut MySqlTxState>,
+    pool: &'e MySqlPoolState,
+    catalog: Arc<Catalog>,
+    att: Attribution,
+}
+
+async fn start(ctx: Ctx<'_, MySql>) -> Run<'_> {
+    let Ctx {
+        conn,
+        state,
+        tx,
+        pool,
+        att,
+        ..
+    } = ctx;
+    let catalog = pool.ensure(conn).await;
+    att.span.record(semconv::DB_SYSTEM_NAME, catalog.system);
+    Run {
+        conn,
+        state,
+        tx,
+        pool,
+        catalog,
+        att,
+    }
+}
+
+impl Run<'_> {
+    /// The open transaction's pending state, if any.
+    fn pending(&mut self) -> Option<&mut Pending> {
+        match self.tx.as_deref_mut() {
+            Some(tx) => Some(&mut tx.pending),
+            None => self.state.raw.as_mut(),
+        }
+    }
+
+    /// Records how the statement ended, and what follows from it: upsert counts, derived
+    /// writes, the raw transaction state, a stale catalog.
+    fn finish(&mut self, sql: &str, result: Result<u64, ()>) {
+        let Ok(rows) = result else {
+            self.att.finish(StatementEnd::FAILED);
+            let write = self.write();
+            if let Some(sink) = self.att.sink.clone()
+                && let Some(p) = self.pending()
+            {
+                p.statement(sink, write);
+            }
+            return;
+        };
+        let class = self.att.class.clone();
+        let op = class.effect.operation;
+        let counts = upsert::judge(&class, sql, rows);
+        if let (Some(upsert::Upsert::NoOverwrite), Some(sink)) = (&counts, &self.att.sink) {
+            // The convention says nothing was overwritten: not a "may have overwritten".
+            sink.effects
+                .update_statement(sink.index, |s| s.overwrites = false);
+        }
+        let overwrote = match counts {
+            Some(upsert::Upsert::Overwrote(w)) => Some(w),
+            _ => None,
+        };
+        self.att.finish(StatementEnd {
+            outcome: StatementOutcome::Ok,
+            rows_affected: is_dml(op).then_some(rows),
+            observed: overwrote.is_some(),
+        });
+        if let Some(sink) = self.att.sink.clone() {
+            let write = self.write();
+            let effects = sink.effects.clone();
+            if let Some(p) = self.pending() {
+                p.statement(sink, write);
+            }
+            if let Some(w) = overwrote {
+                let obs = TransactionObservation {
+                    wrote: true,
+                    tables: vec![w],
+                    committed: true,
+                };
+                match self.pending() {
+                    Some(p) => p.counts(effects.clone(), obs),
+                    None => effects.record_transaction(obs),
+                }
+            }
+            self.derive(&effects, sql, rows);
+        }
+        match class.tx_control {
+            Some(TxControl::Begin) if self.tx.is_none() => {
+                // BEGIN inside a transaction commits it first (MySQL).
+                self.end_raw(true);
+                self.state.raw = Some(Pending::default());
+            }
+            Some(TxControl::Commit) => self.end_raw(true),
+            Some(TxControl::Rollback) => self.end_raw(false),
+            _ => {}
+        }
+        if op == Operation::Ddl || op == Operation::Session {
+            // DDL may add triggers or routines (and commits implicitly); USE changes the
+            // database.
+            self.pool.set(None);
+            if op == Operation::Ddl {
+                self.end_raw(true);
+            }
+        }
+    }
+
+    fn write(&self) -> bool {
+        self.att.class.effect.operation.is_write()
+    }
+
+    fn end_raw(&mut self, committed: bool) {
+        if self.tx.is_none()
+            && let Some(mut p) = self.state.raw.take()
+        {
+            p.end(committed);
+        }
+    }
+
+    /// Records the writes the statement's triggers and routines may have made.
+    fn derive(&mut self, effects: &Arc<CallEffects>, sql: &str, rows: u64) {
+        for effect in derive::derived(&self.catalog, &self.att.class, sql, rows) {
+            let write = effect.operation.is_write();
+            let index = effects.record_statement(effect);
+            if let Some(p) = self.pending() {
+                p.statement(
+                    Sink {
+                        effects: effects.clone(),
+                        index,
+                    },
+                    write,
+                );
+            }
+        }
+    }
+}
+
+impl Backend for MySql {
+    const SYSTEM_NAME: &'static str = crate::execute::SYSTEM_NAME_FROM_SERVER;
+    const DIALECT: SqlDialect = SqlDialect::MySql;
+    type PoolState = MySqlPoolState;
+    type ConnState = MySqlConnState;
+    type TxState = MySqlTxState;
+
+    fn on_connect(
+        options: PoolOptions<Self>,
+        _state: &Arc<MySqlPoolState>,
+        after_connect: Option<AfterConnect<Self>>,
+    ) -> PoolOptions<Self> {
+        match after_connect {
+            Some(callback) => options.after_connect(move |conn, meta| callback(conn, meta)),
+            None => options,
+        }
+    }
+
+    async fn run_into<'e>(
+        ctx: Ctx<'e, Self>,
+        query: AuditedQuery<Self>,
+        y: &'e Yielder<Step<Self>>,
+    ) -> Result<(), Error> {
+        let mut run = start(ctx).await;
+        let sql = query.text().to_owned();
+        let mut guard = Guard {
+            att: &run.att,
+            rows: 0,
+            armed: true,
+        };
+        let mut rows = 0;
+        let result = {
+            let mut s = run.conn.fetch_many(query);
+            loop {
+                match s.try_next().await {
+                    Ok(Some(v)) => {
+                        if let Either::Left(r) = &v {
+                            rows += r.rows_affected();
+                            guard.rows = rows;
+                        }
+                        y.send(v).await;
+                    }
+                    Ok(None) => break Ok(rows),
+                    Err(e) => break Err(e),
+                }
+            }
+        };
+        guard.armed = false;
+        drop(guard);
+        match result {
+            Ok(rows) => {
+                run.finish(&sql, Ok(rows));
+                Ok(())
+            }
+            Err(e) => {
+                run.finish(&sql, Err(()));
+                Err(e)
+            }
+        }
+    }
+
+    async fn run_optional<'e>(
+        ctx: Ctx<'e, Self>,
+        query: AuditedQuery<Self>,
+    ) -> Result<Option<MySqlRow>, Error> {
+        let mut run = start(ctx).await;
+        let sql = query.text().to_owned();
+        let guard = Guard {
+            att: &run.att,
+            rows: 0,
+            armed: true,
+        };
+        // Every result is read, for its rows affected; the first row is the answer.
+        let mut rows = 0;
+        let mut first = None;
+        let result = {
+            let mut s = run.conn.fetch_many(query);
+            loop {
+                match s.try_next().await {
+                    Ok(Some(Either::Left(r))) => rows += r.rows_affected(),
+                    Ok(Some(Either::Right(row))) => {
+                        if first.is_none() {
+                            first = Some(row);
+                        }
+                    }
+                    Ok(None) => break Ok(()),
+                    Err(e) => break Err(e),
+                }
+            }
+        };
+        let mut guard = guard;
+        guard.armed = false;
+        drop(guard);
+        match result {
+            Ok(()) => {
+                run.finish(&sql, Ok(rows));
+                Ok(first)
+            }
+            Err(e) => {
+                run.finish(&sql, Err(()));
+                Err(e)
+            }
+        }
+    }
+
+    fn after_begin<'e>(
+        _conn: &'e mut MySqlConnection,
+        _tx: &'e mut MySqlTxState,
+        _oracle: PgOracle,
+    ) -> BoxFuture<'e, ()> {
+        async {}.boxed()
+    }
+
+    fn before_end<'e>(
+        _conn: &'e mut MySqlConnection,
+        _tx: &'e mut MySqlTxState,
+        _state: &'e mut MySqlConnState,
+        _pool: &'e MySqlPoolState,
+        _end: TxEnd,
+    ) -> BoxFuture<'e, ()> {
+        async {}.boxed()
+    }
+
+    fn after_end(tx: &mut MySqlTxState, end: TxEnd, answer: &Result<(), Error>) {
+        tx.ended = true;
+        tx.pending.end(end == TxEnd::Commit && answer.is_ok());
+    }
+}
+
+/// Finishes a statement whose stream or future was dropped before it ended: the caller
+/// stopped reading, which is not a failure of the statement.
+struct Guard<'a> {
+    att: &'a Attribution,
+    rows: u64,
+    armed: bool,
+}
+
+impl Drop for Guard<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            let op = self.att.class.effect.operation;
+            self.att.finish(StatementEnd {
+                outcome: StatementOutcome::Ok,
+                rows_affected: is_dml(op).then_some(self.rows),
+                observed: false,
+            });
+        }
+    }
+}
