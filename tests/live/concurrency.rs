@@ -1,5 +1,6 @@
 //! Attribution under concurrency: 40 concurrent calls of different tools through one
-//! audited server and one pool; every statement and row change lands in its own call.
+//! audited server and one pool, on SQLite, PostgreSQL and MySQL/MariaDB; every statement
+//! and row change lands in its own call.
 
 use std::collections::BTreeMap;
 
@@ -103,7 +104,8 @@ async fn attribution(db: TestDb) {
         }
         let want: BTreeMap<(String, RowOperation), usize> = rows
             .iter()
-            .filter(|_| db.backend == "sqlite") // PostgreSQL reports through the oracle instead
+            // PostgreSQL reports through the oracle instead, MySQL through rows affected
+            .filter(|_| db.backend == "sqlite")
             .map(|(t, op, n)| ((t.to_string(), *op), *n))
             .collect();
         assert_eq!(got, want, "{}: row changes {:?}", call.tool, e.row_changes);
@@ -132,6 +134,25 @@ async fn attribution(db: TestDb) {
                 .collect();
             assert_eq!(counts, want, "{}: oracle counts", call.tool);
         }
+        if db.backend == "mysql" {
+            // Rows affected from the OK packets: exactly this call's writes.
+            let mut counts: BTreeMap<(String, RowOperation), usize> = BTreeMap::new();
+            for s in &e.statements {
+                let op = match s.operation {
+                    Operation::Insert => RowOperation::Insert,
+                    Operation::Update => RowOperation::Update,
+                    Operation::Delete => RowOperation::Delete,
+                    _ => continue,
+                };
+                let n = s.rows_affected.expect("rows affected of a MySQL write") as usize;
+                *counts.entry((s.tables[0].clone(), op)).or_default() += n;
+            }
+            let want: BTreeMap<(String, RowOperation), usize> = rows
+                .iter()
+                .map(|(t, op, n)| ((t.to_string(), *op), *n))
+                .collect();
+            assert_eq!(counts, want, "{}: rows affected", call.tool);
+        }
     }
     assert_eq!(per_tool.values().sum::<usize>(), CALLS);
     assert_eq!(per_tool.len(), 6, "six different tools ran: {per_tool:?}");
@@ -147,6 +168,14 @@ async fn concurrent_calls_are_attributed_on_sqlite() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn concurrent_calls_are_attributed_on_postgres() {
     let Some(db) = support::postgres("concurrency").await else {
+        return;
+    };
+    attribution(db).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_calls_are_attributed_on_mysql() {
+    let Some(db) = support::mysql("concurrency").await else {
         return;
     };
     attribution(db).await;

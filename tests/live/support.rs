@@ -1,4 +1,5 @@
-//! Shared set-up: databases (SQLite file, PostgreSQL schema), audited servers, snapshots.
+//! Shared set-up: databases (SQLite file, PostgreSQL schema, MySQL/MariaDB database),
+//! audited servers, snapshots.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -8,12 +9,14 @@ use hintaudit::core::Judge;
 use hintaudit::rmcp::HintAuditLayer;
 use hintaudit_cli::demo::{Collector, RunningServer, demo_policy, serve_http};
 
-/// A database for one test: a SQLite file in a temp dir, or a fresh PostgreSQL schema.
+/// A database for one test: a SQLite file in a temp dir, a fresh PostgreSQL schema, or a
+/// fresh MySQL/MariaDB database.
 pub struct TestDb {
     pub url: String,
     pub backend: &'static str,
     _dir: Option<tempfile::TempDir>,
     pg_schema: Option<String>,
+    mysql_database: Option<String>,
 }
 
 pub fn sqlite() -> TestDb {
@@ -27,6 +30,7 @@ pub fn sqlite() -> TestDb {
         backend: "sqlite",
         _dir: Some(dir),
         pg_schema: None,
+        mysql_database: None,
     }
 }
 
@@ -79,6 +83,56 @@ pub async fn postgres(test: &str) -> Option<TestDb> {
         backend: "postgres",
         _dir: None,
         pg_schema: Some(schema),
+        mysql_database: None,
+    })
+}
+
+fn mysql_base_url() -> String {
+    std::env::var("HINTAUDIT_MYSQL_URL")
+        .unwrap_or_else(|_| "mysql://root@127.0.0.1:3306".to_owned())
+}
+
+/// A fresh MySQL/MariaDB database (its name is made here from the test name and a counter),
+/// or `None` (with the reason printed) when the server is not reachable. With
+/// HINTAUDIT_REQUIRE_MYSQL=1 or HINTAUDIT_REQUIRE_ALL=1 (CI), an unreachable server fails
+/// the test.
+pub async fn mysql(test: &str) -> Option<TestDb> {
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let base = mysql_base_url();
+    let admin = match sqlx::MySqlPool::connect(&base).await {
+        Ok(pool) => pool,
+        Err(e) => {
+            if hintaudit_test_support::required("HINTAUDIT_REQUIRE_MYSQL") {
+                panic!("MySQL is required but {base} is unreachable: {e}");
+            }
+            eprintln!(
+                "skipping {test} on MySQL: {base} is unreachable ({e}); set HINTAUDIT_MYSQL_URL"
+            );
+            return None;
+        }
+    };
+    let name = format!(
+        "live_{}_{}_{}",
+        test.replace(|c: char| !c.is_ascii_alphanumeric(), "_"),
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    );
+    for sql in [
+        format!("DROP DATABASE IF EXISTS {name}"),
+        format!("CREATE DATABASE {name}"),
+    ] {
+        sqlx::raw_sql(sqlx::AssertSqlSafe(sql))
+            .execute(&admin)
+            .await
+            .unwrap();
+    }
+    admin.close().await;
+    Some(TestDb {
+        url: format!("{}/{name}", base.trim_end_matches('/')),
+        backend: "mysql",
+        _dir: None,
+        pg_schema: None,
+        mysql_database: Some(name),
     })
 }
 
@@ -90,6 +144,15 @@ impl TestDb {
         {
             let drop = format!("DROP SCHEMA IF EXISTS {schema} CASCADE");
             let _ = sqlx::query(sqlx::AssertSqlSafe(drop)).execute(&admin).await;
+            admin.close().await;
+        }
+        if let Some(name) = &self.mysql_database
+            && let Ok(admin) = sqlx::MySqlPool::connect(&mysql_base_url()).await
+        {
+            let drop = format!("DROP DATABASE IF EXISTS {name}");
+            let _ = sqlx::raw_sql(sqlx::AssertSqlSafe(drop))
+                .execute(&admin)
+                .await;
             admin.close().await;
         }
     }
@@ -132,32 +195,49 @@ const SNAPSHOT_QUERIES: &[(&str, &str)] = &[
     ),
 ];
 
-pub struct Snapshotter {
-    sqlite: Option<sqlx::SqlitePool>,
-    pg: Option<sqlx::PgPool>,
+/// [`SNAPSHOT_QUERIES`] in MySQL's words (`||` is OR there, and TEXT is no cast target).
+const MYSQL_SNAPSHOT_QUERIES: &[(&str, &str)] = &[
+    (
+        "patients",
+        "SELECT CAST(id AS CHAR), CONCAT(name, '|', email) FROM patients",
+    ),
+    (
+        "appointments",
+        "SELECT CAST(id AS CHAR), CONCAT(patient_id, '|', starts_at, '|', reason, '|', status, '|', view_count, '|', COALESCE(last_viewed_at, '')) FROM appointments",
+    ),
+    (
+        "confirmations",
+        "SELECT CAST(appointment_id AS CHAR), confirmed_at FROM confirmations",
+    ),
+];
+
+/// A plain (unaudited) sqlx pool on the test's database.
+pub enum Snapshotter {
+    Sqlite(sqlx::SqlitePool),
+    Postgres(sqlx::PgPool),
+    MySql(sqlx::MySqlPool),
 }
 
 impl Snapshotter {
     pub async fn new(db: &TestDb) -> Self {
         match db.backend {
-            "sqlite" => Snapshotter {
-                sqlite: Some(sqlx::SqlitePool::connect(&db.url).await.unwrap()),
-                pg: None,
-            },
-            _ => Snapshotter {
-                sqlite: None,
-                pg: Some(sqlx::PgPool::connect(&db.url).await.unwrap()),
-            },
+            "sqlite" => Snapshotter::Sqlite(sqlx::SqlitePool::connect(&db.url).await.unwrap()),
+            "mysql" => Snapshotter::MySql(sqlx::MySqlPool::connect(&db.url).await.unwrap()),
+            _ => Snapshotter::Postgres(sqlx::PgPool::connect(&db.url).await.unwrap()),
         }
     }
 
     pub async fn take(&self) -> Snapshot {
         let mut snap = Snapshot::new();
-        for (table, sql) in SNAPSHOT_QUERIES {
-            let rows: Vec<(String, String)> = match (&self.sqlite, &self.pg) {
-                (Some(p), _) => sqlx::query_as(*sql).fetch_all(p).await.unwrap(),
-                (_, Some(p)) => sqlx::query_as(*sql).fetch_all(p).await.unwrap(),
-                _ => unreachable!(),
+        let queries = match self {
+            Snapshotter::MySql(_) => MYSQL_SNAPSHOT_QUERIES,
+            _ => SNAPSHOT_QUERIES,
+        };
+        for (table, sql) in queries {
+            let rows: Vec<(String, String)> = match self {
+                Snapshotter::Sqlite(p) => sqlx::query_as(*sql).fetch_all(p).await.unwrap(),
+                Snapshotter::Postgres(p) => sqlx::query_as(*sql).fetch_all(p).await.unwrap(),
+                Snapshotter::MySql(p) => sqlx::query_as(*sql).fetch_all(p).await.unwrap(),
             };
             snap.insert(table, rows.into_iter().collect());
         }

@@ -4,8 +4,44 @@ use std::process::Command;
 
 #[test]
 fn demo_prints_the_planted_findings_and_exits_0() {
+    assert_planted(&[]);
+}
+
+/// `hintaudit demo` on MariaDB (`HINTAUDIT_MYSQL_URL`, server root) reports the same planted
+/// findings and the same summary as on SQLite, in a fresh database it drops afterwards.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn demo_on_mysql_reports_the_same_planted_findings() {
+    use sqlx::Executor;
+    let base = std::env::var("HINTAUDIT_MYSQL_URL")
+        .unwrap_or_else(|_| "mysql://root@127.0.0.1:3306".to_owned());
+    let admin = match sqlx::MySqlPool::connect(&base).await {
+        Ok(p) => p,
+        Err(e) if hintaudit_test_support::required("HINTAUDIT_REQUIRE_MYSQL") => {
+            panic!("MySQL required but unreachable at {base}: {e}")
+        }
+        Err(e) => {
+            eprintln!("skipping: MySQL unreachable at {base}: {e}");
+            return;
+        }
+    };
+    let name = format!("demo_{}", std::process::id());
+    admin
+        .execute(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
+        .await
+        .expect("create database");
+    let url = format!("{}/{name}", base.trim_end_matches('/'));
+    let run = tokio::task::spawn_blocking(move || assert_planted(&["--database-url", &url])).await;
+    let _ = admin
+        .execute(sqlx::AssertSqlSafe(format!("DROP DATABASE {name}")))
+        .await;
+    run.expect("demo on MySQL");
+}
+
+/// Runs `hintaudit demo` with `args`, and checks its planted findings and summary line.
+fn assert_planted(args: &[&str]) {
     let out = Command::new(env!("CARGO_BIN_EXE_hintaudit"))
         .arg("demo")
+        .args(args)
         .env_remove("DATABASE_URL")
         .output()
         .expect("run hintaudit demo");
@@ -37,7 +73,7 @@ fn demo_prints_the_planted_findings_and_exits_0() {
 #[test]
 fn demo_rejects_a_bad_database_url_with_exit_2() {
     let out = Command::new(env!("CARGO_BIN_EXE_hintaudit"))
-        .args(["demo", "--database-url", "mysql://nowhere"])
+        .args(["demo", "--database-url", "oracle://nowhere"])
         .output()
         .expect("run hintaudit demo");
     assert_eq!(out.status.code(), Some(2));

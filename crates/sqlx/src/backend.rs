@@ -1,4 +1,4 @@
-//! The [`Backend`] trait: what differs between SQLite and PostgreSQL (and MySQL later).
+//! The [`Backend`] trait: what differs between SQLite, PostgreSQL and MySQL.
 //!
 //! The audited pool, connection and transaction are generic over `DB: Backend`; the backend
 //! decides how a statement runs under observation: SQLite binds the connection's hooks to the
@@ -30,10 +30,12 @@ pub(crate) mod sealed {
     pub trait Sealed {}
 }
 
-/// A database the audited pool supports: [`sqlx::Sqlite`] and [`sqlx::Postgres`] (with the
-/// `sqlite` and `postgres` features). Sealed: the methods are this crate's plumbing.
+/// A database the audited pool supports: [`sqlx::Sqlite`], [`sqlx::Postgres`] and
+/// [`sqlx::MySql`] (with the `sqlite`, `postgres` and `mysql` features). Sealed: the methods
+/// are this crate's plumbing.
 pub trait Backend: Database + sealed::Sealed + RawExecutor {
-    /// `db.system.name`: `sqlite`, `postgresql`.
+    /// `db.system.name`: `sqlite`, `postgresql`; `mysql` for MySQL and MariaDB, whose
+    /// statement spans get `mysql` or `mariadb` once the server said which it is.
     const SYSTEM_NAME: &'static str;
     /// The sqlparser dialect statements are classified with.
     const DIALECT: SqlDialect;

@@ -92,6 +92,17 @@
 //! [`AuditedTransaction::rollback`], since a dropped transaction cannot be asked.
 //! [`PgOracle::Always`] runs the oracle for reads too.
 
+//!
+//! # MySQL and MariaDB
+//!
+//! Rows affected come from the OK packet of each statement (confirmed for the statement's
+//! own table); an upsert that affected more rows than its `VALUES` list holds overwrote the
+//! difference (confirmed). Writes made by triggers and stored procedures are found by
+//! reading them from `information_schema` once per pool (again after DDL) and expanding each
+//! statement through the triggers it fires and the procedures it calls: likely evidence,
+//! whose text says `via trigger X on t` or `via procedure p`. A write in a transaction that
+//! rolls back is an attempt. `db.system.name` is `mysql` or `mariadb`, as `VERSION()` says.
+
 /// The [`Backend`] trait and what every backend does alike.
 mod backend;
 /// Statement classification: what a SQL text does.

@@ -1,7 +1,10 @@
-//! The clinic database: SQLite by default, PostgreSQL when the URL says so.
+//! The clinic database: SQLite by default, PostgreSQL or MariaDB when the URL says so.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
 
 use hintaudit_sqlx::AuditedPool;
-use sqlx::{Postgres, Sqlite};
+use sqlx::{MySql, Postgres, Sqlite};
 
 /// The bookings database, through hintaudit's audited pool.
 #[derive(Debug, Clone)]
@@ -10,18 +13,63 @@ pub enum Db {
     Sqlite(AuditedPool<Sqlite>),
     /// PostgreSQL.
     Postgres(AuditedPool<Postgres>),
+    /// MariaDB (10.5 or later: the tools use `RETURNING`) or MySQL.
+    MySql(AuditedPool<MySql>),
 }
 
 /// Runs the same expression against whichever pool the [`Db`] holds: SQL in this example
-/// is written once, with `$N` placeholders that both backends accept.
+/// is written once, with `$N` placeholders in bind order, which SQLite and PostgreSQL
+/// accept and [`Placeholders::sql`] turns into MySQL's `?`.
 #[macro_export]
 macro_rules! on_db {
     ($db:expr, $pool:ident => $body:expr) => {
         match $db {
             $crate::Db::Sqlite($pool) => $body,
             $crate::Db::Postgres($pool) => $body,
+            $crate::Db::MySql($pool) => $body,
         }
     };
+}
+
+/// SQL text as a pool's backend takes it.
+pub trait Placeholders {
+    /// `text`, written with `$1`, `$2`… in bind order, as this backend takes it.
+    fn sql(&self, text: &'static str) -> &'static str {
+        text
+    }
+}
+
+impl Placeholders for AuditedPool<Sqlite> {}
+impl Placeholders for AuditedPool<Postgres> {}
+
+impl Placeholders for AuditedPool<MySql> {
+    /// `$N` becomes `?`. Each distinct text is converted once and kept for the life of the
+    /// process (the example has a fixed, small set of them).
+    fn sql(&self, text: &'static str) -> &'static str {
+        static CONVERTED: Mutex<Option<HashMap<&'static str, &'static str>>> = Mutex::new(None);
+        let mut cache = CONVERTED.lock().unwrap_or_else(|e| e.into_inner());
+        cache
+            .get_or_insert_with(HashMap::new)
+            .entry(text)
+            .or_insert_with(|| Box::leak(question_marks(text).into_boxed_str()))
+    }
+}
+
+/// `$1`, `$2`… replaced by `?` (the example's SQL holds no `$` elsewhere).
+fn question_marks(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '$' && chars.peek().is_some_and(char::is_ascii_digit) {
+            while chars.peek().is_some_and(char::is_ascii_digit) {
+                chars.next();
+            }
+            out.push('?');
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 const SQLITE_SCHEMA: &[&str] = &[
@@ -81,6 +129,35 @@ const POSTGRES_SCHEMA: &[&str] = &[
         FOR EACH ROW EXECUTE FUNCTION confirmation_sets_status()",
 ];
 
+const MYSQL_SCHEMA: &[&str] = &[
+    "CREATE TABLE IF NOT EXISTS patients (
+        id BIGINT AUTO_INCREMENT PRIMARY KEY,
+        name TEXT NOT NULL,
+        email VARCHAR(255) NOT NULL UNIQUE)",
+    "CREATE TABLE IF NOT EXISTS appointments (
+        id BIGINT AUTO_INCREMENT PRIMARY KEY,
+        patient_id BIGINT NOT NULL REFERENCES patients(id),
+        starts_at TEXT NOT NULL,
+        reason TEXT NOT NULL DEFAULT '',
+        status VARCHAR(32) NOT NULL DEFAULT 'booked',
+        view_count BIGINT NOT NULL DEFAULT 0,
+        last_viewed_at TEXT)",
+    "CREATE TABLE IF NOT EXISTS confirmations (
+        appointment_id BIGINT PRIMARY KEY,
+        confirmed_at TEXT NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS audit_log (
+        id BIGINT AUTO_INCREMENT PRIMARY KEY,
+        tool TEXT NOT NULL,
+        at TEXT NOT NULL)",
+    "CREATE TRIGGER IF NOT EXISTS confirmation_sets_status AFTER INSERT ON confirmations
+        FOR EACH ROW
+        UPDATE appointments SET status = 'confirmed' WHERE id = NEW.appointment_id",
+];
+
+/// The MySQL named lock [`Db::connect`] holds while it migrates (`GET_LOCK`), as
+/// [`MIGRATION_LOCK`] on PostgreSQL.
+const MYSQL_MIGRATION_LOCK: &str = "bookings_migration";
+
 /// The PostgreSQL advisory lock key [`Db::connect`] holds while it migrates (the ASCII of
 /// `bookings`): replicas starting together on one database migrate and seed one at a time.
 pub const MIGRATION_LOCK: i64 = 0x626f_6f6b_696e_6773;
@@ -99,7 +176,7 @@ const SEED_APPOINTMENTS: &[(i64, &str, &str)] = &[
 ];
 
 impl Db {
-    /// Connects to `url` (`sqlite:…` or `postgres://…`) through the audited pool, creates
+    /// Connects to `url` (`sqlite:…`, `postgres://…` or `mysql://…`) through the audited pool, creates
     /// the schema if it is missing, and seeds three patients and four appointments into an
     /// empty database, in one transaction (on PostgreSQL under the advisory lock
     /// [`MIGRATION_LOCK`], so that replicas may start together on one database). Schema
@@ -129,8 +206,18 @@ impl Db {
             )
             .await?;
             Db::Postgres(pool)
+        } else if url.starts_with("mysql:") || url.starts_with("mariadb:") {
+            let options: sqlx::mysql::MySqlConnectOptions = url.parse()?;
+            let pool = AuditedPool::connect_with(
+                sqlx::mysql::MySqlPoolOptions::new().max_connections(8),
+                options,
+            )
+            .await?;
+            Db::MySql(pool)
         } else {
-            anyhow::bail!("unsupported database URL {url:?}: use sqlite:… or postgres://…");
+            anyhow::bail!(
+                "unsupported database URL {url:?}: use sqlite:…, postgres://… or mysql://…"
+            );
         };
         db.migrate().await?;
         Ok(db)
@@ -144,30 +231,44 @@ impl Db {
     /// finds the tables empty and seeds them. The lock is released at commit or rollback.
     async fn migrate(&self) -> anyhow::Result<()> {
         let (schema, lock) = match self {
-            Db::Sqlite(_) => (SQLITE_SCHEMA, false),
-            Db::Postgres(_) => (POSTGRES_SCHEMA, true),
+            Db::Sqlite(_) => (SQLITE_SCHEMA, None),
+            Db::Postgres(_) => (POSTGRES_SCHEMA, Some("SELECT pg_advisory_xact_lock($1)")),
+            // A session lock (MySQL has no transaction-scoped one): released below, or when
+            // the connection closes. DDL commits implicitly on MySQL, so only the seed is
+            // one transaction there.
+            Db::MySql(_) => (MYSQL_SCHEMA, Some("SELECT GET_LOCK($1, 60)")),
         };
         on_db!(self, pool => async {
             let mut tx = pool.begin().await?;
-            if lock {
-                sqlx::query("SELECT pg_advisory_xact_lock($1)")
-                    .bind(MIGRATION_LOCK).execute(&mut tx).await?;
+            match (lock, self) {
+                (Some(lock), Db::MySql(_)) => {
+                    sqlx::query(pool.sql(lock)).bind(MYSQL_MIGRATION_LOCK).execute(&mut tx).await?;
+                }
+                (Some(lock), _) => {
+                    sqlx::query(pool.sql(lock)).bind(MIGRATION_LOCK).execute(&mut tx).await?;
+                }
+                (None, _) => {}
             }
             for statement in schema {
-                sqlx::query(*statement).execute(&mut tx).await?;
+                // Not prepared: MySQL prepares no CREATE TRIGGER.
+                sqlx::raw_sql(*statement).execute(&mut tx).await?;
             }
             let patients: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM patients")
                 .fetch_one(&mut tx).await?;
             if patients == 0 {
                 for (name, email) in SEED_PATIENTS {
-                    sqlx::query("INSERT INTO patients (name, email) VALUES ($1, $2)")
+                    sqlx::query(pool.sql("INSERT INTO patients (name, email) VALUES ($1, $2)"))
                         .bind(name).bind(email).execute(&mut tx).await?;
                 }
                 for (patient, starts_at, reason) in SEED_APPOINTMENTS {
-                    sqlx::query(
-                        "INSERT INTO appointments (patient_id, starts_at, reason) VALUES ($1, $2, $3)")
+                    sqlx::query(pool.sql(
+                        "INSERT INTO appointments (patient_id, starts_at, reason) VALUES ($1, $2, $3)"))
                         .bind(patient).bind(starts_at).bind(reason).execute(&mut tx).await?;
                 }
+            }
+            if let Db::MySql(_) = self {
+                sqlx::query(pool.sql("SELECT RELEASE_LOCK($1)"))
+                    .bind(MYSQL_MIGRATION_LOCK).execute(&mut tx).await?;
             }
             tx.commit().await
         }.await)?;

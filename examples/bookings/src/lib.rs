@@ -13,6 +13,6 @@ mod db;
 mod planted;
 mod tools;
 
-pub use db::{Db, MIGRATION_LOCK};
+pub use db::{Db, MIGRATION_LOCK, Placeholders};
 pub use planted::{BOOKKEEPING_TABLES, PLANTED_CALL_FINDINGS, PLANTED_LISTING_FINDINGS, Planted};
 pub use tools::{Appointment, Bookings, Patient};

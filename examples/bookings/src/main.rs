@@ -3,6 +3,7 @@
 //! ```text
 //! DATABASE_URL=sqlite:clinic.db bookings --stdio
 //! DATABASE_URL=postgres://postgres@127.0.0.1/test bookings --http 127.0.0.1:8080   # /mcp
+//! DATABASE_URL=mysql://root@127.0.0.1:3306/test bookings --http 127.0.0.1:8080      # MariaDB
 //! bookings --http 127.0.0.1:8080 --audit     # audited: findings logged, /metrics beside /mcp
 //! bookings --stdio --audit --metrics-addr 127.0.0.1:9464   # /metrics on a port of its own
 //! bookings --migrate                          # create the schema and seed data, then exit
@@ -44,7 +45,7 @@ struct Args {
     /// address is printed on stderr).
     #[arg(long, value_name = "ADDR")]
     http: Option<SocketAddr>,
-    /// Database URL: sqlite:… or postgres://…
+    /// Database URL: sqlite:…, postgres://… or mysql://… (MariaDB 10.5 or later)
     #[arg(long, env = "DATABASE_URL", default_value = "sqlite:bookings.db")]
     database_url: String,
     /// Wrap the server in hintaudit's layer: findings logged to stderr, Prometheus metrics at

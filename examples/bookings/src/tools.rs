@@ -6,6 +6,7 @@ use rmcp::{ServerHandler, tool, tool_handler, tool_router};
 use serde::{Deserialize, Serialize};
 use sqlx::FromRow;
 
+use crate::db::Placeholders;
 use crate::{Db, on_db};
 
 /// The clinic appointments MCP server.
@@ -159,12 +160,12 @@ impl Bookings {
         let limit = args.limit.unwrap_or(50).clamp(1, 500);
         let rows: Vec<Appointment> = match args.status {
             Some(status) => on_db!(&self.db, pool => sqlx::query_as(
-                "SELECT id, patient_id, starts_at, reason, status FROM appointments
-                 WHERE status = $1 ORDER BY starts_at LIMIT $2")
+                pool.sql("SELECT id, patient_id, starts_at, reason, status FROM appointments
+                 WHERE status = $1 ORDER BY starts_at LIMIT $2"))
                 .bind(status.as_str()).bind(limit).fetch_all(pool).await),
             None => on_db!(&self.db, pool => sqlx::query_as(
-                "SELECT id, patient_id, starts_at, reason, status FROM appointments
-                 ORDER BY starts_at LIMIT $1")
+                pool.sql("SELECT id, patient_id, starts_at, reason, status FROM appointments
+                 ORDER BY starts_at LIMIT $1"))
                 .bind(limit).fetch_all(pool).await),
         }
         .map_err(db_error)?;
@@ -178,15 +179,15 @@ impl Bookings {
     )]
     async fn get_appointment(&self, Parameters(args): Parameters<AppointmentId>) -> ToolResult {
         let row: Option<Appointment> = on_db!(&self.db, pool => sqlx::query_as(
-            "SELECT id, patient_id, starts_at, reason, status FROM appointments WHERE id = $1")
+            pool.sql("SELECT id, patient_id, starts_at, reason, status FROM appointments WHERE id = $1"))
             .bind(args.id).fetch_optional(pool).await)
         .map_err(db_error)?;
         let Some(row) = row else {
             return Err(format!("no appointment {}", args.id));
         };
         on_db!(&self.db, pool => sqlx::query(
-            "UPDATE appointments SET view_count = view_count + 1, last_viewed_at = CURRENT_TIMESTAMP
-             WHERE id = $1")
+            pool.sql("UPDATE appointments SET view_count = view_count + 1, last_viewed_at = CURRENT_TIMESTAMP
+             WHERE id = $1"))
             .bind(args.id).execute(pool).await.map(|_| ()))
         .map_err(db_error)?;
         json(&row)
@@ -201,7 +202,7 @@ impl Bookings {
     async fn search_patients(&self, Parameters(args): Parameters<SearchArgs>) -> ToolResult {
         let pattern = format!("%{}%", args.query.to_lowercase());
         let rows: Vec<Patient> = on_db!(&self.db, pool => sqlx::query_as(
-            "SELECT id, name, email FROM patients WHERE lower(name) LIKE $1 ORDER BY id")
+            pool.sql("SELECT id, name, email FROM patients WHERE lower(name) LIKE $1 ORDER BY id"))
             .bind(&pattern).fetch_all(pool).await)
         .map_err(db_error)?;
         on_db!(&self.db, pool => sqlx::query(
@@ -224,7 +225,7 @@ impl Bookings {
     )]
     async fn add_patient(&self, Parameters(args): Parameters<NewPatient>) -> ToolResult {
         let id: i64 = on_db!(&self.db, pool => sqlx::query_scalar(
-            "INSERT INTO patients (name, email) VALUES ($1, $2) RETURNING id")
+            pool.sql("INSERT INTO patients (name, email) VALUES ($1, $2) RETURNING id"))
             .bind(&args.name).bind(&args.email).fetch_one(pool).await)
         .map_err(db_error)?;
         json(&serde_json::json!({ "id": id }))
@@ -243,7 +244,7 @@ impl Bookings {
     )]
     async fn create_appointment(&self, Parameters(args): Parameters<NewAppointment>) -> ToolResult {
         let id: i64 = on_db!(&self.db, pool => sqlx::query_scalar(
-            "INSERT INTO appointments (patient_id, starts_at, reason) VALUES ($1, $2, $3) RETURNING id")
+            pool.sql("INSERT INTO appointments (patient_id, starts_at, reason) VALUES ($1, $2, $3) RETURNING id"))
             .bind(args.patient_id).bind(&args.starts_at).bind(&args.reason).fetch_one(pool).await)
         .map_err(db_error)?;
         json(&serde_json::json!({ "id": id }))
@@ -263,14 +264,14 @@ impl Bookings {
     async fn reschedule_appointment(&self, Parameters(args): Parameters<Reschedule>) -> ToolResult {
         let updated = on_db!(&self.db, pool => async {
             let mut tx = pool.begin().await?;
-            let status: Option<String> = sqlx::query_scalar("SELECT status FROM appointments WHERE id = $1")
+            let status: Option<String> = sqlx::query_scalar(pool.sql("SELECT status FROM appointments WHERE id = $1"))
                 .bind(args.id).fetch_optional(&mut tx).await?;
             if status.as_deref().is_none_or(|s| s == "cancelled") {
                 tx.rollback().await?;
                 return Ok::<bool, sqlx::Error>(false);
             }
-            sqlx::query("UPDATE appointments SET starts_at = $2 WHERE id = $1")
-                .bind(args.id).bind(&args.starts_at).execute(&mut tx).await?;
+            sqlx::query(pool.sql("UPDATE appointments SET starts_at = $1 WHERE id = $2"))
+                .bind(&args.starts_at).bind(args.id).execute(&mut tx).await?;
             tx.commit().await?;
             Ok(true)
         }.await)
@@ -292,7 +293,7 @@ impl Bookings {
         )
     )]
     async fn cancel_appointment(&self, Parameters(args): Parameters<AppointmentId>) -> ToolResult {
-        on_db!(&self.db, pool => sqlx::query("UPDATE appointments SET status = 'cancelled' WHERE id = $1")
+        on_db!(&self.db, pool => sqlx::query(pool.sql("UPDATE appointments SET status = 'cancelled' WHERE id = $1"))
             .bind(args.id).execute(pool).await.map(|_| ()))
         .map_err(db_error)?;
         json(&serde_json::json!({ "id": args.id, "status": "cancelled" }))
@@ -300,7 +301,7 @@ impl Bookings {
 
     /// DISHONEST (undeclared_destructive, through a trigger): declared additive, and the
     /// INSERT is additive, but a database trigger overwrites the appointment's status.
-    /// Idempotent as declared (`ON CONFLICT DO NOTHING`).
+    /// Idempotent as declared (`ON CONFLICT DO NOTHING`, on MySQL `INSERT IGNORE`).
     #[tool(
         description = "Record that the patient confirmed an appointment.",
         annotations(
@@ -311,9 +312,13 @@ impl Bookings {
         )
     )]
     async fn confirm_appointment(&self, Parameters(args): Parameters<AppointmentId>) -> ToolResult {
-        on_db!(&self.db, pool => sqlx::query(
-            "INSERT INTO confirmations (appointment_id, confirmed_at) VALUES ($1, CURRENT_TIMESTAMP)
-             ON CONFLICT (appointment_id) DO NOTHING")
+        let sql = match self.db {
+            Db::MySql(_) => "INSERT IGNORE INTO confirmations (appointment_id, confirmed_at)
+             VALUES ($1, CURRENT_TIMESTAMP)",
+            _ => "INSERT INTO confirmations (appointment_id, confirmed_at) VALUES ($1, CURRENT_TIMESTAMP)
+             ON CONFLICT (appointment_id) DO NOTHING",
+        };
+        on_db!(&self.db, pool => sqlx::query(pool.sql(sql))
             .bind(args.id).execute(pool).await.map(|_| ()))
         .map_err(db_error)?;
         json(&serde_json::json!({ "id": args.id, "confirmed": true }))

@@ -34,7 +34,8 @@ pub struct DemoArgs {
     /// Address to serve on (loopback; port 0 picks a free port).
     #[arg(long, default_value = "127.0.0.1:0")]
     pub addr: SocketAddr,
-    /// Database URL for the bookings server (default: a SQLite file in a temporary directory).
+    /// Database URL for the bookings server: `sqlite:…`, `postgres://…` or `mysql://…`
+    /// (MariaDB 10.5 or later); default: a SQLite file in a temporary directory.
     #[arg(long, value_name = "URL")]
     pub database_url: Option<String>,
 }

@@ -37,7 +37,7 @@ pub enum SqlDialect {
     Sqlite,
     /// PostgreSQL (sqlparser's `PostgreSqlDialect`).
     Postgres,
-    /// MySQL / MariaDB (sqlparser's `MySqlDialect`); no audited pool yet.
+    /// MySQL / MariaDB (sqlparser's `MySqlDialect`).
     MySql,
 }
 

@@ -210,9 +210,10 @@ impl Run<'_> {
             Some(TxControl::Rollback) => self.end_raw(false),
             _ => {}
         }
-        if op == Operation::Ddl || op == Operation::Session {
-            // DDL may add triggers or routines (and commits implicitly); USE changes the
-            // database.
+        if matches!(op, Operation::Ddl | Operation::Session | Operation::Unknown) {
+            // DDL may add triggers or routines (and commits implicitly; sqlparser reads no
+            // `CREATE TRIGGER … BEGIN … END`, so an unparseable text counts too); USE
+            // changes the database.
             self.pool.set(None);
             if op == Operation::Ddl {
                 self.end_raw(true);
@@ -280,19 +281,17 @@ impl Backend for MySql {
             rows: 0,
             armed: true,
         };
-        let mut rows = 0;
+        let mut rows = Counted::default();
         let result = {
             let mut s = run.conn.fetch_many(query);
             loop {
                 match s.try_next().await {
                     Ok(Some(v)) => {
-                        if let Either::Left(r) = &v {
-                            rows += r.rows_affected();
-                            guard.rows = rows;
-                        }
+                        rows.add(&v);
+                        guard.rows = rows.get();
                         y.send(v).await;
                     }
-                    Ok(None) => break Ok(rows),
+                    Ok(None) => break Ok(rows.get()),
                     Err(e) => break Err(e),
                 }
             }
@@ -323,15 +322,15 @@ impl Backend for MySql {
             armed: true,
         };
         // Every result is read, for its rows affected; the first row is the answer.
-        let mut rows = 0;
+        let mut rows = Counted::default();
         let mut first = None;
         let result = {
             let mut s = run.conn.fetch_many(query);
             loop {
                 match s.try_next().await {
-                    Ok(Some(Either::Left(r))) => rows += r.rows_affected(),
-                    Ok(Some(Either::Right(row))) => {
-                        if first.is_none() {
+                    Ok(Some(v)) => {
+                        rows.add(&v);
+                        if let (None, Either::Right(row)) = (&first, v) {
                             first = Some(row);
                         }
                     }
@@ -345,7 +344,7 @@ impl Backend for MySql {
         drop(guard);
         match result {
             Ok(()) => {
-                run.finish(&sql, Ok(rows));
+                run.finish(&sql, Ok(rows.get()));
                 Ok(first)
             }
             Err(e) => {
@@ -376,6 +375,31 @@ impl Backend for MySql {
     fn after_end(tx: &mut MySqlTxState, end: TxEnd, answer: &Result<(), Error>) {
         tx.ended = true;
         tx.pending.end(end == TxEnd::Commit && answer.is_ok());
+    }
+}
+
+/// Rows affected as the OK packets count them; for a `… RETURNING` statement (MariaDB),
+/// whose result set ends without a count, the rows it returned.
+#[derive(Default)]
+struct Counted {
+    affected: u64,
+    returned: u64,
+}
+
+impl Counted {
+    fn add(&mut self, v: &Step<MySql>) {
+        match v {
+            Either::Left(r) => self.affected += r.rows_affected(),
+            Either::Right(_) => self.returned += 1,
+        }
+    }
+
+    fn get(&self) -> u64 {
+        if self.affected == 0 {
+            self.returned
+        } else {
+            self.affected
+        }
     }
 }
 
