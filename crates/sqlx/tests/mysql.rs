@@ -346,3 +346,65 @@ async fn system_name_is_what_the_server_says() {
     drop(_guard);
     db.drop_database().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_multi_statement_text_is_judged_per_statement() {
+    let Some(db) = db(SETUP).await else { return };
+    let text = "INSERT INTO holds (room) VALUES (5); DELETE FROM holds WHERE room = 1; \
+                UPDATE hits SET n = 1 WHERE page = 99";
+    let (r, e) = call("shuffle", async {
+        sqlx::raw_sql(text).execute(&db.pool).await
+    })
+    .await;
+    assert_eq!(r.expect("multi").rows_affected(), 2);
+    let got: Vec<(Operation, Option<u64>, StatementOutcome)> = e
+        .statements
+        .iter()
+        .map(|s| (s.operation, s.rows_affected, s.outcome))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (Operation::Insert, Some(1), StatementOutcome::Ok),
+            (Operation::Delete, Some(1), StatementOutcome::Ok),
+            (Operation::Update, Some(0), StatementOutcome::Ok),
+        ]
+    );
+    let f = Facts::from_effect(&e, &Policy::default());
+    assert_eq!(
+        texts(&f.destructive),
+        ["DELETE holds: 1 row affected (Confirmed)"]
+    );
+    assert_eq!(
+        texts(&f.attempts),
+        ["UPDATE hits: 0 rows affected (Confirmed)"]
+    );
+
+    // MySQL stops at the first failing statement: the DELETE after it never ran.
+    let text =
+        "INSERT INTO holds (room) VALUES (6); INSERT INTO nosuch VALUES (1); DELETE FROM holds";
+    let (r, e) = call("broken", async {
+        sqlx::raw_sql(text).execute(&db.pool).await
+    })
+    .await;
+    assert!(r.is_err());
+    let got: Vec<(Operation, StatementOutcome)> = e
+        .statements
+        .iter()
+        .map(|s| (s.operation, s.outcome))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (Operation::Insert, StatementOutcome::Ok),
+            (Operation::Insert, StatementOutcome::Failed),
+            (Operation::Delete, StatementOutcome::Failed),
+        ]
+    );
+    let left: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM holds")
+        .fetch_one(db.pool.inner())
+        .await
+        .unwrap();
+    assert_eq!(left, 3, "2 seeded + 5 - 1 + 6, no DELETE");
+    db.drop_database().await;
+}

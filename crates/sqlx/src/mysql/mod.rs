@@ -14,6 +14,8 @@
 //! - Writes in triggers and routines, read from `information_schema` once per pool (and again
 //!   after DDL or `USE`): derived statements of the call, `likely`, whose summary says how
 //!   they were found (`DELETE holds (via trigger t on bookings)`).
+//! - A text of several statements is split with sqlparser (`split`) and each statement
+//!   recorded and judged with the rows affected of its own result.
 //! - A write in a transaction that rolls back (an [`crate::AuditedTransaction`] or a raw
 //!   `BEGIN`/`START TRANSACTION` … `ROLLBACK`) is marked failed: an attempt.
 //!
@@ -23,6 +25,7 @@
 mod catalog;
 mod derive;
 mod pending;
+mod split;
 mod upsert;
 
 use std::sync::{Arc, Mutex};
@@ -37,7 +40,7 @@ use sqlx::pool::PoolOptions;
 use sqlx::{Either, Error, Executor};
 
 use crate::backend::{Backend, Ctx, Step, TxEnd, sealed};
-use crate::classify::{SqlDialect, TxControl, is_dml};
+use crate::classify::{Classification, SqlDialect, TxControl, is_dml};
 use crate::execute::{Attribution, AuditedQuery, Sink, StatementEnd};
 use crate::pool::options::{AfterConnect, PgOracle};
 use crate::stream::Yielder;
@@ -151,23 +154,86 @@ impl Run<'_> {
         }
     }
 
-    /// Records how the statement ended, and what follows from it: upsert counts, derived
-    /// writes, the raw transaction state, a stale catalog.
-    fn finish(&mut self, sql: &str, result: Result<u64, ()>) {
-        let Ok(rows) = result else {
-            self.att.finish(StatementEnd::FAILED);
-            let write = self.write();
-            if let Some(sink) = self.att.sink.clone()
+    /// Records how the text ended (`results`: rows affected per result, in order; `failed`:
+    /// the driver answered with an error after them), and what follows from each of its
+    /// statements: upsert counts, derived writes, the raw transaction state, a stale
+    /// catalog. A text of several statements is judged per statement (see `split`).
+    fn finish(&mut self, sql: &str, results: &[u64], failed: bool) {
+        let total: u64 = results.iter().sum();
+        let Some(pieces) = split::statements(&self.att.class, sql) else {
+            let class = self.att.class.clone();
+            let end = self.statement(
+                &class,
+                self.att.sink.clone(),
+                sql,
+                (!failed).then_some(total),
+            );
+            self.att.finish(end);
+            return;
+        };
+        // The span tells the whole text; the call's effect, each statement.
+        self.att.finish(StatementEnd {
+            outcome: if failed {
+                StatementOutcome::Failed
+            } else {
+                StatementOutcome::Ok
+            },
+            rows_affected: pieces
+                .iter()
+                .any(|(c, _)| is_dml(c.effect.operation))
+                .then_some(total),
+            observed: false,
+        });
+        for (i, (class, text)) in pieces.iter().enumerate() {
+            let sink = self.att.sink.as_ref().map(|sink| {
+                let effects = sink.effects.clone();
+                let index = if i == 0 {
+                    effects.update_statement(sink.index, |s| *s = class.effect.clone());
+                    sink.index
+                } else {
+                    effects.record_statement(class.effect.clone())
+                };
+                Sink { effects, index }
+            });
+            // MySQL stops at the first failing statement: it and those after it changed
+            // nothing.
+            let rows = match results.get(i) {
+                Some(n) => Some(*n),
+                None if failed => None,
+                None => Some(0),
+            };
+            let end = self.statement(class, sink.clone(), text, rows);
+            if let Some(sink) = sink {
+                sink.effects.update_statement(sink.index, |s| {
+                    s.outcome = end.outcome;
+                    s.rows_affected = end.rows_affected;
+                    s.observed = end.observed;
+                });
+            }
+        }
+    }
+
+    /// One statement's end (`rows` affected; `None`: it failed or never ran), and what
+    /// follows from it.
+    fn statement(
+        &mut self,
+        class: &Classification,
+        sink: Option<Sink>,
+        sql: &str,
+        rows: Option<u64>,
+    ) -> StatementEnd {
+        let write = class.effect.operation.is_write();
+        let Some(rows) = rows else {
+            if let Some(sink) = sink
                 && let Some(p) = self.pending()
             {
                 p.statement(sink, write);
             }
-            return;
+            return StatementEnd::FAILED;
         };
-        let class = self.att.class.clone();
         let op = class.effect.operation;
-        let counts = upsert::judge(&class, sql, rows);
-        if let (Some(upsert::Upsert::NoOverwrite), Some(sink)) = (&counts, &self.att.sink) {
+        let counts = upsert::judge(class, sql, rows);
+        if let (Some(upsert::Upsert::NoOverwrite), Some(sink)) = (&counts, &sink) {
             // The convention says nothing was overwritten: not a "may have overwritten".
             sink.effects
                 .update_statement(sink.index, |s| s.overwrites = false);
@@ -176,13 +242,12 @@ impl Run<'_> {
             Some(upsert::Upsert::Overwrote(w)) => Some(w),
             _ => None,
         };
-        self.att.finish(StatementEnd {
+        let end = StatementEnd {
             outcome: StatementOutcome::Ok,
             rows_affected: is_dml(op).then_some(rows),
             observed: overwrote.is_some(),
-        });
-        if let Some(sink) = self.att.sink.clone() {
-            let write = self.write();
+        };
+        if let Some(sink) = sink {
             let effects = sink.effects.clone();
             if let Some(p) = self.pending() {
                 p.statement(sink, write);
@@ -198,7 +263,7 @@ impl Run<'_> {
                     None => effects.record_transaction(obs),
                 }
             }
-            self.derive(&effects, sql, rows);
+            self.derive(&effects, class, sql, rows);
         }
         match class.tx_control {
             Some(TxControl::Begin) if self.tx.is_none() => {
@@ -219,10 +284,7 @@ impl Run<'_> {
                 self.end_raw(true);
             }
         }
-    }
-
-    fn write(&self) -> bool {
-        self.att.class.effect.operation.is_write()
+        end
     }
 
     fn end_raw(&mut self, committed: bool) {
@@ -234,8 +296,8 @@ impl Run<'_> {
     }
 
     /// Records the writes the statement's triggers and routines may have made.
-    fn derive(&mut self, effects: &Arc<CallEffects>, sql: &str, rows: u64) {
-        for effect in derive::derived(&self.catalog, &self.att.class, sql, rows) {
+    fn derive(&mut self, effects: &Arc<CallEffects>, class: &Classification, sql: &str, rows: u64) {
+        for effect in derive::derived(&self.catalog, class, sql, rows) {
             let write = effect.operation.is_write();
             let index = effects.record_statement(effect);
             if let Some(p) = self.pending() {
@@ -291,7 +353,7 @@ impl Backend for MySql {
                         guard.rows = rows.get();
                         y.send(v).await;
                     }
-                    Ok(None) => break Ok(rows.get()),
+                    Ok(None) => break Ok(()),
                     Err(e) => break Err(e),
                 }
             }
@@ -299,12 +361,12 @@ impl Backend for MySql {
         guard.armed = false;
         drop(guard);
         match result {
-            Ok(rows) => {
-                run.finish(&sql, Ok(rows));
+            Ok(()) => {
+                run.finish(&sql, &rows.results(), false);
                 Ok(())
             }
             Err(e) => {
-                run.finish(&sql, Err(()));
+                run.finish(&sql, &rows.results(), true);
                 Err(e)
             }
         }
@@ -344,11 +406,11 @@ impl Backend for MySql {
         drop(guard);
         match result {
             Ok(()) => {
-                run.finish(&sql, Ok(rows.get()));
+                run.finish(&sql, &rows.results(), false);
                 Ok(first)
             }
             Err(e) => {
-                run.finish(&sql, Err(()));
+                run.finish(&sql, &rows.results(), true);
                 Err(e)
             }
         }
@@ -378,28 +440,37 @@ impl Backend for MySql {
     }
 }
 
-/// Rows affected as the OK packets count them; for a `… RETURNING` statement (MariaDB),
-/// whose result set ends without a count, the rows it returned.
+/// Rows affected as the OK packets count them, per result; for a `… RETURNING` statement
+/// (MariaDB), whose result set ends without a count, the rows it returned.
 #[derive(Default)]
 struct Counted {
-    affected: u64,
+    results: Vec<u64>,
     returned: u64,
 }
 
 impl Counted {
     fn add(&mut self, v: &Step<MySql>) {
         match v {
-            Either::Left(r) => self.affected += r.rows_affected(),
+            Either::Left(r) => {
+                let n = match r.rows_affected() {
+                    0 => self.returned,
+                    n => n,
+                };
+                self.results.push(n);
+                self.returned = 0;
+            }
             Either::Right(_) => self.returned += 1,
         }
     }
 
+    /// Rows so far, over all results.
     fn get(&self) -> u64 {
-        if self.affected == 0 {
-            self.returned
-        } else {
-            self.affected
-        }
+        self.results.iter().sum::<u64>() + self.returned
+    }
+
+    /// Rows per finished result.
+    fn results(&self) -> Vec<u64> {
+        self.results.clone()
     }
 }
 
