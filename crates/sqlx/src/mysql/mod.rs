@@ -337,7 +337,7 @@ impl Backend for MySql {
         y: &'e Yielder<Step<Self>>,
     ) -> Result<(), Error> {
         let mut run = start(ctx).await;
-        let sql = query.text().to_owned();
+        let sql = text_needed(&run.att.class).then(|| query.text().to_owned());
         let mut guard = Guard {
             att: &run.att,
             rows: 0,
@@ -362,11 +362,11 @@ impl Backend for MySql {
         drop(guard);
         match result {
             Ok(()) => {
-                run.finish(&sql, &rows.results(), false);
+                run.finish(sql.as_deref().unwrap_or_default(), &rows.results(), false);
                 Ok(())
             }
             Err(e) => {
-                run.finish(&sql, &rows.results(), true);
+                run.finish(sql.as_deref().unwrap_or_default(), &rows.results(), true);
                 Err(e)
             }
         }
@@ -377,7 +377,7 @@ impl Backend for MySql {
         query: AuditedQuery<Self>,
     ) -> Result<Option<MySqlRow>, Error> {
         let mut run = start(ctx).await;
-        let sql = query.text().to_owned();
+        let sql = text_needed(&run.att.class).then(|| query.text().to_owned());
         let guard = Guard {
             att: &run.att,
             rows: 0,
@@ -406,11 +406,11 @@ impl Backend for MySql {
         drop(guard);
         match result {
             Ok(()) => {
-                run.finish(&sql, &rows.results(), false);
+                run.finish(sql.as_deref().unwrap_or_default(), &rows.results(), false);
                 Ok(first)
             }
             Err(e) => {
-                run.finish(&sql, &rows.results(), true);
+                run.finish(sql.as_deref().unwrap_or_default(), &rows.results(), true);
                 Err(e)
             }
         }
@@ -438,6 +438,17 @@ impl Backend for MySql {
         tx.ended = true;
         tx.pending.end(end == TxEnd::Commit && answer.is_ok());
     }
+}
+
+/// Whether the statement's text is read again once it ran: upserts (their `VALUES` rows),
+/// `CALL` (the procedure's name) and texts of several statements. Others skip the copy.
+fn text_needed(class: &Classification) -> bool {
+    matches!(class.effect.operation, Operation::Upsert | Operation::Call)
+        || class
+            .sanitized
+            .trim_end()
+            .trim_end_matches(';')
+            .contains(';')
 }
 
 /// Rows affected as the OK packets count them, per result; for a `… RETURNING` statement
