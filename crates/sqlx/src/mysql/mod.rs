@@ -275,7 +275,7 @@ impl Run<'_> {
             Some(TxControl::Rollback) => self.end_raw(false),
             _ => {}
         }
-        if matches!(op, Operation::Ddl | Operation::Session | Operation::Unknown) {
+        if matches!(op, Operation::Ddl | Operation::Session) || unparsed_ddl(class) {
             // DDL may add triggers or routines (and commits implicitly; sqlparser reads no
             // `CREATE TRIGGER … BEGIN … END`, so an unparseable text counts too); USE
             // changes the database.
@@ -438,6 +438,16 @@ impl Backend for MySql {
         tx.ended = true;
         tx.pending.end(end == TxEnd::Commit && answer.is_ok());
     }
+}
+
+/// An unparseable text that starts like DDL (`CREATE TRIGGER … BEGIN … END`, which sqlparser
+/// does not read): the catalog may be stale after it.
+fn unparsed_ddl(class: &Classification) -> bool {
+    let first = class.sanitized.split_whitespace().next().unwrap_or("");
+    class.effect.operation == Operation::Unknown
+        && ["CREATE", "ALTER", "DROP", "RENAME", "USE"]
+            .iter()
+            .any(|k| first.eq_ignore_ascii_case(k))
 }
 
 /// Whether the statement's text is read again once it ran: upserts (their `VALUES` rows),
