@@ -42,11 +42,12 @@ INSERT INTO items (name) SELECT 'item ' || i FROM generate_series(1, 1000) AS i;
 const BASE_TABLES: usize = 3;
 
 /// The workloads: a label, and how many statements one unit runs.
-const WORKLOADS: [(&str, u64); 4] = [
+const WORKLOADS: [(&str, u64); 5] = [
     ("plain autocommit write", 1),
     ("2 writes in a transaction", 2),
     ("read (SELECT by key)", 1),
     ("write with a trigger (oracle)", 1),
+    ("2 writes in a tx, one triggered", 2),
 ];
 
 /// Either pool, so that a workload is written once.
@@ -64,7 +65,15 @@ macro_rules! on_pool {
     };
 }
 
-const TX_INSERT: &str = "INSERT INTO items (name) VALUES ($1)";
+/// The transaction's insert: into the plain table (workload 1), or into the one with a
+/// trigger (workload 4, the oracle's in-transaction snapshots).
+fn tx_insert(w: usize) -> &'static str {
+    if w == 1 {
+        "INSERT INTO items (name) VALUES ($1)"
+    } else {
+        "INSERT INTO logged (v) VALUES (length($1))"
+    }
+}
 const TX_UPDATE: &str = "UPDATE items SET name = $1 WHERE id = $2";
 
 /// Runs one unit of workload `w` (the `i`-th), inside a call scope on the audited pool.
@@ -74,16 +83,16 @@ async fn unit(pool: &Pool, w: usize, i: i32) {
             0 => on_pool!(pool, p => {
                 sqlx::query("INSERT INTO items (name) VALUES ($1)").bind(format!("new {i}")).execute(p).await.map(|_| ())
             }),
-            1 => match pool {
+            1 | 4 => match pool {
                 Pool::Bare(p) => {
                     let mut tx = p.begin().await.expect("begin");
-                    sqlx::query(TX_INSERT).bind("tx").execute(&mut *tx).await.expect("insert");
+                    sqlx::query(tx_insert(w)).bind("tx").execute(&mut *tx).await.expect("insert");
                     sqlx::query(TX_UPDATE).bind("upd").bind(i % 1000 + 1).execute(&mut *tx).await.expect("update");
                     tx.commit().await
                 }
                 Pool::Audited(p) => {
                     let mut tx = p.begin().await.expect("begin");
-                    sqlx::query(TX_INSERT).bind("tx").execute(&mut tx).await.expect("insert");
+                    sqlx::query(tx_insert(w)).bind("tx").execute(&mut tx).await.expect("insert");
                     sqlx::query(TX_UPDATE).bind("upd").bind(i % 1000 + 1).execute(&mut tx).await.expect("update");
                     tx.commit().await
                 }
@@ -91,9 +100,10 @@ async fn unit(pool: &Pool, w: usize, i: i32) {
             2 => on_pool!(pool, p => {
                 sqlx::query_scalar::<_, String>("SELECT name FROM items WHERE id = $1").bind(i % 1000 + 1).fetch_one(p).await.map(|_| ())
             }),
-            _ => on_pool!(pool, p => {
+            3 => on_pool!(pool, p => {
                 sqlx::query("INSERT INTO logged (v) VALUES ($1)").bind(i).execute(p).await.map(|_| ())
             }),
+            _ => unreachable!("workload {w}"),
         }
         .expect("statement");
     };
