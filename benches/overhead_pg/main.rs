@@ -35,6 +35,7 @@ CREATE TABLE logged (id serial PRIMARY KEY, v int);
 CREATE FUNCTION log_it() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN INSERT INTO log (what) VALUES ('logged ' || NEW.id); RETURN NEW; END $$;
 CREATE TRIGGER logged_log AFTER INSERT ON logged FOR EACH ROW EXECUTE FUNCTION log_it();
+CREATE FUNCTION twice(v int) RETURNS int LANGUAGE sql IMMUTABLE AS 'SELECT v * 2';
 INSERT INTO items (name) SELECT 'item ' || i FROM generate_series(1, 1000) AS i;
 ";
 
@@ -134,10 +135,73 @@ async fn grow(admin: &PgPool, have: usize, total: usize) {
             from + 1,
             to
         );
-        admin.execute(sqlx::AssertSqlSafe(sql)).await.expect("filler tables");
+        admin
+            .execute(sqlx::AssertSqlSafe(sql))
+            .await
+            .expect("filler tables");
         from = to;
     }
     admin.execute("ANALYZE").await.expect("analyze");
+}
+
+/// Streams: time to the first row and to the last of `sql` read with `fetch`.
+async fn stream(pool: &Pool, sql: &'static str) -> (Duration, Duration) {
+    use futures_util::TryStreamExt;
+    let run = async {
+        let start = Instant::now();
+        let mut first = None;
+        on_pool!(pool, p => {
+            let mut rows = sqlx::query(sql).fetch(p);
+            while rows.try_next().await.expect("row").is_some() {
+                first.get_or_insert_with(|| start.elapsed());
+            }
+        });
+        (first.unwrap_or_default(), start.elapsed())
+    };
+    match pool {
+        Pool::Bare(_) => run.await,
+        Pool::Audited(_) => CallScope::new("bench").run(run).await,
+    }
+}
+
+/// The streamed queries: a plain read, and one calling a user function (opaque to the
+/// classifier, so the oracle wraps it and buffers its rows until `COMMIT`).
+const STREAMS: [(&str, &str); 2] = [
+    (
+        "stream 300k rows, plain SELECT",
+        "SELECT g FROM generate_series(1, 300000) AS g",
+    ),
+    (
+        "stream 300k rows, user function",
+        "SELECT twice(g) FROM generate_series(1, 300000) AS g",
+    ),
+];
+
+async fn streams(bare: &Pool, audited: &Pool) {
+    println!(
+        "{:<34} {:>14} {:>14} {:>10} {:>12} {:>12}",
+        "stream (fetch)", "bare first ms", "audited first", "ratio", "bare all ms", "audited all"
+    );
+    for (label, sql) in STREAMS {
+        let (mut bf, mut af, mut ba, mut aa) = (vec![], vec![], vec![], vec![]);
+        for _ in 0..3 {
+            let (f, a) = stream(bare, sql).await;
+            bf.push(f.as_secs_f64());
+            ba.push(a.as_secs_f64());
+            let (f, a) = stream(audited, sql).await;
+            af.push(f.as_secs_f64());
+            aa.push(a.as_secs_f64());
+        }
+        let (bf, af) = (median(bf), median(af));
+        println!(
+            "{label:<34} {:>14.2} {:>14.2} {:>10.2} {:>12.1} {:>12.1}",
+            bf * 1e3,
+            af * 1e3,
+            af / bf,
+            median(ba) * 1e3,
+            median(aa) * 1e3
+        );
+    }
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -146,11 +210,20 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 fn env_or<T: FromStr>(name: &str, default: T) -> T {
-    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
 }
 
 async fn bare_pool(opts: &PgConnectOptions) -> Pool {
-    Pool::Bare(PgPoolOptions::new().max_connections(2).connect_with(opts.clone()).await.expect("bare pool"))
+    Pool::Bare(
+        PgPoolOptions::new()
+            .max_connections(2)
+            .connect_with(opts.clone())
+            .await
+            .expect("bare pool"),
+    )
 }
 
 async fn audited_pool(opts: &PgConnectOptions) -> Pool {
@@ -162,7 +235,11 @@ async fn audited_pool(opts: &PgConnectOptions) -> Pool {
 }
 
 fn main() {
-    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
     runtime.block_on(async {
         let url = std::env::var("HINTAUDIT_PG_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned());
         let n: usize = env_or("HINTAUDIT_BENCH_STATEMENTS", 200);
@@ -234,6 +311,9 @@ fn main() {
                     (median(a) - median(b)) * 1e6,
                     added_rt
                 );
+            }
+            if tables == counts[0] {
+                streams(&bare, &audited).await;
             }
             for p in [bare, audited, cb, ca] {
                 on_pool!(p, p => p.close().await);

@@ -41,6 +41,10 @@ fn main() {
         "history: {ENTRIES} entries, {:.1} MB resident ({} bytes per entry); target <= 32 MB: {}",
         bytes as f64 / 1e6,
         bytes / ENTRIES,
-        if bytes <= 32_000_000 { "met" } else { "NOT met" }
+        if bytes <= 32_000_000 {
+            "met"
+        } else {
+            "NOT met"
+        }
     );
 }

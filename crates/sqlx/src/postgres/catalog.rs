@@ -147,7 +147,9 @@ pub(crate) fn direct_target(class: &Classification) -> Option<&str> {
     let single = !text.trim_end_matches(';').contains(';');
     // A data-modifying `WITH` (top level only, in PostgreSQL) writes rows the command tag
     // does not count.
-    let with = text.get(..4).is_some_and(|w| w.eq_ignore_ascii_case("with"));
+    let with = text
+        .get(..4)
+        .is_some_and(|w| w.eq_ignore_ascii_case("with"));
     (op_ok && single && !with && e.tables.len() == 1 && e.opaque_calls.is_empty())
         .then(|| e.tables[0].as_str())
 }
@@ -203,8 +205,14 @@ mod tests {
                 None,
             ),
             ("SELECT mark_viewed($1)", None),
-            ("WITH d AS (DELETE FROM a RETURNING *) INSERT INTO a SELECT * FROM d", None),
-            ("WITH u AS (UPDATE a SET x = 1 RETURNING *) SELECT * FROM u", None),
+            (
+                "WITH d AS (DELETE FROM a RETURNING *) INSERT INTO a SELECT * FROM d",
+                None,
+            ),
+            (
+                "WITH u AS (UPDATE a SET x = 1 RETURNING *) SELECT * FROM u",
+                None,
+            ),
             ("  insert into t (a) values (1);", Some("t")),
             ("CREATE TABLE x (a int)", None),
         ];
