@@ -81,15 +81,20 @@
 //!
 //! # PostgreSQL
 //!
-//! With [`PgOracle::Writes`] (the default), an autocommit statement that may write runs
-//! wrapped in a transaction whose table counts the oracle reads before `COMMIT`: 5 extra
-//! round trips (about +230 µs on localhost); plain `SELECT`s run unwrapped at no cost. A
-//! wrapped statement's rows are buffered until `COMMIT` answers: to stream a large `SELECT`
-//! that calls a function not known to be pure, run it in an [`AuditedTransaction`] or use
+//! With [`PgOracle::Writes`] (the default), the oracle runs only where a write can hide. A
+//! plain `INSERT`, `UPDATE` or `DELETE` on a table with no triggers, rules or cascading
+//! foreign keys (from the catalog, cached per pool and cleared on DDL) runs as it is: its
+//! command tag is the evidence, no extra round trip. Any other autocommit statement that
+//! may write runs wrapped in a transaction whose table counts the oracle reads before
+//! `COMMIT`: 4 extra round trips, whose cost does not grow with the schema (see
+//! `docs/performance.md`); plain `SELECT`s run unwrapped at no cost. A wrapped statement's
+//! rows are buffered until `COMMIT` answers: to stream a large `SELECT` that calls a
+//! function not known to be pure, run it in an [`AuditedTransaction`] or use
 //! [`PgOracle::Off`]. In an [`AuditedTransaction`] the oracle reads the whole transaction
-//! right before `COMMIT` or `ROLLBACK` (about +225 µs per writing transaction, nothing for a
-//! read-only one); end it with [`AuditedTransaction::commit`] or
-//! [`AuditedTransaction::rollback`], since a dropped transaction cannot be asked.
+//! right before `COMMIT` or `ROLLBACK` (two round trips per transaction with a write that
+//! is not plain, nothing for a read-only one or one with plain writes only); end it with
+//! [`AuditedTransaction::commit`] or [`AuditedTransaction::rollback`], since a dropped
+//! transaction cannot be asked.
 //! [`PgOracle::Always`] runs the oracle for reads too.
 
 //!

@@ -15,6 +15,9 @@ use hintaudit_sqlx::{AuditedPool, PgOracle};
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{Executor, Postgres};
 
+#[path = "postgres/direct.rs"]
+mod direct;
+
 struct Db {
     pool: AuditedPool<Postgres>,
     admin: sqlx::PgPool,

@@ -5,12 +5,22 @@
 //!
 //! Under [`PgOracle::Writes`] (the default), an autocommit statement that may write (a write
 //! operation, unparseable text, `CALL`, or any statement calling a function that is not a
-//! known pure built-in, such as `SELECT mark_viewed($1)`) runs wrapped on one connection (see
-//! `wrap`) as `BEGIN`; snapshot; the statement; `SAVEPOINT`; snapshot; `COMMIT` (`ROLLBACK`
-//! when it fails). The delta of the two snapshots is recorded as a
-//! [`hintaudit_core::TransactionObservation`]. That is 5 extra round trips per such
-//! statement (+230 µs measured on localhost, where the raw statement takes 85 µs); plain
-//! `SELECT`s, `SELECT ... FOR UPDATE`, transaction control and session statements run
+//! known pure built-in, such as `SELECT mark_viewed($1)`) pays for the oracle only where a
+//! write can hide:
+//!
+//! - A *direct write* (see `catalog`): one `INSERT`, `UPDATE`, `DELETE` or `INSERT ... ON
+//!   CONFLICT DO NOTHING` on one plain table (no triggers, rules, inheritance, cascading
+//!   foreign keys, or user functions in defaults, constraints, indexes or policies; from
+//!   the catalog, cached per pool). It runs as it is; its command tag (rows affected) is
+//!   recorded as the [`hintaudit_core::TransactionObservation`] the oracle would have
+//!   made. No extra round trip once the table's catalog facts are cached (one, the first
+//!   time and after [`catalog::TTL`] or DDL).
+//! - Any other statement runs wrapped on one connection (see `wrap`): the flush of pending
+//!   statistics, `BEGIN`, the statement, `SAVEPOINT` with a snapshot of the relations the
+//!   transaction locked, `COMMIT` (`ROLLBACK` when it fails): 4 extra round trips, each
+//!   independent of the schema's size.
+//!
+//! Plain `SELECT`s, `SELECT ... FOR UPDATE`, transaction control and session statements run
 //! unwrapped at no cost.
 //!
 //! Statements that cannot run in a transaction block (`VACUUM`, `CLUSTER`, `REINDEX`,
@@ -19,41 +29,54 @@
 //! connection is inside a transaction opened with a raw `BEGIN` run unwrapped and unobserved.
 //! A `COMMIT` failure (deferred constraints) is returned as the statement's error, as
 //! autocommit would have. Streams of wrapped statements are buffered until `COMMIT` answers,
-//! so that no row reaches the caller from a statement whose commit then fails: a large result
-//! read through `fetch()` from a wrapped `SELECT` is held in memory and its first row waits
-//! for the last.
+//! so that no row reaches the caller from a statement whose commit then fails, and so that
+//! a stream dropped early cannot roll back what the statement wrote: a large result read
+//! through `fetch()` from a wrapped `SELECT` is held in memory and its first row waits for
+//! the last. Direct writes and plain reads stream as they arrive.
 //!
 //! # Audited transactions
 //!
-//! In an [`crate::AuditedTransaction`] the statements run as they are; the first snapshot is
-//! taken (inside a released savepoint, 3 round trips) before the first statement that may
-//! write, and the second (savepoint and snapshot, 2 round trips) right before `COMMIT` or
-//! `ROLLBACK`: about +225 µs per writing transaction (localhost), nothing for a read-only one.
-//! [`PgOracle::Always`] runs the oracle for reads too; [`PgOracle::Off`] never. The savepoints
-//! make sure an oracle failure can never abort the caller's transaction. A transaction
-//! dropped without `commit()`/`rollback()` cannot be asked; its write statements are marked
-//! failed (rolled back).
+//! In an [`crate::AuditedTransaction`] the statements run as they are. Direct writes are
+//! recorded from their command tags when the transaction ends. Before the first other
+//! statement that may write, the oracle takes its first snapshot (inside a released
+//! savepoint, one round trip), and the second (savepoint and snapshot, one round trip)
+//! right before `COMMIT` or `ROLLBACK`; these snapshots read every user relation (counts of
+//! earlier transactions may be pending, and they can only be flushed between
+//! transactions), so their cost grows with the schema. Nothing for a read-only transaction
+//! or one that only writes directly. [`PgOracle::Always`] runs the oracle for reads too;
+//! [`PgOracle::Off`] never. The savepoints make sure an oracle failure can never abort the
+//! caller's transaction. A transaction dropped without `commit()`/`rollback()` cannot be
+//! asked; its write statements are marked failed (rolled back).
 
+mod catalog;
 mod oracle;
+mod tx;
 mod wrap;
 
 use std::sync::Arc;
 
+use catalog::{Catalog, Direct};
 use futures_core::future::BoxFuture;
 use futures_util::{FutureExt, TryStreamExt};
-use hintaudit_core::{
-    AuditStage, CallEffects, CallScope, StatementOutcome, TransactionObservation, stats,
-};
+use hintaudit_core::{AuditStage, StatementOutcome, stats};
 use sqlx::pool::PoolOptions;
 use sqlx::postgres::{PgConnection, PgRow, Postgres};
 use sqlx::{Connection, Either, Error, Executor};
+pub use tx::PgTxState;
 
 use crate::backend::{Backend, Ctx, Step, TxEnd, sealed};
 use crate::classify::{SqlDialect, TxControl, is_dml};
-use crate::execute::{Attribution, AuditedQuery, Sink, StatementEnd};
+use crate::execute::{Attribution, AuditedQuery, StatementEnd};
 use crate::pool::options::{AfterConnect, PgOracle};
 use crate::stream::Yielder;
 use wrap::{Item, collect, run_wrapped};
+
+/// A PostgreSQL pool's audit state: the catalog facts of the tables its statements write.
+#[doc(hidden)]
+#[derive(Debug, Default)]
+pub struct PgPoolState {
+    catalog: Arc<Catalog>,
+}
 
 /// A held PostgreSQL connection's audit state: whether the caller opened a transaction with
 /// a raw `BEGIN` (the oracle must not wrap statements then).
@@ -61,44 +84,6 @@ use wrap::{Item, collect, run_wrapped};
 #[derive(Debug, Default)]
 pub struct PgConnState {
     raw_transaction: bool,
-}
-
-/// An [`crate::AuditedTransaction`]'s oracle state.
-#[doc(hidden)]
-#[derive(Debug, Default)]
-pub struct PgTxState {
-    oracle: PgOracle,
-    before: Option<oracle::Snapshot>,
-    statements: Vec<(Sink, bool)>,
-    failed: bool,
-    observation: Option<TransactionObservation>,
-    ended: bool,
-}
-
-impl Drop for PgTxState {
-    fn drop(&mut self) {
-        if !self.ended {
-            // Dropped without COMMIT or ROLLBACK: sqlx rolls back, the oracle cannot ask.
-            self.mark_rolled_back();
-        }
-    }
-}
-
-impl PgTxState {
-    fn mark_rolled_back(&self) {
-        for (sink, write) in &self.statements {
-            if *write {
-                sink.effects
-                    .update_statement(sink.index, |s| s.outcome = StatementOutcome::Failed);
-            }
-        }
-    }
-
-    fn sink(&self) -> Option<Arc<CallEffects>> {
-        CallScope::current()
-            .map(|s| s.effects_handle())
-            .or_else(|| self.statements.last().map(|(s, _)| s.effects.clone()))
-    }
 }
 
 impl sealed::Sealed for Postgres {}
@@ -123,19 +108,42 @@ fn wrap(ctx: &Ctx<'_, Postgres>) -> bool {
         && wants_oracle(ctx.oracle, &ctx.att)
 }
 
-/// Before a statement inside an audited transaction: the oracle's first snapshot, taken
-/// lazily before the first statement that may write.
-async fn before_in_tx(conn: &mut PgConnection, tx: &mut PgTxState, att: &Attribution) {
-    if tx.before.is_none() && !tx.failed && wants_oracle(tx.oracle, att) {
-        match oracle::snapshot_protected(conn, true).await {
-            Ok(s) => tx.before = Some(s),
-            Err(e) => stats().audit_error(AuditStage::Oracle, &e),
-        }
+/// Whether `name` is a plain identifier, optionally schema-qualified: the only names the
+/// catalog is asked about (`to_regclass` raises on a malformed name, which would abort the
+/// caller's transaction).
+fn simple_name(name: &str) -> bool {
+    let part = |p: &str| {
+        p.chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_lowercase() || c == '_')
+            && p.chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '$')
+    };
+    let mut n = 0;
+    name.split('.').all(|p| {
+        n += 1;
+        part(p)
+    }) && n <= 2
+}
+
+/// The statement's direct write, if it is one on a plain table (see [`catalog`]), where the
+/// oracle would otherwise run: `eligible` when it would be wrapped in autocommit, or inside
+/// an audited transaction before the oracle's first snapshot.
+async fn direct_write(
+    conn: &mut PgConnection,
+    pool: &PgPoolState,
+    att: &Attribution,
+    eligible: bool,
+) -> Option<Direct> {
+    if !eligible {
+        return None;
     }
-    if let Some(sink) = &att.sink {
-        tx.statements
-            .push((sink.clone(), att.class.effect.operation.is_write()));
-    }
+    let name = catalog::direct_target(&att.class).filter(|n| simple_name(n))?;
+    let table = pool.catalog.table(conn, name).await.filter(|t| t.plain)?;
+    Some(Direct {
+        table,
+        operation: att.class.effect.operation,
+    })
 }
 
 /// A statement that succeeded: `rows` affected (recorded for DML only), `observed` by the
@@ -148,34 +156,54 @@ fn succeeded(att: &Attribution, rows: u64, observed: bool) -> StatementEnd {
     }
 }
 
-/// Records the end of a statement ([`Attribution::finish`]) and the connection's raw
-/// transaction state.
-fn finish(
-    att: &Attribution,
-    state: &mut PgConnState,
-    tx: Option<&mut PgTxState>,
-    end: StatementEnd,
-) {
-    att.finish(end);
+/// Records the end of a statement ([`Attribution::finish`]), the connection's raw
+/// transaction state, and for a direct write that succeeded, its evidence: at once in
+/// autocommit, when the transaction ends inside one. Clears the catalog cache after DDL.
+fn finish(st: &mut Rest<'_>, att: &Attribution, end: StatementEnd) {
     let ok = end.outcome == StatementOutcome::Ok;
-    if let Some(tx) = tx {
+    let mut end = end;
+    if let (Some(d), true) = (&st.direct, ok) {
+        let rows = end.rows_affected.unwrap_or(0);
+        match st.tx.as_deref_mut() {
+            Some(tx) => {
+                if let Some(sink) = &att.sink {
+                    tx.direct.push((sink.clone(), d.clone(), rows));
+                }
+            }
+            None => {
+                if let Some(sink) = &att.sink {
+                    let obs = catalog::observation(&d.table, d.operation, rows, true);
+                    sink.effects.record_transaction(obs);
+                }
+                end.observed = true;
+            }
+        }
+    }
+    att.finish(end);
+    if catalog::changes_catalog(&att.class) {
+        st.pool.catalog.clear();
+        if let Some(tx) = st.tx.as_deref_mut() {
+            tx.ddl = Some(st.pool.catalog.clone());
+        }
+    }
+    if let Some(tx) = st.tx.as_deref_mut() {
         tx.failed |= !ok;
     } else if ok {
         match att.class.tx_control {
-            Some(TxControl::Begin) => state.raw_transaction = true,
-            Some(TxControl::Commit | TxControl::Rollback) => state.raw_transaction = false,
+            Some(TxControl::Begin) => st.state.raw_transaction = true,
+            Some(TxControl::Commit | TxControl::Rollback) => st.state.raw_transaction = false,
             _ => {}
         }
     }
 }
 
-/// When `wrapped`, runs the statement in the oracle's transaction ([`run_wrapped`]) and
+/// When wrapped, runs the statement in the oracle's transaction ([`run_wrapped`]) and
 /// finishes it: `Left` with its answer, or the error. Otherwise, or when the wrapping could
 /// not start, hands the statement back (`Right`) to run unwrapped.
 async fn wrap_or_pass(
     wrapped: bool,
     conn: &mut PgConnection,
-    state: &mut PgConnState,
+    st: &mut Rest<'_>,
     att: &Attribution,
     query: AuditedQuery<Postgres>,
     one: bool,
@@ -185,11 +213,11 @@ async fn wrap_or_pass(
     }
     match run_wrapped(conn, att, query, one).await {
         Ok((items, rows, observed)) => {
-            finish(att, state, None, succeeded(att, rows, observed));
+            finish(st, att, succeeded(att, rows, observed));
             Ok(Either::Left(items))
         }
         Err((e, None)) => {
-            finish(att, state, None, StatementEnd::FAILED);
+            finish(st, att, StatementEnd::FAILED);
             Err(e)
         }
         Err((_, Some(query))) => Ok(Either::Right(query)),
@@ -201,44 +229,62 @@ struct Started<'e> {
     /// Whether the oracle wraps it (see [`wrap`]).
     wrapped: bool,
     conn: &'e mut PgConnection,
-    state: &'e mut PgConnState,
-    tx: Option<&'e mut PgTxState>,
     att: Attribution,
+    rest: Rest<'e>,
 }
 
-/// The start of both ways of running a statement: whether to wrap it, and inside an
-/// audited transaction, what the oracle does before it.
+/// What [`finish`] updates when a statement ends.
+struct Rest<'e> {
+    /// A direct write: its command tag is the evidence, no oracle.
+    direct: Option<Direct>,
+    state: &'e mut PgConnState,
+    tx: Option<&'e mut PgTxState>,
+    pool: &'e PgPoolState,
+}
+
+/// The start of both ways of running a statement: whether it is a direct write, whether to
+/// wrap it, and inside an audited transaction, what the oracle does before it.
 async fn start(ctx: Ctx<'_, Postgres>) -> Started<'_> {
     let wrapped = wrap(&ctx);
     let Ctx {
         conn,
         state,
         mut tx,
+        pool,
         att,
         ..
     } = ctx;
+    let eligible = match tx.as_deref() {
+        None => wrapped,
+        Some(tx) => tx.before.is_none() && !tx.failed && wants_oracle(tx.oracle, &att),
+    };
+    let direct = direct_write(conn, pool, &att, eligible).await;
     if let Some(tx) = tx.as_deref_mut() {
-        before_in_tx(conn, tx, &att).await;
+        tx::before(conn, tx, &att, direct.is_some()).await;
     }
     Started {
-        wrapped,
+        wrapped: wrapped && direct.is_none(),
         conn,
-        state,
-        tx,
         att,
+        rest: Rest {
+            direct,
+            state,
+            tx,
+            pool,
+        },
     }
 }
 
 impl Backend for Postgres {
     const SYSTEM_NAME: &'static str = "postgresql";
     const DIALECT: SqlDialect = SqlDialect::Postgres;
-    type PoolState = ();
+    type PoolState = PgPoolState;
     type ConnState = PgConnState;
     type TxState = PgTxState;
 
     fn on_connect(
         options: PoolOptions<Self>,
-        _state: &Arc<()>,
+        _state: &Arc<PgPoolState>,
         after_connect: Option<AfterConnect<Self>>,
     ) -> PoolOptions<Self> {
         match after_connect {
@@ -255,11 +301,10 @@ impl Backend for Postgres {
         let Started {
             wrapped,
             conn,
-            state,
-            tx,
             att,
+            mut rest,
         } = start(ctx).await;
-        let query = match wrap_or_pass(wrapped, conn, state, &att, query, false).await? {
+        let query = match wrap_or_pass(wrapped, conn, &mut rest, &att, query, false).await? {
             Either::Left(items) => {
                 // Buffered: the rows are yielded once COMMIT answered.
                 for v in items {
@@ -287,14 +332,14 @@ impl Backend for Postgres {
                 Err(e) => {
                     drop(s);
                     done.armed = false;
-                    finish(&att, state, tx, StatementEnd::FAILED);
+                    finish(&mut rest, &att, StatementEnd::FAILED);
                     return Err(e);
                 }
             }
         }
         drop(s);
         done.armed = false;
-        finish(&att, state, tx, succeeded(&att, done.rows, false));
+        finish(&mut rest, &att, succeeded(&att, done.rows, false));
         Ok(())
     }
 
@@ -305,9 +350,8 @@ impl Backend for Postgres {
         let Started {
             wrapped,
             conn,
-            state,
-            tx,
             att,
+            mut rest,
         } = start(ctx).await;
         let first = |items: Vec<Item>| {
             items.into_iter().find_map(|v| match v {
@@ -315,7 +359,7 @@ impl Backend for Postgres {
                 Either::Left(_) => None,
             })
         };
-        let query = match wrap_or_pass(wrapped, conn, state, &att, query, true).await? {
+        let query = match wrap_or_pass(wrapped, conn, &mut rest, &att, query, true).await? {
             Either::Left(items) => return Ok(first(items)),
             Either::Right(query) => query,
         };
@@ -329,11 +373,11 @@ impl Backend for Postgres {
         done.armed = false;
         match r {
             Ok((items, rows)) => {
-                finish(&att, state, tx, succeeded(&att, rows, false));
+                finish(&mut rest, &att, succeeded(&att, rows, false));
                 Ok(first(items))
             }
             Err(e) => {
-                finish(&att, state, tx, StatementEnd::FAILED);
+                finish(&mut rest, &att, StatementEnd::FAILED);
                 Err(e)
             }
         }
@@ -347,7 +391,7 @@ impl Backend for Postgres {
         async move {
             tx.oracle = oracle;
             if tx.oracle == PgOracle::Always {
-                match oracle::snapshot_protected(conn, true).await {
+                match oracle::snapshot_protected(conn, oracle::Scope::All, true).await {
                     Ok(s) => tx.before = Some(s),
                     Err(e) => {
                         stats().audit_error(AuditStage::Oracle, &e);
@@ -363,7 +407,7 @@ impl Backend for Postgres {
         conn: &'e mut PgConnection,
         tx: &'e mut PgTxState,
         _state: &'e mut PgConnState,
-        _pool: &'e (),
+        _pool: &'e PgPoolState,
         end: TxEnd,
     ) -> BoxFuture<'e, ()> {
         async move {
@@ -373,7 +417,7 @@ impl Backend for Postgres {
             if tx.failed {
                 return; // the transaction is aborted: nothing can be asked
             }
-            match oracle::snapshot_protected(conn, false).await {
+            match oracle::snapshot_protected(conn, oracle::Scope::All, false).await {
                 Ok(after) => {
                     let committed = end == TxEnd::Commit;
                     tx.observation = Some(oracle::observe(&before, &after, committed));
@@ -385,21 +429,7 @@ impl Backend for Postgres {
     }
 
     fn after_end(tx: &mut PgTxState, end: TxEnd, answer: &Result<(), Error>) {
-        tx.ended = true;
-        let committed = end == TxEnd::Commit && answer.is_ok();
-        match tx.observation.take() {
-            Some(mut obs) => {
-                obs.committed = committed;
-                if let Some(effects) = tx.sink() {
-                    effects.record_transaction(obs);
-                }
-                for (sink, _) in &tx.statements {
-                    Attribution::mark_observed(sink);
-                }
-            }
-            None if !committed => tx.mark_rolled_back(),
-            None => {}
-        }
+        tx::ended(tx, end == TxEnd::Commit && answer.is_ok());
     }
 }
 

@@ -18,13 +18,97 @@ use hintaudit_core::{TableWrites, TransactionObservation};
 use sqlx::postgres::{PgConnection, PgRow};
 use sqlx::{Executor, Row};
 
-/// One query: the transaction id (if any) and every user table with non-zero counts in the
-/// current transaction. At least one row, thanks to the outer join.
-const SNAPSHOT: &str = "SELECT pg_current_xact_id_if_assigned()::text AS xid, \
-     s.relid::int8 AS relid, s.relname::text AS relname, \
-     s.n_tup_ins::int8 AS ins, s.n_tup_upd::int8 AS upd, s.n_tup_del::int8 AS del \
-     FROM (SELECT 1) AS one LEFT JOIN pg_stat_xact_user_tables AS s \
-     ON s.n_tup_ins + s.n_tup_upd + s.n_tup_del > 0 AND s.schemaname NOT LIKE 'pg\\_temp\\_%'";
+/// The columns of a snapshot, over `w`, the candidate relations with their counts. At least
+/// one row, thanks to the outer join. The counts come from the `pg_stat_get_xact_tuples_*`
+/// functions directly, not from `pg_stat_xact_user_tables`, which also joins `pg_index`.
+macro_rules! snapshot_over {
+    ($candidates:expr) => {
+        concat!(
+            "SELECT pg_current_xact_id_if_assigned()::text AS xid, w.relid, w.relname, \
+             w.ins, w.upd, w.del FROM (SELECT 1) AS one LEFT JOIN (\
+             SELECT c.oid::int8 AS relid, c.relname::text AS relname, \
+             pg_stat_get_xact_tuples_inserted(c.oid) AS ins, \
+             pg_stat_get_xact_tuples_updated(c.oid) AS upd, \
+             pg_stat_get_xact_tuples_deleted(c.oid) AS del FROM ",
+            $candidates,
+            " JOIN pg_namespace AS n ON n.oid = c.relnamespace \
+             WHERE c.relkind IN ('r', 't', 'm', 'p') \
+             AND n.nspname NOT IN ('pg_catalog', 'information_schema') \
+             AND n.nspname !~ '^pg_toast' AND n.nspname !~ '^pg_temp_') AS w \
+             ON w.ins + w.upd + w.del > 0"
+        )
+    };
+}
+
+/// Every user relation: the cost grows with the schema (`pg_class` is walked). Used where
+/// counts of earlier transactions may be pending (inside an audited transaction, or when
+/// the server cannot flush them: PostgreSQL before 15).
+macro_rules! snapshot_all {
+    () => {
+        snapshot_over!("pg_class AS c")
+    };
+}
+const SNAPSHOT_ALL: &str = snapshot_all!();
+
+/// The relations this transaction holds a lock on: every relation a statement wrote is
+/// locked (at least `ROW EXCLUSIVE`) until the transaction ends. `pg_locks` reads the lock
+/// manager's tables, whose size follows the server's activity, not the schema; `pg_class`
+/// is read by oid (the `OFFSET 0` keeps the planner from scanning it).
+macro_rules! snapshot_locked {
+    () => {
+        snapshot_over!(
+            "(SELECT DISTINCT l.relation FROM pg_locks AS l WHERE l.locktype = 'relation' \
+     AND l.pid = pg_backend_pid() \
+     AND l.database = (SELECT d.oid FROM pg_database AS d WHERE d.datname = current_database())\
+     ) AS l CROSS JOIN LATERAL (SELECT c.oid, c.relname, c.relkind, c.relnamespace \
+     FROM pg_class AS c WHERE c.oid = l.relation OFFSET 0) AS c"
+        )
+    };
+}
+const SNAPSHOT_LOCKED: &str = snapshot_locked!();
+
+/// Which relations a snapshot reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Scope {
+    /// Every user relation ([`SNAPSHOT_ALL`]).
+    All,
+    /// The relations the transaction locked ([`SNAPSHOT_LOCKED`]): right only when no
+    /// counts of earlier transactions are pending ([`flush`] ran right before `BEGIN`).
+    Locked,
+}
+
+impl Scope {
+    fn sql(self) -> &'static str {
+        match self {
+            Scope::All => SNAPSHOT_ALL,
+            Scope::Locked => SNAPSHOT_LOCKED,
+        }
+    }
+}
+
+/// Asks the server to flush this backend's pending statistics when it next goes idle
+/// (`pg_stat_force_next_flush()`, PostgreSQL 15): at the end of this round trip, outside
+/// a transaction. Afterwards `pg_stat_get_xact_tuples_*` count the next transaction's
+/// tuples only, so one snapshot at its end is the whole delta. One round trip.
+pub(crate) async fn flush(conn: &mut PgConnection) -> Result<(), sqlx::Error> {
+    conn.execute(sqlx::raw_sql("SELECT pg_stat_force_next_flush()"))
+        .await
+        .map(|_| ())
+}
+
+/// `SAVEPOINT`, the snapshot of `$scope`, and `RELEASE`: one simple query.
+macro_rules! protected {
+    ($scope:ident, true) => {
+        concat!(
+            "SAVEPOINT hintaudit_oracle; ",
+            $scope!(),
+            "; RELEASE SAVEPOINT hintaudit_oracle"
+        )
+    };
+    ($scope:ident, false) => {
+        concat!("SAVEPOINT hintaudit_oracle; ", $scope!())
+    };
+}
 
 /// Per-table counts at one moment of a transaction.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -60,33 +144,40 @@ fn parse(rows: &[PgRow]) -> Result<Snapshot, sqlx::Error> {
     Ok(snap)
 }
 
-/// Reads a snapshot with a prepared statement (one round trip once prepared). Use it where a
-/// failure may abort the transaction: a transaction the oracle opened and has not written in.
-pub(crate) async fn snapshot(conn: &mut PgConnection) -> Result<Snapshot, sqlx::Error> {
-    let rows = conn.fetch_all(sqlx::query(SNAPSHOT)).await?;
+/// Reads a snapshot of `scope` (one round trip). Use it where a failure may abort the
+/// transaction: a transaction the oracle opened and has not written in.
+pub(crate) async fn snapshot(
+    conn: &mut PgConnection,
+    scope: Scope,
+) -> Result<Snapshot, sqlx::Error> {
+    let rows = conn.fetch_all(sqlx::raw_sql(scope.sql())).await?;
     parse(&rows)
 }
 
-/// Reads a snapshot inside a savepoint, so that the caller's transaction survives the
-/// oracle's failure: `SAVEPOINT`, the prepared snapshot, and `RELEASE` unless `release` is
-/// false (right before `COMMIT` / `ROLLBACK`, which end the savepoint anyway). Three or two
-/// round trips, each cheap; one more (`ROLLBACK TO SAVEPOINT`) when the snapshot fails.
+/// Reads a snapshot of `scope` inside a savepoint, so that the caller's transaction
+/// survives the oracle's failure: `SAVEPOINT`, the snapshot and, when `release`, `RELEASE`
+/// (not right before `COMMIT` / `ROLLBACK`, which end the savepoint anyway), sent as one
+/// simple query: one round trip; one more (`ROLLBACK TO SAVEPOINT`) when the snapshot fails.
 pub(crate) async fn snapshot_protected(
     conn: &mut PgConnection,
+    scope: Scope,
     release: bool,
 ) -> Result<Snapshot, sqlx::Error> {
-    conn.execute("SAVEPOINT hintaudit_oracle").await?;
-    match snapshot(conn).await {
-        Ok(s) => {
-            if release {
-                conn.execute("RELEASE SAVEPOINT hintaudit_oracle").await?;
-            }
-            Ok(s)
-        }
+    let sql = match (scope, release) {
+        (Scope::All, true) => protected!(snapshot_all, true),
+        (Scope::All, false) => protected!(snapshot_all, false),
+        (Scope::Locked, true) => protected!(snapshot_locked, true),
+        (Scope::Locked, false) => protected!(snapshot_locked, false),
+    };
+    match conn.fetch_all(sqlx::raw_sql(sql)).await {
+        Ok(rows) => parse(&rows),
         Err(e) => {
             // The transaction is aborted: return to the savepoint, which revives it.
-            let _ = conn.execute("ROLLBACK TO SAVEPOINT hintaudit_oracle").await;
-            let _ = conn.execute("RELEASE SAVEPOINT hintaudit_oracle").await;
+            let _ = conn
+                .execute(sqlx::raw_sql(
+                    "ROLLBACK TO SAVEPOINT hintaudit_oracle; RELEASE SAVEPOINT hintaudit_oracle",
+                ))
+                .await;
             Err(e)
         }
     }

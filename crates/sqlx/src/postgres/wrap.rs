@@ -46,15 +46,23 @@ pub(super) async fn collect(
     Ok((items, rows))
 }
 
-/// Runs an autocommit statement inside the oracle's transaction: `BEGIN`, snapshot,
-/// statement, snapshot (in a savepoint), `COMMIT`; `ROLLBACK` when the statement fails.
-/// Returns `None` when the wrapping could not start: the caller runs the statement unwrapped.
+/// Runs an autocommit statement inside the oracle's transaction: the flush of pending
+/// statistics ([`oracle::flush`]), `BEGIN`, the statement, the snapshot of the relations
+/// the transaction locked (in a savepoint), `COMMIT`; `ROLLBACK` when the statement fails.
+/// Four round trips besides the statement's, whatever the schema's size. Where the flush is
+/// not available (PostgreSQL before 15), a snapshot of every relation right after `BEGIN`
+/// and at the end instead (five). Returns `None` when the wrapping could not start: the
+/// caller runs the statement unwrapped.
 pub(super) async fn run_wrapped(
     conn: &mut PgConnection,
     att: &Attribution,
     query: AuditedQuery<Postgres>,
     one: bool,
 ) -> Result<(Vec<Item>, u64, bool), (Error, Option<AuditedQuery<Postgres>>)> {
+    let scope = match oracle::flush(conn).await {
+        Ok(()) => oracle::Scope::Locked,
+        Err(_) => oracle::Scope::All,
+    };
     let mut tx = match conn.begin().await {
         Ok(tx) => tx,
         Err(e) => {
@@ -62,18 +70,22 @@ pub(super) async fn run_wrapped(
             return Err((e, Some(query)));
         }
     };
-    let before = match oracle::snapshot(&mut tx).await {
-        Ok(s) => s,
-        Err(e) => {
-            stats().audit_error(AuditStage::Oracle, &e);
-            let _ = tx.rollback().await;
-            return Err((e, Some(query)));
-        }
+    let before = match scope {
+        // Nothing is pending after the flush: the transaction starts from zero.
+        oracle::Scope::Locked => oracle::Snapshot::default(),
+        oracle::Scope::All => match oracle::snapshot(&mut tx, scope).await {
+            Ok(s) => s,
+            Err(e) => {
+                stats().audit_error(AuditStage::Oracle, &e);
+                let _ = tx.rollback().await;
+                return Err((e, Some(query)));
+            }
+        },
     };
     let dml = is_dml(att.class.effect.operation);
     match collect(&mut tx, query, one, dml).await {
         Ok((items, rows)) => {
-            let after = oracle::snapshot_protected(&mut tx, false).await;
+            let after = oracle::snapshot_protected(&mut tx, scope, false).await;
             if let Err(e) = &after {
                 stats().audit_error(AuditStage::Oracle, e);
             }

@@ -1,0 +1,137 @@
+//! An [`crate::AuditedTransaction`]'s oracle state: the oracle's first snapshot, the
+//! statements, the direct writes, and what is recorded when the transaction ends.
+
+use std::sync::Arc;
+
+use hintaudit_core::{
+    AuditStage, CallEffects, CallScope, StatementOutcome, TableWrites, TransactionObservation,
+    stats,
+};
+
+use sqlx::postgres::PgConnection;
+
+use crate::execute::{Attribution, Sink};
+use crate::pool::options::PgOracle;
+
+use super::catalog::{self, Catalog, Direct};
+use super::{oracle, wants_oracle};
+
+/// An [`crate::AuditedTransaction`]'s oracle state.
+#[doc(hidden)]
+#[derive(Debug, Default)]
+pub struct PgTxState {
+    pub(super) oracle: PgOracle,
+    pub(super) before: Option<oracle::Snapshot>,
+    statements: Vec<(Sink, bool)>,
+    pub(super) failed: bool,
+    pub(super) observation: Option<TransactionObservation>,
+    ended: bool,
+    /// Direct writes (see [`catalog::direct_target`]) that ran before any oracle snapshot:
+    /// their command tags are the evidence, recorded when the transaction ends.
+    pub(super) direct: Vec<(Sink, Direct, u64)>,
+    /// Set when the transaction ran DDL: the catalog cache to clear when it ends.
+    pub(super) ddl: Option<Arc<Catalog>>,
+}
+
+impl Drop for PgTxState {
+    fn drop(&mut self) {
+        if !self.ended {
+            // Dropped without COMMIT or ROLLBACK: sqlx rolls back, the oracle cannot ask.
+            self.mark_rolled_back();
+        }
+    }
+}
+
+impl PgTxState {
+    fn mark_rolled_back(&self) {
+        for (sink, write) in &self.statements {
+            if *write {
+                sink.effects
+                    .update_statement(sink.index, |s| s.outcome = StatementOutcome::Failed);
+            }
+        }
+    }
+
+    fn sink(&self) -> Option<Arc<CallEffects>> {
+        CallScope::current()
+            .map(|s| s.effects_handle())
+            .or_else(|| self.statements.last().map(|(s, _)| s.effects.clone()))
+    }
+}
+
+/// Before a statement inside an audited transaction: the oracle's first snapshot, taken
+/// lazily before the first statement that may write and is not a direct write (a direct
+/// write's command tag is its evidence).
+pub(super) async fn before(
+    conn: &mut PgConnection,
+    tx: &mut PgTxState,
+    att: &Attribution,
+    direct: bool,
+) {
+    if tx.before.is_none() && !tx.failed && !direct && wants_oracle(tx.oracle, att) {
+        match oracle::snapshot_protected(conn, oracle::Scope::All, true).await {
+            Ok(s) => tx.before = Some(s),
+            Err(e) => stats().audit_error(AuditStage::Oracle, &e),
+        }
+    }
+    if let Some(sink) = &att.sink {
+        tx.statements
+            .push((sink.clone(), att.class.effect.operation.is_write()));
+    }
+}
+
+/// Records what the transaction did once it ended, `committed` or not: the oracle's
+/// observation with the direct writes' counts merged in (one observation per transaction,
+/// as the oracle alone would make), and clears the catalog cache after DDL.
+pub(super) fn ended(tx: &mut PgTxState, committed: bool) {
+    tx.ended = true;
+    if let Some(catalog) = tx.ddl.take() {
+        catalog.clear();
+    }
+    // Direct writes: what the oracle would have counted, from their command tags, in
+    // the transaction's one observation. A failed statement aborted the transaction:
+    // its COMMIT rolled back.
+    let direct = std::mem::take(&mut tx.direct);
+    let oracle_ran = tx.observation.is_some();
+    let mut obs = tx.observation.take().unwrap_or(TransactionObservation {
+        wrote: false,
+        tables: Vec::new(),
+        committed,
+    });
+    obs.committed = committed && (oracle_ran || !tx.failed);
+    for (sink, d, rows) in &direct {
+        let one = catalog::observation(&d.table, d.operation, *rows, true);
+        obs.wrote |= one.wrote;
+        merge(&mut obs.tables, one.tables);
+        Attribution::mark_observed(sink);
+    }
+    let effects = tx
+        .sink()
+        .or_else(|| direct.first().map(|(s, _, _)| s.effects.clone()));
+    if let Some(effects) = effects.filter(|_| oracle_ran || !direct.is_empty()) {
+        effects.record_transaction(obs);
+    }
+    if oracle_ran {
+        for (sink, _) in &tx.statements {
+            Attribution::mark_observed(sink);
+        }
+    } else if !committed {
+        tx.mark_rolled_back();
+    }
+}
+
+/// Adds `more` to `tables`, summing the counts of a table already there; sorted by name,
+/// as the oracle reports them.
+fn merge(tables: &mut Vec<TableWrites>, more: Vec<TableWrites>) {
+    for w in more {
+        match tables.iter_mut().find(|t| t.table == w.table) {
+            Some(t) => {
+                t.inserted += w.inserted;
+                t.updated += w.updated;
+                t.deleted += w.deleted;
+            }
+            None => tables.push(w),
+        }
+    }
+    tables.sort_by(|a, b| a.table.cmp(&b.table));
+}
