@@ -47,17 +47,28 @@ where
 {
     let t = call % TOOLS;
     let mut done = Issued::default();
-    let insert = || sqlx::AssertSqlSafe(format!("INSERT INTO r{t} (call, n) VALUES ({call}, 0) RETURNING id"));
+    let insert = || {
+        sqlx::AssertSqlSafe(format!(
+            "INSERT INTO r{t} (call, n) VALUES ({call}, 0) RETURNING id"
+        ))
+    };
     let select = || sqlx::AssertSqlSafe(format!("SELECT count(*) FROM r{t} WHERE call = {call}"));
-    let update = |id: i64| sqlx::AssertSqlSafe(format!("UPDATE r{t} SET n = n + 1 WHERE id = {id}"));
+    let update =
+        |id: i64| sqlx::AssertSqlSafe(format!("UPDATE r{t} SET n = n + 1 WHERE id = {id}"));
     match call % 4 {
         0 => {
-            let row = sqlx::raw_sql(insert()).fetch_one(pool).await.expect("insert");
+            let row = sqlx::raw_sql(insert())
+                .fetch_one(pool)
+                .await
+                .expect("insert");
             let id = id_of::<DB>(&row).await;
             for _ in 0..1 + call % 5 {
                 sqlx::raw_sql(select()).execute(pool).await.expect("select");
             }
-            sqlx::raw_sql(update(id)).execute(pool).await.expect("update");
+            sqlx::raw_sql(update(id))
+                .execute(pool)
+                .await
+                .expect("update");
             done.statements = 3 + call % 5;
             done.committed_ids.insert(id);
             done.committed_inserts = 1;
@@ -66,10 +77,19 @@ where
         1 | 2 => {
             let commit = call % 4 == 1;
             let mut tx = pool.begin().await.expect("begin");
-            let row = sqlx::raw_sql(insert()).fetch_one(&mut tx).await.expect("insert");
+            let row = sqlx::raw_sql(insert())
+                .fetch_one(&mut tx)
+                .await
+                .expect("insert");
             let id = id_of::<DB>(&row).await;
-            sqlx::raw_sql(select()).execute(&mut tx).await.expect("select");
-            sqlx::raw_sql(update(id)).execute(&mut tx).await.expect("update");
+            sqlx::raw_sql(select())
+                .execute(&mut tx)
+                .await
+                .expect("select");
+            sqlx::raw_sql(update(id))
+                .execute(&mut tx)
+                .await
+                .expect("update");
             done.statements = 3;
             if commit {
                 tx.commit().await.expect("commit");
@@ -95,7 +115,10 @@ where
             // A task spawned without it: its statement is unattributed, never the call's.
             let p = pool.clone();
             tokio::spawn(async move {
-                sqlx::raw_sql("SELECT count(*) FROM orphans").execute(&p).await.expect("orphan");
+                sqlx::raw_sql("SELECT count(*) FROM orphans")
+                    .execute(&p)
+                    .await
+                    .expect("orphan");
             })
             .await
             .expect("unscoped task");
@@ -120,21 +143,36 @@ fn misattributed(effect: &Effect, call: usize, issued: &Issued, hooks: bool) -> 
         .collect();
     let mut bad = data
         .iter()
-        .filter(|s| s.tables.iter().chain(s.read_tables.iter()).any(|t| *t != table))
+        .filter(|s| {
+            s.tables
+                .iter()
+                .chain(s.read_tables.iter())
+                .any(|t| *t != table)
+        })
         .count();
     bad += data.len().abs_diff(issued.statements);
     if hooks {
         let committed: Vec<_> = effect.row_changes.iter().filter(|r| r.committed).collect();
         bad += committed
             .iter()
-            .filter(|r| r.table != table || !r.row_id.is_some_and(|id| issued.committed_ids.contains(&id)))
+            .filter(|r| {
+                r.table != table
+                    || !r
+                        .row_id
+                        .is_some_and(|id| issued.committed_ids.contains(&id))
+            })
             .count();
         let count = |op| committed.iter().filter(|r| r.operation == op).count() as u64;
         bad += count(RowOperation::Insert).abs_diff(issued.committed_inserts) as usize;
         bad += count(RowOperation::Update).abs_diff(issued.committed_updates) as usize;
     } else {
         let (mut ins, mut upd) = (0, 0);
-        for w in effect.transactions.iter().filter(|t| t.committed).flat_map(|t| &t.tables) {
+        for w in effect
+            .transactions
+            .iter()
+            .filter(|t| t.committed)
+            .flat_map(|t| &t.tables)
+        {
             if w.table != table {
                 bad += 1;
             }
@@ -145,7 +183,10 @@ fn misattributed(effect: &Effect, call: usize, issued: &Issued, hooks: bool) -> 
         bad += upd.abs_diff(issued.committed_updates) as usize;
     }
     if bad > 0 {
-        eprintln!("call {call}: {bad} misattributed: issued {} statements, effect {effect:?}", issued.statements);
+        eprintln!(
+            "call {call}: {bad} misattributed: issued {} statements, effect {effect:?}",
+            issued.statements
+        );
     }
     bad
 }
@@ -158,10 +199,18 @@ where
     for<'c> &'c mut <DB as sqlx::Database>::Connection: sqlx::Executor<'c, Database = DB>,
 {
     for t in 0..TOOLS {
-        let ddl = format!("CREATE TABLE r{t} (id {ddl_id} PRIMARY KEY, call BIGINT NOT NULL, n BIGINT NOT NULL)");
-        sqlx::raw_sql(sqlx::AssertSqlSafe(ddl)).execute(pool.inner()).await.expect("ddl");
+        let ddl = format!(
+            "CREATE TABLE r{t} (id {ddl_id} PRIMARY KEY, call BIGINT NOT NULL, n BIGINT NOT NULL)"
+        );
+        sqlx::raw_sql(sqlx::AssertSqlSafe(ddl))
+            .execute(pool.inner())
+            .await
+            .expect("ddl");
     }
-    sqlx::raw_sql("CREATE TABLE orphans (id INTEGER)").execute(pool.inner()).await.expect("ddl");
+    sqlx::raw_sql("CREATE TABLE orphans (id INTEGER)")
+        .execute(pool.inner())
+        .await
+        .expect("ddl");
     let _lock = support::STATS.lock().await;
     let before = stats().unattributed_statements(Operation::Select);
     let issued_total = Arc::new(AtomicUsize::new(0));
@@ -169,9 +218,11 @@ where
     let started = Instant::now();
     let mut workers = Vec::new();
     for _ in 0..CONCURRENT {
-        let (pool, issued_total, next_call) = (pool.clone(), issued_total.clone(), next_call.clone());
+        let (pool, issued_total, next_call) =
+            (pool.clone(), issued_total.clone(), next_call.clone());
         workers.push(tokio::spawn(async move {
-            let (mut calls, mut bad, mut orphans, mut statements) = (0usize, 0usize, 0usize, 0usize);
+            let (mut calls, mut bad, mut orphans, mut statements) =
+                (0usize, 0usize, 0usize, 0usize);
             while issued_total.load(Ordering::Relaxed) < target {
                 let call = next_call.fetch_add(1, Ordering::Relaxed);
                 let scope = CallScope::new(format!("tool_{}", call % TOOLS));
@@ -203,13 +254,19 @@ where
             ("unscoped_statements", orphans.to_string()),
             ("counted_unattributed", unattributed.to_string()),
             ("misattributed", bad.to_string()),
-            ("vanished", (orphans as u64).abs_diff(unattributed).to_string()),
+            (
+                "vanished",
+                (orphans as u64).abs_diff(unattributed).to_string(),
+            ),
             ("seconds", format!("{:.1}", elapsed.as_secs_f64())),
         ],
     );
     assert!(statements + orphans >= target);
     assert_eq!(bad, 0, "misattributed statements");
-    assert_eq!(unattributed, orphans as u64, "every unscoped statement is counted, none vanish");
+    assert_eq!(
+        unattributed, orphans as u64,
+        "every unscoped statement is counted, none vanish"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -223,7 +280,13 @@ async fn attribution_at_scale_on_postgres() {
     let Some((pool, schema)) = support::postgres("attribution", 16).await else {
         return;
     };
-    at_scale(pool.clone(), "postgres", "BIGSERIAL", support::size(3_000, 100_000)).await;
+    at_scale(
+        pool.clone(),
+        "postgres",
+        "BIGSERIAL",
+        support::size(3_000, 100_000),
+    )
+    .await;
     pool.close().await;
     schema.cleanup().await;
 }

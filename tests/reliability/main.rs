@@ -8,6 +8,7 @@
 mod attribution;
 mod cancel;
 mod hostile;
+mod late_rows;
 mod privacy;
 mod properties;
 mod support;

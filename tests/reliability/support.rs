@@ -61,7 +61,10 @@ fn pg_base_url() -> String {
 /// A fresh PostgreSQL schema and an audited pool on it whose connections carry
 /// `application_name` = the schema name (to find them in `pg_stat_activity`), or `None`
 /// (the reason printed) when PostgreSQL is unreachable and not required.
-pub async fn postgres(test: &str, connections: u32) -> Option<(AuditedPool<sqlx::Postgres>, PgSchema)> {
+pub async fn postgres(
+    test: &str,
+    connections: u32,
+) -> Option<(AuditedPool<sqlx::Postgres>, PgSchema)> {
     static N: AtomicUsize = AtomicUsize::new(0);
     let base = pg_base_url();
     let admin = match sqlx::PgPool::connect(&base).await {
@@ -85,7 +88,10 @@ pub async fn postgres(test: &str, connections: u32) -> Option<(AuditedPool<sqlx:
         format!("DROP SCHEMA IF EXISTS {schema} CASCADE"),
         format!("CREATE SCHEMA {schema}"),
     ] {
-        sqlx::query(sqlx::AssertSqlSafe(ddl)).execute(&admin).await.expect("schema");
+        sqlx::query(sqlx::AssertSqlSafe(ddl))
+            .execute(&admin)
+            .await
+            .expect("schema");
     }
     let options = PgConnectOptions::from_str(&base)
         .expect("url")
@@ -112,7 +118,9 @@ impl PgSchema {
     /// Drops the schema.
     pub async fn cleanup(self) {
         let drop = format!("DROP SCHEMA IF EXISTS {} CASCADE", self.schema);
-        let _ = sqlx::query(sqlx::AssertSqlSafe(drop)).execute(&self.admin).await;
+        let _ = sqlx::query(sqlx::AssertSqlSafe(drop))
+            .execute(&self.admin)
+            .await;
         self.admin.close().await;
     }
 
