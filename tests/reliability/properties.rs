@@ -72,9 +72,12 @@ fn planted(d: SqlDialect) -> Vec<String> {
 fn leaks(sql: &str, d: SqlDialect) -> Option<String> {
     let c = classify(sql, d);
     let outs = [&c.sanitized, &*c.effect.summary, &c.operation_name];
-    outs.iter()
-        .any(|o| o.contains(CANARY))
-        .then(|| format!("{d:?} {sql:?} -> {:?} / {:?} / {:?}", c.sanitized, c.effect.summary, c.operation_name))
+    outs.iter().any(|o| o.contains(CANARY)).then(|| {
+        format!(
+            "{d:?} {sql:?} -> {:?} / {:?} / {:?}",
+            c.sanitized, c.effect.summary, c.operation_name
+        )
+    })
 }
 
 /// The cautious fallback: unparsed means unknown, a possible write.
@@ -97,7 +100,13 @@ fn planted_literals_never_reach_the_query_text_or_summary() {
             leaked.extend(leaks(&sql, d));
         }
     }
-    figure("privacy.classifier", &[("statements", checked.to_string()), ("canaries_leaked", leaked.len().to_string())]);
+    figure(
+        "privacy.classifier",
+        &[
+            ("statements", checked.to_string()),
+            ("canaries_leaked", leaked.len().to_string()),
+        ],
+    );
     assert!(leaked.is_empty(), "literals leaked:\n{}", leaked.join("\n"));
 }
 
@@ -130,12 +139,56 @@ fn mutated() -> impl Strategy<Value = String> {
 
 /// Text from SQL's own alphabet: keywords, quotes, comment and dollar-quote openers.
 fn sql_soup() -> impl Strategy<Value = String> {
-    let pieces = proptest::sample::select(&[
-        "SELECT ", "INSERT ", "INTO ", "UPDATE ", "SET ", "DELETE ", "FROM ", "WHERE ", "WITH ",
-        "(", ")", "'", "\"", "`", "$$", "$a$", "/*", "*/", "--", "\n", ";", "?", "$1", ":n", "t",
-        "=", "+", "1", "E'", "X'", "RETURNING ", "ON CONFLICT ", "DO ", "BEGIN", "COMMIT",
-        "CREATE ", "TABLE ", "DROP ", "now()", "nextval(", ",", ".", "*", " ", "\\", "#",
-    ][..]);
+    let pieces = proptest::sample::select(
+        &[
+            "SELECT ",
+            "INSERT ",
+            "INTO ",
+            "UPDATE ",
+            "SET ",
+            "DELETE ",
+            "FROM ",
+            "WHERE ",
+            "WITH ",
+            "(",
+            ")",
+            "'",
+            "\"",
+            "`",
+            "$$",
+            "$a$",
+            "/*",
+            "*/",
+            "--",
+            "\n",
+            ";",
+            "?",
+            "$1",
+            ":n",
+            "t",
+            "=",
+            "+",
+            "1",
+            "E'",
+            "X'",
+            "RETURNING ",
+            "ON CONFLICT ",
+            "DO ",
+            "BEGIN",
+            "COMMIT",
+            "CREATE ",
+            "TABLE ",
+            "DROP ",
+            "now()",
+            "nextval(",
+            ",",
+            ".",
+            "*",
+            " ",
+            "\\",
+            "#",
+        ][..],
+    );
     proptest::collection::vec(pieces, 0..40).prop_map(|v| v.concat())
 }
 
