@@ -105,6 +105,8 @@ fn planted_literals_never_reach_the_query_text_or_summary() {
         &[
             ("statements", checked.to_string()),
             ("canaries_leaked", leaked.len().to_string()),
+            ("property_cases_each", config().cases.to_string()),
+            ("dialects", DIALECTS.len().to_string()),
         ],
     );
     assert!(leaked.is_empty(), "literals leaked:\n{}", leaked.join("\n"));
