@@ -7,6 +7,7 @@
 
 mod attribution;
 mod cancel;
+mod exposure;
 mod hostile;
 mod late_rows;
 mod privacy;
