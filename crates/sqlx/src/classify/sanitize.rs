@@ -21,6 +21,9 @@ pub(crate) fn sanitize(dialect: &dyn Dialect, sql: &str) -> String {
             t,
             Token::Number(..)
                 | Token::SingleQuotedString(_)
+                // MySQL's "..." is a string literal (sqlparser tokenizes it so only where the
+                // dialect says so; elsewhere "..." is a quoted identifier, a Word).
+                | Token::DoubleQuotedString(_)
                 | Token::TripleSingleQuotedString(_)
                 | Token::TripleDoubleQuotedString(_)
                 | Token::DollarQuotedString(_)

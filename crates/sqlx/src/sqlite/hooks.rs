@@ -90,6 +90,12 @@ struct WriterState {
     sink: Option<Sink>,
     /// Row changes attributed through the writer since the last bind.
     seen: u64,
+    /// The claiming statement was dropped before SQLite finished it (a cancelled call):
+    /// sqlx's worker still runs it, so the claim stays until the transaction it runs in ends
+    /// ([`Writer::settle`]), and its late rows reach its own call, never the next writer's.
+    dangling: bool,
+    /// The connection (its slot's address) whose rows came through the dangling claim.
+    owner: Option<usize>,
 }
 
 /// A pool's writer, claimed by one pooled statement; dropping it unbinds and frees the writer.
@@ -103,11 +109,20 @@ impl WriterGuard {
     pub(crate) fn seen(&self) -> u64 {
         self.writer.state().seen
     }
+
+    /// The statement is dropped while SQLite may still run it: the claim outlives the guard
+    /// until that statement's transaction ends (see `WriterState::dangling`).
+    pub(crate) fn dangle(self) {
+        self.writer.state().dangling = true;
+    }
 }
 
 impl Drop for WriterGuard {
     fn drop(&mut self) {
         let mut s = self.writer.state();
+        if s.dangling {
+            return;
+        }
         s.claimed = false;
         s.sink = None;
         s.seen = 0;
@@ -135,11 +150,24 @@ impl Writer {
         })
     }
 
-    /// The writer's sink for one row change, counting it.
-    fn take_row(&self) -> Option<Sink> {
+    /// The writer's sink for one row change on the connection whose slot is at `slot`,
+    /// counting it.
+    fn take_row(&self, slot: usize) -> Option<Sink> {
         let mut s = self.state();
         s.seen += 1;
+        if s.dangling && s.owner.is_none() {
+            s.owner = Some(slot);
+        }
         s.sink.clone()
+    }
+
+    /// A transaction ended on an unbound connection (its slot at `slot`): when it is the one
+    /// a dangling claim's statement ran in, the claim ends.
+    fn settle(&self, slot: usize) {
+        let mut s = self.state();
+        if s.dangling && s.owner.is_none_or(|o| o == slot) {
+            *s = WriterState::default();
+        }
     }
 }
 
@@ -180,7 +208,7 @@ impl Slot {
                 s.seen += 1;
                 sink
             }
-            Binding::Pool => self.writer.take_row(),
+            Binding::Pool => self.writer.take_row(self as *const Slot as usize),
         };
         #[cfg(feature = "preupdate-hook")]
         let (image, nested) = s.image.take().unwrap_or((Image::Unknown, None));
@@ -213,8 +241,17 @@ impl Slot {
 
     /// Records buffered changes as committed (`true`) or rolled back.
     fn flush(&self, committed: bool) {
-        let pending = std::mem::take(&mut self.lock().pending);
+        let (pending, unbound) = {
+            let mut s = self.lock();
+            (
+                std::mem::take(&mut s.pending),
+                matches!(s.binding, Binding::Pool),
+            )
+        };
         record(&self.columns, pending, committed);
+        if unbound {
+            self.writer.settle(self as *const Slot as usize);
+        }
     }
 
     /// A statement failed: its buffered changes were undone by SQLite's statement rollback.

@@ -272,6 +272,7 @@ async fn start<'e>(ctx: Ctx<'e, Sqlite>, query: &AuditedQuery<Sqlite>) -> Starte
         pooled,
         outcome: StatementOutcome::Ok,
         rows: 0,
+        done: false,
     };
     Started {
         conn,
@@ -321,6 +322,9 @@ struct Finish<'e> {
     pooled: bool,
     outcome: StatementOutcome,
     rows: u64,
+    /// SQLite answered the statement to its end (or with its error); false when the caller
+    /// dropped it while the worker may still run it.
+    done: bool,
 }
 
 impl Drop for Finish<'_> {
@@ -357,6 +361,12 @@ impl Drop for Finish<'_> {
         // connection stays bound until its next statement or until it is dropped.
         if let (true, Bound::Slot(slot)) = (self.pooled, &self.bound) {
             slot.bind(Binding::Pool);
+        }
+        // Dropped before SQLite answered: the writer's claim must outlive this statement.
+        if !self.done
+            && let Bound::Writer(guard) = std::mem::replace(&mut self.bound, Bound::Nothing)
+        {
+            guard.dangle();
         }
     }
 }
@@ -411,12 +421,14 @@ impl Backend for Sqlite {
                 Ok(None) => break,
                 Err(e) => {
                     drop(s);
+                    run.fin.done = true;
                     run.fin.outcome = StatementOutcome::Failed;
                     return Err(e);
                 }
             }
         }
         drop(s);
+        run.fin.done = true;
         run.succeeded().await;
         Ok(())
     }
@@ -431,6 +443,7 @@ impl Backend for Sqlite {
         // driver's row count is not read then; a write that returned a row (RETURNING)
         // counts as one, so that hooks that saw none are known to be blind.
         let r = run.conn.fetch_optional(query).await;
+        run.fin.done = true;
         match &r {
             Ok(row) => {
                 if row.is_some() && is_dml(run.fin.att.class.effect.operation) {
