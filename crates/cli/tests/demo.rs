@@ -18,6 +18,7 @@ fn demo_prints_the_planted_findings_and_exits_0() {
     );
     for (tool, rule) in bookings::PLANTED_CALL_FINDINGS
         .iter()
+        .chain(bookings::PLANTED_OPEN_WORLD_FINDINGS)
         .chain(bookings::PLANTED_LISTING_FINDINGS)
     {
         let row = stdout
@@ -29,7 +30,7 @@ fn demo_prints_the_planted_findings_and_exits_0() {
     let summary = stdout.lines().last().expect("a summary line");
     assert_eq!(
         summary,
-        "hintaudit: 10 tools, 16 calls judged: 3 critical, 1 warning, 1 info; 5 tools clean",
+        "hintaudit: 11 tools, 17 calls judged: 3 critical, 2 warning, 1 info; 5 tools clean",
         "stdout:\n{stdout}"
     );
 }

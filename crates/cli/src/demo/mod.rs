@@ -7,13 +7,15 @@
 
 mod collect;
 mod drive;
+mod outside;
 mod server;
 mod table;
 
 use std::net::SocketAddr;
 
-use bookings::{BOOKKEEPING_TABLES, Bookings, Db};
-use hintaudit_core::{Judge, LogRecorder, Policy};
+use bookings::{BOOKKEEPING_TABLES, Bookings, Db, Notifier};
+use hintaudit_core::{ClosedWorld, Judge, LogRecorder, Policy};
+use hintaudit_http::OutboundRecorder;
 use hintaudit_rmcp::HintAuditLayer;
 use hintaudit_telemetry::{
     MetricName, OtelMakeSpan, PrometheusRecorder, metrics_excerpt, metrics_router,
@@ -21,6 +23,7 @@ use hintaudit_telemetry::{
 
 pub use collect::{CallRecord, Collected, Collector};
 pub use drive::{Called, Step, bookings_plan, connect, drive};
+pub use outside::OutsideService;
 pub use server::{RunningServer, serve_http};
 pub use table::{Tally, distinct_findings, render, summary_line, tally};
 
@@ -59,6 +62,8 @@ pub struct DemoRun {
     pub metrics: PrometheusRecorder,
     /// The temporary directory holding the SQLite file, if the demo made one.
     pub tempdir: Option<tempfile::TempDir>,
+    /// The notification service standing in for an outside system.
+    pub outside: OutsideService,
 }
 
 /// The audited bookings server of the demo, started and not yet driven.
@@ -72,6 +77,9 @@ pub struct DemoServer {
     pub metrics: PrometheusRecorder,
     /// The temporary directory holding the SQLite file, if the demo made one.
     pub tempdir: Option<tempfile::TempDir>,
+    /// The notification service standing in for an outside system: notify_patient's
+    /// requests to it are outside the closed world.
+    pub outside: OutsideService,
 }
 
 /// Starts the audited bookings server as the demo does: on its database (a SQLite file in a
@@ -94,23 +102,30 @@ pub async fn start(args: &DemoArgs) -> anyhow::Result<DemoServer> {
         }
     };
     let db = Db::connect(&url).await?;
+    let outside = OutsideService::start().await?;
+    let world = outside.outside_of(ClosedWorld::default())?;
+    let notifier = Notifier::new(outside.url(), OutboundRecorder::new(world.clone()));
     let collector = Collector::default();
     let metrics = PrometheusRecorder::new();
     let layer = HintAuditLayer::new()
-        .with_judge(std::sync::Arc::new(Judge::new(demo_policy())))
+        .with_judge(std::sync::Arc::new(Judge::new(
+            demo_policy().with_closed_world(world),
+        )))
         .with_recorder((
             collector.clone(),
             (metrics.clone(), args.serve.then_some(LogRecorder)),
         ))
         .with_make_span(OtelMakeSpan::new());
     let metrics_route = metrics_router(metrics.registry().clone());
-    let server = serve_http(Bookings::new(db), layer, args.addr, Some(metrics_route)).await?;
+    let bookings = Bookings::new(db).with_notifier(notifier);
+    let server = serve_http(bookings, layer, args.addr, Some(metrics_route)).await?;
     server.audit.learn_tools(&Bookings::tools());
     Ok(DemoServer {
         server,
         collector,
         metrics,
         tempdir,
+        outside,
     })
 }
 
@@ -125,6 +140,7 @@ pub async fn run_once(args: &DemoArgs) -> anyhow::Result<DemoRun> {
         collector,
         metrics,
         tempdir,
+        outside,
     } = start(args).await?;
     let client = connect(&server.url).await?;
     drive(&client, &bookings_plan()).await?;
@@ -137,6 +153,7 @@ pub async fn run_once(args: &DemoArgs) -> anyhow::Result<DemoRun> {
         server,
         metrics,
         tempdir,
+        outside,
     })
 }
 
