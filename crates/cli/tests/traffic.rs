@@ -28,6 +28,7 @@ async fn server(database_url: Option<String>) -> DemoServer {
         serve: false,
         addr: "127.0.0.1:0".parse().unwrap(),
         database_url,
+        config: None,
     };
     start(&args).await.expect("the demo server starts")
 }
@@ -190,6 +191,7 @@ async fn a_server_that_is_not_up_yet_is_waited_for() {
         serve: false,
         addr: free,
         database_url: None,
+        config: None,
     };
     let s = start(&args).await.expect("the port is still free");
     let out = run.await.unwrap();

@@ -19,7 +19,7 @@ use std::sync::Arc;
 use anyhow::Context;
 use bookings::{BOOKKEEPING_TABLES, Bookings, Db, Notifier};
 use clap::Parser;
-use hintaudit_core::{ClosedWorld, LogRecorder, Policy};
+use hintaudit_core::{Config, LogRecorder};
 use hintaudit_http::OutboundRecorder;
 use hintaudit_rmcp::{HintAudit, HintAuditLayer};
 use hintaudit_telemetry::{
@@ -76,6 +76,14 @@ struct Args {
     /// is loopback (a local service standing in for an outside one). Repeat it.
     #[arg(long = "outside", value_name = "ENTRY", requires = "audit")]
     outside: Vec<String>,
+    /// hintaudit.toml for the audit (the settings table is in hintaudit's README).
+    #[arg(
+        long,
+        env = "HINTAUDIT_CONFIG",
+        value_name = "FILE",
+        requires = "audit"
+    )]
+    config: Option<std::path::PathBuf>,
     /// Create the schema and seed data, then exit without serving.
     #[arg(long, conflicts_with_all = ["stdio", "http", "audit"])]
     migrate: bool,
@@ -131,17 +139,23 @@ async fn run(args: Args, make_span: OtelMakeSpan) -> anyhow::Result<()> {
     let stop = CancellationToken::new();
     tokio::spawn(stop_on_signal(stop.clone()));
 
+    let config = match args.audit {
+        true => Config::load_or_default(args.config.as_deref())?,
+        false => Config::default(),
+    };
+    config.validate()?;
     let world = args
         .outside
         .iter()
-        .try_fold(ClosedWorld::default(), |w, e| w.with_outside(e))?;
+        .try_fold(config.closed_world().clone(), |w, e| w.with_outside(e))?;
     let mut server = Bookings::new(db.clone());
     if let Some(url) = &args.notify_url {
         server = server.with_notifier(Notifier::new(url, OutboundRecorder::new(world.clone())));
     }
     let audited = args
         .audit
-        .then(|| audited(server.clone(), world, make_span));
+        .then(|| audited(server.clone(), &config, world, make_span))
+        .transpose()?;
     let metrics_server = match (&audited, args.metrics_addr) {
         (Some((_, recorder)), Some(addr)) => {
             let server = serve_metrics(addr, recorder.registry().clone())
@@ -173,14 +187,19 @@ async fn run(args: Args, make_span: OtelMakeSpan) -> anyhow::Result<()> {
 /// with every tool declared so that its metrics exist before the first call.
 fn audited(
     server: Bookings,
-    world: ClosedWorld,
+    config: &Config,
+    world: hintaudit_core::ClosedWorld,
     make_span: OtelMakeSpan,
-) -> (HintAudit<Bookings>, PrometheusRecorder) {
+) -> anyhow::Result<(HintAudit<Bookings>, PrometheusRecorder)> {
     let policy = BOOKKEEPING_TABLES
         .iter()
-        .fold(Policy::default(), |p, t| p.with_ignored_table(t))
+        .fold(config.policy(), |p, t| p.with_ignored_table(t))
         .with_closed_world(world);
-    let recorder = PrometheusRecorder::new();
+    let (max_tools, max_tables) = config.label_caps();
+    let recorder = PrometheusRecorder::builder()
+        .with_max_tools(max_tools)
+        .with_max_tables(max_tables)
+        .build()?;
     let audited = HintAuditLayer::new()
         .with_policy(policy)
         .with_recorder((LogRecorder, recorder.clone()))
@@ -188,7 +207,11 @@ fn audited(
         .layer(server);
     let tools = Bookings::tools();
     audited.learn_tools(&tools);
-    (audited, recorder)
+    let listed: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    for tool in config.unknown_tools(&listed) {
+        tracing::warn!("config overrides tool {tool:?}, which the server does not list");
+    }
+    Ok((audited, recorder))
 }
 
 async fn serve_stdio<S: rmcp::ServerHandler>(

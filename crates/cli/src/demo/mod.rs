@@ -14,7 +14,7 @@ mod table;
 use std::net::SocketAddr;
 
 use bookings::{BOOKKEEPING_TABLES, Bookings, Db, Notifier};
-use hintaudit_core::{ClosedWorld, Judge, LogRecorder, Policy};
+use hintaudit_core::{Config, Judge, LogRecorder, Policy};
 use hintaudit_http::OutboundRecorder;
 use hintaudit_rmcp::HintAuditLayer;
 use hintaudit_telemetry::{
@@ -40,13 +40,21 @@ pub struct DemoArgs {
     /// Database URL for the bookings server (default: a SQLite file in a temporary directory).
     #[arg(long, value_name = "URL")]
     pub database_url: Option<String>,
+    /// hintaudit.toml to read (see the README's settings table).
+    #[arg(long, value_name = "FILE", env = hintaudit_core::CONFIG_ENV)]
+    pub config: Option<std::path::PathBuf>,
 }
 
 /// The demo's policy: the bookings example's bookkeeping tables are ignored.
 pub fn demo_policy() -> Policy {
+    demo_policy_from(&Config::default())
+}
+
+/// The policy of `config`, with the bookings example's bookkeeping tables ignored too.
+pub fn demo_policy_from(config: &Config) -> Policy {
     BOOKKEEPING_TABLES
         .iter()
-        .fold(Policy::default(), |p, t| p.with_ignored_table(t))
+        .fold(config.policy(), |p, t| p.with_ignored_table(t))
 }
 
 /// What a demo run produced.
@@ -88,8 +96,11 @@ pub struct DemoServer {
 /// so each tool's violation series are on `/metrics` at 0 before any client.
 ///
 /// # Errors
-/// When the database cannot be opened or the address cannot be bound.
+/// When the config file (`--config`, `HINTAUDIT_CONFIG`) is bad, the database cannot be
+/// opened or the address cannot be bound.
 pub async fn start(args: &DemoArgs) -> anyhow::Result<DemoServer> {
+    let config = Config::load_or_default(args.config.as_deref())?;
+    config.validate()?;
     let (url, tempdir) = match &args.database_url {
         Some(url) => (url.clone(), None),
         None => {
@@ -103,13 +114,17 @@ pub async fn start(args: &DemoArgs) -> anyhow::Result<DemoServer> {
     };
     let db = Db::connect(&url).await?;
     let outside = OutsideService::start().await?;
-    let world = outside.outside_of(ClosedWorld::default())?;
+    let world = outside.outside_of(config.closed_world().clone())?;
     let notifier = Notifier::new(outside.url(), OutboundRecorder::new(world.clone()));
     let collector = Collector::default();
-    let metrics = PrometheusRecorder::new();
+    let (max_tools, max_tables) = config.label_caps();
+    let metrics = PrometheusRecorder::builder()
+        .with_max_tools(max_tools)
+        .with_max_tables(max_tables)
+        .build()?;
     let layer = HintAuditLayer::new()
         .with_judge(std::sync::Arc::new(Judge::new(
-            demo_policy().with_closed_world(world),
+            demo_policy_from(&config).with_closed_world(world),
         )))
         .with_recorder((
             collector.clone(),
@@ -119,7 +134,14 @@ pub async fn start(args: &DemoArgs) -> anyhow::Result<DemoServer> {
     let metrics_route = metrics_router(metrics.registry().clone());
     let bookings = Bookings::new(db).with_notifier(notifier);
     let server = serve_http(bookings, layer, args.addr, Some(metrics_route)).await?;
-    server.audit.learn_tools(&Bookings::tools());
+    let tools = Bookings::tools();
+    server.audit.learn_tools(&tools);
+    let listed: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    for tool in config.unknown_tools(&listed) {
+        eprintln!(
+            "hintaudit: warning: config overrides tool {tool:?}, which the server does not list"
+        );
+    }
     Ok(DemoServer {
         server,
         collector,
