@@ -69,7 +69,7 @@ struct Args {
     )]
     allowed_hosts: Vec<String>,
     /// The clinic's notification service, where notify_patient POSTs reminders (without
-    /// it, notify_patient answers with an error and sends nothing).
+    /// it, notify_patient sends nothing).
     #[arg(long, env = "BOOKINGS_NOTIFY_URL", value_name = "URL")]
     notify_url: Option<String>,
     /// A host, `host:port` or CIDR block to treat as outside the closed world even when it
@@ -144,10 +144,13 @@ async fn run(args: Args, make_span: OtelMakeSpan) -> anyhow::Result<()> {
         false => Config::default(),
     };
     config.validate()?;
-    let world = args
-        .outside
-        .iter()
-        .try_fold(config.closed_world().clone(), |w, e| w.with_outside(e))?;
+    let world = args.outside.iter().try_fold(
+        config
+            .closed_world()
+            .clone()
+            .with_database_url(&args.database_url),
+        |w, e| w.with_outside(e),
+    )?;
     let mut server = Bookings::new(db.clone());
     if let Some(url) = &args.notify_url {
         server = server.with_notifier(Notifier::new(url, OutboundRecorder::new(world.clone())));

@@ -15,7 +15,7 @@ pub const PLANTED_CALL_FINDINGS: &[Planted] = &[
 
 /// Findings from calls that need a notification service outside the closed world
 /// (`Bookings::with_notifier`, the service's address configured as outside): the demo's.
-/// Without one, notify_patient fails before sending anything.
+/// Without one, notify_patient sends nothing (and answers `"notified": false`).
 pub const PLANTED_OPEN_WORLD_FINDINGS: &[Planted] = &[("notify_patient", "undeclared_open_world")];
 
 /// Findings from tools/list.

@@ -173,8 +173,8 @@ fn db_error(e: sqlx::Error) -> String {
 
 #[tool_router]
 impl Bookings {
-    /// A server over `db`, with no notification service (notify_patient answers with an
-    /// error and sends nothing).
+    /// A server over `db`, with no notification service (notify_patient sends nothing and
+    /// answers `"notified": false`).
     pub fn new(db: Db) -> Self {
         Bookings { db, notify: None }
     }
@@ -397,7 +397,8 @@ impl Bookings {
     )]
     async fn notify_patient(&self, Parameters(args): Parameters<AppointmentId>) -> ToolResult {
         let Some(notify) = &self.notify else {
-            return Err("no notification service configured (--notify-url)".into());
+            // Notifications are off: nothing is sent, and the answer says so.
+            return json(&serde_json::json!({ "id": args.id, "notified": false }));
         };
         let row: Option<(String, String)> = on_db!(&self.db, pool => sqlx::query_as(
             "SELECT p.email, a.starts_at FROM appointments a JOIN patients p ON p.id = a.patient_id
