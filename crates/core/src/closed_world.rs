@@ -241,6 +241,25 @@ impl ClosedWorld {
         }
     }
 
+    /// Adds the host of a database URL (`postgres://user@db.internal:5432/app`,
+    /// `mysql://…`), on any port: the audited databases belong to the closed world. A URL
+    /// without a host (`sqlite:…`, a Unix socket) adds nothing.
+    pub fn with_database_url(self, url: &str) -> Self {
+        let Some((_, rest)) = url.split_once("://") else {
+            return self;
+        };
+        let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+        let hostport = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+        let host = match hostport.strip_prefix('[') {
+            Some(v6) => v6.split(']').next().unwrap_or(""),
+            None => hostport.split(':').next().unwrap_or(""),
+        };
+        if host.is_empty() {
+            return self;
+        }
+        self.with_host(host)
+    }
+
     /// Whether `host` (a name or an address, `[…]` around IPv6 allowed) at `port` (`None`:
     /// unknown) is inside the closed world. Names are not resolved: a CIDR block matches
     /// addresses only.
@@ -291,6 +310,22 @@ mod tests {
         ] {
             let w = ClosedWorld::empty().with_entry(entry).expect(entry);
             assert_eq!(w.contains(host, port), inside, "{entry} vs {host}:{port:?}");
+        }
+    }
+
+    /// One row per database URL: the host it adds, if any.
+    #[test]
+    fn database_urls_add_their_host() {
+        for (url, host) in [
+            ("postgres://postgres@db.internal:5432/test", Some("db.internal")),
+            ("mysql://root:pw@10.1.2.3:3306", Some("10.1.2.3")),
+            ("postgres://[fd00::5]:5432/x", Some("fd00::5")),
+            ("postgresql://pg/app?sslmode=require", Some("pg")),
+            ("sqlite:bookings.db", None),
+            ("sqlite:///tmp/x.db?mode=rwc", None),
+        ] {
+            let w = ClosedWorld::empty().with_database_url(url);
+            assert_eq!(w.entries().next().as_deref(), host, "{url}");
         }
     }
 

@@ -114,7 +114,7 @@ pub async fn start(args: &DemoArgs) -> anyhow::Result<DemoServer> {
     };
     let db = Db::connect(&url).await?;
     let outside = OutsideService::start().await?;
-    let world = outside.outside_of(config.closed_world().clone())?;
+    let world = outside.outside_of(config.closed_world().clone().with_database_url(&url))?;
     let notifier = Notifier::new(outside.url(), OutboundRecorder::new(world.clone()));
     let collector = Collector::default();
     let (max_tools, max_tables) = config.label_caps();
