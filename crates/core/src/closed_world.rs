@@ -317,7 +317,10 @@ mod tests {
     #[test]
     fn database_urls_add_their_host() {
         for (url, host) in [
-            ("postgres://postgres@db.internal:5432/test", Some("db.internal")),
+            (
+                "postgres://postgres@db.internal:5432/test",
+                Some("db.internal"),
+            ),
             ("mysql://root:pw@10.1.2.3:3306", Some("10.1.2.3")),
             ("postgres://[fd00::5]:5432/x", Some("fd00::5")),
             ("postgresql://pg/app?sslmode=require", Some("pg")),
