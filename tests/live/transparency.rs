@@ -44,7 +44,7 @@ async fn the_layer_is_transparent() {
     let a = serde_json::to_value(with.list_all_tools().await.unwrap()).unwrap();
     let b = serde_json::to_value(without.list_all_tools().await.unwrap()).unwrap();
     assert_eq!(a, b);
-    assert_eq!(a.as_array().unwrap().len(), 10);
+    assert_eq!(a.as_array().unwrap().len(), 11);
     assert_eq!(
         serde_json::to_value(with.peer_info().map(|i| i.server_info.clone())).unwrap(),
         serde_json::to_value(without.peer_info().map(|i| i.server_info.clone())).unwrap(),

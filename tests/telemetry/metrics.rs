@@ -3,7 +3,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
 
-use bookings::PLANTED_CALL_FINDINGS;
+use bookings::{PLANTED_CALL_FINDINGS, PLANTED_OPEN_WORLD_FINDINGS};
 use hintaudit_cli::demo::connect;
 use hintaudit_core::{DeclaredHints, Hint};
 use hintaudit_telemetry::{MetricName, UNKNOWN_TOOL};
@@ -66,6 +66,7 @@ async fn demo_scrape_has_the_planted_counts_and_every_tools_declared_hints() {
     // The planted violations, exactly: each (tool, rule) of the example and nothing else.
     let planted: BTreeSet<(String, String)> = PLANTED_CALL_FINDINGS
         .iter()
+        .chain(PLANTED_OPEN_WORLD_FINDINGS)
         .map(|(t, r)| (t.to_string(), r.to_string()))
         .collect();
     let found: BTreeSet<(String, String)> = violations
@@ -114,7 +115,7 @@ async fn demo_scrape_has_the_planted_counts_and_every_tools_declared_hints() {
         ]);
         want.insert(l, 1.0);
     }
-    assert_eq!(tools.len(), 10);
+    assert_eq!(tools.len(), 11);
     let declared: BTreeMap<Labels, f64> = s
         .series(name(MetricName::ToolDeclaredHints))
         .into_iter()
@@ -186,7 +187,7 @@ async fn ten_thousand_unknown_tool_names_add_one_label_value() {
         .iter()
         .map(|(t, _, _)| t.clone())
         .collect();
-    assert_eq!(want.len(), 10);
+    assert_eq!(want.len(), 11);
     want.insert(UNKNOWN_TOOL.to_owned());
     assert_eq!(s.label_values("tool"), want);
     let unknown = s

@@ -9,6 +9,7 @@ pub async fn demo() -> DemoRun {
         serve: false,
         addr: "127.0.0.1:0".parse().expect("an address"),
         database_url: None,
+        config: None,
     };
     run_once(&args).await.expect("the demo runs")
 }

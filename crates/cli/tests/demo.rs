@@ -54,6 +54,7 @@ fn assert_planted(args: &[&str]) {
     );
     for (tool, rule) in bookings::PLANTED_CALL_FINDINGS
         .iter()
+        .chain(bookings::PLANTED_OPEN_WORLD_FINDINGS)
         .chain(bookings::PLANTED_LISTING_FINDINGS)
     {
         let row = stdout
@@ -65,7 +66,7 @@ fn assert_planted(args: &[&str]) {
     let summary = stdout.lines().last().expect("a summary line");
     assert_eq!(
         summary,
-        "hintaudit: 10 tools, 16 calls judged: 3 critical, 1 warning, 1 info; 5 tools clean",
+        "hintaudit: 11 tools, 17 calls judged: 3 critical, 2 warning, 1 info; 5 tools clean",
         "stdout:\n{stdout}"
     );
 }
@@ -115,4 +116,64 @@ fn demo_warns_of_an_otlp_protocol_it_does_not_support() {
         stderr.contains("OTLP protocol \"http/json\" not supported; using http/protobuf"),
         "{stderr}"
     );
+}
+
+/// A bad hintaudit.toml stops the demo before it starts: exit 2, the file, line, column and
+/// key on stderr, no report.
+#[test]
+fn demo_refuses_a_bad_config_with_its_position() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let path = dir.path().join("hintaudit.toml");
+    std::fs::write(&path, "[closed_world]\nhosts = [\"10.0.0.0/40\"]\n").expect("write");
+    for via_env in [false, true] {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_hintaudit"));
+        cmd.arg("demo").env_remove("DATABASE_URL");
+        if via_env {
+            cmd.env("HINTAUDIT_CONFIG", &path);
+        } else {
+            cmd.arg("--config")
+                .arg(&path)
+                .env_remove("HINTAUDIT_CONFIG");
+        }
+        let out = cmd.output().expect("run hintaudit demo");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        let at = format!("{}:2:10: closed_world.hosts:", path.display());
+        assert!(stderr.contains(&at), "{stderr}");
+        assert!(out.stdout.is_empty(), "no report on a bad config");
+    }
+}
+
+/// A good config takes effect: with `appointments` ignored as bookkeeping, get_appointment's
+/// planted write is no finding; an override for a tool the server does not list is a
+/// warning, and the demo runs.
+#[test]
+fn demo_reads_its_config() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let path = dir.path().join("hintaudit.toml");
+    std::fs::write(
+        &path,
+        "ignored_tables = [\"appointments\"]\n[tools.no_such_tool]\nmode = \"observe\"\n",
+    )
+    .expect("write");
+    let out = Command::new(env!("CARGO_BIN_EXE_hintaudit"))
+        .args(["demo", "--config"])
+        .arg(&path)
+        .env_remove("DATABASE_URL")
+        .output()
+        .expect("run hintaudit demo");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("\"no_such_tool\", which the server does not list"),
+        "{stderr}"
+    );
+    assert!(
+        !stdout
+            .lines()
+            .any(|l| l.contains("get_appointment") && l.contains("read_only_write")),
+        "{stdout}"
+    );
+    assert!(stdout.contains("undeclared_open_world"), "{stdout}");
 }

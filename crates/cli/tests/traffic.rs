@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 use std::process::{Output, Stdio};
 use std::time::Duration;
 
-use bookings::PLANTED_CALL_FINDINGS;
+use bookings::{PLANTED_CALL_FINDINGS, PLANTED_OPEN_WORLD_FINDINGS};
 use hintaudit_cli::demo::{DemoArgs, DemoServer, bookings_plan, connect, drive, start};
 use hintaudit_core::Rule;
 use hintaudit_telemetry::{MetricName, encode_text};
@@ -28,6 +28,7 @@ async fn server(database_url: Option<String>) -> DemoServer {
         serve: false,
         addr: "127.0.0.1:0".parse().unwrap(),
         database_url,
+        config: None,
     };
     start(&args).await.expect("the demo server starts")
 }
@@ -74,8 +75,10 @@ async fn planted_violations_land_on_series_that_existed_at_zero() {
         .filter(|(_, v)| **v > 0.0)
         .map(|(k, _)| k.clone())
         .collect();
+    // The demo's plan also notifies a patient through the outside service.
     let planted: BTreeSet<String> = PLANTED_CALL_FINDINGS
         .iter()
+        .chain(PLANTED_OPEN_WORLD_FINDINGS)
         .map(|(t, r)| planted_key(t, r))
         .collect();
     assert_eq!(incremented, planted);
@@ -188,6 +191,7 @@ async fn a_server_that_is_not_up_yet_is_waited_for() {
         serve: false,
         addr: free,
         database_url: None,
+        config: None,
     };
     let s = start(&args).await.expect("the port is still free");
     let out = run.await.unwrap();

@@ -254,11 +254,35 @@ pub struct TransactionObservation {
 pub struct OutboundReach {
     /// The host, lower-cased, without port.
     pub host: String,
+    /// The destination port, where known (the URL's, or its scheme's default).
+    pub port: Option<u16>,
     /// The request method, upper-cased (`GET`, `POST`, …).
     pub method: String,
 }
 
 impl OutboundReach {
+    /// A request of `method` (upper-cased here) to `host` (lower-cased here) at `port`.
+    pub fn new(method: &str, host: &str, port: Option<u16>) -> Self {
+        OutboundReach {
+            host: host.trim_matches(['[', ']']).to_lowercase(),
+            port,
+            method: method.to_uppercase(),
+        }
+    }
+
+    /// `host:port`, or the host alone when the port is unknown (IPv6 in brackets).
+    pub fn destination(&self) -> String {
+        let host = if self.host.contains(':') {
+            format!("[{}]", self.host)
+        } else {
+            self.host.clone()
+        };
+        match self.port {
+            Some(p) => format!("{host}:{p}"),
+            None => host,
+        }
+    }
+
     /// Whether the method may change the remote side (anything but GET, HEAD, OPTIONS, TRACE).
     pub fn is_mutating(&self) -> bool {
         !matches!(self.method.as_str(), "GET" | "HEAD" | "OPTIONS" | "TRACE")

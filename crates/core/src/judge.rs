@@ -22,6 +22,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use serde_json::Value;
 
+use crate::closed_world::OpenWorldReading;
 use crate::effect::Effect;
 use crate::facts::{Evidence, Facts, Wanted, summarize};
 use crate::finding::{Advice, Confidence, Finding, Rule};
@@ -176,7 +177,7 @@ impl Judge {
         let mut findings = self.rule_findings(call, &facts);
         let mut state = self.state();
         let repeat = state.record_history(call, key, &facts, &mut findings);
-        state.count_for_advice(call.tool, &facts, repeat);
+        state.count_for_advice(call.tool, &facts, repeat, self.policy.open_world_reading());
         drop(state);
         findings.sort_by(|a, b| b.severity.cmp(&a.severity).then(a.rule.cmp(&b.rule)));
         Verdict {
@@ -209,16 +210,16 @@ impl Judge {
             );
         }
         if hints.open_world == Some(false) {
-            let outside: Vec<Evidence> = facts
-                .hosts
-                .iter()
-                .filter(|h| !self.policy.is_closed_world_host(h))
-                .map(|h| Evidence {
-                    text: format!("outbound connection to {h}"),
-                    confidence: Confidence::Confirmed,
-                })
-                .collect();
-            push(Rule::UndeclaredOpenWorld, Hint::OpenWorld, &outside);
+            let finding = open_world_finding(self.policy.open_world_reading(), facts);
+            if let Some((evidence, confidence)) = finding {
+                findings.push(Finding::new(
+                    call.tool,
+                    Rule::UndeclaredOpenWorld,
+                    Hint::OpenWorld,
+                    confidence,
+                    evidence,
+                ));
+            }
         }
         findings
     }
@@ -260,7 +261,13 @@ impl State {
 
     /// Step 3, advice: counts the call for the tool's advice ([`Judge::advice`]), unless
     /// [`MAX_TRACKED_TOOLS`] other tools are counted already.
-    fn count_for_advice(&mut self, tool: &str, facts: &Facts<'_>, repeat: Repeat) {
+    fn count_for_advice(
+        &mut self,
+        tool: &str,
+        facts: &Facts<'_>,
+        repeat: Repeat,
+        reading: OpenWorldReading,
+    ) {
         let full = self.advice.len() >= MAX_TRACKED_TOOLS;
         let c = match self.advice.entry_ref(tool) {
             // `entry_ref` allocates the key only when it inserts.
@@ -273,10 +280,47 @@ impl State {
             !facts.writes.is_empty() || !facts.attempts.is_empty() || facts.any_write_statement,
         );
         c.destructive_calls += u64::from(!facts.destructive.is_empty());
-        c.reaching_calls += u64::from(!facts.hosts.is_empty());
+        c.reaching_calls += u64::from(reaches_out(reading, facts));
         c.clean_repeats += u64::from(repeat == Repeat::Clean);
         c.changing_repeats += u64::from(changed_on_repeat(repeat, facts));
     }
+}
+
+/// Whether the call reached outside the closed world, by `reading`: any request outside it
+/// (the specification's reading), or a mutating one (the directory reading).
+fn reaches_out(reading: OpenWorldReading, facts: &Facts<'_>) -> bool {
+    match reading {
+        OpenWorldReading::Interaction => !facts.outside.is_empty(),
+        OpenWorldReading::StateChange => !facts.outside_changes.is_empty(),
+    }
+}
+
+/// `undeclared_open_world`'s evidence and confidence, when the alerting `reading` finds the
+/// call reached outside; the text says what the other reading makes of it.
+fn open_world_finding(
+    reading: OpenWorldReading,
+    facts: &Facts<'_>,
+) -> Option<(String, Confidence)> {
+    if !reaches_out(reading, facts) {
+        return None;
+    }
+    let evidence = match reading {
+        OpenWorldReading::Interaction => &facts.outside,
+        OpenWorldReading::StateChange => &facts.outside_changes,
+    };
+    let e = summarize(evidence)?;
+    let directory = if facts.outside_changes.is_empty() {
+        "no outside state changed"
+    } else {
+        "outside state changed"
+    };
+    Some((
+        format!(
+            "{} (spec reading: interaction outside the closed world; directory reading: {directory})",
+            e.text
+        ),
+        e.confidence,
+    ))
 }
 
 /// Whether a clean repeat changed something again: evidence against `idempotentHint: true`.
@@ -345,4 +389,46 @@ fn advice_for(hints: DeclaredHints, c: AdviceCounters, after: u64) -> Vec<Advice
         out.push(Advice::CouldBeClosedWorld);
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::effect::OutboundReach;
+    use crate::hints::DeclaredHints;
+
+    /// The finding's evidence names what the other reading makes of the call.
+    #[test]
+    fn open_world_evidence_names_both_readings() {
+        let hints = DeclaredHints::new(Some(true), None, None, Some(false));
+        for (method, want) in [
+            (
+                "GET",
+                "outbound GET to maps.example.com:443 (spec reading: interaction outside the closed world; directory reading: no outside state changed)",
+            ),
+            (
+                "POST",
+                "outbound POST to maps.example.com:443 (spec reading: interaction outside the closed world; directory reading: outside state changed)",
+            ),
+        ] {
+            let effect = Effect {
+                outbound: vec![OutboundReach::new(method, "maps.example.com", Some(443))],
+                ..Default::default()
+            };
+            let judge = Judge::new(Policy::default());
+            let call = ToolCall {
+                tool: "t",
+                hints,
+                arguments: None,
+                effect: &effect,
+            };
+            let v = judge.judge(&call);
+            let f = v
+                .findings
+                .iter()
+                .find(|f| f.rule == Rule::UndeclaredOpenWorld)
+                .unwrap();
+            assert_eq!(f.evidence, want, "{method}");
+        }
+    }
 }

@@ -22,6 +22,10 @@
 //! assert_eq!(second.findings[0].rule, Rule::IdempotencyBroken);
 //! ```
 
+/// The closed world of `openWorldHint: false`, and the readings of that hint.
+mod closed_world;
+/// `hintaudit.toml` and the builder that takes the same settings.
+mod config;
 /// What one tool call did: statements, row changes, oracle observations, outbound, reported.
 mod effect;
 /// An effect read through the policy, by evidence source, before any hint is consulted.
@@ -45,6 +49,11 @@ pub mod semconv;
 /// Process-wide audit counters: unattributed statements and audit failures.
 mod stats;
 
+pub use closed_world::{ClosedWorld, ClosedWorldError, DEFAULT_CLOSED_WORLD, OpenWorldReading};
+pub use config::{
+    CONFIG_ENV, Config, ConfigError, DEFAULT_LABEL_MAX_TABLES, DEFAULT_LABEL_MAX_TOOLS, Mode,
+    SETTINGS,
+};
 pub use effect::{
     Effect, ExplicitChange, ExplicitEffect, Operation, OutboundReach, RowChange, RowImage,
     RowOperation, StatementEffect, StatementOutcome, TableWrites, TransactionObservation,

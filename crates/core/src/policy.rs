@@ -4,6 +4,8 @@ use std::borrow::Cow;
 use std::collections::HashSet;
 use std::num::NonZeroUsize;
 
+use crate::closed_world::{ClosedWorld, OpenWorldReading};
+
 /// Judge policy. Build with [`Policy::default`] and the `with_*` setters.
 ///
 /// ```
@@ -23,7 +25,8 @@ pub struct Policy {
     ignored_columns: HashSet<(Option<String>, String)>,
     advice_after_calls: u64,
     history_capacity: NonZeroUsize,
-    closed_world_hosts: Vec<String>,
+    closed_world: ClosedWorld,
+    open_world_reading: OpenWorldReading,
 }
 
 /// Default number of calls without contrary evidence before advice is given.
@@ -40,7 +43,8 @@ impl Default for Policy {
             ignored_columns: HashSet::new(),
             advice_after_calls: DEFAULT_ADVICE_AFTER_CALLS,
             history_capacity: NonZeroUsize::new(DEFAULT_HISTORY_CAPACITY).expect("non-zero"),
-            closed_world_hosts: vec!["localhost".into(), "127.0.0.1".into(), "::1".into()],
+            closed_world: ClosedWorld::default(),
+            open_world_reading: OpenWorldReading::default(),
         }
     }
 }
@@ -100,14 +104,41 @@ impl Policy {
     }
 
     /// Hosts that belong to the closed world of tools declaring `openWorldHint: false`
-    /// (default: loopback). Replaces the list.
+    /// (default: loopback). Replaces the closed world with these exact hosts; entries that
+    /// do not parse as hosts are skipped (use [`Policy::with_closed_world`] and
+    /// [`ClosedWorld::with_entry`] to be told).
     pub fn with_closed_world_hosts<I, S>(mut self, hosts: I) -> Self
     where
         I: IntoIterator<Item = S>,
         S: Into<String>,
     {
-        self.closed_world_hosts = hosts.into_iter().map(|h| h.into().to_lowercase()).collect();
+        self.closed_world = hosts
+            .into_iter()
+            .fold(ClosedWorld::empty(), |w, h| w.with_host(&h.into()));
         self
+    }
+
+    /// The closed world (hosts, domain suffixes, CIDR blocks; default loopback).
+    pub fn with_closed_world(mut self, world: ClosedWorld) -> Self {
+        self.closed_world = world;
+        self
+    }
+
+    /// Which reading of `openWorldHint: false` raises `undeclared_open_world` (default: the
+    /// specification's, [`OpenWorldReading::Interaction`]).
+    pub fn with_open_world_reading(mut self, reading: OpenWorldReading) -> Self {
+        self.open_world_reading = reading;
+        self
+    }
+
+    /// The closed world.
+    pub fn closed_world(&self) -> &ClosedWorld {
+        &self.closed_world
+    }
+
+    /// The reading of `openWorldHint: false` that alerts.
+    pub fn open_world_reading(&self) -> OpenWorldReading {
+        self.open_world_reading
     }
 
     /// Whether a table is bookkeeping.
@@ -142,10 +173,9 @@ impl Policy {
         self.history_capacity
     }
 
-    /// Whether a host is inside the closed world.
+    /// Whether a host, on any port, is inside the closed world.
     pub fn is_closed_world_host(&self, host: &str) -> bool {
-        let host = host.to_lowercase();
-        self.closed_world_hosts.contains(&host)
+        self.closed_world.contains(host, None)
     }
 }
 

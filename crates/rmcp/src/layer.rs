@@ -54,6 +54,13 @@ impl HintAuditLayer {
         self
     }
 
+    /// Uses a new judge under the policy of `config` (`hintaudit.toml`, see
+    /// [`hintaudit_core::Config`]), replacing the current judge. Label caps are the
+    /// recorder's: pass [`hintaudit_core::Config::label_caps`] to it.
+    pub fn with_config(self, config: &hintaudit_core::Config) -> Self {
+        self.with_policy(config.policy())
+    }
+
     /// Sends audit events to `recorder` instead of the [`LogRecorder`](crate::LogRecorder). To
     /// keep logging as well, pass a pair: `(LogRecorder, other)`.
     pub fn with_recorder(mut self, recorder: impl Recorder) -> Self {

@@ -190,10 +190,7 @@ fn everything() -> Effect {
             observed(Operation::Delete, "slots"),
             observed(Operation::Insert, "slots"),
         ],
-        outbound: vec![OutboundReach {
-            host: "maps.example.com".into(),
-            method: "POST".into(),
-        }],
+        outbound: vec![OutboundReach::new("POST", "maps.example.com", None)],
         ..Default::default()
     };
     let mut change = |op, statement| {

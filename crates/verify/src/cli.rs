@@ -60,6 +60,10 @@ pub struct VerifyArgs {
     /// Verify only this tool (repeatable; default: every tool the server lists).
     #[arg(long = "tool", value_name = "NAME")]
     pub tool: Vec<String>,
+    /// hintaudit.toml to read (also `HINTAUDIT_CONFIG`): its policy (ignored tables and
+    /// columns, closed world, openWorld reading) is the base the flags add to.
+    #[arg(long, value_name = "FILE", env = "HINTAUDIT_CONFIG")]
+    pub config: Option<PathBuf>,
     /// A bookkeeping table to leave out of the snapshots (repeatable).
     #[arg(long = "ignore-table", value_name = "TABLE")]
     pub ignore_table: Vec<String>,
@@ -100,7 +104,11 @@ impl VerifyArgs {
             .ok_or_else(|| {
                 VerifyError::Usage("--timeout must be a positive number of seconds".into())
             })?;
+        let config = hintaudit_core::Config::load_or_default(self.config.as_deref())
+            .and_then(|c| c.validate().map(|()| c))
+            .map_err(|e| VerifyError::Usage(e.to_string()))?;
         let mut v = Verifier::new(server, &self.database)
+            .with_policy(config.policy())
             .with_timeout(timeout)
             .with_progress(true);
         if let Some(path) = &self.cases {

@@ -73,6 +73,12 @@ impl Verifier {
         Ok(self.with_cases(Cases::load(path)?))
     }
 
+    /// Judges under `policy` (from `hintaudit.toml`); later `with_ignored_*` calls add to it.
+    pub fn with_policy(mut self, policy: Policy) -> Self {
+        self.policy = policy;
+        self
+    }
+
     /// Ignores a bookkeeping table: it is not snapshotted.
     pub fn with_ignored_table(mut self, table: impl AsRef<str>) -> Self {
         self.policy = self.policy.with_ignored_table(table);

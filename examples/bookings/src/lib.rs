@@ -14,5 +14,8 @@ mod planted;
 mod tools;
 
 pub use db::{Db, MIGRATION_LOCK, Placeholders};
-pub use planted::{BOOKKEEPING_TABLES, PLANTED_CALL_FINDINGS, PLANTED_LISTING_FINDINGS, Planted};
-pub use tools::{Appointment, Bookings, Patient};
+pub use planted::{
+    BOOKKEEPING_TABLES, PLANTED_CALL_FINDINGS, PLANTED_LISTING_FINDINGS,
+    PLANTED_OPEN_WORLD_FINDINGS, Planted,
+};
+pub use tools::{Appointment, Bookings, Notifier, Patient};

@@ -18,9 +18,10 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::Context;
-use bookings::{BOOKKEEPING_TABLES, Bookings, Db};
+use bookings::{BOOKKEEPING_TABLES, Bookings, Db, Notifier};
 use clap::Parser;
-use hintaudit_core::{LogRecorder, Policy};
+use hintaudit_core::{Config, LogRecorder};
+use hintaudit_http::OutboundRecorder;
 use hintaudit_rmcp::{HintAudit, HintAuditLayer};
 use hintaudit_telemetry::{
     OtelMakeSpan, PrometheusRecorder, TracingConfig, init_tracing, metrics_router, serve_metrics,
@@ -68,6 +69,22 @@ struct Args {
         conflicts_with = "stdio"
     )]
     allowed_hosts: Vec<String>,
+    /// The clinic's notification service, where notify_patient POSTs reminders (without
+    /// it, notify_patient sends nothing).
+    #[arg(long, env = "BOOKINGS_NOTIFY_URL", value_name = "URL")]
+    notify_url: Option<String>,
+    /// A host, `host:port` or CIDR block to treat as outside the closed world even when it
+    /// is loopback (a local service standing in for an outside one). Repeat it.
+    #[arg(long = "outside", value_name = "ENTRY", requires = "audit")]
+    outside: Vec<String>,
+    /// hintaudit.toml for the audit (the settings table is in hintaudit's README).
+    #[arg(
+        long,
+        env = "HINTAUDIT_CONFIG",
+        value_name = "FILE",
+        requires = "audit"
+    )]
+    config: Option<std::path::PathBuf>,
     /// Create the schema and seed data, then exit without serving.
     #[arg(long, conflicts_with_all = ["stdio", "http", "audit"])]
     migrate: bool,
@@ -123,9 +140,26 @@ async fn run(args: Args, make_span: OtelMakeSpan) -> anyhow::Result<()> {
     let stop = CancellationToken::new();
     tokio::spawn(stop_on_signal(stop.clone()));
 
+    let config = match args.audit {
+        true => Config::load_or_default(args.config.as_deref())?,
+        false => Config::default(),
+    };
+    config.validate()?;
+    let world = args.outside.iter().try_fold(
+        config
+            .closed_world()
+            .clone()
+            .with_database_url(&args.database_url),
+        |w, e| w.with_outside(e),
+    )?;
+    let mut server = Bookings::new(db.clone());
+    if let Some(url) = &args.notify_url {
+        server = server.with_notifier(Notifier::new(url, OutboundRecorder::new(world.clone())));
+    }
     let audited = args
         .audit
-        .then(|| audited(Bookings::new(db.clone()), make_span));
+        .then(|| audited(server.clone(), &config, world, make_span))
+        .transpose()?;
     let metrics_server = match (&audited, args.metrics_addr) {
         (Some((_, recorder)), Some(addr)) => {
             let server = serve_metrics(addr, recorder.registry().clone())
@@ -140,10 +174,10 @@ async fn run(args: Args, make_span: OtelMakeSpan) -> anyhow::Result<()> {
         _ => None,
     };
     match args.http {
-        Some(addr) => serve_http(addr, &args.allowed_hosts, db, audited, stop).await?,
+        Some(addr) => serve_http(addr, &args.allowed_hosts, server, audited, stop).await?,
         None => match audited {
-            Some((server, _)) => serve_stdio(server, stop).await?,
-            None => serve_stdio(Bookings::new(db), stop).await?,
+            Some((audited, _)) => serve_stdio(audited, stop).await?,
+            None => serve_stdio(server, stop).await?,
         },
     }
     if let Some(metrics) = metrics_server {
@@ -153,13 +187,23 @@ async fn run(args: Args, make_span: OtelMakeSpan) -> anyhow::Result<()> {
 }
 
 /// The bookings server wrapped by hintaudit's layer (the example's bookkeeping tables
-/// ignored), recording to the log and to a Prometheus recorder, with every tool declared so
-/// that its metrics exist before the first call.
-fn audited(server: Bookings, make_span: OtelMakeSpan) -> (HintAudit<Bookings>, PrometheusRecorder) {
+/// ignored, `world` as the closed world), recording to the log and to a Prometheus recorder,
+/// with every tool declared so that its metrics exist before the first call.
+fn audited(
+    server: Bookings,
+    config: &Config,
+    world: hintaudit_core::ClosedWorld,
+    make_span: OtelMakeSpan,
+) -> anyhow::Result<(HintAudit<Bookings>, PrometheusRecorder)> {
     let policy = BOOKKEEPING_TABLES
         .iter()
-        .fold(Policy::default(), |p, t| p.with_ignored_table(t));
-    let recorder = PrometheusRecorder::new();
+        .fold(config.policy(), |p, t| p.with_ignored_table(t))
+        .with_closed_world(world);
+    let (max_tools, max_tables) = config.label_caps();
+    let recorder = PrometheusRecorder::builder()
+        .with_max_tools(max_tools)
+        .with_max_tables(max_tables)
+        .build()?;
     let audited = HintAuditLayer::new()
         .with_policy(policy)
         .with_recorder((LogRecorder, recorder.clone()))
@@ -167,7 +211,11 @@ fn audited(server: Bookings, make_span: OtelMakeSpan) -> (HintAudit<Bookings>, P
         .layer(server);
     let tools = Bookings::tools();
     audited.learn_tools(&tools);
-    (audited, recorder)
+    let listed: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    for tool in config.unknown_tools(&listed) {
+        tracing::warn!("config overrides tool {tool:?}, which the server does not list");
+    }
+    Ok((audited, recorder))
 }
 
 async fn serve_stdio<S: rmcp::ServerHandler>(
@@ -193,7 +241,7 @@ async fn serve_stdio<S: rmcp::ServerHandler>(
 async fn serve_http(
     addr: SocketAddr,
     allowed_hosts: &[String],
-    db: Db,
+    server: Bookings,
     audited: Option<(HintAudit<Bookings>, PrometheusRecorder)>,
     stop: CancellationToken,
 ) -> anyhow::Result<()> {
@@ -214,7 +262,6 @@ async fn serve_http(
                 .merge(metrics_router(recorder.registry().clone()))
         }
         None => {
-            let server = Bookings::new(db);
             let mcp = StreamableHttpService::new(move || Ok(server.clone()), sessions, config);
             axum::Router::new().nest_service("/mcp", mcp)
         }

@@ -13,6 +13,11 @@ pub const PLANTED_CALL_FINDINGS: &[Planted] = &[
     ("purge_cancelled", "undeclared_destructive"),
 ];
 
+/// Findings from calls that need a notification service outside the closed world
+/// (`Bookings::with_notifier`, the service's address configured as outside): the demo's.
+/// Without one, notify_patient sends nothing (and answers `"notified": false`).
+pub const PLANTED_OPEN_WORLD_FINDINGS: &[Planted] = &[("notify_patient", "undeclared_open_world")];
+
 /// Findings from tools/list.
 pub const PLANTED_LISTING_FINDINGS: &[Planted] = &[("export_appointments", "hint_missing")];
 

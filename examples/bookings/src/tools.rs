@@ -13,6 +13,7 @@ use crate::{Db, on_db};
 #[derive(Debug, Clone)]
 pub struct Bookings {
     db: Db,
+    notify: Option<Notifier>,
 }
 
 /// An appointment, as tools return it.
@@ -125,6 +126,44 @@ pub struct ExportArgs {
 
 type ToolResult = Result<String, String>;
 
+/// The client of the clinic's notification service: a `reqwest` client behind hintaudit's
+/// outbound middleware, so that each request is recorded in the tool call that sends it.
+#[derive(Debug, Clone)]
+pub struct Notifier {
+    client: reqwest_middleware::ClientWithMiddleware,
+    url: String,
+}
+
+impl Notifier {
+    /// Notifications go to `url` (POST, JSON); `recorder` records each request in the call
+    /// scope (label it with the closed world the judge uses).
+    pub fn new(url: impl Into<String>, recorder: hintaudit_http::OutboundRecorder) -> Self {
+        let client = reqwest_middleware::ClientBuilder::new(reqwest::Client::new())
+            .with(hintaudit_http::OutboundAuditMiddleware::new(recorder))
+            .build();
+        Notifier {
+            client,
+            url: url.into(),
+        }
+    }
+
+    /// POSTs `body`; an error text when the service cannot be reached or does not answer 2xx.
+    async fn send(&self, body: &serde_json::Value) -> Result<(), String> {
+        let resp = self
+            .client
+            .post(&self.url)
+            .header("content-type", "application/json")
+            .body(body.to_string())
+            .send()
+            .await
+            .map_err(|e| format!("notification service: {e}"))?;
+        if !resp.status().is_success() {
+            return Err(format!("notification service answered {}", resp.status()));
+        }
+        Ok(())
+    }
+}
+
 fn json<T: Serialize>(value: &T) -> ToolResult {
     serde_json::to_string(value).map_err(|e| e.to_string())
 }
@@ -135,9 +174,16 @@ fn db_error(e: sqlx::Error) -> String {
 
 #[tool_router]
 impl Bookings {
-    /// A server over `db`.
+    /// A server over `db`, with no notification service (notify_patient sends nothing and
+    /// answers `"notified": false`).
     pub fn new(db: Db) -> Self {
-        Bookings { db }
+        Bookings { db, notify: None }
+    }
+
+    /// The same server, notifying patients through the notification service at `notifier`.
+    pub fn with_notifier(mut self, notifier: Notifier) -> Self {
+        self.notify = Some(notifier);
+        self
     }
 
     /// The database.
@@ -342,6 +388,37 @@ impl Bookings {
         json(&serde_json::json!({ "purged": ids.len() }))
     }
 
+    /// DISHONEST (undeclared_open_world, and only when a notification service outside the
+    /// closed world is configured): declares `openWorldHint: false`, but POSTs the reminder
+    /// to the clinic's notification service, an outside system.
+    #[tool(
+        description = "Send the patient a reminder of an appointment.",
+        annotations(
+            read_only_hint = false,
+            destructive_hint = false,
+            idempotent_hint = false,
+            open_world_hint = false
+        )
+    )]
+    async fn notify_patient(&self, Parameters(args): Parameters<AppointmentId>) -> ToolResult {
+        let Some(notify) = &self.notify else {
+            // Notifications are off: nothing is sent, and the answer says so.
+            return json(&serde_json::json!({ "id": args.id, "notified": false }));
+        };
+        let row: Option<(String, String)> = on_db!(&self.db, pool => sqlx::query_as(
+            "SELECT p.email, a.starts_at FROM appointments a JOIN patients p ON p.id = a.patient_id
+             WHERE a.id = $1")
+            .bind(args.id).fetch_optional(pool).await)
+        .map_err(db_error)?;
+        let Some((email, starts_at)) = row else {
+            return Err(format!("no appointment {}", args.id));
+        };
+        let reminder =
+            serde_json::json!({ "to": email, "appointment": args.id, "starts_at": starts_at });
+        notify.send(&reminder).await?;
+        json(&serde_json::json!({ "id": args.id, "notified": true }))
+    }
+
     /// UNANNOTATED (hint_missing): declares no hints, so clients assume the worst. It only
     /// reads.
     #[tool(description = "Export all appointments as CSV or JSON.")]
@@ -369,6 +446,6 @@ impl Bookings {
 
 #[tool_handler(
     name = "bookings",
-    instructions = "Clinic appointments: list, get, search, book, reschedule, cancel, confirm, purge, export."
+    instructions = "Clinic appointments: list, get, search, book, reschedule, cancel, confirm, purge, notify, export."
 )]
 impl ServerHandler for Bookings {}

@@ -51,7 +51,7 @@ async fn audited_http_has_the_zero_series_before_any_call_and_counts_the_first()
     let calls = scrape(metrics, CALLS).await;
     assert_eq!(
         calls.len(),
-        (10 + 1) * 3,
+        (11 + 1) * 3,
         "every tool's, and __unknown__: {calls:#?}"
     );
     assert!(calls.values().all(|v| *v == 0.0));

@@ -45,6 +45,7 @@ pub fn bookings_plan() -> Vec<Step> {
         step("cancel_appointment", json!({"id": 3})),
         step("confirm_appointment", json!({"id": 4})),
         step("purge_cancelled", json!({})),
+        step("notify_patient", json!({"id": 1})),
     ]
 }
 

@@ -7,13 +7,15 @@
 
 mod collect;
 mod drive;
+mod outside;
 mod server;
 mod table;
 
 use std::net::SocketAddr;
 
-use bookings::{BOOKKEEPING_TABLES, Bookings, Db};
-use hintaudit_core::{Judge, LogRecorder, Policy};
+use bookings::{BOOKKEEPING_TABLES, Bookings, Db, Notifier};
+use hintaudit_core::{Config, Judge, LogRecorder, Policy};
+use hintaudit_http::OutboundRecorder;
 use hintaudit_rmcp::HintAuditLayer;
 use hintaudit_telemetry::{
     MetricName, OtelMakeSpan, PrometheusRecorder, metrics_excerpt, metrics_router,
@@ -21,6 +23,7 @@ use hintaudit_telemetry::{
 
 pub use collect::{CallRecord, Collected, Collector};
 pub use drive::{Called, Step, bookings_plan, connect, drive};
+pub use outside::OutsideService;
 pub use server::{RunningServer, serve_http};
 pub use table::{Tally, distinct_findings, render, summary_line, tally};
 
@@ -38,13 +41,21 @@ pub struct DemoArgs {
     /// (MariaDB 10.5 or later); default: a SQLite file in a temporary directory.
     #[arg(long, value_name = "URL")]
     pub database_url: Option<String>,
+    /// hintaudit.toml to read (see the README's settings table).
+    #[arg(long, value_name = "FILE", env = hintaudit_core::CONFIG_ENV)]
+    pub config: Option<std::path::PathBuf>,
 }
 
 /// The demo's policy: the bookings example's bookkeeping tables are ignored.
 pub fn demo_policy() -> Policy {
+    demo_policy_from(&Config::default())
+}
+
+/// The policy of `config`, with the bookings example's bookkeeping tables ignored too.
+pub fn demo_policy_from(config: &Config) -> Policy {
     BOOKKEEPING_TABLES
         .iter()
-        .fold(Policy::default(), |p, t| p.with_ignored_table(t))
+        .fold(config.policy(), |p, t| p.with_ignored_table(t))
 }
 
 /// What a demo run produced.
@@ -60,6 +71,8 @@ pub struct DemoRun {
     pub metrics: PrometheusRecorder,
     /// The temporary directory holding the SQLite file, if the demo made one.
     pub tempdir: Option<tempfile::TempDir>,
+    /// The notification service standing in for an outside system.
+    pub outside: OutsideService,
 }
 
 /// The audited bookings server of the demo, started and not yet driven.
@@ -73,6 +86,9 @@ pub struct DemoServer {
     pub metrics: PrometheusRecorder,
     /// The temporary directory holding the SQLite file, if the demo made one.
     pub tempdir: Option<tempfile::TempDir>,
+    /// The notification service standing in for an outside system: notify_patient's
+    /// requests to it are outside the closed world.
+    pub outside: OutsideService,
 }
 
 /// Starts the audited bookings server as the demo does: on its database (a SQLite file in a
@@ -81,8 +97,11 @@ pub struct DemoServer {
 /// so each tool's violation series are on `/metrics` at 0 before any client.
 ///
 /// # Errors
-/// When the database cannot be opened or the address cannot be bound.
+/// When the config file (`--config`, `HINTAUDIT_CONFIG`) is bad, the database cannot be
+/// opened or the address cannot be bound.
 pub async fn start(args: &DemoArgs) -> anyhow::Result<DemoServer> {
+    let config = Config::load_or_default(args.config.as_deref())?;
+    config.validate()?;
     let (url, tempdir) = match &args.database_url {
         Some(url) => (url.clone(), None),
         None => {
@@ -95,23 +114,41 @@ pub async fn start(args: &DemoArgs) -> anyhow::Result<DemoServer> {
         }
     };
     let db = Db::connect(&url).await?;
+    let outside = OutsideService::start().await?;
+    let world = outside.outside_of(config.closed_world().clone().with_database_url(&url))?;
+    let notifier = Notifier::new(outside.url(), OutboundRecorder::new(world.clone()));
     let collector = Collector::default();
-    let metrics = PrometheusRecorder::new();
+    let (max_tools, max_tables) = config.label_caps();
+    let metrics = PrometheusRecorder::builder()
+        .with_max_tools(max_tools)
+        .with_max_tables(max_tables)
+        .build()?;
     let layer = HintAuditLayer::new()
-        .with_judge(std::sync::Arc::new(Judge::new(demo_policy())))
+        .with_judge(std::sync::Arc::new(Judge::new(
+            demo_policy_from(&config).with_closed_world(world),
+        )))
         .with_recorder((
             collector.clone(),
             (metrics.clone(), args.serve.then_some(LogRecorder)),
         ))
         .with_make_span(OtelMakeSpan::new());
     let metrics_route = metrics_router(metrics.registry().clone());
-    let server = serve_http(Bookings::new(db), layer, args.addr, Some(metrics_route)).await?;
-    server.audit.learn_tools(&Bookings::tools());
+    let bookings = Bookings::new(db).with_notifier(notifier);
+    let server = serve_http(bookings, layer, args.addr, Some(metrics_route)).await?;
+    let tools = Bookings::tools();
+    server.audit.learn_tools(&tools);
+    let listed: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    for tool in config.unknown_tools(&listed) {
+        eprintln!(
+            "hintaudit: warning: config overrides tool {tool:?}, which the server does not list"
+        );
+    }
     Ok(DemoServer {
         server,
         collector,
         metrics,
         tempdir,
+        outside,
     })
 }
 
@@ -126,6 +163,7 @@ pub async fn run_once(args: &DemoArgs) -> anyhow::Result<DemoRun> {
         collector,
         metrics,
         tempdir,
+        outside,
     } = start(args).await?;
     let client = connect(&server.url).await?;
     drive(&client, &bookings_plan()).await?;
@@ -138,6 +176,7 @@ pub async fn run_once(args: &DemoArgs) -> anyhow::Result<DemoRun> {
         server,
         metrics,
         tempdir,
+        outside,
     })
 }
 

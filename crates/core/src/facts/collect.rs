@@ -10,7 +10,8 @@ use crate::finding::Confidence;
 /// [`Effect`](crate::Effect) where they can (`Cow`: look them up with `&str`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Facts<'e> {
-    /// Committed changes to watched tables, DDL, mutating outbound requests, reported effects.
+    /// Committed changes to watched tables, DDL, mutating outbound requests outside the
+    /// closed world, reported effects.
     pub writes: Vec<Evidence>,
     /// Writes that ran but changed nothing, were rolled back, or failed.
     pub attempts: Vec<Evidence>,
@@ -22,8 +23,13 @@ pub struct Facts<'e> {
     pub written_tables: BTreeSet<Cow<'e, str>>,
     /// Watched tables read or written (normalized names).
     pub touched_tables: BTreeSet<Cow<'e, str>>,
-    /// Hosts reached.
+    /// Hosts reached, inside the closed world or not.
     pub hosts: BTreeSet<Cow<'e, str>>,
+    /// Requests to destinations outside the closed world, any method (the specification's
+    /// reading of openWorldHint).
+    pub outside: Vec<Evidence>,
+    /// Mutating requests outside the closed world (the directory reading of openWorldHint).
+    pub outside_changes: Vec<Evidence>,
     /// Whether any write statement ran at all (even one that changed nothing).
     pub any_write_statement: bool,
 }
@@ -126,6 +132,12 @@ pub(super) fn lines(f: &Facts<'_>) -> Vec<String> {
         ("host", &f.hosts),
     ] {
         out.extend(names.iter().map(|n| format!("{kind}: {n}")));
+    }
+    for (kind, evidence) in [
+        ("outside", &f.outside),
+        ("outside_changes", &f.outside_changes),
+    ] {
+        out.extend(evidence.iter().map(|e| format!("{kind}: {}", e.text)));
     }
     if f.any_write_statement {
         out.push("any write statement".to_owned());

@@ -48,7 +48,7 @@ impl<'e> Facts<'e> {
         let hooked = rows::record_row_changes(effect, policy, &mut c);
         let oracle_tables = oracle::record_transactions(effect, policy, &mut c);
         statements::record_statements(effect, policy, &hooked, &oracle_tables, &mut c);
-        outbound::record_outbound(effect, &mut c);
+        outbound::record_outbound(effect, policy, &mut c);
         explicit::record_explicit(effect, &mut c);
         c.finish()
     }

@@ -1,20 +1,33 @@
-//! Outbound requests, from HTTP client instrumentation: every host reached, and a confirmed
-//! write for each request whose method may change the remote side.
+//! Outbound requests, from HTTP client instrumentation: every host reached; each request
+//! outside the closed world; and, for each mutating request outside it, a confirmed write.
 
 use std::borrow::Cow;
 
 use crate::effect::Effect;
 use crate::facts::collect::Collector;
+use crate::facts::evidence::Evidence;
 use crate::finding::Confidence;
+use crate::policy::Policy;
 
-/// Adds the hosts `effect` reached, and its mutating requests as writes, to `c`.
-pub(super) fn record_outbound<'e>(effect: &'e Effect, c: &mut Collector<'e>) {
+/// Adds the hosts `effect` reached, its requests outside `policy`'s closed world, and its
+/// mutating requests outside it as writes, to `c`. A request inside the closed world (a
+/// database's HTTP API, a sidecar on loopback) is part of the tool's own environment: its
+/// writes are not the outside world's.
+pub(super) fn record_outbound<'e>(effect: &'e Effect, policy: &Policy, c: &mut Collector<'e>) {
     for o in &effect.outbound {
         c.facts.hosts.insert(Cow::Borrowed(&o.host));
+        if policy.closed_world().contains(&o.host, o.port) {
+            continue;
+        }
+        let text = || format!("outbound {} to {}", o.method, o.destination());
+        let evidence = || Evidence {
+            text: text(),
+            confidence: Confidence::Confirmed,
+        };
+        c.facts.outside.push(evidence());
         if o.is_mutating() {
-            c.write(Confidence::Confirmed, || {
-                format!("outbound {} to {}", o.method, o.host)
-            });
+            c.facts.outside_changes.push(evidence());
+            c.write(Confidence::Confirmed, text);
         }
     }
 }
@@ -26,52 +39,84 @@ mod tests {
     use crate::facts::collect::lines;
     use crate::facts::evidence::Wanted;
 
-    /// A case: its name, the requests as `(method, host)`, the facts as [`lines`].
+    /// A case: its name, the requests as `(method, host, port)`, the facts as [`lines`].
     type Case = (
         &'static str,
-        Vec<(&'static str, &'static str)>,
+        Vec<(&'static str, &'static str, Option<u16>)>,
         Vec<&'static str>,
     );
 
-    /// One row per set of requests, `(method, host)`: the facts they give.
+    /// One row per set of requests, `(method, host, port)`: the facts they give under the
+    /// default closed world (loopback) with `127.0.0.1:9` configured as outside.
     #[test]
     fn outbound_requests() {
         let cases: Vec<Case> = vec![
             ("none", vec![], vec![]),
             (
-                "reads: hosts only, each once",
+                "reads: hosts each once, every request outside",
                 vec![
-                    ("GET", "api.example.com"),
-                    ("HEAD", "api.example.com"),
-                    ("OPTIONS", "cdn.example.com"),
-                    ("TRACE", "cdn.example.com"),
+                    ("GET", "api.example.com", Some(443)),
+                    ("HEAD", "api.example.com", None),
+                    ("OPTIONS", "cdn.example.com", Some(80)),
                 ],
-                vec!["host: api.example.com", "host: cdn.example.com"],
+                vec![
+                    "host: api.example.com",
+                    "host: cdn.example.com",
+                    "outside: outbound GET to api.example.com:443",
+                    "outside: outbound HEAD to api.example.com",
+                    "outside: outbound OPTIONS to cdn.example.com:80",
+                ],
             ),
             (
-                "mutating methods: confirmed writes",
-                vec![("POST", "mail.example.com"), ("DELETE", "api.example.com")],
+                "mutating methods outside: confirmed writes",
+                vec![
+                    ("POST", "mail.example.com", None),
+                    ("DELETE", "::2", Some(8)),
+                ],
                 vec![
                     "writes: outbound POST to mail.example.com (confirmed)",
-                    "writes: outbound DELETE to api.example.com (confirmed)",
-                    "host: api.example.com",
+                    "writes: outbound DELETE to [::2]:8 (confirmed)",
+                    "host: ::2",
                     "host: mail.example.com",
+                    "outside: outbound POST to mail.example.com",
+                    "outside: outbound DELETE to [::2]:8",
+                    "outside_changes: outbound POST to mail.example.com",
+                    "outside_changes: outbound DELETE to [::2]:8",
+                ],
+            ),
+            (
+                "inside the closed world: hosts only, even a POST",
+                vec![
+                    ("POST", "127.0.0.1", Some(8080)),
+                    ("PUT", "localhost", None),
+                ],
+                vec!["host: 127.0.0.1", "host: localhost"],
+            ),
+            (
+                "loopback configured as outside",
+                vec![("PATCH", "127.0.0.1", Some(9))],
+                vec![
+                    "writes: outbound PATCH to 127.0.0.1:9 (confirmed)",
+                    "host: 127.0.0.1",
+                    "outside: outbound PATCH to 127.0.0.1:9",
+                    "outside_changes: outbound PATCH to 127.0.0.1:9",
                 ],
             ),
         ];
+        let world = crate::ClosedWorld::default()
+            .with_outside("127.0.0.1:9")
+            .unwrap();
+        let policy = Policy::default().with_closed_world(world);
         for (name, requests, want) in cases {
             let effect = Effect {
                 outbound: requests
                     .into_iter()
-                    .map(|(method, host)| OutboundReach {
-                        host: host.into(),
-                        method: method.into(),
-                    })
+                    .map(|(method, host, port)| OutboundReach::new(method, host, port))
                     .collect(),
                 ..Default::default()
             };
             let mut c = Collector::new(Wanted::ALL);
-            record_outbound(&effect, &mut c);
+            record_outbound(&effect, &policy, &mut c);
             assert_eq!(lines(&c.finish()), want, "{name}");
         }
     }

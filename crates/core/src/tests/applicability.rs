@@ -130,10 +130,7 @@ fn everything() -> Effect {
             stmt(Operation::Delete, "slots"),
             stmt(Operation::Insert, "slots"),
         ],
-        outbound: vec![OutboundReach {
-            host: "maps.example.com".into(),
-            method: "POST".into(),
-        }],
+        outbound: vec![OutboundReach::new("POST", "maps.example.com", None)],
         ..Default::default()
     };
     e.row_changes

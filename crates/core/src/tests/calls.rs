@@ -181,10 +181,7 @@ fn single_call_rules() {
             Policy::default(),
             hints(T, U, U, U),
             Effect {
-                outbound: vec![OutboundReach {
-                    host: "api.example.com".into(),
-                    method: "POST".into(),
-                }],
+                outbound: vec![OutboundReach::new("POST", "api.example.com", None)],
                 ..Default::default()
             },
             vec!["read_only_write"],
@@ -331,10 +328,7 @@ fn single_call_rules() {
             Policy::default(),
             hints(T, U, U, F),
             Effect {
-                outbound: vec![OutboundReach {
-                    host: "maps.example.com".into(),
-                    method: "GET".into(),
-                }],
+                outbound: vec![OutboundReach::new("GET", "maps.example.com", None)],
                 ..Default::default()
             },
             vec!["undeclared_open_world"],
@@ -345,10 +339,70 @@ fn single_call_rules() {
             Policy::default(),
             hints(T, U, U, F),
             Effect {
-                outbound: vec![OutboundReach {
-                    host: "127.0.0.1".into(),
-                    method: "GET".into(),
-                }],
+                outbound: vec![OutboundReach::new("GET", "127.0.0.1", None)],
+                ..Default::default()
+            },
+            vec![],
+            None,
+        ),
+        (
+            "read tool POSTs inside the closed world",
+            Policy::default(),
+            hints(T, U, U, F),
+            Effect {
+                outbound: vec![OutboundReach::new("POST", "localhost", Some(8080))],
+                ..Default::default()
+            },
+            vec![],
+            None,
+        ),
+        (
+            "read tool POSTs to loopback configured as outside",
+            Policy::default().with_closed_world(
+                crate::ClosedWorld::default()
+                    .with_outside("127.0.0.1:9")
+                    .unwrap(),
+            ),
+            hints(T, U, U, F),
+            Effect {
+                outbound: vec![OutboundReach::new("POST", "127.0.0.1", Some(9))],
+                ..Default::default()
+            },
+            vec!["read_only_write", "undeclared_open_world"],
+            Some(Confidence::Confirmed),
+        ),
+        (
+            "directory reading: a GET outside does not alert",
+            Policy::default().with_open_world_reading(crate::OpenWorldReading::StateChange),
+            hints(T, U, U, F),
+            Effect {
+                outbound: vec![OutboundReach::new("GET", "maps.example.com", None)],
+                ..Default::default()
+            },
+            vec![],
+            None,
+        ),
+        (
+            "directory reading: a PUT outside alerts",
+            Policy::default().with_open_world_reading(crate::OpenWorldReading::StateChange),
+            hints(F, F, U, F),
+            Effect {
+                outbound: vec![OutboundReach::new("PUT", "maps.example.com", None)],
+                ..Default::default()
+            },
+            vec!["undeclared_open_world"],
+            Some(Confidence::Confirmed),
+        ),
+        (
+            "CIDR closed world covers a private address",
+            Policy::default().with_closed_world(
+                crate::ClosedWorld::default()
+                    .with_entry("10.0.0.0/8")
+                    .unwrap(),
+            ),
+            hints(F, F, U, F),
+            Effect {
+                outbound: vec![OutboundReach::new("DELETE", "10.2.3.4", Some(443))],
                 ..Default::default()
             },
             vec![],
@@ -359,10 +413,7 @@ fn single_call_rules() {
             Policy::default(),
             hints(T, U, U, U),
             Effect {
-                outbound: vec![OutboundReach {
-                    host: "maps.example.com".into(),
-                    method: "GET".into(),
-                }],
+                outbound: vec![OutboundReach::new("GET", "maps.example.com", None)],
                 ..Default::default()
             },
             vec![],

@@ -1,0 +1,218 @@
+//! The shape of `hintaudit.toml` (serde, unknown keys refused) and the checks serde cannot
+//! make, each error placed at its key's line and column.
+
+use std::collections::BTreeMap;
+use std::num::NonZeroUsize;
+use std::ops::Range;
+
+use serde::Deserialize;
+use toml::Spanned;
+
+use super::{Config, ConfigError, Mode};
+use crate::closed_world::{ClosedWorld, OpenWorldReading};
+
+/// Why `mode = "enforce"` is refused.
+pub(super) const ENFORCE_UNAVAILABLE: &str =
+    "mode \"enforce\" is not available in this build; use \"observe\"";
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    mode: Option<Spanned<ModeValue>>,
+    #[serde(default)]
+    ignored_tables: Vec<String>,
+    #[serde(default)]
+    ignored_columns: Vec<String>,
+    #[serde(default)]
+    closed_world: ClosedWorldFile,
+    open_world_alert: Option<ReadingValue>,
+    advice_after_calls: Option<u64>,
+    history_size: Option<NonZeroUsize>,
+    #[serde(default)]
+    labels: LabelsFile,
+    #[serde(default)]
+    tools: BTreeMap<String, ToolFile>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ClosedWorldFile {
+    #[serde(default)]
+    hosts: Vec<Spanned<String>>,
+    #[serde(default)]
+    outside: Vec<Spanned<String>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LabelsFile {
+    max_tools: Option<usize>,
+    max_tables: Option<usize>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ToolFile {
+    mode: Option<Spanned<ModeValue>>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum ModeValue {
+    Observe,
+    Enforce,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum ReadingValue {
+    Interaction,
+    StateChange,
+}
+
+/// 1-based line and column of byte `offset` in `text`.
+fn position(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line, column)
+}
+
+/// The dotted key whose statement holds byte `offset`: the last `[table]` header before it,
+/// and the key of the last `key = …` line at or before it (a multi-line array's lines
+/// belong to the key above them).
+fn key_at(text: &str, offset: usize) -> String {
+    let before = &text[..offset.min(text.len())];
+    let mut table = String::new();
+    let mut key = String::new();
+    // The line holding `offset` counts whole: the key of `key = bad` starts before it.
+    let end = text[before.len()..]
+        .find('\n')
+        .map_or(text.len(), |i| before.len() + i);
+    for line in text[..end].lines() {
+        let t = line.trim();
+        if let Some(h) = t.strip_prefix('[').and_then(|h| h.split(']').next()) {
+            table = h.trim_matches('[').trim().to_owned();
+            key.clear();
+        } else if let Some((k, _)) = t.split_once('=')
+            && !t.starts_with('#')
+            && !t.starts_with('"')
+        {
+            key = k.trim().to_owned();
+        }
+    }
+    match (table.is_empty(), key.is_empty()) {
+        (true, _) => key,
+        (false, true) => table,
+        (false, false) => format!("{table}.{key}"),
+    }
+}
+
+fn error(
+    text: &str,
+    source: &str,
+    key: String,
+    span: Option<Range<usize>>,
+    message: String,
+) -> ConfigError {
+    let (line, column) = span.map_or((0, 0), |s| position(text, s.start));
+    ConfigError {
+        source_name: source.to_owned(),
+        key,
+        line,
+        column,
+        message,
+    }
+}
+
+/// Adds each entry to `world` with `add`; the first bad entry is an error at its position.
+fn entries(
+    text: &str,
+    source: &str,
+    key: &str,
+    world: ClosedWorld,
+    list: &[Spanned<String>],
+    add: fn(ClosedWorld, &str) -> Result<ClosedWorld, crate::ClosedWorldError>,
+) -> Result<ClosedWorld, ConfigError> {
+    list.iter().try_fold(world, |w, e| {
+        add(w, e.get_ref()).map_err(|err| {
+            error(
+                text,
+                source,
+                key.to_owned(),
+                Some(e.span()),
+                err.to_string(),
+            )
+        })
+    })
+}
+
+fn mode(
+    text: &str,
+    source: &str,
+    key: String,
+    v: &Spanned<ModeValue>,
+) -> Result<Mode, ConfigError> {
+    match v.get_ref() {
+        ModeValue::Observe => Ok(Mode::Observe),
+        ModeValue::Enforce => Err(error(
+            text,
+            source,
+            key,
+            Some(v.span()),
+            ENFORCE_UNAVAILABLE.into(),
+        )),
+    }
+}
+
+/// Parses and checks `text`.
+pub(super) fn parse(text: &str, source: &str) -> Result<Config, ConfigError> {
+    let f: File = toml::from_str(text).map_err(|e| {
+        let key = e.span().map_or_else(String::new, |s| key_at(text, s.start));
+        error(text, source, key, e.span(), e.message().trim().to_owned())
+    })?;
+    let d = Config::default();
+    let world = entries(
+        text,
+        source,
+        "closed_world.hosts",
+        ClosedWorld::default(),
+        &f.closed_world.hosts,
+        ClosedWorld::with_entry,
+    )?;
+    let world = entries(
+        text,
+        source,
+        "closed_world.outside",
+        world,
+        &f.closed_world.outside,
+        ClosedWorld::with_outside,
+    )?;
+    let mut tools = BTreeMap::new();
+    for (name, t) in &f.tools {
+        if let Some(m) = &t.mode {
+            tools.insert(
+                name.clone(),
+                mode(text, source, format!("tools.{name}.mode"), m)?,
+            );
+        }
+    }
+    Ok(Config {
+        mode: match &f.mode {
+            Some(m) => mode(text, source, "mode".into(), m)?,
+            None => d.mode,
+        },
+        ignored_tables: f.ignored_tables,
+        ignored_columns: f.ignored_columns,
+        closed_world: world,
+        open_world_alert: match f.open_world_alert {
+            Some(ReadingValue::Interaction) | None => OpenWorldReading::Interaction,
+            Some(ReadingValue::StateChange) => OpenWorldReading::StateChange,
+        },
+        advice_after_calls: f.advice_after_calls.unwrap_or(d.advice_after_calls).max(1),
+        history_size: f.history_size.unwrap_or(d.history_size),
+        label_max_tools: f.labels.max_tools.unwrap_or(d.label_max_tools),
+        label_max_tables: f.labels.max_tables.unwrap_or(d.label_max_tables),
+        tools,
+    })
+}

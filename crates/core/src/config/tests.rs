@@ -1,0 +1,204 @@
+//! Config tests: defaults, every error with its key and position, and the README's table.
+
+use super::*;
+use crate::closed_world::{ClosedWorld, OpenWorldReading};
+use std::num::NonZeroUsize;
+
+/// A file made of every setting at its documented default parses to the defaults.
+#[test]
+fn documented_defaults_are_the_defaults() {
+    let text: String = SETTINGS
+        .iter()
+        .map(|(k, v, _)| format!("{} = {v}\n", k.replace("<name>", "some_tool")))
+        .collect();
+    let c = Config::parse(&text, "defaults.toml").unwrap();
+    assert_eq!(
+        c,
+        Config::default().with_tool_mode("some_tool", Mode::Observe)
+    );
+}
+
+/// One row per bad file: the key, line and column named, and a word of the message.
+#[test]
+fn errors_name_the_key_and_position() {
+    for (text, key, line, column, word) in [
+        ("moed = \"observe\"\n", "moed", 1, 1, "unknown field"),
+        ("mode = \"strict\"\n", "mode", 1, 8, "unknown variant"),
+        ("mode = \"enforce\"\n", "mode", 1, 8, "not available"),
+        ("history_size = 0\n", "history_size", 1, 16, "zero"),
+        (
+            "advice_after_calls = \"x\"\n",
+            "advice_after_calls",
+            1,
+            22,
+            "invalid type",
+        ),
+        (
+            "[closed_world]\nhosts = [\n  \"ok.internal\",\n  \"10.0.0.0/99\",\n]\n",
+            "closed_world.hosts",
+            4,
+            3,
+            "CIDR",
+        ),
+        (
+            "[closed_world]\noutside = [\"a b\"]\n",
+            "closed_world.outside",
+            2,
+            12,
+            "host name",
+        ),
+        (
+            "[closed_world]\nhost = []\n",
+            "closed_world.host",
+            2,
+            1,
+            "unknown field",
+        ),
+        (
+            "[labels]\nmax_tools = -1\n",
+            "labels.max_tools",
+            2,
+            13,
+            "invalid value",
+        ),
+        (
+            "[tools.get_slot]\nmode = \"enforce\"\n",
+            "tools.get_slot.mode",
+            2,
+            8,
+            "not available",
+        ),
+        (
+            "[tools.get_slot]\nreadonly = true\n",
+            "tools.get_slot.readonly",
+            2,
+            1,
+            "unknown field",
+        ),
+        (
+            "open_world_alert = \"writes\"\n",
+            "open_world_alert",
+            1,
+            20,
+            "unknown variant",
+        ),
+        (
+            "ignored_tables = [\n",
+            "ignored_tables",
+            1,
+            19,
+            "unclosed array",
+        ),
+    ] {
+        let e = Config::parse(text, "h.toml").unwrap_err();
+        assert_eq!(
+            (e.key.as_str(), e.line, e.column),
+            (key, line, column),
+            "{text}: {e}"
+        );
+        assert!(e.message.contains(word), "{text}: {e}");
+        assert!(
+            e.to_string()
+                .starts_with(&format!("h.toml:{line}:{column}: {key}: ")),
+            "{e}"
+        );
+    }
+}
+
+#[test]
+fn a_file_sets_every_setting() {
+    let c = Config::parse(
+        r#"
+        mode = "observe"
+        ignored_tables = ["audit_log"]
+        ignored_columns = ["updated_at", "appointments.last_viewed_at"]
+        open_world_alert = "state_change"
+        advice_after_calls = 5
+        history_size = 100
+        [closed_world]
+        hosts = ["db.internal:5432", ".corp", "10.0.0.0/8"]
+        outside = ["127.0.0.1:9"]
+        [labels]
+        max_tools = 50
+        max_tables = 10
+        [tools.notify_patient]
+        mode = "observe"
+        "#,
+        "h.toml",
+    )
+    .unwrap();
+    let want = Config::default()
+        .with_ignored_table("audit_log")
+        .with_ignored_column("updated_at")
+        .with_ignored_column("appointments.last_viewed_at")
+        .with_open_world_alert(OpenWorldReading::StateChange)
+        .with_advice_after_calls(5)
+        .with_history_size(NonZeroUsize::new(100).unwrap())
+        .with_closed_world(
+            ClosedWorld::default()
+                .with_entry("db.internal:5432")
+                .and_then(|w| w.with_entry(".corp"))
+                .and_then(|w| w.with_entry("10.0.0.0/8"))
+                .and_then(|w| w.with_outside("127.0.0.1:9"))
+                .unwrap(),
+        )
+        .with_label_caps(50, 10)
+        .with_tool_mode("notify_patient", Mode::Observe);
+    assert_eq!(c, want);
+    let p = c.policy();
+    assert!(p.is_ignored_column("appointments", "last_viewed_at"));
+    assert_eq!(p.open_world_reading(), OpenWorldReading::StateChange);
+    assert_eq!(p.advice_after_calls(), 5);
+    assert!(!p.closed_world().contains("127.0.0.1", Some(9)));
+    assert_eq!(c.label_caps(), (50, 10));
+    let listed = ["get_slot"];
+    assert_eq!(
+        c.unknown_tools(&listed).collect::<Vec<_>>(),
+        ["notify_patient"]
+    );
+    assert!(
+        Config::default()
+            .with_mode(Mode::Enforce)
+            .validate()
+            .is_err()
+    );
+    assert!(c.validate().is_ok());
+}
+
+#[test]
+fn load_reads_the_file_or_names_it() {
+    let dir = std::env::temp_dir().join(format!("hintaudit-config-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("hintaudit.toml");
+    std::fs::write(&path, "ignored_tables = [\"audit_log\"]\nbogus = 1\n").unwrap();
+    let e = Config::load(&path).unwrap_err();
+    assert_eq!((e.key.as_str(), e.line), ("bogus", 2));
+    assert_eq!(e.source_name, path.display().to_string());
+    let missing = Config::load(&dir.join("absent.toml")).unwrap_err();
+    assert!(missing.message.starts_with("cannot read"), "{missing}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// The README's settings table lists exactly [`SETTINGS`], keys and defaults, in order.
+#[test]
+fn readme_table_matches_the_code() {
+    let readme = include_str!("../../../../README.md");
+    let start = readme
+        .find("<!-- config-table -->")
+        .expect("the README's config table");
+    let end = readme.find("<!-- /config-table -->").expect("its end");
+    let rows: Vec<(String, String)> = readme[start..end]
+        .lines()
+        .filter(|l| l.starts_with("| `"))
+        .map(|l| {
+            let cells: Vec<&str> = l.split(" | ").collect();
+            let strip = |s: &str| s.trim_matches(['|', ' ', '`']).to_owned();
+            (strip(cells[0]), strip(cells[1]))
+        })
+        .collect();
+    let want: Vec<(String, String)> = SETTINGS
+        .iter()
+        .map(|(k, v, _)| (k.to_string(), v.to_string()))
+        .collect();
+    assert_eq!(rows, want);
+}
