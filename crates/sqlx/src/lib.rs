@@ -11,7 +11,7 @@
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), sqlx::Error> {
 //! // One in-memory database: one connection.
-//! let pool = AuditedPool::<sqlx::Sqlite>::connect_with(
+//! let pool = AuditedPool::<sqlx::Sqlite>::options().connect_with(
 //!     SqlitePoolOptions::new().max_connections(1),
 //!     SqliteConnectOptions::from_str("sqlite::memory:")?,
 //! )
@@ -96,6 +96,8 @@
 mod backend;
 /// Statement classification: what a SQL text does.
 mod classify;
+/// [`AuditedConn`]: what `*conn` and `*tx` are, an audited executor.
+mod conn;
 /// [`AuditedConnection`]: one pooled connection held by a tool call.
 mod connection;
 /// The statement as the driver gets it, and its attribution to a tool call.
@@ -115,7 +117,9 @@ mod transaction;
 
 pub use backend::Backend;
 pub use classify::{Classification, DEFAULT_CLASSIFY_CACHE, SqlDialect, TxControl, classify};
+pub use conn::AuditedConn;
 pub use connection::AuditedConnection;
 pub use pool::AuditedPool;
+pub use pool::acquire::AcquiredConnection;
 pub use pool::options::{AfterConnect, AuditedPoolOptions, PgOracle};
 pub use transaction::AuditedTransaction;

@@ -1,0 +1,84 @@
+//! sqlx's [`Acquire`] for `&AuditedPool`: what `sqlx::migrate!().run(&pool)` and helpers
+//! written against `impl Acquire<'_, Database = DB>` take.
+//!
+//! sqlx's trait fixes what it hands out: a connection that derefs to the driver's connection,
+//! and a sqlx `Transaction`. Statements run through them therefore bypass the audited
+//! executors: they are not attributed one by one. Outside a call scope this is *set-up*
+//! (migrations, fixtures), which is no tool's doing: it is counted with
+//! `stats().setup_acquire()` and its statements are not counted as unattributed
+//! ([design: evidence](../../../../docs/design.md#3-evidence)). Inside a call scope, use the
+//! pool itself, `pool.acquire()` or `pool.begin()` (whose `&mut *conn` and `&mut *tx` are
+//! audited executors) for statement attribution.
+
+use std::fmt;
+use std::ops::{Deref, DerefMut};
+
+use futures_core::future::BoxFuture;
+use hintaudit_core::{CallScope, stats};
+use sqlx::pool::{MaybePoolConnection, PoolConnection};
+use sqlx::{Acquire, Error, Transaction};
+
+use crate::backend::Backend;
+use crate::pool::AuditedPool;
+
+/// The driver's connection, taken from an [`AuditedPool`] through sqlx's [`Acquire`]. Its
+/// statements are not audited one by one (see [`Acquire for &AuditedPool`](AuditedPool)).
+/// Dropping it returns the connection to the pool.
+pub struct AcquiredConnection<DB: Backend> {
+    conn: PoolConnection<DB>,
+}
+
+impl<DB: Backend> Deref for AcquiredConnection<DB> {
+    type Target = DB::Connection;
+    fn deref(&self) -> &DB::Connection {
+        &self.conn
+    }
+}
+
+impl<DB: Backend> DerefMut for AcquiredConnection<DB> {
+    fn deref_mut(&mut self) -> &mut DB::Connection {
+        &mut self.conn
+    }
+}
+
+impl<DB: Backend> fmt::Debug for AcquiredConnection<DB> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AcquiredConnection")
+            .field("system", &DB::SYSTEM_NAME)
+            .finish()
+    }
+}
+
+/// Counts a connection handed out through sqlx's `Acquire`: set-up outside a call scope.
+fn note_acquire() {
+    if CallScope::current().is_none() {
+        stats().setup_acquire();
+    }
+}
+
+/// sqlx's `Acquire`: the driver's connection, or a sqlx `Transaction` on one, for
+/// `sqlx::migrate!().run(&pool)` and helpers over `impl Acquire`. Outside a call scope this
+/// is set-up, counted with `stats().setup_acquire()`; its statements are not audited one by
+/// one (see the crate docs, *Acquire and set-up*).
+impl<'a, DB: Backend> Acquire<'a> for &'_ AuditedPool<DB> {
+    type Database = DB;
+    type Connection = AcquiredConnection<DB>;
+
+    fn acquire(self) -> BoxFuture<'static, Result<AcquiredConnection<DB>, Error>> {
+        note_acquire();
+        let pool = self.shared.pool.clone();
+        Box::pin(async move {
+            let conn = pool.acquire().await?;
+            Ok(AcquiredConnection { conn })
+        })
+    }
+
+    fn begin(self) -> BoxFuture<'static, Result<Transaction<'a, DB>, Error>> {
+        note_acquire();
+        let pool = self.shared.pool.clone();
+        Box::pin(async move {
+            let conn = pool.acquire().await?;
+            Transaction::begin(MaybePoolConnection::PoolConnection(conn), None).await
+        })
+    }
+}
