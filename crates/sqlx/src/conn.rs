@@ -308,6 +308,34 @@ macro_rules! delegate_held {
             }
         }
 
+        impl<$($lt,)? DB: Backend> $held<$($lt,)? DB> {
+            /// Begins a transaction on this connection, or a savepoint inside a transaction:
+            /// see [`crate::AuditedConn::begin`]. Here as well as on the connection it derefs
+            /// to, so that `tx.begin()` stays audited with sqlx's `Acquire` in scope (whose
+            /// `begin` for `&mut Self` would otherwise be picked first, as it is for sqlx's
+            /// own `Transaction`, and hand out an unaudited sqlx transaction).
+            ///
+            /// # Errors
+            /// As sqlx's `Connection::begin`.
+            pub async fn begin(
+                &mut self,
+            ) -> Result<crate::AuditedTransaction<'_, DB>, sqlx::Error> {
+                (**self).begin().await
+            }
+
+            /// Begins a transaction with your own statement: see
+            /// [`crate::AuditedConn::begin_with`].
+            ///
+            /// # Errors
+            /// As sqlx's `Connection::begin_with`.
+            pub async fn begin_with(
+                &mut self,
+                statement: impl sqlx::SqlSafeStr,
+            ) -> Result<crate::AuditedTransaction<'_, DB>, sqlx::Error> {
+                (**self).begin_with(statement).await
+            }
+        }
+
         /// sqlx's `Acquire`, as for [`crate::AuditedConn`]: hands out the driver's
         /// connection, unaudited statement by statement.
         impl<'a, $($lt,)? DB: Backend> sqlx::Acquire<'a> for &'a mut $held<$($lt,)? DB> {

@@ -32,7 +32,7 @@ pub struct AuditedTransaction<'c, DB: Backend> {
 impl<DB: Backend> AuditedTransaction<'static, DB> {
     /// Begins a transaction on a connection taken from the pool, with sqlx's `BEGIN` or your
     /// own `statement`.
-    pub(crate) async fn begin(
+    pub(crate) async fn on_pool(
         shared: Arc<Shared<DB>>,
         statement: Option<SqlStr>,
     ) -> Result<Self, Error> {

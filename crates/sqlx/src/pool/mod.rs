@@ -120,7 +120,7 @@ impl<DB: Backend> AuditedPool<DB> {
     /// # Errors
     /// As [`Pool::begin`].
     pub async fn begin(&self) -> Result<AuditedTransaction<'static, DB>, Error> {
-        AuditedTransaction::begin(self.shared.clone(), None).await
+        AuditedTransaction::on_pool(self.shared.clone(), None).await
     }
 
     /// Starts a transaction with your own statement (`BEGIN IMMEDIATE`, `START TRANSACTION
@@ -132,7 +132,7 @@ impl<DB: Backend> AuditedPool<DB> {
         &self,
         statement: impl SqlSafeStr,
     ) -> Result<AuditedTransaction<'static, DB>, Error> {
-        AuditedTransaction::begin(self.shared.clone(), Some(statement.into_sql_str())).await
+        AuditedTransaction::on_pool(self.shared.clone(), Some(statement.into_sql_str())).await
     }
 
     /// Closes the pool: see [`Pool::close`].
