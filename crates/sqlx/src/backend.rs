@@ -100,6 +100,19 @@ pub trait Backend: Database + sealed::Sealed + RawExecutor {
     /// returned.
     #[doc(hidden)]
     fn after_end(tx: &mut Self::TxState, end: TxEnd, answer: &Result<(), Error>);
+
+    /// Marks a connection handed out raw for set-up work (sqlx's `Acquire` outside any call
+    /// scope, say migrations) until `state` drops, so that what the database reports of it
+    /// is not taken for an unattributed write (SQLite: its row changes go to no call and are
+    /// not counted as unattributed). Nothing by default.
+    #[doc(hidden)]
+    fn mark_setup<'e>(
+        _conn: &'e mut Self::Connection,
+        _state: &'e mut Self::ConnState,
+        _pool: &'e Self::PoolState,
+    ) -> BoxFuture<'e, ()> {
+        Box::pin(std::future::ready(()))
+    }
 }
 
 /// How an [`crate::AuditedTransaction`] ends.

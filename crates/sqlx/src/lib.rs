@@ -46,10 +46,36 @@
 //!
 //! # What is recorded
 //!
-//! `&AuditedPool<DB>`, `&mut AuditedConnection<DB>` and `&mut AuditedTransaction<DB>` are sqlx
-//! [`sqlx::Executor`]s, so `query`, `query_as`, `query_scalar` and their `execute`,
+//! `&AuditedPool<DB>`, `&mut AuditedConnection<DB>`, `&mut AuditedTransaction<DB>` and
+//! `&mut AuditedConn<DB>` (what `*conn` and `*tx` deref to) are sqlx [`sqlx::Executor`]s, so
+//! `query`, `query_as`, `query_scalar`, `query!`, `query_as!` and their `execute`,
 //! `fetch_one`, `fetch_optional`, `fetch_all` and `fetch` work unchanged, and the driver gets
 //! the same text, arguments and caching flag it would get without auditing.
+//!
+//! # A drop-in for `sqlx::Pool`
+//!
+//! Code written as the sqlx docs write it compiles with only the pool type changed, and what
+//! runs through the executors above is audited:
+//! - `execute(&mut *tx)` and `fetch_all(&mut *conn)`: `*tx` and `*conn` are an
+//!   [`AuditedConn`], not the driver's connection, so that they cannot bypass the audit (a
+//!   helper taking `&mut SqliteConnection` does not compile: take `impl Executor<'_, Database =
+//!   DB>` instead, as the sqlx docs also do);
+//! - `pool.begin()`, `pool.begin_with("BEGIN IMMEDIATE")`, `conn.begin()`, and `tx.begin()`
+//!   for a savepoint, all [`AuditedTransaction`]s;
+//! - `AuditedPool::connect`, `connect_with(connect_options)` (as [`sqlx::Pool::connect_with`];
+//!   pool options with [`AuditedPoolOptions::connect_with`] or a pool you build,
+//!   `AuditedPool::from(pool)`), `close`, `is_closed`, `size`, `num_idle`.
+//!
+//! # Acquire and set-up
+//!
+//! `&AuditedPool`, `&mut AuditedConnection`, `&mut AuditedTransaction` and `&mut AuditedConn`
+//! implement sqlx's [`sqlx::Acquire`], so `sqlx::migrate!().run(&pool)` and helpers over
+//! `impl Acquire<'_, Database = DB>` compile. sqlx's trait hands out the driver's connection
+//! (its `Connection` must deref to `DB::Connection`) and a sqlx `Transaction`: statements run
+//! through them are **not** attributed one by one. Outside any call scope that is set-up
+//! (migrations, fixtures), counted with `stats().setup_acquire()`, and its statements are not
+//! counted as unattributed ([design: evidence](../../../docs/design.md#3-evidence)). Inside a
+//! tool, use the executors above for statement attribution.
 //!
 //! When a statement starts, the executor classifies its text ([`classify`], cached per pool in
 //! an LRU of [`DEFAULT_CLASSIFY_CACHE`] entries) and reads [`hintaudit_core::CallScope::current`]:

@@ -15,29 +15,31 @@ use std::ops::{Deref, DerefMut};
 
 use futures_core::future::BoxFuture;
 use hintaudit_core::{CallScope, stats};
-use sqlx::pool::{MaybePoolConnection, PoolConnection};
+use sqlx::pool::MaybePoolConnection;
 use sqlx::{Acquire, Error, Transaction};
 
 use crate::backend::Backend;
+use crate::connection::AuditedConnection;
 use crate::pool::AuditedPool;
 
 /// The driver's connection, taken from an [`AuditedPool`] through sqlx's [`Acquire`]. Its
 /// statements are not audited one by one (see [`Acquire for &AuditedPool`](AuditedPool)).
 /// Dropping it returns the connection to the pool.
 pub struct AcquiredConnection<DB: Backend> {
-    conn: PoolConnection<DB>,
+    // Keeps the connection's audit state, which unmarks set-up when it drops.
+    conn: AuditedConnection<DB>,
 }
 
 impl<DB: Backend> Deref for AcquiredConnection<DB> {
     type Target = DB::Connection;
     fn deref(&self) -> &DB::Connection {
-        &self.conn
+        &self.conn.raw
     }
 }
 
 impl<DB: Backend> DerefMut for AcquiredConnection<DB> {
     fn deref_mut(&mut self) -> &mut DB::Connection {
-        &mut self.conn
+        &mut self.conn.raw
     }
 }
 
@@ -49,11 +51,14 @@ impl<DB: Backend> fmt::Debug for AcquiredConnection<DB> {
     }
 }
 
-/// Counts a connection handed out through sqlx's `Acquire`: set-up outside a call scope.
-fn note_acquire() {
-    if CallScope::current().is_none() {
+/// Whether a connection handed out through sqlx's `Acquire` now is for set-up (outside any
+/// call scope); counts it if so.
+fn note_acquire() -> bool {
+    let setup = CallScope::current().is_none();
+    if setup {
         stats().setup_acquire();
     }
+    setup
 }
 
 /// sqlx's `Acquire`: the driver's connection, or a sqlx `Transaction` on one, for
@@ -65,10 +70,15 @@ impl<'a, DB: Backend> Acquire<'a> for &'_ AuditedPool<DB> {
     type Connection = AcquiredConnection<DB>;
 
     fn acquire(self) -> BoxFuture<'static, Result<AcquiredConnection<DB>, Error>> {
-        note_acquire();
-        let pool = self.shared.pool.clone();
+        let setup = note_acquire();
+        let shared = self.shared.clone();
         Box::pin(async move {
-            let conn = pool.acquire().await?;
+            let conn = shared.pool.acquire().await?;
+            let mut conn = AuditedConnection::new(conn, shared);
+            if setup {
+                let c = &mut *conn;
+                DB::mark_setup(&mut c.raw, &mut c.state, &c.shared.backend).await;
+            }
             Ok(AcquiredConnection { conn })
         })
     }

@@ -467,4 +467,27 @@ impl Backend for Sqlite {
     }
 
     fn after_end(_tx: &mut (), _end: TxEnd, _answer: &Result<(), Error>) {}
+
+    fn mark_setup<'e>(
+        conn: &'e mut SqliteConnection,
+        state: &'e mut SqliteConnState,
+        registry: &'e hooks::Registry,
+    ) -> BoxFuture<'e, ()> {
+        async move {
+            match conn.lock_handle().await {
+                Ok(mut handle) => {
+                    let slot = registry.slot(&mut handle);
+                    slot.bind(Binding::SetUp);
+                    state.slot = Some(slot);
+                }
+                Err(e) => stats().audit_error(AuditStage::Hook, &e),
+            }
+            // `lock_handle()` must be followed by a command to the worker (see the module
+            // docs), and the caller may hand the connection back without one.
+            if let Err(e) = conn.ping().await {
+                stats().audit_error(AuditStage::Hook, &e);
+            }
+        }
+        .boxed()
+    }
 }

@@ -118,14 +118,20 @@ macro_rules! port {
                     return;
                 };
                 let before = crate::unattributed();
+                let rows = hintaudit_core::stats().unattributed_row_changes();
                 let setup = hintaudit_core::stats().setup_acquires();
                 let (seen, calls) = audited::scenario::run(db.options.clone()).await;
                 crate::check_behaviour(&seen);
                 crate::check_audited(&calls);
-                // The migrations are set-up, not unattributed statements; every other
-                // statement ran in a tool call.
+                // The migrations (with their seed row) are set-up, not unattributed
+                // statements or row changes; every other statement ran in a tool call.
                 assert!(hintaudit_core::stats().setup_acquires() > setup);
                 assert_eq!(crate::unattributed(), before, "unattributed statements");
+                assert_eq!(
+                    hintaudit_core::stats().unattributed_row_changes(),
+                    rows,
+                    "unattributed row changes"
+                );
                 db.drop().await;
             }
         }
