@@ -5,7 +5,9 @@
 //! and a sqlx `Transaction`. Statements run through them therefore bypass the audited
 //! executors: they are not attributed one by one. Outside a call scope this is *set-up*
 //! (migrations, fixtures), which is no tool's doing: it is counted with
-//! `stats().setup_acquire()` and its statements are not counted as unattributed
+//! `stats().setup_acquire()`, its statements are not counted as unattributed, and the backend
+//! marks the connection as set-up while it is out ([`Backend::mark_setup`]; SQLite: its row
+//! changes are neither unattributed nor any call's)
 //! ([design: evidence](../../../../docs/design.md#3-evidence)). Inside a call scope, use the
 //! pool itself, `pool.acquire()` or `pool.begin()` (whose `&mut *conn` and `&mut *tx` are
 //! audited executors) for statement attribution.
@@ -22,9 +24,11 @@ use crate::backend::Backend;
 use crate::connection::AuditedConnection;
 use crate::pool::AuditedPool;
 
-/// The driver's connection, taken from an [`AuditedPool`] through sqlx's [`Acquire`]. Its
-/// statements are not audited one by one (see [`Acquire for &AuditedPool`](AuditedPool)).
-/// Dropping it returns the connection to the pool.
+/// The driver's connection, taken from an [`AuditedPool`] through sqlx's [`Acquire`]
+/// (`Acquire::acquire(&pool)`, which `sqlx::migrate!().run(&pool)` calls). Its statements
+/// are not audited one by one; taken outside any call scope it is marked as set-up until it
+/// drops (see the crate docs, *Acquire and set-up*). Dropping it returns the connection to
+/// the pool.
 pub struct AcquiredConnection<DB: Backend> {
     // Keeps the connection's audit state, which unmarks set-up when it drops.
     conn: AuditedConnection<DB>,
