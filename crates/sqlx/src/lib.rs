@@ -122,7 +122,8 @@
 mod backend;
 /// Statement classification: what a SQL text does.
 mod classify;
-/// [`AuditedConn`]: what `*conn` and `*tx` are, an audited executor.
+/// [`AuditedConn`]: what `*conn` and `*tx` are, an audited executor; and
+/// [`AuditedTransaction`], a transaction on one.
 mod conn;
 /// [`AuditedConnection`]: one pooled connection held by a tool call.
 mod connection;
@@ -138,14 +139,12 @@ mod postgres;
 mod sqlite;
 /// A fallible stream written as an `async` block that yields.
 mod stream;
-/// [`AuditedTransaction`]: a transaction on a pooled connection.
-mod transaction;
 
 pub use backend::Backend;
 pub use classify::{Classification, DEFAULT_CLASSIFY_CACHE, SqlDialect, TxControl, classify};
 pub use conn::AuditedConn;
+pub use conn::transaction::AuditedTransaction;
 pub use connection::AuditedConnection;
 pub use pool::AuditedPool;
 pub use pool::acquire::AcquiredConnection;
 pub use pool::options::{AfterConnect, AuditedPoolOptions, PgOracle};
-pub use transaction::AuditedTransaction;

@@ -22,8 +22,8 @@ use sqlx::pool::PoolOptions;
 use sqlx::{Connection, Error, Pool, SqlSafeStr};
 
 use crate::backend::Backend;
+use crate::conn::AuditedTransaction;
 use crate::connection::AuditedConnection;
-use crate::transaction::AuditedTransaction;
 use inner::Shared;
 use options::{AuditedPoolOptions, PgOracle};
 

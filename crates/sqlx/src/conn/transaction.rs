@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use sqlx::{Error, SqlStr, Transaction};
 
+use super::{AuditedConn, Link, Raw, delegate_held};
 use crate::backend::{Backend, TxEnd};
-use crate::conn::{AuditedConn, Link, Raw, delegate_held};
 use crate::pool::inner::Shared;
 
 /// A transaction started with [`crate::AuditedPool::begin`] (`'static`), or with

@@ -7,6 +7,12 @@
 //! audited [`Executor`]: `query(..).execute(&mut *tx)` compiles unchanged and is audited.
 //! Derefencing to the driver's connection instead would have compiled too, but every
 //! statement run through it would have bypassed the audit.
+//!
+//! [`AuditedTransaction`] (in [`transaction`]) is a transaction on an [`AuditedConn`] and
+//! derefs to one; a child module, since each builds the other (`begin`, and its connection).
+
+/// [`AuditedTransaction`]: a transaction on a pooled connection, or a savepoint in one.
+pub(crate) mod transaction;
 
 use std::fmt;
 use std::ops::{Deref, DerefMut};
@@ -20,7 +26,7 @@ use sqlx::{Acquire, Describe, Either, Error, Execute, Executor, SqlSafeStr, SqlS
 use crate::backend::{Backend, Ctx};
 use crate::execute::Attribution;
 use crate::pool::inner::Shared;
-use crate::transaction::AuditedTransaction;
+pub(crate) use transaction::AuditedTransaction;
 
 /// The audited connection behind an [`crate::AuditedConnection`] (`*conn`) or an
 /// [`crate::AuditedTransaction`] (`*tx`), where sqlx has the driver's connection.
