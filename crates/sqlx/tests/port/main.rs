@@ -16,7 +16,14 @@
 //! schema, and the test skips with the reason printed when the server is unreachable, unless
 //! `HINTAUDIT_REQUIRE_PG=1` or `HINTAUDIT_REQUIRE_ALL=1`. Another backend is one more
 //! [`port!`] line: its `Db`, connect options, `BEGIN` statement, migrations, `query!` file and
-//! a function that opens a fresh database.
+//! a function in `databases.rs` that opens a fresh database.
+//!
+//! The `query!` data in `crates/sqlx/.sqlx/` was written by the macros themselves, run once
+//! online per backend against a database with the migrations applied (no sqlx-cli needed):
+//! `SQLX_OFFLINE=false SQLX_OFFLINE_DIR=$PWD/crates/sqlx/.sqlx DATABASE_URL=<url> cargo check
+//! -p hintaudit-sqlx --test port`, with `<url>` a SQLite file, then a PostgreSQL database
+//! (each run fails on the other backend's queries after saving its own). Each backend's
+//! query texts must differ from the others' (`?1`, `$1`): the data is keyed by the text.
 
 #![cfg(all(feature = "sqlite", feature = "postgres"))]
 
