@@ -101,15 +101,17 @@ pub trait Backend: Database + sealed::Sealed + RawExecutor {
     #[doc(hidden)]
     fn after_end(tx: &mut Self::TxState, end: TxEnd, answer: &Result<(), Error>);
 
-    /// Marks a connection handed out raw for set-up work (sqlx's `Acquire` outside any call
-    /// scope, say migrations) until `state` drops, so that what the database reports of it
-    /// is not taken for an unattributed write (SQLite: its row changes go to no call and are
-    /// not counted as unattributed). Nothing by default.
+    /// Marks a connection handed out raw through sqlx's `Acquire` until `state` drops or
+    /// the connection's next audited statement: for set-up work (`call` `None`: outside any
+    /// call scope, say migrations), so that what the database reports of it is not taken for
+    /// an unattributed write; or for the call `call` (SQLite: its row changes go to that
+    /// call, with no statement of their own). Nothing by default.
     #[doc(hidden)]
-    fn mark_setup<'e>(
+    fn mark_acquired<'e>(
         _conn: &'e mut Self::Connection,
         _state: &'e mut Self::ConnState,
         _pool: &'e Self::PoolState,
+        _call: Option<Arc<hintaudit_core::CallEffects>>,
     ) -> BoxFuture<'e, ()> {
         Box::pin(std::future::ready(()))
     }

@@ -75,7 +75,16 @@
 //! through them are **not** attributed one by one. Outside any call scope that is set-up
 //! (migrations, fixtures), counted with `stats().setup_acquire()`, and its statements are not
 //! counted as unattributed ([design: evidence](../../../docs/design.md#3-evidence)). Inside a
-//! tool, use the executors above for statement attribution.
+//! call it is never silent: each connection handed out is counted with
+//! `stats().unaudited_acquire()` and noted on the call ([`hintaudit_core::Effect`]'s
+//! `unaudited_acquires`, in its summary). On SQLite its hooks are bound to the call until it
+//! drops (`&mut conn`, `&mut tx`: until their next audited statement), so the rows changed
+//! through it are the call's, confirmed, with no statement; except through `Acquire::begin`
+//! on `&AuditedPool`, whose sqlx `Transaction` returns its pooled connection to the pool
+//! without hintaudit, so its hooks are not bound (its rows are unattributed, or the call's
+//! of a concurrent pooled write holding the pool's writer): pass `&mut conn` instead. On
+//! PostgreSQL the call's evidence is incomplete. Inside a tool, use the executors above for
+//! statement attribution.
 //!
 //! When a statement starts, the executor classifies its text ([`classify`], cached per pool in
 //! an LRU of [`DEFAULT_CLASSIFY_CACHE`] entries) and reads [`hintaudit_core::CallScope::current`]:

@@ -245,17 +245,36 @@ impl<'x, DB: Backend> Executor<'x> for &'x mut AuditedConn<'_, DB> {
 /// sqlx's [`Acquire`], for helpers written against `impl Acquire<'_, Database = DB>`. sqlx's
 /// trait hands out the **driver's** connection (its `Connection` must deref to
 /// `DB::Connection`) and a sqlx `Transaction`, so statements a helper runs through them are
-/// not audited statement by statement; see the crate docs (*Acquire*).
+/// not audited statement by statement. Inside a call this is counted and noted on the call,
+/// and SQLite's hooks stay bound to the call until this connection's next audited statement
+/// or until it drops; see the crate docs (*Acquire and set-up*).
 impl<'a, DB: Backend> Acquire<'a> for &'a mut AuditedConn<'_, DB> {
     type Database = DB;
     type Connection = &'a mut DB::Connection;
 
     fn acquire(self) -> BoxFuture<'a, Result<Self::Connection, Error>> {
-        Box::pin(std::future::ready(Ok(&mut *self.raw)))
+        Box::pin(async move {
+            self.mark_acquired().await;
+            Ok(&mut *self.raw)
+        })
     }
 
     fn begin(self) -> BoxFuture<'a, Result<Transaction<'a, DB>, Error>> {
-        Transaction::begin(&mut *self.raw, None)
+        Box::pin(async move {
+            self.mark_acquired().await;
+            Transaction::begin(&mut *self.raw, None).await
+        })
+    }
+}
+
+impl<DB: Backend> AuditedConn<'_, DB> {
+    /// Before handing the driver's connection out through sqlx's `Acquire`: counts it and
+    /// marks it for set-up (outside any call) or for the current call (inside one: SQLite's
+    /// hooks are bound to the call until the next audited statement or until this connection
+    /// drops).
+    async fn mark_acquired(&mut self) {
+        let call = crate::pool::acquire::note_acquire();
+        DB::mark_acquired(&mut self.raw, &mut self.state, &self.shared.backend, call).await;
     }
 }
 

@@ -8,15 +8,20 @@
 //! `stats().setup_acquire()`, its statements are not counted as unattributed, and the backend
 //! marks the connection as set-up while it is out ([`Backend::mark_setup`]; SQLite: its row
 //! changes are neither unattributed nor any call's)
-//! ([design: evidence](../../../../docs/design.md#3-evidence)). Inside a call scope, use the
-//! pool itself, `pool.acquire()` or `pool.begin()` (whose `&mut *conn` and `&mut *tx` are
-//! audited executors) for statement attribution.
+//! ([design: evidence](../../../../docs/design.md#3-evidence)). Inside a call scope it is
+//! counted with `stats().unaudited_acquire()` and noted on the call (`unaudited_acquires`);
+//! SQLite binds the connection's hooks to the call until it drops, so its rows are the
+//! call's. `begin` cannot do that: sqlx's `Transaction` owns the pooled connection and returns
+//! it to the pool itself, where hintaudit could not unbind it, so its hooks are not bound.
+//! Use the pool itself, `pool.acquire()` or `pool.begin()` (whose `&mut *conn` and `&mut *tx`
+//! are audited executors) for statement attribution.
 
 use std::fmt;
 use std::ops::{Deref, DerefMut};
+use std::sync::Arc;
 
 use futures_core::future::BoxFuture;
-use hintaudit_core::{CallScope, stats};
+use hintaudit_core::{CallEffects, CallScope, stats};
 use sqlx::pool::MaybePoolConnection;
 use sqlx::{Acquire, Error, Transaction};
 
@@ -27,8 +32,8 @@ use crate::pool::AuditedPool;
 /// The driver's connection, taken from an [`AuditedPool`] through sqlx's [`Acquire`]
 /// (`Acquire::acquire(&pool)`, which `sqlx::migrate!().run(&pool)` calls). Its statements
 /// are not audited one by one; taken outside any call scope it is marked as set-up until it
-/// drops (see the crate docs, *Acquire and set-up*). Dropping it returns the connection to
-/// the pool.
+/// drops, inside one (SQLite) its row changes go to that call until it drops (see the crate
+/// docs, *Acquire and set-up*). Dropping it returns the connection to the pool.
 pub struct AcquiredConnection<DB: Backend> {
     // Keeps the connection's audit state, which unmarks set-up when it drops.
     conn: AuditedConnection<DB>,
@@ -55,34 +60,41 @@ impl<DB: Backend> fmt::Debug for AcquiredConnection<DB> {
     }
 }
 
-/// Whether a connection handed out through sqlx's `Acquire` now is for set-up (outside any
-/// call scope); counts it if so.
-fn note_acquire() -> bool {
-    let setup = CallScope::current().is_none();
-    if setup {
-        stats().setup_acquire();
+/// Notes a connection handed out raw through sqlx's `Acquire` now: outside any call scope
+/// it is set-up, counted with `stats().setup_acquire()` (`None`); inside one it is counted
+/// with `stats().unaudited_acquire()` and noted on the call's effects, whose handle it
+/// returns.
+pub(crate) fn note_acquire() -> Option<Arc<CallEffects>> {
+    match CallScope::current() {
+        None => {
+            stats().setup_acquire();
+            None
+        }
+        Some(scope) => {
+            stats().unaudited_acquire();
+            scope.effects().record_unaudited_acquire();
+            Some(scope.effects_handle())
+        }
     }
-    setup
 }
 
 /// sqlx's `Acquire`: the driver's connection, or a sqlx `Transaction` on one, for
 /// `sqlx::migrate!().run(&pool)` and helpers over `impl Acquire`. Outside a call scope this
-/// is set-up, counted with `stats().setup_acquire()`; its statements are not audited one by
+/// is set-up, counted with `stats().setup_acquire()`; inside one it is counted with
+/// `stats().unaudited_acquire()` and noted on the call. Its statements are not audited one by
 /// one (see the crate docs, *Acquire and set-up*).
 impl<'a, DB: Backend> Acquire<'a> for &'_ AuditedPool<DB> {
     type Database = DB;
     type Connection = AcquiredConnection<DB>;
 
     fn acquire(self) -> BoxFuture<'static, Result<AcquiredConnection<DB>, Error>> {
-        let setup = note_acquire();
+        let call = note_acquire();
         let shared = self.shared.clone();
         Box::pin(async move {
             let conn = shared.pool.acquire().await?;
             let mut conn = AuditedConnection::new(conn, shared);
-            if setup {
-                let c = &mut *conn;
-                DB::mark_setup(&mut c.raw, &mut c.state, &c.shared.backend).await;
-            }
+            let c = &mut *conn;
+            DB::mark_acquired(&mut c.raw, &mut c.state, &c.shared.backend, call).await;
             Ok(AcquiredConnection { conn })
         })
     }

@@ -87,9 +87,9 @@ impl Drop for PgTxState {
 impl PgTxState {
     fn mark_rolled_back(&self) {
         for (sink, write) in &self.statements {
-            if *write {
+            if let (true, Some(index)) = (*write, sink.index) {
                 sink.effects
-                    .update_statement(sink.index, |s| s.outcome = StatementOutcome::Failed);
+                    .update_statement(index, |s| s.outcome = StatementOutcome::Failed);
             }
         }
     }

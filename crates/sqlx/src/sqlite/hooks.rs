@@ -254,7 +254,7 @@ fn record(columns: &Columns, pending: Vec<Pending>, committed: bool) {
         batch.push(RowChange {
             table: p.table.into(),
             operation: p.operation,
-            statement: Some(sink.index),
+            statement: sink.index,
             committed,
             image,
             nested: p.nested,
