@@ -491,3 +491,45 @@ async fn acquire_inside_a_call_marks_the_call_unaudited() {
     assert_eq!(other_effects.snapshot().unaudited_acquires, 0);
     db.drop_schema().await;
 }
+
+/// A statement that fails inside a savepoint that is then rolled back leaves the outer
+/// transaction alive, and the oracle still asks at its COMMIT: the delete after the
+/// savepoint is observed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn oracle_asks_after_a_failed_savepoint_is_rolled_back() {
+    let Some(db) = db(PgOracle::Writes, SETUP).await else {
+        return;
+    };
+    db.pool
+        .inner()
+        .execute("INSERT INTO appointments (patient) VALUES ('a'), ('b')")
+        .await
+        .expect("seed");
+    let scope = CallScope::new("cancel_first");
+    let effects = scope.effects_handle();
+    scope
+        .run(async {
+            let mut tx = db.pool.begin().await.expect("begin");
+            sqlx::query("UPDATE appointments SET views = views + 1 WHERE id = 2")
+                .execute(&mut *tx)
+                .await
+                .expect("update");
+            let mut sp = tx.begin().await.expect("savepoint");
+            sqlx::query("INSERT INTO appointments (patient) VALUES (NULL)")
+                .execute(&mut *sp)
+                .await
+                .expect_err("NOT NULL");
+            sp.rollback().await.expect("rollback to savepoint");
+            sqlx::query("DELETE FROM appointments WHERE id = 1")
+                .execute(&mut *tx)
+                .await
+                .expect("delete");
+            tx.commit().await.expect("commit");
+        })
+        .await;
+    let e = effects.snapshot();
+    let t = table(&e, "appointments").unwrap_or_else(|| panic!("no observation: {e:?}"));
+    assert_eq!((t.updated, t.deleted, t.inserted), (1, 1, 0), "{e:?}");
+    assert!(e.transactions.iter().all(|t| t.committed), "{e:?}");
+    db.drop_schema().await;
+}

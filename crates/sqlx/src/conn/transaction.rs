@@ -103,7 +103,14 @@ impl<'c, DB: Backend> AuditedTransaction<'c, DB> {
                 DB::after_end(&mut txs, end, &answer);
                 answer
             }
-            _ => finish(raw).await,
+            Some(Link::Outer(txs)) => {
+                let answer = finish(raw).await;
+                if end == TxEnd::Rollback && answer.is_ok() {
+                    DB::savepoint_rolled_back(txs);
+                }
+                answer
+            }
+            None => finish(raw).await,
         };
         drop((state, shared));
         answer

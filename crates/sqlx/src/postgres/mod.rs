@@ -32,7 +32,11 @@
 //! [`PgOracle::Always`] runs the oracle for reads too; [`PgOracle::Off`] never. The savepoints
 //! make sure an oracle failure can never abort the caller's transaction. A transaction
 //! dropped without `commit()`/`rollback()` cannot be asked; its write statements are marked
-//! failed (rolled back).
+//! failed (rolled back). A statement that fails aborts the transaction, and the oracle then
+//! does not ask at its end, unless a savepoint opened before the failure is rolled back with
+//! `rollback()` (which revives the transaction); a savepoint merely dropped is rolled back by
+//! sqlx later, unseen, so the transaction stays unobserved and the judge falls back to
+//! statement analysis for it.
 
 mod oracle;
 mod wrap;
@@ -70,7 +74,11 @@ pub struct PgTxState {
     oracle: PgOracle,
     before: Option<oracle::Snapshot>,
     statements: Vec<(Sink, bool)>,
+    /// The oracle's first snapshot failed: nothing can be compared.
     failed: bool,
+    /// A statement failed, aborting the transaction, and no savepoint rolled back since
+    /// revived it: nothing can be asked.
+    aborted: bool,
     observation: Option<TransactionObservation>,
     ended: bool,
 }
@@ -126,7 +134,7 @@ fn wrap(ctx: &Ctx<'_, Postgres>) -> bool {
 /// Before a statement inside an audited transaction: the oracle's first snapshot, taken
 /// lazily before the first statement that may write.
 async fn before_in_tx(conn: &mut PgConnection, tx: &mut PgTxState, att: &Attribution) {
-    if tx.before.is_none() && !tx.failed && wants_oracle(tx.oracle, att) {
+    if tx.before.is_none() && !tx.failed && !tx.aborted && wants_oracle(tx.oracle, att) {
         match oracle::snapshot_protected(conn, true).await {
             Ok(s) => tx.before = Some(s),
             Err(e) => stats().audit_error(AuditStage::Oracle, &e),
@@ -159,7 +167,7 @@ fn finish(
     att.finish(end);
     let ok = end.outcome == StatementOutcome::Ok;
     if let Some(tx) = tx {
-        tx.failed |= !ok;
+        tx.aborted |= !ok;
     } else if ok {
         match att.class.tx_control {
             Some(TxControl::Begin) => state.raw_transaction = true,
@@ -370,7 +378,7 @@ impl Backend for Postgres {
             let Some(before) = tx.before.take() else {
                 return;
             };
-            if tx.failed {
+            if tx.failed || tx.aborted {
                 return; // the transaction is aborted: nothing can be asked
             }
             match oracle::snapshot_protected(conn, false).await {
@@ -382,6 +390,12 @@ impl Backend for Postgres {
             }
         }
         .boxed()
+    }
+
+    fn savepoint_rolled_back(tx: &mut PgTxState) {
+        // A savepoint exists only if `SAVEPOINT` succeeded, so the transaction was not
+        // aborted when it was opened: rolling back to it revives the transaction.
+        tx.aborted = false;
     }
 
     fn after_end(tx: &mut PgTxState, end: TxEnd, answer: &Result<(), Error>) {
