@@ -6,7 +6,7 @@
 //! executors: they are not attributed one by one. Outside a call scope this is *set-up*
 //! (migrations, fixtures), which is no tool's doing: it is counted with
 //! `stats().setup_acquire()`, its statements are not counted as unattributed, and the backend
-//! marks the connection as set-up while it is out ([`Backend::mark_setup`]; SQLite: its row
+//! marks the connection as set-up while it is out ([`Backend::mark_acquired`]; SQLite: its row
 //! changes are neither unattributed nor any call's)
 //! ([design: evidence](../../../../docs/design.md#3-evidence)). Inside a call scope it is
 //! counted with `stats().unaudited_acquire()` and noted on the call (`unaudited_acquires`);
