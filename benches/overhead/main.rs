@@ -347,12 +347,12 @@ fn main() {
         setup(&path).await;
 
         let bare_pool = SqlitePoolOptions::new().max_connections(4).connect_with(options(&path)).await.unwrap();
-        let audited_pool = AuditedPool::connect_with(SqlitePoolOptions::new().max_connections(4), options(&path)).await.unwrap();
+        let audited_pool = AuditedPool::options().connect_with(SqlitePoolOptions::new().max_connections(4), options(&path)).await.unwrap();
         let judge = || Arc::new(Judge::new(Policy::default()));
         // Every variant has a pool of its own, so that no pool's connections (page caches,
         // WAL positions) favour one variant; the control measures what remains of that.
         let bare = || async { Bench { pool: Pool::Bare(SqlitePoolOptions::new().max_connections(4).connect_with(options(&path)).await.unwrap()) } };
-        let audited = || async { Bench { pool: Pool::Audited(AuditedPool::connect_with(SqlitePoolOptions::new().max_connections(4), options(&path)).await.unwrap()) } };
+        let audited = || async { Bench { pool: Pool::Audited(AuditedPool::options().connect_with(SqlitePoolOptions::new().max_connections(4), options(&path)).await.unwrap()) } };
         let (pipeline, sampled, receiver) = start_telemetry().await;
         let (pipeline, sampled) = (Arc::new(pipeline), Arc::new(sampled));
         let metrics = PrometheusRecorder::new();

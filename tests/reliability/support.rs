@@ -44,12 +44,13 @@ pub async fn sqlite(connections: u32) -> (AuditedPool<sqlx::Sqlite>, tempfile::T
     .journal_mode(SqliteJournalMode::Wal)
     .synchronous(SqliteSynchronous::Normal)
     .busy_timeout(Duration::from_secs(30));
-    let pool = AuditedPool::connect_with(
-        SqlitePoolOptions::new().max_connections(connections),
-        options,
-    )
-    .await
-    .expect("sqlite pool");
+    let pool = AuditedPool::options()
+        .connect_with(
+            SqlitePoolOptions::new().max_connections(connections),
+            options,
+        )
+        .await
+        .expect("sqlite pool");
     (pool, dir)
 }
 
@@ -97,14 +98,15 @@ pub async fn postgres(
         .expect("url")
         .application_name(&schema)
         .options([("search_path", schema.as_str())]);
-    let pool = AuditedPool::connect_with(
-        PgPoolOptions::new()
-            .max_connections(connections)
-            .acquire_timeout(Duration::from_secs(60)),
-        options,
-    )
-    .await
-    .expect("pg pool");
+    let pool = AuditedPool::options()
+        .connect_with(
+            PgPoolOptions::new()
+                .max_connections(connections)
+                .acquire_timeout(Duration::from_secs(60)),
+            options,
+        )
+        .await
+        .expect("pg pool");
     Some((pool, PgSchema { schema, admin }))
 }
 

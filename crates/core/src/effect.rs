@@ -322,6 +322,11 @@ pub struct Effect {
     pub outbound: Vec<OutboundReach>,
     /// Effects the server reported itself.
     pub explicit: Vec<ExplicitEffect>,
+    /// Connections (or sqlx transactions) the call took through sqlx's `Acquire`, whose
+    /// statements were not audited one by one (hintaudit-sqlx): SQLite still attributes
+    /// their row changes to the call (`RowChange::statement` `None`); on other backends the
+    /// call's evidence is incomplete.
+    pub unaudited_acquires: u32,
 }
 
 impl Effect {
@@ -332,6 +337,7 @@ impl Effect {
             && self.transactions.is_empty()
             && self.outbound.is_empty()
             && self.explicit.is_empty()
+            && self.unaudited_acquires == 0
     }
 
     /// A one-line summary for tables: `3 stmts (SELECT 2, UPDATE 1); rows: appointments update 1`.
@@ -377,6 +383,12 @@ impl Effect {
         }
         if !self.explicit.is_empty() {
             out.push_str(&format!("; reported {}", self.explicit.len()));
+        }
+        if self.unaudited_acquires > 0 {
+            out.push_str(&format!(
+                "; statements through sqlx's Acquire not audited one by one ({})",
+                self.unaudited_acquires
+            ));
         }
         out
     }

@@ -91,6 +91,13 @@ impl CallEffects {
         self.lock().explicit.push(effect);
     }
 
+    /// Notes that the call took a connection through sqlx's `Acquire`, whose statements are
+    /// not audited one by one ([`Effect::unaudited_acquires`]).
+    pub fn record_unaudited_acquire(&self) {
+        let mut effect = self.lock();
+        effect.unaudited_acquires = effect.unaudited_acquires.saturating_add(1);
+    }
+
     /// A copy of everything recorded so far.
     pub fn snapshot(&self) -> Effect {
         self.lock().clone()

@@ -65,12 +65,16 @@ impl AuditStage {
 pub struct AuditStats {
     unattributed: [AtomicU64; Operation::ALL.len()],
     unattributed_rows: AtomicU64,
+    setup_acquires: AtomicU64,
+    unaudited_acquires: AtomicU64,
     errors: [AtomicU64; AuditStage::ALL.len()],
 }
 
 static STATS: AuditStats = AuditStats {
     unattributed: [const { AtomicU64::new(0) }; Operation::ALL.len()],
     unattributed_rows: AtomicU64::new(0),
+    setup_acquires: AtomicU64::new(0),
+    unaudited_acquires: AtomicU64::new(0),
     errors: [const { AtomicU64::new(0) }; AuditStage::ALL.len()],
 };
 
@@ -90,6 +94,19 @@ impl AuditStats {
         self.unattributed_rows.fetch_add(rows, Ordering::Relaxed);
     }
 
+    /// Counts a connection handed out for set-up work: the driver's connection, taken
+    /// through sqlx's `Acquire` outside any call scope (`sqlx::migrate!().run(&pool)`).
+    pub fn setup_acquire(&self) {
+        self.setup_acquires.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Counts a connection handed out through sqlx's `Acquire` inside a call scope: its
+    /// statements are not audited one by one (the call's
+    /// [`crate::Effect::unaudited_acquires`] says so too).
+    pub fn unaudited_acquire(&self) {
+        self.unaudited_acquires.fetch_add(1, Ordering::Relaxed);
+    }
+
     /// Counts an audit failure at `stage`, and logs the first of each stage at WARN level.
     pub fn audit_error(&self, stage: AuditStage, what: &dyn std::fmt::Display) {
         let before = self.errors[stage.index()].fetch_add(1, Ordering::Relaxed);
@@ -106,6 +123,18 @@ impl AuditStats {
     /// Row changes no call was bound to, since the process started.
     pub fn unattributed_row_changes(&self) -> u64 {
         self.unattributed_rows.load(Ordering::Relaxed)
+    }
+
+    /// Connections handed out for set-up work since the process started (see
+    /// [`AuditStats::setup_acquire`]).
+    pub fn setup_acquires(&self) -> u64 {
+        self.setup_acquires.load(Ordering::Relaxed)
+    }
+
+    /// Connections handed out through sqlx's `Acquire` inside a call scope since the process
+    /// started (see [`AuditStats::unaudited_acquire`]).
+    pub fn unaudited_acquires(&self) -> u64 {
+        self.unaudited_acquires.load(Ordering::Relaxed)
     }
 
     /// Audit failures at `stage` since the process started.

@@ -51,10 +51,10 @@ async fn sqlite_overhead() {
         .create_if_missing(true)
         .journal_mode(sqlx::sqlite::SqliteJournalMode::Wal)
         .synchronous(sqlx::sqlite::SqliteSynchronous::Off);
-    let pool =
-        AuditedPool::<Sqlite>::connect_with(SqlitePoolOptions::new().max_connections(2), opts)
-            .await
-            .expect("connect");
+    let pool = AuditedPool::<Sqlite>::options()
+        .connect_with(SqlitePoolOptions::new().max_connections(2), opts)
+        .await
+        .expect("connect");
     pool.inner()
         .execute("CREATE TABLE t (id INTEGER PRIMARY KEY, n INTEGER); INSERT INTO t (n) VALUES (1)")
         .await

@@ -102,6 +102,27 @@ pub trait Backend: Database + sealed::Sealed + RawExecutor {
     /// returned.
     #[doc(hidden)]
     fn after_end(tx: &mut Self::TxState, end: TxEnd, answer: &Result<(), Error>);
+
+    /// Called once a savepoint inside an [`crate::AuditedTransaction`] was rolled back
+    /// (`ROLLBACK TO SAVEPOINT` answered OK), with the outermost transaction's state: a
+    /// statement that failed inside it no longer aborts the transaction. Nothing by default.
+    #[doc(hidden)]
+    fn savepoint_rolled_back(_tx: &mut Self::TxState) {}
+
+    /// Marks a connection handed out raw through sqlx's `Acquire` until `state` drops or
+    /// the connection's next audited statement: for set-up work (`call` `None`: outside any
+    /// call scope, say migrations), so that what the database reports of it is not taken for
+    /// an unattributed write; or for the call `call` (SQLite: its row changes go to that
+    /// call, with no statement of their own). Nothing by default.
+    #[doc(hidden)]
+    fn mark_acquired<'e>(
+        _conn: &'e mut Self::Connection,
+        _state: &'e mut Self::ConnState,
+        _pool: &'e Self::PoolState,
+        _call: Option<Arc<hintaudit_core::CallEffects>>,
+    ) -> BoxFuture<'e, ()> {
+        Box::pin(std::future::ready(()))
+    }
 }
 
 /// How an [`crate::AuditedTransaction`] ends.

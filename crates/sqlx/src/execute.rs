@@ -72,14 +72,23 @@ impl<'q, DB: Database> Execute<'q, DB> for AuditedQuery<DB> {
     }
 }
 
-/// Where a statement's evidence goes: one call's effects and the statement's index there.
+/// Where a statement's evidence goes: one call's effects and the statement's index there
+/// (`None`: work of the call through sqlx's `Acquire`, no statement of its own).
 #[derive(Debug, Clone)]
 pub(crate) struct Sink {
     pub(crate) effects: Arc<CallEffects>,
-    pub(crate) index: usize,
+    pub(crate) index: Option<usize>,
 }
 
 impl Sink {
+    /// Updates this sink's statement, if it has one (rows through sqlx's `Acquire` have
+    /// none).
+    pub(crate) fn update(&self, update: impl FnOnce(&mut hintaudit_core::StatementEffect)) {
+        if let Some(index) = self.index {
+            self.effects.update_statement(index, update);
+        }
+    }
+
     #[cfg_attr(not(feature = "sqlite"), allow(dead_code))]
     /// Whether `self` and `other` are the same statement of the same call.
     pub(crate) fn same(&self, other: &Sink) -> bool {
@@ -105,7 +114,13 @@ impl Attribution {
             Some(scope) => {
                 let effects = scope.effects_handle();
                 let index = effects.record_statement(class.effect.clone());
-                (Some(Sink { effects, index }), scope.spans())
+                (
+                    Some(Sink {
+                        effects,
+                        index: Some(index),
+                    }),
+                    scope.spans(),
+                )
             }
             None => {
                 stats().unattributed_statement(class.effect.operation);
@@ -134,8 +149,12 @@ impl Attribution {
         if outcome == StatementOutcome::Failed {
             self.span.record(semconv::OTEL_STATUS_CODE, "error");
         }
-        if let Some(sink) = &self.sink {
-            sink.effects.update_statement(sink.index, |s| {
+        if let Some(Sink {
+            effects,
+            index: Some(index),
+        }) = &self.sink
+        {
+            effects.update_statement(*index, |s| {
                 s.outcome = outcome;
                 if rows_affected.is_some() {
                     s.rows_affected = rows_affected;
@@ -148,8 +167,9 @@ impl Attribution {
     #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
     /// Marks the statement observed after the fact (the PostgreSQL oracle at COMMIT).
     pub(crate) fn mark_observed(sink: &Sink) {
-        sink.effects
-            .update_statement(sink.index, |s| s.observed = true);
+        if let Some(index) = sink.index {
+            sink.effects.update_statement(index, |s| s.observed = true);
+        }
     }
 }
 

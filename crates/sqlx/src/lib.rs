@@ -11,7 +11,7 @@
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), sqlx::Error> {
 //! // One in-memory database: one connection.
-//! let pool = AuditedPool::<sqlx::Sqlite>::connect_with(
+//! let pool = AuditedPool::<sqlx::Sqlite>::options().connect_with(
 //!     SqlitePoolOptions::new().max_connections(1),
 //!     SqliteConnectOptions::from_str("sqlite::memory:")?,
 //! )
@@ -46,10 +46,45 @@
 //!
 //! # What is recorded
 //!
-//! `&AuditedPool<DB>`, `&mut AuditedConnection<DB>` and `&mut AuditedTransaction<DB>` are sqlx
-//! [`sqlx::Executor`]s, so `query`, `query_as`, `query_scalar` and their `execute`,
+//! `&AuditedPool<DB>`, `&mut AuditedConnection<DB>`, `&mut AuditedTransaction<DB>` and
+//! `&mut AuditedConn<DB>` (what `*conn` and `*tx` deref to) are sqlx [`sqlx::Executor`]s, so
+//! `query`, `query_as`, `query_scalar`, `query!`, `query_as!` and their `execute`,
 //! `fetch_one`, `fetch_optional`, `fetch_all` and `fetch` work unchanged, and the driver gets
 //! the same text, arguments and caching flag it would get without auditing.
+//!
+//! # A drop-in for `sqlx::Pool`
+//!
+//! Code written as the sqlx docs write it compiles with only the pool type changed, and what
+//! runs through the executors above is audited:
+//! - `execute(&mut *tx)` and `fetch_all(&mut *conn)`: `*tx` and `*conn` are an
+//!   [`AuditedConn`], not the driver's connection, so that they cannot bypass the audit (a
+//!   helper taking `&mut SqliteConnection` does not compile: take `impl Executor<'_, Database =
+//!   DB>` instead, as the sqlx docs also do);
+//! - `pool.begin()`, `pool.begin_with("BEGIN IMMEDIATE")`, `conn.begin()`, and `tx.begin()`
+//!   for a savepoint, all [`AuditedTransaction`]s;
+//! - `AuditedPool::connect`, `connect_with(connect_options)` (as [`sqlx::Pool::connect_with`];
+//!   pool options with [`AuditedPoolOptions::connect_with`] or a pool you build,
+//!   `AuditedPool::from(pool)`), `close`, `is_closed`, `size`, `num_idle`.
+//!
+//! # Acquire and set-up
+//!
+//! `&AuditedPool`, `&mut AuditedConnection`, `&mut AuditedTransaction` and `&mut AuditedConn`
+//! implement sqlx's [`sqlx::Acquire`], so `sqlx::migrate!().run(&pool)` and helpers over
+//! `impl Acquire<'_, Database = DB>` compile. sqlx's trait hands out the driver's connection
+//! (its `Connection` must deref to `DB::Connection`) and a sqlx `Transaction`: statements run
+//! through them are **not** attributed one by one. Outside any call scope that is set-up
+//! (migrations, fixtures), counted with `stats().setup_acquire()`, and its statements are not
+//! counted as unattributed ([design: evidence](../../../docs/design.md#3-evidence)). Inside a
+//! call it is never silent: each connection handed out is counted with
+//! `stats().unaudited_acquire()` and noted on the call ([`hintaudit_core::Effect`]'s
+//! `unaudited_acquires`, in its summary). On SQLite its hooks are bound to the call until it
+//! drops (`&mut conn`, `&mut tx`: until their next audited statement), so the rows changed
+//! through it are the call's, confirmed, with no statement; except through `Acquire::begin`
+//! on `&AuditedPool`, whose sqlx `Transaction` returns its pooled connection to the pool
+//! without hintaudit, so its hooks are not bound (its rows are unattributed, or the call's
+//! of a concurrent pooled write holding the pool's writer): pass `&mut conn` instead. On
+//! PostgreSQL the call's evidence is incomplete. Inside a tool, use the executors above for
+//! statement attribution.
 //!
 //! When a statement starts, the executor classifies its text ([`classify`], cached per pool in
 //! an LRU of [`DEFAULT_CLASSIFY_CACHE`] entries) and reads [`hintaudit_core::CallScope::current`]:
@@ -112,6 +147,9 @@
 mod backend;
 /// Statement classification: what a SQL text does.
 mod classify;
+/// [`AuditedConn`]: what `*conn` and `*tx` are, an audited executor; and
+/// [`AuditedTransaction`], a transaction on one.
+mod conn;
 /// [`AuditedConnection`]: one pooled connection held by a tool call.
 mod connection;
 /// The statement as the driver gets it, and its attribution to a tool call.
@@ -129,12 +167,12 @@ mod postgres;
 mod sqlite;
 /// A fallible stream written as an `async` block that yields.
 mod stream;
-/// [`AuditedTransaction`]: a transaction on a pooled connection.
-mod transaction;
 
 pub use backend::Backend;
 pub use classify::{Classification, DEFAULT_CLASSIFY_CACHE, SqlDialect, TxControl, classify};
+pub use conn::AuditedConn;
+pub use conn::transaction::AuditedTransaction;
 pub use connection::AuditedConnection;
 pub use pool::AuditedPool;
+pub use pool::acquire::AcquiredConnection;
 pub use pool::options::{AfterConnect, AuditedPoolOptions, PgOracle};
-pub use transaction::AuditedTransaction;

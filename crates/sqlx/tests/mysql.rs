@@ -62,14 +62,15 @@ async fn db(setup: &[&str]) -> Option<Db> {
         .execute(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
         .await
         .expect("create database");
-    let pool = AuditedPool::<MySql>::connect_with(
-        MySqlPoolOptions::new().max_connections(4),
-        format!("{}/{name}", url.trim_end_matches('/'))
-            .parse()
-            .expect("url"),
-    )
-    .await
-    .expect("connect");
+    let pool = AuditedPool::<MySql>::options()
+        .connect_with(
+            MySqlPoolOptions::new().max_connections(4),
+            format!("{}/{name}", url.trim_end_matches('/'))
+                .parse()
+                .expect("url"),
+        )
+        .await
+        .expect("connect");
     for s in setup {
         pool.inner()
             .execute(sqlx::raw_sql(sqlx::AssertSqlSafe(s.to_string())))

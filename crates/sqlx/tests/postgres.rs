@@ -438,3 +438,101 @@ async fn statements_refused_in_a_transaction_block_run_unwrapped() {
     assert!(e.transactions.is_empty(), "no oracle transaction: {e:?}");
     db.drop_schema().await;
 }
+
+/// Inside a call, a helper over `impl Acquire` that deletes through `&pool` runs on the
+/// driver's connection: not audited statement by statement, and PostgreSQL has no row hooks,
+/// so the call is marked as having unaudited work (its evidence is incomplete) and the
+/// process-wide count increments; a call that does not acquire is not marked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acquire_inside_a_call_marks_the_call_unaudited() {
+    async fn delete_appointment(
+        db: impl sqlx::Acquire<'_, Database = Postgres>,
+        id: i32,
+    ) -> Result<u64, sqlx::Error> {
+        let mut conn = db.acquire().await?;
+        let done = sqlx::query("DELETE FROM appointments WHERE id = $1")
+            .bind(id)
+            .execute(&mut *conn)
+            .await?;
+        Ok(done.rows_affected())
+    }
+    let Some(db) = db(PgOracle::Writes, SETUP).await else {
+        return;
+    };
+    db.pool
+        .inner()
+        .execute("INSERT INTO appointments (patient) VALUES ('a')")
+        .await
+        .expect("seed");
+    let before = hintaudit_core::stats().unaudited_acquires();
+    let scope = CallScope::new("cancel");
+    let effects = scope.effects_handle();
+    let deleted = scope
+        .run(delete_appointment(&db.pool, 1))
+        .await
+        .expect("delete");
+    assert_eq!(deleted, 1);
+    let e = effects.snapshot();
+    assert_eq!(e.unaudited_acquires, 1, "{e:?}");
+    assert!(e.statements.is_empty(), "{e:?}");
+    assert!(
+        e.summary().contains("not audited one by one"),
+        "{}",
+        e.summary()
+    );
+    assert!(hintaudit_core::stats().unaudited_acquires() > before);
+    let other = CallScope::new("list");
+    let other_effects = other.effects_handle();
+    other
+        .run(async {
+            sqlx::query("SELECT 1")
+                .execute(&db.pool)
+                .await
+                .expect("select");
+        })
+        .await;
+    assert_eq!(other_effects.snapshot().unaudited_acquires, 0);
+    db.drop_schema().await;
+}
+
+/// A statement that fails inside a savepoint that is then rolled back leaves the outer
+/// transaction alive, and the oracle still asks at its COMMIT: the delete after the
+/// savepoint is observed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn oracle_asks_after_a_failed_savepoint_is_rolled_back() {
+    let Some(db) = db(PgOracle::Writes, SETUP).await else {
+        return;
+    };
+    db.pool
+        .inner()
+        .execute("INSERT INTO appointments (patient) VALUES ('a'), ('b')")
+        .await
+        .expect("seed");
+    let scope = CallScope::new("cancel_first");
+    let effects = scope.effects_handle();
+    scope
+        .run(async {
+            let mut tx = db.pool.begin().await.expect("begin");
+            sqlx::query("UPDATE appointments SET views = views + 1 WHERE id = 2")
+                .execute(&mut *tx)
+                .await
+                .expect("update");
+            let mut sp = tx.begin().await.expect("savepoint");
+            sqlx::query("INSERT INTO appointments (patient) VALUES (NULL)")
+                .execute(&mut *sp)
+                .await
+                .expect_err("NOT NULL");
+            sp.rollback().await.expect("rollback to savepoint");
+            sqlx::query("DELETE FROM appointments WHERE id = 1")
+                .execute(&mut *tx)
+                .await
+                .expect("delete");
+            tx.commit().await.expect("commit");
+        })
+        .await;
+    let e = effects.snapshot();
+    let t = table(&e, "appointments").unwrap_or_else(|| panic!("no observation: {e:?}"));
+    assert_eq!((t.updated, t.deleted, t.inserted), (1, 1, 0), "{e:?}");
+    assert!(e.transactions.iter().all(|t| t.committed), "{e:?}");
+    db.drop_schema().await;
+}

@@ -36,7 +36,9 @@ async fn pool(opened: bool, max: u32) -> (TempDir, AuditedPool<Sqlite>) {
     let dir = tempfile::tempdir().expect("tempdir");
     let pool_options = SqlitePoolOptions::new().max_connections(max);
     let pool = if opened {
-        AuditedPool::<Sqlite>::connect_with(pool_options, options(&dir)).await
+        AuditedPool::<Sqlite>::options()
+            .connect_with(pool_options, options(&dir))
+            .await
     } else {
         let raw = pool_options
             .connect_with(options(&dir))

@@ -102,7 +102,8 @@ async fn head_sampling_keeps_roots_at_the_ratio_with_their_statements_and_no_orp
     let options = SqliteConnectOptions::new()
         .filename(dir.path().join("notes.db"))
         .create_if_missing(true);
-    let pool = AuditedPool::<Sqlite>::connect_with(SqlitePoolOptions::new(), options)
+    let pool = AuditedPool::<Sqlite>::options()
+        .connect_with(SqlitePoolOptions::new(), options)
         .await
         .unwrap();
     sqlx::query("CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT NOT NULL)")

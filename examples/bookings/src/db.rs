@@ -192,27 +192,30 @@ impl Db {
                 .create_if_missing(true)
                 .journal_mode(sqlx::sqlite::SqliteJournalMode::Wal)
                 .foreign_keys(true);
-            let pool = AuditedPool::connect_with(
-                sqlx::sqlite::SqlitePoolOptions::new().max_connections(4),
-                options,
-            )
-            .await?;
+            let pool = AuditedPool::options()
+                .connect_with(
+                    sqlx::sqlite::SqlitePoolOptions::new().max_connections(4),
+                    options,
+                )
+                .await?;
             Db::Sqlite(pool)
         } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {
             let options: sqlx::postgres::PgConnectOptions = url.parse()?;
-            let pool = AuditedPool::connect_with(
-                sqlx::postgres::PgPoolOptions::new().max_connections(8),
-                options,
-            )
-            .await?;
+            let pool = AuditedPool::options()
+                .connect_with(
+                    sqlx::postgres::PgPoolOptions::new().max_connections(8),
+                    options,
+                )
+                .await?;
             Db::Postgres(pool)
         } else if url.starts_with("mysql:") || url.starts_with("mariadb:") {
             let options: sqlx::mysql::MySqlConnectOptions = url.parse()?;
-            let pool = AuditedPool::connect_with(
-                sqlx::mysql::MySqlPoolOptions::new().max_connections(8),
-                options,
-            )
-            .await?;
+            let pool = AuditedPool::options()
+                .connect_with(
+                    sqlx::mysql::MySqlPoolOptions::new().max_connections(8),
+                    options,
+                )
+                .await?;
             Db::MySql(pool)
         } else {
             anyhow::bail!(

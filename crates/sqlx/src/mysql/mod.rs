@@ -187,12 +187,11 @@ impl Run<'_> {
         for (i, (class, text)) in pieces.iter().enumerate() {
             let sink = self.att.sink.as_ref().map(|sink| {
                 let effects = sink.effects.clone();
-                let index = if i == 0 {
-                    effects.update_statement(sink.index, |s| *s = class.effect.clone());
-                    sink.index
-                } else {
-                    effects.record_statement(class.effect.clone())
-                };
+                if i == 0 {
+                    sink.update(|s| *s = class.effect.clone());
+                    return sink.clone();
+                }
+                let index = Some(effects.record_statement(class.effect.clone()));
                 Sink { effects, index }
             });
             // MySQL stops at the first failing statement: it and those after it changed
@@ -204,7 +203,7 @@ impl Run<'_> {
             };
             let end = self.statement(class, sink.clone(), text, rows);
             if let Some(sink) = sink {
-                sink.effects.update_statement(sink.index, |s| {
+                sink.update(|s| {
                     s.outcome = end.outcome;
                     s.rows_affected = end.rows_affected;
                     s.observed = end.observed;
@@ -235,8 +234,7 @@ impl Run<'_> {
         let counts = upsert::judge(class, sql, rows);
         if let (Some(upsert::Upsert::NoOverwrite), Some(sink)) = (&counts, &sink) {
             // The convention says nothing was overwritten: not a "may have overwritten".
-            sink.effects
-                .update_statement(sink.index, |s| s.overwrites = false);
+            sink.update(|s| s.overwrites = false);
         }
         let overwrote = match counts {
             Some(upsert::Upsert::Overwrote(w)) => Some(w),
@@ -304,7 +302,7 @@ impl Run<'_> {
                 p.statement(
                     Sink {
                         effects: effects.clone(),
-                        index,
+                        index: Some(index),
                     },
                     write,
                 );

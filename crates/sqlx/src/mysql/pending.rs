@@ -32,8 +32,7 @@ impl Pending {
         if !committed {
             for (sink, write) in self.statements.drain(..) {
                 if write {
-                    sink.effects
-                        .update_statement(sink.index, |s| s.outcome = StatementOutcome::Failed);
+                    sink.update(|s| s.outcome = StatementOutcome::Failed);
                 }
             }
         }

@@ -4,10 +4,13 @@
 //! Split as sqlx-core splits its pool, with every import pointing one way (down this list):
 //! - this module: the pool type, and the options' last steps that open or wrap one;
 //! - [`executor`]: `Executor for &AuditedPool`, a statement on a connection taken for it alone;
+//! - [`acquire`]: sqlx's `Acquire for &AuditedPool`, the driver's connection for set-up work
+//!   (migrations) and helpers over `impl Acquire`;
 //! - [`inner`]: [`Shared`](inner::Shared), the state a pool shares with its connections and
 //!   transactions, and the start of every audited statement;
 //! - [`options`]: what you configure; the backends read it.
 
+pub(crate) mod acquire;
 mod executor;
 pub(crate) mod inner;
 pub(crate) mod options;
@@ -16,11 +19,11 @@ use std::fmt;
 use std::sync::Arc;
 
 use sqlx::pool::PoolOptions;
-use sqlx::{Connection, Error, Pool};
+use sqlx::{Connection, Error, Pool, SqlSafeStr};
 
 use crate::backend::Backend;
+use crate::conn::AuditedTransaction;
 use crate::connection::AuditedConnection;
-use crate::transaction::AuditedTransaction;
 use inner::Shared;
 use options::{AuditedPoolOptions, PgOracle};
 
@@ -68,21 +71,24 @@ impl<DB: Backend> AuditedPool<DB> {
         Self::options().connect(url).await
     }
 
-    /// Opens a pool with your pool and connection options; see
-    /// [`AuditedPoolOptions::connect_with`].
+    /// Opens a pool with sqlx's default pool options and your connection options, as
+    /// [`Pool::connect_with`]. For your own pool options (`max_connections`, timeouts), use
+    /// [`AuditedPoolOptions::connect_with`]: `AuditedPool::options().connect_with(pool_options,
+    /// connect_options)`, or build the pool with sqlx and convert it ([`AuditedPool::from_pool`],
+    /// `From<Pool<DB>>`).
     ///
     /// # Errors
-    /// As [`PoolOptions::connect_with`].
+    /// As [`Pool::connect_with`].
     pub async fn connect_with(
-        pool_options: PoolOptions<DB>,
         connect_options: <DB::Connection as Connection>::Options,
     ) -> Result<Self, Error> {
         Self::options()
-            .connect_with(pool_options, connect_options)
+            .connect_with(PoolOptions::new(), connect_options)
             .await
     }
 
-    /// Audits an existing pool with default options; see [`AuditedPoolOptions::wrap`].
+    /// Audits an existing pool with default options; see [`AuditedPoolOptions::wrap`]. The
+    /// same as `AuditedPool::from(pool)`.
     pub fn from_pool(pool: Pool<DB>) -> Self {
         Self::options().wrap(pool)
     }
@@ -113,8 +119,20 @@ impl<DB: Backend> AuditedPool<DB> {
     ///
     /// # Errors
     /// As [`Pool::begin`].
-    pub async fn begin(&self) -> Result<AuditedTransaction<DB>, Error> {
-        AuditedTransaction::begin(self.shared.clone()).await
+    pub async fn begin(&self) -> Result<AuditedTransaction<'static, DB>, Error> {
+        AuditedTransaction::on_pool(self.shared.clone(), None).await
+    }
+
+    /// Starts a transaction with your own statement (`BEGIN IMMEDIATE`, `START TRANSACTION
+    /// READ ONLY`), as [`Pool::begin_with`]; audited as [`AuditedPool::begin`].
+    ///
+    /// # Errors
+    /// As [`Pool::begin_with`]: among others, when `statement` does not open a transaction.
+    pub async fn begin_with(
+        &self,
+        statement: impl SqlSafeStr,
+    ) -> Result<AuditedTransaction<'static, DB>, Error> {
+        AuditedTransaction::on_pool(self.shared.clone(), Some(statement.into_sql_str())).await
     }
 
     /// Closes the pool: see [`Pool::close`].
@@ -125,6 +143,23 @@ impl<DB: Backend> AuditedPool<DB> {
     /// Whether [`AuditedPool::close`] was called.
     pub fn is_closed(&self) -> bool {
         self.shared.pool.is_closed()
+    }
+
+    /// Connections the pool holds, idle or in use: see [`Pool::size`].
+    pub fn size(&self) -> u32 {
+        self.shared.pool.size()
+    }
+
+    /// Idle connections: see [`Pool::num_idle`].
+    pub fn num_idle(&self) -> usize {
+        self.shared.pool.num_idle()
+    }
+}
+
+/// Wraps a pool the application already builds: the same as [`AuditedPool::from_pool`].
+impl<DB: Backend> From<Pool<DB>> for AuditedPool<DB> {
+    fn from(pool: Pool<DB>) -> Self {
+        Self::from_pool(pool)
     }
 }
 

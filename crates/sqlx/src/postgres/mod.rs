@@ -46,7 +46,11 @@
 //! or one that only writes directly. [`PgOracle::Always`] runs the oracle for reads too;
 //! [`PgOracle::Off`] never. The savepoints make sure an oracle failure can never abort the
 //! caller's transaction. A transaction dropped without `commit()`/`rollback()` cannot be
-//! asked; its write statements are marked failed (rolled back).
+//! asked; its write statements are marked failed (rolled back). A statement that fails
+//! aborts the transaction, and the oracle then does not ask at its end, unless a savepoint
+//! opened before the failure is rolled back with `rollback()` (which revives the
+//! transaction); a savepoint merely dropped is rolled back by sqlx later, unseen, so the
+//! transaction stays unobserved and the judge falls back to statement analysis for it.
 
 mod catalog;
 mod oracle;
@@ -187,7 +191,7 @@ fn finish(st: &mut Rest<'_>, att: &Attribution, end: StatementEnd) {
         }
     }
     if let Some(tx) = st.tx.as_deref_mut() {
-        tx.failed |= !ok;
+        tx.aborted |= !ok;
     } else if ok {
         match att.class.tx_control {
             Some(TxControl::Begin) => st.state.raw_transaction = true,
@@ -256,7 +260,9 @@ async fn start(ctx: Ctx<'_, Postgres>) -> Started<'_> {
     } = ctx;
     let eligible = match tx.as_deref() {
         None => wrapped,
-        Some(tx) => tx.before.is_none() && !tx.failed && wants_oracle(tx.oracle, &att),
+        Some(tx) => {
+            tx.before.is_none() && !tx.failed && !tx.aborted && wants_oracle(tx.oracle, &att)
+        }
     };
     let direct = direct_write(conn, pool, &att, eligible).await;
     if let Some(tx) = tx.as_deref_mut() {
@@ -414,7 +420,7 @@ impl Backend for Postgres {
             let Some(before) = tx.before.take() else {
                 return;
             };
-            if tx.failed {
+            if tx.failed || tx.aborted {
                 return; // the transaction is aborted: nothing can be asked
             }
             match oracle::snapshot_protected(conn, oracle::Scope::All, false).await {
@@ -426,6 +432,12 @@ impl Backend for Postgres {
             }
         }
         .boxed()
+    }
+
+    fn savepoint_rolled_back(tx: &mut PgTxState) {
+        // A savepoint exists only if `SAVEPOINT` succeeded, so the transaction was not
+        // aborted when it was opened: rolling back to it revives the transaction.
+        tx.aborted = false;
     }
 
     fn after_end(tx: &mut PgTxState, end: TxEnd, answer: &Result<(), Error>) {

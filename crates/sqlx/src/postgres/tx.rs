@@ -23,7 +23,11 @@ pub struct PgTxState {
     pub(super) oracle: PgOracle,
     pub(super) before: Option<oracle::Snapshot>,
     statements: Vec<(Sink, bool)>,
+    /// The oracle's first snapshot failed: nothing can be compared.
     pub(super) failed: bool,
+    /// A statement failed, aborting the transaction, and no savepoint rolled back since
+    /// revived it: nothing can be asked, and its COMMIT rolls back.
+    pub(super) aborted: bool,
     pub(super) observation: Option<TransactionObservation>,
     ended: bool,
     /// Direct writes (see [`catalog::direct_target`]) that ran before any oracle snapshot:
@@ -46,8 +50,7 @@ impl PgTxState {
     fn mark_rolled_back(&self) {
         for (sink, write) in &self.statements {
             if *write {
-                sink.effects
-                    .update_statement(sink.index, |s| s.outcome = StatementOutcome::Failed);
+                sink.update(|s| s.outcome = StatementOutcome::Failed);
             }
         }
     }
@@ -68,7 +71,7 @@ pub(super) async fn before(
     att: &Attribution,
     direct: bool,
 ) {
-    if tx.before.is_none() && !tx.failed && !direct && wants_oracle(tx.oracle, att) {
+    if tx.before.is_none() && !tx.failed && !tx.aborted && !direct && wants_oracle(tx.oracle, att) {
         match oracle::snapshot_protected(conn, oracle::Scope::All, true).await {
             Ok(s) => tx.before = Some(s),
             Err(e) => stats().audit_error(AuditStage::Oracle, &e),
@@ -98,7 +101,7 @@ pub(super) fn ended(tx: &mut PgTxState, committed: bool) {
         tables: Vec::new(),
         committed,
     });
-    obs.committed = committed && (oracle_ran || !tx.failed);
+    obs.committed = committed && (oracle_ran || !tx.aborted);
     for (sink, d, rows) in &direct {
         let one = catalog::observation(&d.table, d.operation, *rows, true);
         obs.wrote |= one.wrote;

@@ -52,6 +52,9 @@ pub(crate) enum Binding {
     Pool,
     /// Held: this statement of this call, or nobody (an unscoped statement).
     Held(Option<Sink>),
+    /// Handed out raw for set-up work (migrations): its rows are no call's and not
+    /// unattributed; they are not buffered.
+    SetUp,
 }
 
 #[derive(Debug, Default)]
@@ -209,6 +212,7 @@ impl Slot {
                 sink
             }
             Binding::Pool => self.writer.take_row(self as *const Slot as usize),
+            Binding::SetUp => return,
         };
         #[cfg(feature = "preupdate-hook")]
         let (image, nested) = s.image.take().unwrap_or((Image::Unknown, None));
@@ -287,7 +291,7 @@ fn record(columns: &Columns, pending: Vec<Pending>, committed: bool) {
         batch.push(RowChange {
             table: p.table.into(),
             operation: p.operation,
-            statement: Some(sink.index),
+            statement: sink.index,
             committed,
             image,
             nested: p.nested,

@@ -480,4 +480,45 @@ impl Backend for Sqlite {
     }
 
     fn after_end(_tx: &mut (), _end: TxEnd, _answer: &Result<(), Error>) {}
+
+    fn mark_acquired<'e>(
+        conn: &'e mut SqliteConnection,
+        state: &'e mut SqliteConnState,
+        registry: &'e hooks::Registry,
+        call: Option<Arc<hintaudit_core::CallEffects>>,
+    ) -> BoxFuture<'e, ()> {
+        let binding = match call {
+            None => Binding::SetUp,
+            Some(effects) => Binding::Held(Some(crate::execute::Sink {
+                effects,
+                index: None,
+            })),
+        };
+        async move {
+            if let Some(slot) = &state.slot {
+                slot.bind(binding);
+                return;
+            }
+            if state.failed {
+                return;
+            }
+            match conn.lock_handle().await {
+                Ok(mut handle) => {
+                    let slot = registry.slot(&mut handle);
+                    slot.bind(binding);
+                    state.slot = Some(slot);
+                }
+                Err(e) => {
+                    state.failed = true;
+                    stats().audit_error(AuditStage::Hook, &e);
+                }
+            }
+            // `lock_handle()` must be followed by a command to the worker (see the module
+            // docs), and the caller may hand the connection back without one.
+            if let Err(e) = conn.ping().await {
+                stats().audit_error(AuditStage::Hook, &e);
+            }
+        }
+        .boxed()
+    }
 }

@@ -23,10 +23,10 @@ async fn pool(max: u32) -> (TempDir, AuditedPool<Sqlite>) {
         .create_if_missing(true)
         .journal_mode(SqliteJournalMode::Wal)
         .busy_timeout(Duration::from_secs(30));
-    let pool =
-        AuditedPool::<Sqlite>::connect_with(SqlitePoolOptions::new().max_connections(max), opts)
-            .await
-            .expect("connect");
+    let pool = AuditedPool::<Sqlite>::options()
+        .connect_with(SqlitePoolOptions::new().max_connections(max), opts)
+        .await
+        .expect("connect");
     pool.inner()
         .execute(
             "CREATE TABLE appointments (id INTEGER PRIMARY KEY, patient TEXT NOT NULL UNIQUE, \

@@ -1,0 +1,141 @@
+//! [`AuditedTransaction`]: a transaction on a pooled connection, or a savepoint in one.
+
+use std::fmt;
+use std::ops::{Deref, DerefMut};
+use std::sync::Arc;
+
+use sqlx::{Error, SqlStr, Transaction};
+
+use super::{AuditedConn, Link, Raw, delegate_held};
+use crate::backend::{Backend, TxEnd};
+use crate::pool::inner::Shared;
+
+/// A transaction started with [`crate::AuditedPool::begin`] (`'static`), or with
+/// [`AuditedConn::begin`] on a held connection or inside a transaction (a savepoint), as
+/// sqlx's `Transaction<'c, DB>`.
+///
+/// `&mut AuditedTransaction<DB>` is a sqlx [`sqlx::Executor`], and so is `&mut *tx` (an
+/// [`AuditedConn`], where sqlx's `Transaction` derefs to the driver's connection): both run
+/// the same audited statement. End it with [`AuditedTransaction::commit`] or
+/// [`AuditedTransaction::rollback`]; dropping it rolls back as sqlx does. On SQLite, row
+/// changes are buffered per connection until the commit hook (recorded as committed) or the
+/// rollback hook (recorded as rolled back: attempts, not changes). On PostgreSQL, the oracle
+/// reads the transaction's writes right before `COMMIT` or `ROLLBACK` and records one
+/// [`hintaudit_core::TransactionObservation`]; a transaction dropped without either cannot be
+/// asked, and its write statements are recorded as failed. A savepoint's statements belong
+/// to its outermost transaction's reading; its own `commit` and `rollback` are `RELEASE
+/// SAVEPOINT` and `ROLLBACK TO SAVEPOINT`, as in sqlx.
+pub struct AuditedTransaction<'c, DB: Backend> {
+    conn: AuditedConn<'c, DB>,
+}
+
+impl<DB: Backend> AuditedTransaction<'static, DB> {
+    /// Begins a transaction on a connection taken from the pool, with sqlx's `BEGIN` or your
+    /// own `statement`.
+    pub(crate) async fn on_pool(
+        shared: Arc<Shared<DB>>,
+        statement: Option<SqlStr>,
+    ) -> Result<Self, Error> {
+        let pooled = shared.pool.acquire().await?;
+        let tx = Transaction::begin(pooled, statement).await?;
+        let conn = AuditedConn {
+            state: Link::Own(DB::ConnState::default()),
+            tx: Some(Link::Own(DB::TxState::default())),
+            raw: Raw::Tx(tx),
+            shared,
+        };
+        Ok(AuditedTransaction::started(conn).await)
+    }
+}
+
+impl<'c, DB: Backend> AuditedTransaction<'c, DB> {
+    /// A transaction whose `BEGIN` (or `SAVEPOINT`) answered: the backend's `after_begin`
+    /// runs for an outermost transaction.
+    pub(crate) async fn started(mut conn: AuditedConn<'c, DB>) -> Self {
+        if let (Some(Link::Own(txs)), Raw::Tx(tx)) = (&mut conn.tx, &mut conn.raw) {
+            DB::after_begin(tx, txs, conn.shared.oracle).await;
+        }
+        AuditedTransaction { conn }
+    }
+
+    /// Commits (a savepoint: releases it). On PostgreSQL the oracle query runs first for an
+    /// outermost transaction (one round trip, see the crate docs); its failure is counted,
+    /// never returned.
+    ///
+    /// # Errors
+    /// As [`Transaction::commit`].
+    pub async fn commit(self) -> Result<(), Error> {
+        self.end(TxEnd::Commit).await
+    }
+
+    /// Rolls back (a savepoint: rolls back to it). On PostgreSQL the oracle query runs first
+    /// for an outermost transaction, and its observation is recorded with `committed: false`.
+    ///
+    /// # Errors
+    /// As [`Transaction::rollback`].
+    pub async fn rollback(self) -> Result<(), Error> {
+        self.end(TxEnd::Rollback).await
+    }
+
+    /// Ends the transaction as `end` says; an outermost one between the backend's
+    /// `before_end` and `after_end`.
+    async fn end(self, end: TxEnd) -> Result<(), Error> {
+        let AuditedConn {
+            mut state,
+            tx,
+            raw,
+            shared,
+        } = self.conn;
+        let Raw::Tx(mut raw) = raw else {
+            // Only `begin` and `AuditedConn::open` build a transaction, both on `Raw::Tx`.
+            return Ok(());
+        };
+        let finish = |raw: Transaction<'c, DB>| async move {
+            match end {
+                TxEnd::Commit => raw.commit().await,
+                TxEnd::Rollback => raw.rollback().await,
+            }
+        };
+        let answer = match tx {
+            Some(Link::Own(mut txs)) => {
+                DB::before_end(&mut raw, &mut txs, &mut state, &shared.backend, end).await;
+                let answer = finish(raw).await;
+                DB::after_end(&mut txs, end, &answer);
+                answer
+            }
+            Some(Link::Outer(txs)) => {
+                let answer = finish(raw).await;
+                if end == TxEnd::Rollback && answer.is_ok() {
+                    DB::savepoint_rolled_back(txs);
+                }
+                answer
+            }
+            None => finish(raw).await,
+        };
+        drop((state, shared));
+        answer
+    }
+}
+
+impl<'c, DB: Backend> Deref for AuditedTransaction<'c, DB> {
+    type Target = AuditedConn<'c, DB>;
+    fn deref(&self) -> &Self::Target {
+        &self.conn
+    }
+}
+
+impl<DB: Backend> DerefMut for AuditedTransaction<'_, DB> {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.conn
+    }
+}
+
+impl<DB: Backend> fmt::Debug for AuditedTransaction<'_, DB> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("AuditedTransaction")
+            .field(&self.conn)
+            .finish()
+    }
+}
+
+delegate_held!(AuditedTransaction, 'c);
