@@ -31,6 +31,14 @@ fn bookings_findings_exit_1_and_a_junit_file() {
         &url,
     ])
     .unwrap();
+    // A pristine database that every run copies (--reset): a second run starts where the
+    // first did, so add_patient's generated e-mail is not taken yet.
+    let migrated = Command::new(bookings_bin())
+        .args(["--migrate", "--database-url", &url])
+        .status()
+        .expect("bookings runs")
+        .success();
+    assert!(migrated);
     let cases = dir.path().join("cases.json");
     std::fs::write(
         &cases,
@@ -48,6 +56,7 @@ fn bookings_findings_exit_1_and_a_junit_file() {
         cases.to_str().unwrap(),
         "--ignore-table",
         "audit_log",
+        "--reset",
         "--format",
         "junit",
         "--output",
@@ -73,6 +82,7 @@ fn bookings_findings_exit_1_and_a_junit_file() {
         "list_appointments",
         "--tool",
         "add_patient",
+        "--reset",
     ]);
     assert_eq!(
         out.status.code(),

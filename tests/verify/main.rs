@@ -8,4 +8,5 @@ mod cli;
 mod failures;
 mod formats;
 mod python;
+mod real_servers;
 mod support;

@@ -1,7 +1,9 @@
 //! The errors that end a verification run (exit code 2).
 
-/// Why a verification run could not finish. Every variant ends `hintaudit verify` with exit
-/// code 2 and its one-line message on stderr; no report is written.
+/// Why a verification run could not start or judge its tools. Every variant ends
+/// `hintaudit verify` with exit code 2 and its one-line message on stderr (followed by the
+/// server's last stderr lines, when it wrote any); no report is written. A run that fails
+/// once tools are being called returns its report instead, with `incomplete` set.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum VerifyError {
@@ -35,6 +37,20 @@ impl VerifyError {
 
     pub(crate) fn server(message: impl Into<String>) -> Self {
         VerifyError::Server(one_line(&message.into()))
+    }
+
+    /// The same error with its texts passed through `f` (secrets masked).
+    pub(crate) fn map_text(self, f: impl Fn(&str) -> String) -> Self {
+        match self {
+            VerifyError::Usage(m) => VerifyError::Usage(f(&m)),
+            VerifyError::Cases { path, message } => VerifyError::Cases {
+                path: f(&path),
+                message: f(&message),
+            },
+            VerifyError::Database(m) => VerifyError::Database(f(&m)),
+            VerifyError::Server(m) => VerifyError::Server(f(&m)),
+            VerifyError::Report(m) => VerifyError::Report(f(&m)),
+        }
     }
 }
 
