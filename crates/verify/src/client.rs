@@ -211,6 +211,12 @@ impl McpClient {
         Ok(client)
     }
 
+    /// The time each later request may take (the handshake had its own).
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
     fn lost(&self, e: ServiceError) -> String {
         match e {
             ServiceError::Timeout { .. } => format!(

@@ -198,6 +198,8 @@ pub(super) fn render(report: &Report) -> String {
         }
     }
     let mut run_props = std::collections::BTreeMap::new();
+    run_props.insert("server".to_owned(), serde_json::json!(report.server));
+    run_props.insert("database".to_owned(), serde_json::json!(report.database));
     run_props.insert(
         "database_check".to_owned(),
         serde_json::json!(report.database_check),

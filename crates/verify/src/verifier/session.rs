@@ -26,7 +26,9 @@ impl Session {
         tail: StderrTail,
     ) -> Result<Session, VerifyError> {
         let handshake = timeout.max(Duration::from_secs(DEFAULT_TIMEOUT_SECS));
-        let client = McpClient::connect(spec, handshake, &tail).await?;
+        let client = McpClient::connect(spec, handshake, &tail)
+            .await?
+            .with_timeout(timeout);
         Ok(Session {
             spec: spec.clone(),
             timeout,
@@ -65,7 +67,7 @@ impl Session {
             // A restart under load may take longer than one call may: at least the default.
             let handshake = self.timeout.max(Duration::from_secs(DEFAULT_TIMEOUT_SECS));
             match McpClient::connect(&self.spec, handshake, &self.tail).await {
-                Ok(c) => self.client = Some(c),
+                Ok(c) => self.client = Some(c.with_timeout(self.timeout)),
                 Err(e) => {
                     let e = VerifyError::server(format!(
                         "tools/call {tool}: {why}; restarting the server failed: {e}"
