@@ -31,8 +31,17 @@ pub enum VerifyError {
 }
 
 impl VerifyError {
-    pub(crate) fn db(context: &str, e: impl std::fmt::Display) -> Self {
-        VerifyError::Database(one_line(&format!("{context}: {e}")))
+    /// A database error with its context. A server's error is its message and SQLSTATE,
+    /// without the `at line N` of the server's own source that sqlx appends for PostgreSQL.
+    pub(crate) fn db(context: &str, e: sqlx::Error) -> Self {
+        let text = match &e {
+            sqlx::Error::Database(d) => match d.code() {
+                Some(code) => format!("{} (SQLSTATE {code})", d.message()),
+                None => d.message().to_owned(),
+            },
+            other => other.to_string(),
+        };
+        VerifyError::Database(one_line(&format!("{context}: {text}")))
     }
 
     pub(crate) fn server(message: impl Into<String>) -> Self {
@@ -51,6 +60,33 @@ impl VerifyError {
             VerifyError::Server(m) => VerifyError::Server(f(&m)),
             VerifyError::Report(m) => VerifyError::Report(f(&m)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::VerifyError;
+
+    #[tokio::test]
+    async fn postgres_errors_carry_no_source_line() {
+        use sqlx::Connection;
+        let url = std::env::var("HINTAUDIT_PG_URL")
+            .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into());
+        let Ok(mut c) = sqlx::PgConnection::connect(&url).await else {
+            assert!(
+                std::env::var("HINTAUDIT_REQUIRE_ALL").as_deref() != Ok("1"),
+                "PostgreSQL required at {url}"
+            );
+            eprintln!("skipped: PostgreSQL unreachable at {url}");
+            return;
+        };
+        let e = sqlx::raw_sql("SELEC 1").execute(&mut c).await.unwrap_err();
+        assert!(e.to_string().contains(" at line "), "sqlx appends it: {e}");
+        let msg = VerifyError::db("setup SQL", e).to_string();
+        assert_eq!(
+            msg,
+            "database: setup SQL: syntax error at or near \"SELEC\" (SQLSTATE 42601)"
+        );
     }
 }
 
