@@ -222,6 +222,65 @@ async fn copy_mysql(url: &str, name: &str, copy: &str) -> Result<(), VerifyError
 mod tests {
     use super::*;
 
+    /// MariaDB: the copy holds the tables, rows and triggers; the original is not touched;
+    /// the server command names the copy.
+    #[tokio::test]
+    async fn mariadb_copy_is_a_dump_and_restore_of_the_schema() {
+        let server = std::env::var("HINTAUDIT_MYSQL_URL")
+            .unwrap_or_else(|_| "mysql://root@127.0.0.1:3306".into());
+        let Ok(mut admin) = sqlx::MySqlConnection::connect(&server).await else {
+            assert!(
+                std::env::var("HINTAUDIT_REQUIRE_ALL").as_deref() != Ok("1"),
+                "MariaDB required at {server}"
+            );
+            eprintln!("skipped: MariaDB unreachable at {server}");
+            return;
+        };
+        let name = format!("hv17_reset_{}", std::process::id());
+        let script = format!(
+            "DROP DATABASE IF EXISTS {name}; CREATE DATABASE {name}; USE {name};
+             CREATE TABLE items (id INT PRIMARY KEY, qty INT NOT NULL);
+             CREATE TABLE log (n INT);
+             INSERT INTO items VALUES (1, 3), (2, 0);
+             CREATE TRIGGER items_log AFTER UPDATE ON items FOR EACH ROW INSERT INTO log VALUES (NEW.id);"
+        );
+        sqlx::raw_sql(AssertSqlSafe(script))
+            .execute(&mut admin)
+            .await
+            .unwrap();
+        let url = format!("{server}/{name}");
+        let spec = ServerSpec::Stdio(format!("server --db {url}"));
+        let copy = DatabaseCopy::make(&spec, &url).await.expect("copy");
+        assert_eq!(copy.url, format!("{server}/{name}_hintaudit_copy"));
+        assert_eq!(
+            copy.server,
+            ServerSpec::Stdio(format!("server --db {}", copy.url))
+        );
+        let check = format!("UPDATE {name}_hintaudit_copy.items SET qty = 9 WHERE id = 1");
+        sqlx::raw_sql(AssertSqlSafe(check))
+            .execute(&mut admin)
+            .await
+            .unwrap();
+        let (copied, logged, original): (i64, i64, i64) = sqlx::query_as(AssertSqlSafe(format!(
+            "SELECT CAST((SELECT count(*) FROM {name}_hintaudit_copy.items) AS SIGNED), \
+                    CAST((SELECT count(*) FROM {name}_hintaudit_copy.log) AS SIGNED), \
+                    CAST((SELECT sum(qty) FROM {name}.items) AS SIGNED)"
+        )))
+        .fetch_one(&mut admin)
+        .await
+        .unwrap();
+        assert_eq!(
+            (copied, logged, original),
+            (2, 1, 3),
+            "rows, trigger, original"
+        );
+        let drop = format!("DROP DATABASE {name}; DROP DATABASE {name}_hintaudit_copy");
+        sqlx::raw_sql(AssertSqlSafe(drop))
+            .execute(&mut admin)
+            .await
+            .unwrap();
+    }
+
     #[test]
     fn urls_split_into_base_name_and_query() {
         assert_eq!(
