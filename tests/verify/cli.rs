@@ -5,7 +5,8 @@ use std::process::{Command, Output};
 use crate::bookings_example::bookings_bin;
 use crate::support::*;
 
-fn hintaudit(args: &[&str]) -> Output {
+/// Runs `hintaudit verify` with these arguments.
+pub fn hintaudit(args: &[&str]) -> Output {
     Command::new(workspace_bin("hintaudit-cli", "hintaudit"))
         .arg("verify")
         .args(args)

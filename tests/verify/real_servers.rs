@@ -5,11 +5,12 @@
 //! endpoints that are not streamable HTTP.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use hintaudit_verify::{Report, ServerSpec, ToolStatus, Verifier, VerifyError};
 
+use crate::cli::hintaudit;
 use crate::support::*;
 
 fn sql_server() -> PathBuf {
@@ -39,14 +40,6 @@ fn seeded(py: &str, dir: &Path, name: &str) -> (String, String) {
         .success();
     assert!(ok, "sql_server.py --init-only");
     (path, url)
-}
-
-fn hintaudit(args: &[&str]) -> Output {
-    Command::new(workspace_bin("hintaudit-cli", "hintaudit"))
-        .arg("verify")
-        .args(args)
-        .output()
-        .expect("hintaudit runs")
 }
 
 fn planted() -> std::collections::BTreeSet<(String, String, String)> {
@@ -285,6 +278,25 @@ async fn tables_outside_public_are_watched_and_reset_copies_the_database() {
         String::from_utf8_lossy(&rows.stdout).trim(),
         "4|0",
         "original untouched"
+    );
+    // Another database with the same tables: no session of the server on it, no change
+    // though write tools ran: not the server's database.
+    let Some(other) = PgDb::create("hv17_other").await else {
+        return;
+    };
+    let seeded = Command::new(&py)
+        .arg(sql_server())
+        .args(["--db", &other.url(), "--schema", "shop", "--init-only"])
+        .status()
+        .unwrap();
+    assert!(seeded.success());
+    let err = Verifier::new(ServerSpec::Stdio(cmd.clone()), other.url())
+        .run()
+        .await
+        .expect_err("not the server's database");
+    assert!(
+        err.to_string().contains("not the database the server uses"),
+        "{err}"
     );
     // --schema narrows the snapshot; a schema with no table is the wrong database.
     let err = Verifier::new(ServerSpec::Stdio(cmd.clone()), url.as_str())
