@@ -103,9 +103,18 @@ impl Secrets {
                 shown.push(w.clone());
             }
         }
-        let joined =
-            shlex::try_join(shown.iter().map(String::as_str)).unwrap_or_else(|_| shown.join(" "));
-        self.mask(&joined)
+        // Quoted only where a shell needs it to keep a word whole (`***` stays bare).
+        let joined: Vec<String> = shown
+            .iter()
+            .map(|w| {
+                if w.is_empty() || w.contains(|c: char| c.is_whitespace() || "'\"\\".contains(c)) {
+                    shlex::try_quote(w).map_or_else(|_| w.clone(), |q| q.into_owned())
+                } else {
+                    w.clone()
+                }
+            })
+            .collect();
+        self.mask(&joined.join(" "))
     }
 }
 
@@ -143,6 +152,7 @@ mod tests {
             assert!(!shown.contains(secret), "{secret} in {shown}");
         }
         assert!(shown.contains("MYSQL_PASSWORD=***") && shown.contains("--verbose"));
+        assert!(shown.contains(" env API_TOKEN=*** python"), "{shown}");
         assert!(shown.contains("postgres://app:***@h/db"), "{shown}");
         let stderr = "login failed for pw456; token tok123; mysql rootpw; hunter2";
         assert_eq!(
