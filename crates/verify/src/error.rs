@@ -63,6 +63,15 @@ impl VerifyError {
     }
 }
 
+/// Folds a message onto one line, at most 400 characters.
+pub(crate) fn one_line(s: &str) -> String {
+    let mut out: String = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    if out.chars().count() > 400 {
+        out = out.chars().take(397).collect::<String>() + "...";
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::VerifyError;
@@ -88,13 +97,4 @@ mod tests {
             "database: setup SQL: syntax error at or near \"SELEC\" (SQLSTATE 42601)"
         );
     }
-}
-
-/// Folds a message onto one line, at most 400 characters.
-pub(crate) fn one_line(s: &str) -> String {
-    let mut out: String = s.split_whitespace().collect::<Vec<_>>().join(" ");
-    if out.chars().count() > 400 {
-        out = out.chars().take(397).collect::<String>() + "...";
-    }
-    out
 }
