@@ -214,6 +214,10 @@ async fn bookings_reset_twice_gives_identical_reports_and_suggest_fixes_every_li
     };
     let first = run().await;
     check(&first);
+    assert!(
+        first.database_resets > 0,
+        "tools that write are followed by a fresh copy"
+    );
     let second = run().await;
     assert_eq!(
         crate::real_servers::comparable(&first),

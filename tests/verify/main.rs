@@ -9,4 +9,5 @@ mod failures;
 mod formats;
 mod python;
 mod real_servers;
+mod reset;
 mod support;

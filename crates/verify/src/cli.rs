@@ -91,7 +91,8 @@ pub struct VerifyArgs {
     pub allow_unexercised: bool,
     /// Run against a pristine copy of --database (SQLite file copy, PostgreSQL
     /// CREATE DATABASE ... TEMPLATE, MySQL/MariaDB dump and restore), never the database
-    /// itself; the --stdio command must name the database as --database does.
+    /// itself; the --stdio command must name the database as --database does. After a tool
+    /// that changed the copy, the server is stopped and the copy made again.
     #[arg(long)]
     pub reset: bool,
     /// Add the annotations the evidence supports to the report: rmcp attribute text, a JSON

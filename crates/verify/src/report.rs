@@ -119,6 +119,9 @@ pub struct Report {
     pub database_check: String,
     /// With `--reset`: the pristine copy the server ran against (password removed).
     pub database_copy: Option<String>,
+    /// With `--reset`: how many times the copy was made again between tools (after each
+    /// tool that changed it, before the next).
+    pub database_resets: u32,
     /// The last lines the server wrote on stderr (at most 20; stdio servers only).
     pub server_stderr: Vec<String>,
 }

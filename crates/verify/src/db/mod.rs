@@ -325,6 +325,13 @@ impl Snapshotter {
         &mut self.db
     }
 
+    /// Watches through a new connection (the database was re-created): the next snapshot
+    /// rescans.
+    pub fn reconnect(&mut self, db: Database) {
+        self.db = db;
+        self.last = None;
+    }
+
     pub fn stats(&self) -> SnapshotStats {
         self.stats
     }

@@ -70,6 +70,7 @@ pub(super) fn render(report: &Report) -> String {
         "json_patch": crate::suggest::json_patch(report),
         "database_check": report.database_check,
         "database_copy": report.database_copy,
+        "database_resets": report.database_resets,
         "incomplete": report.incomplete,
         "server_stderr": report.server_stderr,
         "snapshots": report.stats,

@@ -38,7 +38,10 @@ fn suite_notes(report: &Report) -> String {
         format!("database check: {}", report.database_check),
     ];
     if let Some(copy) = &report.database_copy {
-        lines.push(format!("database copy (--reset): {copy}"));
+        lines.push(format!(
+            "database copy (--reset): {copy}, made again {} times between tools",
+            report.database_resets
+        ));
     }
     for t in &report.tools {
         lines.extend(t.notes.iter().map(|n| format!("note: {}: {n}", t.name)));

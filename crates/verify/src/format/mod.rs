@@ -123,6 +123,7 @@ mod tests {
             incomplete: None,
             database_check: "confirmed: a call of view <&> item changed table items".into(),
             database_copy: None,
+            database_resets: 0,
             server_stderr: (1..=20).map(|i| format!("line {i}")).collect(),
         }
     }

@@ -209,6 +209,10 @@ pub(super) fn render(report: &Report) -> String {
         serde_json::json!(report.database_copy),
     );
     run_props.insert(
+        "database_resets".to_owned(),
+        serde_json::json!(report.database_resets),
+    );
+    run_props.insert(
         "incomplete".to_owned(),
         serde_json::json!(report.incomplete),
     );

@@ -109,7 +109,11 @@ pub(super) fn render(report: &Report) -> String {
     }
     let _ = writeln!(out, "\ndatabase check: {}", report.database_check);
     if let Some(copy) = &report.database_copy {
-        let _ = writeln!(out, "database copy (--reset): {copy}");
+        let _ = writeln!(
+            out,
+            "database copy (--reset): {copy}, made again {} times between tools",
+            report.database_resets
+        );
     }
     if !report.server_stderr.is_empty() {
         let _ = writeln!(

@@ -171,7 +171,10 @@ impl Verifier {
             Some(c) => (c.server.clone(), c.url.clone()),
             None => (self.server.clone(), self.database.clone()),
         };
-        let mut report = self.run_on(&server, &database).await.map_err(mask)?;
+        let mut report = self
+            .run_on(&server, &database, copy.is_some())
+            .await
+            .map_err(mask)?;
         report.server = match &self.server {
             ServerSpec::Stdio(c) => secrets.mask_command(c),
             ServerSpec::Url(u) => secrets.mask(u),
@@ -191,10 +194,15 @@ impl Verifier {
         Ok(report)
     }
 
-    async fn run_on(&self, server: &ServerSpec, database: &str) -> Result<Report, VerifyError> {
+    async fn run_on(
+        &self,
+        server: &ServerSpec,
+        database: &str,
+        reset: bool,
+    ) -> Result<Report, VerifyError> {
         let started = Instant::now();
         let mut session = Session::start(server, self.timeout, self.stderr.clone()).await?;
-        let result = self.run_with(&mut session, database, started).await;
+        let result = self.run_with(&mut session, database, reset, started).await;
         session.close().await;
         result
     }
@@ -203,6 +211,7 @@ impl Verifier {
         &self,
         session: &mut Session,
         database: &str,
+        reset: bool,
         started: Instant,
     ) -> Result<Report, VerifyError> {
         let mut tools = session.list_tools().await?;
@@ -239,7 +248,16 @@ impl Verifier {
         let total = tools.len();
         let mut reports: Vec<ToolReport> = Vec::with_capacity(total);
         let mut incomplete = None;
+        let mut resets = 0;
         for (i, tool) in tools.iter().enumerate() {
+            let wrote = reports.last().is_some_and(|r| self.changed_database(r));
+            if reset && wrote {
+                if let Err(e) = self.reset_copy(session, &mut snaps, database).await {
+                    incomplete = Some(format!("before {}: {e}", tool.name));
+                    break;
+                }
+                resets += 1;
+            }
             if self.progress && started.elapsed() > Duration::from_secs(2) {
                 eprintln!(
                     "hintaudit verify: [{}/{total}] {} ({:.1} s)",
@@ -293,6 +311,7 @@ impl Verifier {
             incomplete,
             database_check,
             database_copy: None,
+            database_resets: resets,
             server_stderr: Vec::new(),
         })
     }

@@ -9,6 +9,10 @@
 //! - MySQL/MariaDB: a dump and restore of the named schema into `<name>_hintaudit_copy`:
 //!   every table's `SHOW CREATE TABLE`, its rows, and its triggers.
 //!
+//! When a tool's calls (or its cases' setup SQL) changed the copy, the server is stopped
+//! and the copy made again from the original before the next tool, so every tool starts
+//! from the same rows ([`crate::Report::database_resets`] counts these resets).
+//!
 //! An earlier copy of the same name is replaced. The server's `--stdio` command must name
 //! the database as `--database` does (the URL, or for SQLite the file path): verify puts
 //! the copy in its place. The original is only read.
@@ -17,9 +21,12 @@ use std::str::FromStr;
 
 use sqlx::{AssertSqlSafe, Connection, Row};
 
+use super::Verifier;
+use super::session::Session;
 use crate::client::ServerSpec;
-use crate::db::quote_ident;
+use crate::db::{Database, Snapshotter, quote_ident};
 use crate::error::VerifyError;
+use crate::report::ToolReport;
 
 /// The pristine copy a run used.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -114,6 +121,39 @@ impl DatabaseCopy {
             server: ServerSpec::Stdio(command.replace(original.as_str(), copy)),
             url,
         })
+    }
+}
+
+impl Verifier {
+    /// Whether a tool's run changed the database: a call changed a watched table, or a case
+    /// ran setup SQL.
+    pub(super) fn changed_database(&self, report: &ToolReport) -> bool {
+        report
+            .cases
+            .iter()
+            .flat_map(|c| c.calls.iter())
+            .any(|c| !c.changes.is_empty())
+            || self
+                .cases
+                .for_tool(&report.name)
+                .any(|c| !c.setup.is_empty())
+    }
+
+    /// Between tools: stops the server, copies the original (pristine) database over the
+    /// working copy again, reconnects the snapshots and starts the server on it.
+    pub(super) async fn reset_copy(
+        &self,
+        session: &mut Session,
+        snaps: &mut Snapshotter,
+        copy_url: &str,
+    ) -> Result<(), VerifyError> {
+        session.stop().await;
+        // Our own connection to the old copy is in the way only on PostgreSQL, where
+        // DROP DATABASE ... WITH (FORCE) ends it.
+        let copy = DatabaseCopy::make(&self.server, &self.database).await?;
+        debug_assert_eq!(copy.url, copy_url);
+        snaps.reconnect(Database::connect(copy_url).await?);
+        session.resume().await
     }
 }
 

@@ -79,6 +79,21 @@ impl Session {
         Ok(outcome)
     }
 
+    /// Stops the server (ends the session) until [`Session::resume`]; calls meanwhile fail.
+    pub async fn stop(&mut self) {
+        if let Some(old) = self.client.take() {
+            old.close().await;
+        }
+    }
+
+    /// Starts the server again after [`Session::stop`].
+    pub async fn resume(&mut self) -> Result<(), VerifyError> {
+        let handshake = self.timeout.max(Duration::from_secs(DEFAULT_TIMEOUT_SECS));
+        let c = McpClient::connect(&self.spec, handshake, &self.tail).await?;
+        self.client = Some(c.with_timeout(self.timeout));
+        Ok(())
+    }
+
     /// Ends the session (and a stdio server).
     pub async fn close(self) {
         if let Some(c) = self.client {
