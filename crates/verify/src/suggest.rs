@@ -1,22 +1,14 @@
 //! `--suggest`: the annotations the evidence supports, for every tool whose calls
 //! contradict its hints or show a hint could be tightened.
 //!
-//! From the findings and advice of a tool:
-//!
-//! | evidence | suggestion |
-//! |---|---|
-//! | `read_only_write` | `readOnlyHint: false` (and `destructiveHint: true` when rows were removed or overwritten) |
-//! | `undeclared_destructive` | `destructiveHint: true` |
-//! | `idempotency_broken` | `idempotentHint: false` |
-//! | advice `could_be_read_only` | `readOnlyHint: true` |
-//! | advice `could_be_non_destructive` | `destructiveHint: false` |
-//! | `hint_contradiction` on a tool that passed without writing | `destructiveHint: false` |
+//! The corrections are [`SuggestedHints::from_evidence`] of hintaudit-core (the live layer
+//! offers the same through its recorder).
 //!
 //! Each suggestion cites the findings and cases it rests on, and comes as a JSON patch
 //! (RFC 6902) over the tools/list answer and as the `#[tool(annotations(...))]` text of an
 //! rmcp server.
 
-use hintaudit_core::{Advice, DeclaredHints, Hint, Rule};
+use hintaudit_core::{DeclaredHints, Hint, SuggestedHints, SuggestionEvidence};
 use serde_json::{Value, json};
 
 use crate::client::ToolInfo;
@@ -37,25 +29,18 @@ pub struct Suggestion {
     pub evidence: Vec<String>,
 }
 
-fn set(h: &mut DeclaredHints, hint: Hint, value: bool) {
-    match hint {
-        Hint::ReadOnly => h.read_only = Some(value),
-        Hint::Destructive => h.destructive = Some(value),
-        Hint::Idempotent => h.idempotent = Some(value),
-        Hint::OpenWorld => h.open_world = Some(value),
-    }
-}
-
 impl Suggestion {
+    fn hints(&self) -> SuggestedHints {
+        SuggestedHints {
+            declared: self.declared,
+            corrected: self.corrected,
+            evidence: Vec::new(),
+        }
+    }
+
     /// The hints that change, in schema order, with their new values.
     pub fn changes(&self) -> Vec<(Hint, bool)> {
-        Hint::ALL
-            .into_iter()
-            .filter_map(|h| {
-                let now = self.corrected.get(h)?;
-                (self.declared.get(h) != Some(now)).then_some((h, now))
-            })
-            .collect()
+        self.hints().changes()
     }
 
     /// RFC 6902 operations over the tools/list result (`/tools/<index>/annotations/...`).
@@ -78,11 +63,7 @@ impl Suggestion {
     /// The rmcp attribute with the corrected hints, e.g.
     /// `#[tool(annotations(read_only_hint = false, destructive_hint = true))]`.
     pub fn rmcp_attribute(&self) -> String {
-        let parts: Vec<String> = Hint::ALL
-            .into_iter()
-            .filter_map(|h| Some(format!("{}_hint = {}", h.label(), self.corrected.get(h)?)))
-            .collect();
-        format!("#[tool(annotations({}))]", parts.join(", "))
+        self.hints().rmcp_attribute()
     }
 }
 
@@ -100,8 +81,6 @@ pub fn json_patch(report: &Report) -> Value {
 
 /// The suggestion for one tool, when its evidence supports a change.
 pub(crate) fn suggest(tool: &ToolInfo, report: &ToolReport) -> Option<Suggestion> {
-    let mut corrected = tool.hints;
-    let mut evidence = Vec::new();
     let changes = || {
         report
             .cases
@@ -109,64 +88,26 @@ pub(crate) fn suggest(tool: &ToolInfo, report: &ToolReport) -> Option<Suggestion
             .flat_map(|c| c.calls.iter())
             .flat_map(|c| c.changes.iter())
     };
-    let destroyed = changes().any(|d| d.removed > 0 || d.changed > 0 || d.dropped || d.altered);
-    let wrote = changes().next().is_some();
-    for f in &report.findings {
-        let cite = format!("{}: {}", f.rule.as_str(), f.evidence);
-        match f.rule {
-            Rule::ReadOnlyWrite => {
-                set(&mut corrected, Hint::ReadOnly, false);
-                evidence.push(format!("readOnlyHint false: {cite}"));
-                if destroyed && tool.hints.destructive != Some(true) {
-                    set(&mut corrected, Hint::Destructive, true);
-                    evidence.push(format!("destructiveHint true: {cite}"));
-                }
-            }
-            Rule::UndeclaredDestructive => {
-                set(&mut corrected, Hint::Destructive, true);
-                evidence.push(format!("destructiveHint true: {cite}"));
-            }
-            Rule::IdempotencyBroken => {
-                set(&mut corrected, Hint::Idempotent, false);
-                evidence.push(format!("idempotentHint false: {cite}"));
-            }
-            Rule::HintContradiction if report.status == ToolStatus::Passed && !wrote => {
-                set(&mut corrected, Hint::Destructive, false);
-                evidence.push(format!(
-                    "destructiveHint false: {cite}; no call wrote (cases: {})",
-                    labels(report)
-                ));
-            }
-            _ => {}
-        }
-    }
-    let basis = report.advice_basis.join(", ");
-    for a in &report.advice {
-        match a {
-            Advice::CouldBeReadOnly => {
-                set(&mut corrected, Hint::ReadOnly, true);
-                evidence.push(format!(
-                    "readOnlyHint true: could_be_read_only, no call wrote (cases: {basis})"
-                ));
-            }
-            Advice::CouldBeNonDestructive => {
-                set(&mut corrected, Hint::Destructive, false);
-                evidence.push(format!(
-                    "destructiveHint false: could_be_non_destructive, writes only added rows \
-                     (cases: {basis})"
-                ));
-            }
-            _ => {}
-        }
-    }
-    let s = Suggestion {
+    let advice_basis = format!("cases: {}", report.advice_basis.join(", "));
+    let passed = format!("cases: {}", labels(report));
+    let s = SuggestedHints::from_evidence(
+        tool.hints,
+        &SuggestionEvidence {
+            findings: &report.findings,
+            advice: &report.advice,
+            advice_basis: &advice_basis,
+            destroyed: changes().any(|d| d.removed > 0 || d.changed > 0 || d.dropped || d.altered),
+            wrote: changes().next().is_some(),
+            passed: (report.status == ToolStatus::Passed).then_some(passed.as_str()),
+        },
+    )?;
+    Some(Suggestion {
         index: tool.index,
         annotated: tool.annotated,
-        declared: tool.hints,
-        corrected,
-        evidence,
-    };
-    (!s.changes().is_empty()).then_some(s)
+        declared: s.declared,
+        corrected: s.corrected,
+        evidence: s.evidence,
+    })
 }
 
 fn labels(report: &ToolReport) -> String {
@@ -181,6 +122,15 @@ fn labels(report: &ToolReport) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn set(h: &mut DeclaredHints, hint: Hint, value: bool) {
+        match hint {
+            Hint::ReadOnly => h.read_only = Some(value),
+            Hint::Destructive => h.destructive = Some(value),
+            Hint::Idempotent => h.idempotent = Some(value),
+            Hint::OpenWorld => h.open_world = Some(value),
+        }
+    }
 
     #[test]
     fn patch_and_rmcp_text_carry_only_the_corrections() {
