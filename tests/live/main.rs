@@ -4,5 +4,6 @@
 
 mod concurrency;
 mod rules;
+mod suggest;
 mod support;
 mod transparency;

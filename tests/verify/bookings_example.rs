@@ -65,11 +65,21 @@ fn check(report: &Report) {
     assert_eq!(changed, 1, "{confirm:#?}");
 }
 
-async fn verify(server: ServerSpec, database: &str) -> Report {
+fn verifier(server: ServerSpec, database: &str) -> Verifier {
     Verifier::new(server, database)
         .with_cases(cases())
         .with_ignored_table(bookings::BOOKKEEPING_TABLES[0])
         .with_timeout(Duration::from_secs(30))
+}
+
+async fn verify(server: ServerSpec, database: &str) -> Report {
+    verifier(server, database).run().await.expect("verify runs")
+}
+
+/// On PostgreSQL, watched in its own schema only (the shared test database holds others).
+async fn verify_in(server: ServerSpec, database: &str, schema: &str) -> Report {
+    verifier(server, database)
+        .with_schema(schema)
         .run()
         .await
         .expect("verify runs")
@@ -163,7 +173,7 @@ async fn bookings_over_stdio_on_postgres() {
     let Some((schema, url)) = pg_schema().await else {
         return;
     };
-    let report = verify(stdio(&url), &url).await;
+    let report = verify_in(stdio(&url), &url, &schema).await;
     drop_schema(&schema).await;
     check(&report);
 }
@@ -174,8 +184,88 @@ async fn bookings_over_http_on_postgres() {
         return;
     };
     let (server, spec) = http(&url);
-    let report = verify(spec, &url).await;
+    let report = verify_in(spec, &url, &schema).await;
     drop(server);
     drop_schema(&schema).await;
     check(&report);
+}
+
+/// `--reset` twice on the bookings example: identical reports (timings aside), the database
+/// `--database` names untouched, the copy named in the report. `--suggest` corrects every
+/// planted lie.
+#[tokio::test]
+async fn bookings_reset_twice_gives_identical_reports_and_suggest_fixes_every_lie() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite:{}", dir.path().join("clinic.db").display());
+    let ok = Command::new(bookings_bin())
+        .args(["--migrate", "--database-url", &url])
+        .status()
+        .expect("bookings runs")
+        .success();
+    assert!(ok, "bookings --migrate");
+    let before = std::fs::read(dir.path().join("clinic.db")).unwrap();
+    let run = || async {
+        verifier(stdio(&url), &url)
+            .with_reset(true)
+            .with_suggest(true)
+            .run()
+            .await
+            .expect("verify runs")
+    };
+    let first = run().await;
+    check(&first);
+    assert!(
+        first.database_resets > 0,
+        "tools that write are followed by a fresh copy"
+    );
+    let second = run().await;
+    assert_eq!(
+        crate::real_servers::comparable(&first),
+        crate::real_servers::comparable(&second)
+    );
+    assert_eq!(
+        first.database_copy.as_deref(),
+        Some(
+            format!(
+                "sqlite:{}",
+                dir.path().join("clinic.hintaudit-copy.db").display()
+            )
+            .as_str()
+        )
+    );
+    assert_eq!(
+        std::fs::read(dir.path().join("clinic.db")).unwrap(),
+        before,
+        "original untouched"
+    );
+    // Every planted call finding has a suggestion that undoes it.
+    for (tool, rule) in bookings::PLANTED_CALL_FINDINGS {
+        let t = first.tool(tool).unwrap();
+        let s = t
+            .suggestion
+            .as_ref()
+            .unwrap_or_else(|| panic!("{tool}: no suggestion"));
+        let fixed = match *rule {
+            "read_only_write" => s.corrected.read_only == Some(false),
+            "undeclared_destructive" => s.corrected.destructive == Some(true),
+            "idempotency_broken" => s.corrected.idempotent == Some(false),
+            other => panic!("{other}"),
+        };
+        assert!(fixed, "{tool} {rule}: {s:?}");
+        assert!(
+            s.evidence.iter().any(|e| e.contains(rule)),
+            "{tool}: {:?}",
+            s.evidence
+        );
+        assert!(
+            s.rmcp_attribute().starts_with("#[tool(annotations("),
+            "{}",
+            s.rmcp_attribute()
+        );
+    }
+    let patch = hintaudit_verify::json_patch(&first);
+    assert!(
+        patch.as_array().unwrap().len() >= bookings::PLANTED_CALL_FINDINGS.len(),
+        "{patch}"
+    );
 }

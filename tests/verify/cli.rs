@@ -5,7 +5,8 @@ use std::process::{Command, Output};
 use crate::bookings_example::bookings_bin;
 use crate::support::*;
 
-fn hintaudit(args: &[&str]) -> Output {
+/// Runs `hintaudit verify` with these arguments.
+pub fn hintaudit(args: &[&str]) -> Output {
     Command::new(workspace_bin("hintaudit-cli", "hintaudit"))
         .arg("verify")
         .args(args)
@@ -31,6 +32,14 @@ fn bookings_findings_exit_1_and_a_junit_file() {
         &url,
     ])
     .unwrap();
+    // A pristine database that every run copies (--reset): a second run starts where the
+    // first did, so add_patient's generated e-mail is not taken yet.
+    let migrated = Command::new(bookings_bin())
+        .args(["--migrate", "--database-url", &url])
+        .status()
+        .expect("bookings runs")
+        .success();
+    assert!(migrated);
     let cases = dir.path().join("cases.json");
     std::fs::write(
         &cases,
@@ -48,6 +57,7 @@ fn bookings_findings_exit_1_and_a_junit_file() {
         cases.to_str().unwrap(),
         "--ignore-table",
         "audit_log",
+        "--reset",
         "--format",
         "junit",
         "--output",
@@ -73,6 +83,7 @@ fn bookings_findings_exit_1_and_a_junit_file() {
         "list_appointments",
         "--tool",
         "add_patient",
+        "--reset",
     ]);
     assert_eq!(
         out.status.code(),

@@ -65,9 +65,10 @@ async fn junit_sarif_json_and_table_render_a_real_run() {
         .map(|e| format!("{} at {}", e, e.instance_path()))
         .collect();
     assert!(errors.is_empty(), "SARIF invalid: {errors:#?}");
+    // One result per finding, and a `not_exercised` note per tool no call exercised.
     assert_eq!(
         sarif["runs"][0]["results"].as_array().unwrap().len(),
-        report.findings().count()
+        report.findings().count() + report.unexercised().count()
     );
 
     // JSON: parses, and carries the summary and the not-exercised reasons.

@@ -8,4 +8,6 @@ mod cli;
 mod failures;
 mod formats;
 mod python;
+mod real_servers;
+mod reset;
 mod support;

@@ -48,6 +48,8 @@ mod scope;
 pub mod semconv;
 /// Process-wide audit counters: unattributed statements and audit failures.
 mod stats;
+/// Suggested annotations: the hints the evidence supports.
+mod suggest;
 
 pub use closed_world::{ClosedWorld, ClosedWorldError, DEFAULT_CLOSED_WORLD, OpenWorldReading};
 pub use config::{
@@ -67,6 +69,7 @@ pub use policy::{DEFAULT_ADVICE_AFTER_CALLS, DEFAULT_HISTORY_CAPACITY, Policy, n
 pub use record::{AuditEvent, CallReport, CallStatus, LogRecorder, Recorder};
 pub use scope::{CallEffects, CallScope};
 pub use stats::{AuditStage, AuditStats, stats};
+pub use suggest::{SuggestedHints, SuggestionEvidence};
 
 /// Table-driven tests of the judge, one row per (hints, effect) case.
 #[cfg(test)]

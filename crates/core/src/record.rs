@@ -152,7 +152,9 @@ impl Recorder for Box<dyn Recorder> {
 }
 
 /// Logs findings through `tracing`: critical as ERROR, warning as WARN, info as INFO (info
-/// findings of listings at DEBUG, so a restart does not flood the log). The default recorder.
+/// findings of listings at DEBUG, so a restart does not flood the log). After a call's
+/// findings, the annotations the evidence supports ([`CallReport::suggestion`]): INFO when
+/// the call had findings, DEBUG when they rest on advice alone. The default recorder.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct LogRecorder;
 
@@ -182,6 +184,9 @@ impl Recorder for LogRecorder {
                 Info if listing => tracing::debug!(tool, rule, hint, "hint lint: {ev}"),
                 Info => tracing::info!(tool, rule, hint, confidence = conf, "{ev}"),
             }
+        }
+        if let AuditEvent::Call(r) = event {
+            crate::suggest::log_suggestion(r);
         }
     }
 }

@@ -3,7 +3,8 @@
 //! Required fields get a value from, in order: `examples`/`example`, `default`, `const`, the
 //! first `enum` value, the test database (id-like fields), or a plain value of the field's
 //! type. Mode-like fields (an enum of up to 8 values, or a boolean named like `dry_run`) are
-//! tried with every value, even when optional: one mode may write where another does not.
+//! tried with every value, even when optional: one mode may write where another does not
+//! (at most [`MAX_GENERATED_CASES`] combinations; the tool report says when they were cut).
 
 use serde_json::{Map, Value, json};
 
@@ -192,6 +193,31 @@ pub(crate) struct Plan {
     pub base: Map<String, Value>,
     pub ids: Vec<IdField>,
     pub modes: Vec<(String, Vec<Value>)>,
+    /// Fields of `base` whose values are made up (no example, default, const or enum).
+    pub made_up: Vec<String>,
+    /// String fields that take SQL (by name or description): the verifier puts a harmless
+    /// statement against a watched table in them.
+    pub sql: Vec<String>,
+    /// When no field is required: the optional fields that can be filled, tried as a
+    /// second argument set after the empty one.
+    pub optional: Map<String, Value>,
+}
+
+/// Whether a string property takes SQL text, by its name or its description.
+pub(crate) fn is_sql_field(name: &str, schema: &Value) -> bool {
+    let lower = name.to_ascii_lowercase();
+    let by_name = matches!(lower.as_str(), "sql" | "query" | "statement" | "stmt")
+        || lower.contains("sql")
+        || lower.ends_with("_query")
+        || lower.ends_with("_statement");
+    let by_description = schema
+        .get("description")
+        .and_then(Value::as_str)
+        .is_some_and(|d| {
+            let d = d.to_ascii_lowercase();
+            d.contains("sql") || d.contains("query to execute") || d.contains("select statement")
+        });
+    type_of(schema) == Some("string") && (by_name || by_description)
 }
 
 /// Plans arguments for an input schema, or says why it cannot.
@@ -202,6 +228,9 @@ pub(crate) fn plan(input_schema: &Value) -> Result<Plan, String> {
         base: Map::new(),
         ids: Vec::new(),
         modes: Vec::new(),
+        made_up: Vec::new(),
+        sql: Vec::new(),
+        optional: Map::new(),
     };
     let required = required(root);
     if let Some(props) = props {
@@ -230,9 +259,34 @@ pub(crate) fn plan(input_schema: &Value) -> Result<Plan, String> {
             });
             continue;
         }
+        if declared_value(prop).is_none() {
+            plan.made_up.push(name.clone());
+            if is_sql_field(name, prop) {
+                plan.sql.push(name.clone());
+            }
+        }
         let value = plain_value(root, prop, 0)
             .ok_or_else(|| format!("cannot generate a value for required field {name:?}"))?;
         plan.base.insert(name.clone(), value);
+    }
+    if required.is_empty()
+        && let Some(props) = props
+    {
+        for (name, prop) in props {
+            if plan.modes.iter().any(|(n, _)| n == name) {
+                continue;
+            }
+            let prop = resolve(root, prop);
+            if let Some(v) = plain_value(root, prop, 0) {
+                if declared_value(prop).is_none() {
+                    plan.made_up.push(name.clone());
+                    if is_sql_field(name, prop) {
+                        plan.sql.push(name.clone());
+                    }
+                }
+                plan.optional.insert(name.clone(), v);
+            }
+        }
     }
     Ok(plan)
 }
@@ -250,13 +304,33 @@ pub(crate) fn typed(text: &str, ty: &str) -> Value {
     }
 }
 
+/// Generated argument sets: (label, arguments, made-up fields), and how many combinations
+/// there were before [`MAX_GENERATED_CASES`] cut them.
+pub(crate) struct Expansion {
+    pub sets: Vec<(String, Value, Vec<String>)>,
+    pub combinations: usize,
+}
+
 impl Plan {
     /// Argument sets: the base with ids filled, times every combination of mode values
-    /// (at most [`MAX_GENERATED_CASES`]), each with a label such as `mode=apply`.
-    pub fn expand(&self, ids: &Map<String, Value>) -> Vec<(String, Value)> {
+    /// (at most [`MAX_GENERATED_CASES`]), each with a label such as `mode=apply`. When no
+    /// field is required and some optional ones can be filled, every set comes twice:
+    /// without and with them (`+optional`).
+    pub fn expand(&self, ids: &Map<String, Value>) -> Expansion {
         let mut base = self.base.clone();
         base.extend(ids.iter().map(|(k, v)| (k.clone(), v.clone())));
-        let mut sets: Vec<(Vec<String>, Map<String, Value>)> = vec![(Vec::new(), base)];
+        let mut sets: Vec<(Vec<String>, Map<String, Value>)> = vec![(Vec::new(), base.clone())];
+        if !self.optional.is_empty() {
+            let mut with = base;
+            with.extend(self.optional.iter().map(|(k, v)| (k.clone(), v.clone())));
+            sets.push((vec!["+optional".to_owned()], with));
+        }
+        let combinations = sets.len()
+            * self
+                .modes
+                .iter()
+                .map(|(_, v)| v.len().max(1))
+                .product::<usize>();
         for (name, values) in &self.modes {
             let mut next = Vec::new();
             for (labels, args) in &sets {
@@ -274,16 +348,24 @@ impl Plan {
             }
             sets = next;
         }
-        sets.into_iter()
+        let sets = sets
+            .into_iter()
             .map(|(labels, args)| {
                 let label = if labels.is_empty() {
                     "generated".to_owned()
                 } else {
                     format!("generated {}", labels.join(" "))
                 };
-                (label, Value::Object(args))
+                let made_up = self
+                    .made_up
+                    .iter()
+                    .filter(|f| args.contains_key(f.as_str()))
+                    .cloned()
+                    .collect();
+                (label, Value::Object(args), made_up)
             })
-            .collect()
+            .collect();
+        Expansion { sets, combinations }
     }
 }
 
@@ -314,7 +396,8 @@ mod tests {
                    "email": "hintaudit@example.com", "when": "2030-01-01", "tags": ["hintaudit"]})
         );
         assert!(p.ids.is_empty() && p.modes.is_empty());
-        assert_eq!(p.expand(&Map::new()).len(), 1);
+        assert_eq!(p.expand(&Map::new()).sets.len(), 1);
+        assert_eq!(p.made_up, ["email", "when", "tags"]);
     }
 
     #[test]
@@ -338,10 +421,37 @@ mod tests {
         );
         let mut ids = Map::new();
         ids.insert("booking_id".into(), typed("7", "integer"));
-        let sets = p.expand(&ids);
-        assert_eq!(sets.len(), 4);
-        assert_eq!(sets[0].0, "generated dry_run=true mode=preview");
-        assert_eq!(sets[0].1["booking_id"], json!(7));
+        let e = p.expand(&ids);
+        assert_eq!((e.sets.len(), e.combinations), (4, 4));
+        assert_eq!(e.sets[0].0, "generated dry_run=true mode=preview");
+        assert_eq!(e.sets[0].1["booking_id"], json!(7));
+        assert!(e.sets[0].2.is_empty(), "nothing made up");
+    }
+
+    #[test]
+    fn generation_limits_are_counted_and_sql_and_optional_fields_found() {
+        let modes: Map<String, Value> = (0..5)
+            .map(|i| (format!("m{i}"), json!({"enum": ["a", "b"]})))
+            .collect();
+        let p = plan(&json!({"type": "object", "properties": modes})).unwrap();
+        let e = p.expand(&Map::new());
+        assert_eq!((e.sets.len(), e.combinations), (MAX_GENERATED_CASES, 32));
+        let p = plan(&json!({"type": "object",
+            "properties": {"query": {"type": "string", "description": "SQL to run"}},
+            "required": ["query"]}))
+        .unwrap();
+        assert_eq!(
+            (p.sql.clone(), p.made_up.clone()),
+            (vec!["query".into()], vec!["query".into()])
+        );
+        let p = plan(&json!({"type": "object",
+            "properties": {"limit": {"type": "integer", "default": 5}, "name": {"type": "string"}}}))
+        .unwrap();
+        let e = p.expand(&Map::new());
+        assert_eq!(e.sets.len(), 2);
+        assert_eq!(e.sets[1].1, json!({"limit": 5, "name": "hintaudit"}));
+        assert_eq!(e.sets[1].2, ["name"]);
+        assert!(e.sets[0].2.is_empty());
     }
 
     #[test]

@@ -37,8 +37,10 @@ impl FailOn {
 
 /// Flags of `hintaudit verify`.
 ///
-/// Exit codes: 0 clean; 1 findings at or above `--fail-on`; 2 usage, connection or server
-/// failure, with one line on stderr and no report.
+/// Exit codes: 0 clean (every tool exercised, or `--allow-unexercised`); 1 findings at or
+/// above `--fail-on`, or a tool no call exercised; 2 usage, connection, database-check or
+/// server failure, with one line on stderr (then the server's last stderr lines) and no
+/// report, or a run that ended early, whose report is still written.
 #[derive(Debug, Clone, clap::Args)]
 #[command(group(clap::ArgGroup::new("server").required(true).args(["stdio", "url"])))]
 pub struct VerifyArgs {
@@ -80,9 +82,27 @@ pub struct VerifyArgs {
     /// Lowest finding severity that makes the exit code 1.
     #[arg(long = "fail-on", value_enum, default_value_t = FailOn::Warning)]
     pub fail_on: FailOn,
-    /// Seconds one tool call (and the handshake) may take before the run ends with exit 2.
+    /// Seconds one tool call may take (the handshake: at least 30). A call past it is
+    /// recorded on its tool, the server is restarted, and the run goes on.
     #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_TIMEOUT_SECS as f64)]
     pub timeout: f64,
+    /// Watch only this PostgreSQL schema (repeatable; default: every non-system schema).
+    #[arg(long = "schema", value_name = "SCHEMA")]
+    pub schema: Vec<String>,
+    /// Exit 0 even when some tools were not exercised (they stay "not exercised" in the
+    /// report, never "passed").
+    #[arg(long = "allow-unexercised")]
+    pub allow_unexercised: bool,
+    /// Run against a pristine copy of --database (SQLite file copy, PostgreSQL
+    /// CREATE DATABASE ... TEMPLATE, MySQL/MariaDB dump and restore), never the database
+    /// itself; the --stdio command must name the database as --database does. After a tool
+    /// that changed the copy, the server is stopped and the copy made again.
+    #[arg(long)]
+    pub reset: bool,
+    /// Add the annotations the evidence supports to the report: rmcp attribute text, a JSON
+    /// patch over the tools/list answer, SARIF fixes.
+    #[arg(long)]
+    pub suggest: bool,
 }
 
 impl VerifyArgs {
@@ -110,7 +130,12 @@ impl VerifyArgs {
         let mut v = Verifier::new(server, &self.database)
             .with_policy(config.policy())
             .with_timeout(timeout)
+            .with_reset(self.reset)
+            .with_suggest(self.suggest)
             .with_progress(true);
+        for s in &self.schema {
+            v = v.with_schema(s);
+        }
         if let Some(path) = &self.cases {
             v = v.with_cases_file(path)?;
         }
@@ -127,20 +152,34 @@ impl VerifyArgs {
     }
 }
 
-/// Runs `hintaudit verify`: verifies, writes the report, and returns the exit code (0 clean,
-/// 1 findings at or above `--fail-on`, 2 failure with one line on stderr and no report).
+/// Runs `hintaudit verify`: verifies, writes the report, and returns the exit code (see
+/// [`VerifyArgs`]).
 pub async fn run(args: VerifyArgs) -> ExitCode {
-    match run_inner(&args).await {
+    let verifier = match args.verifier() {
+        Ok(v) => v,
+        Err(e) => {
+            eprintln!("hintaudit verify: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match run_inner(&args, &verifier).await {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
             eprintln!("hintaudit verify: {e}");
+            let tail = verifier.server_stderr();
+            if !tail.is_empty() {
+                eprintln!("server stderr (last {} lines):", tail.len());
+                for line in tail {
+                    eprintln!("  | {line}");
+                }
+            }
             ExitCode::from(2)
         }
     }
 }
 
-async fn run_inner(args: &VerifyArgs) -> Result<u8, VerifyError> {
-    let report = args.verifier()?.run().await?;
+async fn run_inner(args: &VerifyArgs, verifier: &Verifier) -> Result<u8, VerifyError> {
+    let report = verifier.run().await?;
     let fail_on = args.fail_on.severity();
     let text = args.format.render(&report, fail_on);
     match &args.output {
@@ -152,6 +191,19 @@ async fn run_inner(args: &VerifyArgs) -> Result<u8, VerifyError> {
                 .and_then(|_| out.flush())
                 .map_err(|e| VerifyError::Report(format!("stdout: {e}")))?;
         }
+    }
+    if let Some(why) = &report.incomplete {
+        eprintln!("hintaudit verify: the run ended early (the report holds what it had): {why}");
+        return Ok(2);
+    }
+    let unexercised: Vec<&str> = report.unexercised().map(|t| t.name.as_str()).collect();
+    if !unexercised.is_empty() && !args.allow_unexercised {
+        eprintln!(
+            "hintaudit verify: not exercised (unchecked, not passed): {}; add cases for them \
+             or pass --allow-unexercised",
+            unexercised.join(", ")
+        );
+        return Ok(1);
     }
     Ok(if report.fails(fail_on) { 1 } else { 0 })
 }

@@ -21,6 +21,7 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 
 use crate::db::redact;
 use crate::error::{VerifyError, one_line};
+use crate::outcome::reads_as_error;
 
 /// Where the server under test is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -40,6 +41,10 @@ pub(crate) struct ToolInfo {
     /// Hints present with a `null` (or otherwise non-boolean) value.
     pub null_hints: Vec<Hint>,
     pub input_schema: Value,
+    /// Position in tools/list, pages concatenated.
+    pub index: usize,
+    /// Whether the listing has an `annotations` object for the tool.
+    pub annotated: bool,
 }
 
 impl ToolInfo {
@@ -62,6 +67,8 @@ impl ToolInfo {
                 .get("inputSchema")
                 .cloned()
                 .unwrap_or(Value::Object(Default::default())),
+            index: 0,
+            annotated: annotations.is_some_and(Value::is_object),
         })
     }
 }
@@ -100,27 +107,37 @@ fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
     cur.to_string()
 }
 
-/// How one tools/call ended, when the server is still there.
+/// How one tools/call ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum CallOutcome {
-    /// A result without `isError`.
+    /// A result without `isError` whose text does not read as an error.
     Ok,
-    /// A result with `isError: true`, or a JSON-RPC error: the text, one line.
+    /// A result with `isError: true`, a JSON-RPC error, or a result whose text reads as an
+    /// error ([`crate::outcome::reads_as_error`]): the text, one line.
     Error(String),
+    /// No result: the call timed out, or the server closed the connection or exited. The
+    /// session is unusable; the caller restarts it.
+    Lost(String),
 }
+
+/// The last lines a server wrote on stderr, shared by every session of one run.
+pub(crate) type StderrTail = Arc<Mutex<VecDeque<String>>>;
+
+/// How many stderr lines a report and an error message keep.
+pub const STDERR_LINES: usize = 20;
 
 pub(crate) struct McpClient {
     service: RunningService<RoleClient, ()>,
-    stderr_tail: Arc<Mutex<VecDeque<String>>>,
     timeout: Duration,
 }
 
-const STDERR_LINES: usize = 5;
-
 impl McpClient {
     /// Starts or reaches the server and completes the MCP handshake within `timeout`.
-    pub async fn connect(spec: &ServerSpec, timeout: Duration) -> Result<McpClient, VerifyError> {
-        let stderr_tail = Arc::new(Mutex::new(VecDeque::new()));
+    pub async fn connect(
+        spec: &ServerSpec,
+        timeout: Duration,
+        stderr_tail: &StderrTail,
+    ) -> Result<McpClient, VerifyError> {
         let handshake = match spec {
             ServerSpec::Stdio(line) => {
                 let (env, words) = split_command(line).ok_or_else(|| {
@@ -152,7 +169,8 @@ impl McpClient {
             ServerSpec::Url(url) => {
                 if !url.starts_with("http://") {
                     return Err(VerifyError::Usage(format!(
-                        "--url {}: only http:// URLs are supported (this build has no TLS)",
+                        "--url {}: only http:// URLs are supported (this build has no TLS \
+                         client; put the server on loopback http:// for the test)",
                         redact(url)
                     )));
                 }
@@ -164,19 +182,22 @@ impl McpClient {
             service: match handshake {
                 Ok(Ok(s)) => s,
                 Ok(Err(e)) => {
-                    let tail = Self::tail_of(&stderr_tail);
-                    let what = match spec {
-                        ServerSpec::Stdio(_) => "the MCP handshake failed".to_owned(),
-                        ServerSpec::Url(url) => format!("cannot reach {}", redact(url)),
-                    };
+                    let tail = tail_of(stderr_tail);
                     // rmcp does not chain a transport error as its source: unwrap it here.
-                    let cause = match &e {
+                    let (cause, outer) = match &e {
                         ClientInitializeError::TransportError { error, .. } => {
-                            root_cause(error.error.as_ref())
+                            (root_cause(error.error.as_ref()), error.error.to_string())
                         }
-                        other => root_cause(other),
+                        other => (root_cause(other), other.to_string()),
                     };
-                    return Err(VerifyError::server(format!("{what}: {cause}{tail}")));
+                    let what = match spec {
+                        ServerSpec::Stdio(_) => format!("the MCP handshake failed: {cause}"),
+                        ServerSpec::Url(url) => {
+                            let refused = refused(url).await;
+                            http_failure(&redact(url), &cause, &outer, refused)
+                        }
+                    };
+                    return Err(VerifyError::server(format!("{what}{tail}")));
                 }
                 Err(_) => {
                     return Err(VerifyError::server(format!(
@@ -185,32 +206,32 @@ impl McpClient {
                     )));
                 }
             },
-            stderr_tail,
             timeout,
         };
         Ok(client)
     }
 
-    fn tail_of(tail: &Mutex<VecDeque<String>>) -> String {
-        let t = tail.lock().unwrap_or_else(|e| e.into_inner());
-        match t.back() {
-            Some(last) => format!(" (server stderr: {})", one_line(last)),
-            None => String::new(),
+    /// The time each later request may take (the handshake had its own).
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    fn lost(&self, e: ServiceError) -> String {
+        match e {
+            ServiceError::Timeout { .. } => format!(
+                "no answer within {} s (--timeout)",
+                self.timeout.as_secs_f64()
+            ),
+            ServiceError::TransportClosed | ServiceError::TransportSend(_) => {
+                "the server closed the connection or exited".to_owned()
+            }
+            other => one_line(&other.to_string()),
         }
     }
 
     fn fatal(&self, what: &str, e: ServiceError) -> VerifyError {
-        let tail = Self::tail_of(&self.stderr_tail);
-        match e {
-            ServiceError::Timeout { .. } => VerifyError::server(format!(
-                "{what}: no answer within {} s (--timeout){tail}",
-                self.timeout.as_secs_f64()
-            )),
-            ServiceError::TransportClosed | ServiceError::TransportSend(_) => VerifyError::server(
-                format!("{what}: the server closed the connection or exited{tail}"),
-            ),
-            other => VerifyError::server(format!("{what}: {other}{tail}")),
-        }
+        VerifyError::server(format!("{what}: {}", self.lost(e)))
     }
 
     async fn request(&self, what: &str, req: ClientRequest) -> Result<ServerResult, VerifyError> {
@@ -246,7 +267,12 @@ impl McpClient {
                 .get("tools")
                 .and_then(Value::as_array)
                 .ok_or_else(|| VerifyError::server("tools/list: the result has no tools array"))?;
-            tools.extend(list.iter().filter_map(ToolInfo::from_json));
+            let first = tools.len();
+            tools.extend(list.iter().enumerate().filter_map(|(i, t)| {
+                let mut info = ToolInfo::from_json(t)?;
+                info.index = first + i;
+                Some(info)
+            }));
             cursor = json
                 .get("nextCursor")
                 .and_then(Value::as_str)
@@ -258,50 +284,123 @@ impl McpClient {
         Ok(tools)
     }
 
-    /// Calls a tool. A result with `isError` and a JSON-RPC error are outcomes; a timeout,
-    /// a closed connection or an exited server are errors.
-    pub async fn call(&self, tool: &str, arguments: &Value) -> Result<CallOutcome, VerifyError> {
+    /// Calls a tool. A result with `isError`, a result that reads as an error and a
+    /// JSON-RPC error are [`CallOutcome::Error`]; a timeout, a closed connection or an
+    /// exited server are [`CallOutcome::Lost`].
+    pub async fn call(&self, tool: &str, arguments: &Value) -> CallOutcome {
         let mut params = CallToolRequestParams::new(tool.to_owned());
         if let Value::Object(map) = arguments {
             params.arguments = Some(map.clone());
         }
         let req = ClientRequest::CallToolRequest(CallToolRequest::new(params));
-        let what = format!("tools/call {tool}");
-        let handle = self
+        let handle = match self
             .service
             .send_request_with_option(req, PeerRequestOptions::with_timeout(self.timeout))
             .await
-            .map_err(|e| self.fatal(&what, e))?;
+        {
+            Ok(h) => h,
+            Err(e) => return CallOutcome::Lost(self.lost(e)),
+        };
         match handle.await_response().await {
-            Ok(ServerResult::CallToolResult(r)) => Ok(if r.is_error == Some(true) {
+            Ok(ServerResult::CallToolResult(r)) => {
                 let text = r
                     .content
                     .iter()
-                    .find_map(|c| c.as_text().map(|t| t.text.clone()))
-                    .unwrap_or_else(|| "isError".into());
-                CallOutcome::Error(one_line(&text))
-            } else {
-                CallOutcome::Ok
-            }),
-            Ok(ServerResult::CustomResult(c)) => Ok(
+                    .find_map(|c| c.as_text().map(|t| t.text.clone()));
+                if r.is_error == Some(true) {
+                    return CallOutcome::Error(one_line(text.as_deref().unwrap_or("isError")));
+                }
+                match text.as_deref().and_then(reads_as_error) {
+                    Some(why) => CallOutcome::Error(one_line(&format!(
+                        "{why} (isError false): {}",
+                        text.unwrap_or_default()
+                    ))),
+                    None => CallOutcome::Ok,
+                }
+            }
+            Ok(ServerResult::CustomResult(c)) => {
                 if c.0.get("isError").and_then(Value::as_bool) == Some(true) {
                     CallOutcome::Error("isError".into())
                 } else {
                     CallOutcome::Ok
-                },
-            ),
-            Ok(_) => Ok(CallOutcome::Ok),
-            Err(ServiceError::McpError(e)) => Ok(CallOutcome::Error(one_line(&format!(
-                "error {}: {}",
-                e.code.0, e.message
-            )))),
-            Err(e) => Err(self.fatal(&what, e)),
+                }
+            }
+            Ok(_) => CallOutcome::Ok,
+            Err(ServiceError::McpError(e)) => {
+                CallOutcome::Error(one_line(&format!("error {}: {}", e.code.0, e.message)))
+            }
+            Err(e) => CallOutcome::Lost(self.lost(e)),
         }
     }
 
     /// Ends the session (and the child process).
     pub async fn close(self) {
         let _ = tokio::time::timeout(Duration::from_secs(5), self.service.cancel()).await;
+    }
+}
+
+/// The server's last stderr line as a message suffix: ` (server stderr: …)`. The CLI prints
+/// the last [`STDERR_LINES`] lines after the message; reports carry them too.
+pub(crate) fn tail_of(tail: &StderrTail) -> String {
+    let t = tail.lock().unwrap_or_else(|e| e.into_inner());
+    match t.back() {
+        Some(last) => format!(" (server stderr: {})", one_line(last)),
+        None => String::new(),
+    }
+}
+
+/// Whether a TCP connection to the URL's host and port is refused (the HTTP client's error
+/// does not always say so).
+async fn refused(url: &str) -> bool {
+    let Some(rest) = url.strip_prefix("http://") else {
+        return false;
+    };
+    let authority = rest.split('/').next().unwrap_or(rest);
+    let authority = authority.rsplit('@').next().unwrap_or(authority);
+    let addr = if authority.contains(':') && !authority.ends_with(']') {
+        authority.to_owned()
+    } else {
+        format!("{authority}:80")
+    };
+    tokio::task::spawn_blocking(move || {
+        use std::net::ToSocketAddrs;
+        addr.to_socket_addrs()
+            .ok()
+            .and_then(|mut a| a.next())
+            .is_some_and(|a| {
+                matches!(
+                    std::net::TcpStream::connect_timeout(&a, Duration::from_secs(2)),
+                    Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused
+                )
+            })
+    })
+    .await
+    .unwrap_or(false)
+}
+
+/// What went wrong reaching a streamable HTTP endpoint, in words a user can act on.
+fn http_failure(url: &str, cause: &str, outer: &str, refused: bool) -> String {
+    let all = format!("{outer} {cause}").to_ascii_lowercase();
+    if refused || all.contains("connection refused") {
+        format!(
+            "cannot reach {url}: connection refused (nothing listens there; is the server started?)"
+        )
+    } else if all.contains("405") || all.contains("method not allowed") {
+        format!(
+            "{url} refused a POST (HTTP 405): it is not a streamable HTTP endpoint; only \
+             streamable HTTP is supported, not the legacy HTTP+SSE transport (an endpoint \
+             such as /sse)"
+        )
+    } else if all.contains("404") {
+        format!(
+            "{url}: HTTP 404: no MCP endpoint at this path (streamable HTTP servers often serve /mcp)"
+        )
+    } else if all.contains("certificate") || all.contains("tls") || all.contains("ssl") {
+        format!("cannot reach {url}: TLS failed: {cause}")
+    } else if all.contains("dns") || all.contains("failed to lookup") {
+        format!("cannot reach {url}: the host name does not resolve: {cause}")
+    } else {
+        format!("cannot reach {url}: {cause}")
     }
 }
 

@@ -1,7 +1,9 @@
 //! The errors that end a verification run (exit code 2).
 
-/// Why a verification run could not finish. Every variant ends `hintaudit verify` with exit
-/// code 2 and its one-line message on stderr; no report is written.
+/// Why a verification run could not start or judge its tools. Every variant ends
+/// `hintaudit verify` with exit code 2 and its one-line message on stderr (followed by the
+/// server's last stderr lines, when it wrote any); no report is written. A run that fails
+/// once tools are being called returns its report instead, with `incomplete` set.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum VerifyError {
@@ -29,12 +31,35 @@ pub enum VerifyError {
 }
 
 impl VerifyError {
-    pub(crate) fn db(context: &str, e: impl std::fmt::Display) -> Self {
-        VerifyError::Database(one_line(&format!("{context}: {e}")))
+    /// A database error with its context. A server's error is its message and SQLSTATE,
+    /// without the `at line N` of the server's own source that sqlx appends for PostgreSQL.
+    pub(crate) fn db(context: &str, e: sqlx::Error) -> Self {
+        let text = match &e {
+            sqlx::Error::Database(d) => match d.code() {
+                Some(code) => format!("{} (SQLSTATE {code})", d.message()),
+                None => d.message().to_owned(),
+            },
+            other => other.to_string(),
+        };
+        VerifyError::Database(one_line(&format!("{context}: {text}")))
     }
 
     pub(crate) fn server(message: impl Into<String>) -> Self {
         VerifyError::Server(one_line(&message.into()))
+    }
+
+    /// The same error with its texts passed through `f` (secrets masked).
+    pub(crate) fn map_text(self, f: impl Fn(&str) -> String) -> Self {
+        match self {
+            VerifyError::Usage(m) => VerifyError::Usage(f(&m)),
+            VerifyError::Cases { path, message } => VerifyError::Cases {
+                path: f(&path),
+                message: f(&message),
+            },
+            VerifyError::Database(m) => VerifyError::Database(f(&m)),
+            VerifyError::Server(m) => VerifyError::Server(f(&m)),
+            VerifyError::Report(m) => VerifyError::Report(f(&m)),
+        }
     }
 }
 
@@ -45,4 +70,31 @@ pub(crate) fn one_line(s: &str) -> String {
         out = out.chars().take(397).collect::<String>() + "...";
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::VerifyError;
+
+    #[tokio::test]
+    async fn postgres_errors_carry_no_source_line() {
+        use sqlx::Connection;
+        let url = std::env::var("HINTAUDIT_PG_URL")
+            .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into());
+        let Ok(mut c) = sqlx::PgConnection::connect(&url).await else {
+            assert!(
+                std::env::var("HINTAUDIT_REQUIRE_ALL").as_deref() != Ok("1"),
+                "PostgreSQL required at {url}"
+            );
+            eprintln!("skipped: PostgreSQL unreachable at {url}");
+            return;
+        };
+        let e = sqlx::raw_sql("SELEC 1").execute(&mut c).await.unwrap_err();
+        assert!(e.to_string().contains(" at line "), "sqlx appends it: {e}");
+        let msg = VerifyError::db("setup SQL", e).to_string();
+        assert_eq!(
+            msg,
+            "database: setup SQL: syntax error at or near \"SELEC\" (SQLSTATE 42601)"
+        );
+    }
 }

@@ -1,7 +1,9 @@
 #![doc = include_str!("../README.md")]
 //!
-//! Exit codes of [`run`]: 0 clean; 1 findings at or above `--fail-on`; 2 usage, connection or
-//! server failure, with a one-line message on stderr and no report.
+//! Exit codes of [`run`]: 0 clean; 1 findings at or above `--fail-on`, or a tool not
+//! exercised (unless `--allow-unexercised`); 2 usage, connection, database-check or server
+//! failure, with a one-line message on stderr and no report, or a run that ended early (its
+//! report is still written).
 
 mod arguments;
 mod cases;
@@ -12,12 +14,16 @@ mod effect;
 mod error;
 mod format;
 mod ids;
+mod outcome;
 mod report;
+mod secrets;
 mod snapshot;
+mod suggest;
 mod verifier;
 
 pub use cases::{Case, Cases};
 pub use cli::{FailOn, VerifyArgs, run};
+pub use client::STDERR_LINES;
 pub use client::ServerSpec;
 pub use db::SnapshotStats;
 pub use error::VerifyError;
@@ -26,4 +32,5 @@ pub use report::{
     CallRecord, CaseReport, Report, ToolReport, ToolStatus, VERIFY_RULES, is_behaviour_rule,
 };
 pub use snapshot::TableDiff;
-pub use verifier::{DEFAULT_TIMEOUT_SECS, Verifier};
+pub use suggest::{Suggestion, json_patch};
+pub use verifier::{DEFAULT_TIMEOUT_SECS, DatabaseCopy, Verifier};

@@ -4,6 +4,7 @@ use hintaudit_core::{Advice, DeclaredHints, Finding, Rule, Severity};
 
 use crate::db::SnapshotStats;
 use crate::snapshot::TableDiff;
+use crate::suggest::Suggestion;
 
 /// The rules `hintaudit verify` checks, in report order: one JUnit testcase per tool and rule.
 pub const VERIFY_RULES: [Rule; 6] = [
@@ -63,6 +64,11 @@ pub struct CaseReport {
     pub label: String,
     /// Whether the arguments came from the cases file.
     pub from_file: bool,
+    /// Generated arguments whose values were made up (a placeholder string, a number of
+    /// the field's type, a probe SQL statement) rather than taken from the schema or the
+    /// database. A case with any is a probe: its writes are evidence, but its harmless
+    /// calls never support advice that loosens a hint.
+    pub made_up: Vec<String>,
     /// The calls, in order.
     pub calls: Vec<CallRecord>,
 }
@@ -81,8 +87,17 @@ pub struct ToolReport {
     pub findings: Vec<Finding>,
     /// Hints that could be less cautious, from the calls made.
     pub advice: Vec<Advice>,
+    /// The labels of the cases the advice rests on: successful calls whose arguments came
+    /// from the cases file, the schema or the database (never made-up values).
+    pub advice_basis: Vec<String>,
+    /// Notes about the run of this tool: generation limits (`16 of 21 combinations`), a
+    /// call that timed out or lost the server.
+    pub notes: Vec<String>,
     /// The cases run, in order.
     pub cases: Vec<CaseReport>,
+    /// With `--suggest`: the annotations the evidence supports, when they differ from the
+    /// declared ones.
+    pub suggestion: Option<Suggestion>,
 }
 
 /// The result of a verification run.
@@ -96,8 +111,19 @@ pub struct Report {
     pub tools: Vec<ToolReport>,
     /// Snapshot counters.
     pub stats: SnapshotStats,
-    /// Wall time of the run, in seconds.
+    /// Wall time of the run, in seconds, server shutdown included.
     pub elapsed_seconds: f64,
+    /// Why the run ended early (the report holds what it had), or `None`.
+    pub incomplete: Option<String>,
+    /// How verify made sure it watches the server's database, or why it could not.
+    pub database_check: String,
+    /// With `--reset`: the pristine copy the server ran against (password removed).
+    pub database_copy: Option<String>,
+    /// With `--reset`: how many times the copy was made again between tools (after each
+    /// tool that changed it, before the next).
+    pub database_resets: u32,
+    /// The last lines the server wrote on stderr (at most 20; stdio servers only).
+    pub server_stderr: Vec<String>,
 }
 
 impl Report {
@@ -109,6 +135,53 @@ impl Report {
     /// The tool report for a name.
     pub fn tool(&self, name: &str) -> Option<&ToolReport> {
         self.tools.iter().find(|t| t.name == name)
+    }
+
+    /// The tools that were not exercised.
+    pub fn unexercised(&self) -> impl Iterator<Item = &ToolReport> {
+        self.tools
+            .iter()
+            .filter(|t| matches!(t.status, ToolStatus::NotExercised(_)))
+    }
+
+    /// Masks every text of the report with `mask` (secrets out).
+    pub(crate) fn mask_with(&mut self, mask: impl Fn(&str) -> String) {
+        for s in [
+            &mut self.server,
+            &mut self.database,
+            &mut self.database_check,
+        ]
+        .into_iter()
+        .chain(self.incomplete.as_mut())
+        .chain(self.database_copy.as_mut())
+        .chain(self.server_stderr.iter_mut())
+        {
+            *s = mask(s);
+        }
+        for t in &mut self.tools {
+            if let ToolStatus::NotExercised(why) = &mut t.status {
+                *why = mask(why);
+            }
+            for f in &mut t.findings {
+                f.evidence = mask(&f.evidence);
+            }
+            if let Some(s) = &mut t.suggestion {
+                for e in &mut s.evidence {
+                    *e = mask(e);
+                }
+            }
+            for n in t.notes.iter_mut().chain(t.advice_basis.iter_mut()) {
+                *n = mask(n);
+            }
+            for c in &mut t.cases {
+                c.label = mask(&c.label);
+                for call in &mut c.calls {
+                    if let Some(e) = &mut call.error {
+                        *e = mask(e);
+                    }
+                }
+            }
+        }
     }
 
     /// Whether any finding is at or above `fail_on`: exit code 1.

@@ -86,11 +86,28 @@ impl Database {
         }
     }
 
+    /// Other sessions on this database now: PostgreSQL's `pg_stat_activity`, MySQL's
+    /// processlist, other processes holding a SQLite file open (Linux). `None` when the
+    /// backend cannot tell.
+    pub async fn other_sessions(&mut self) -> Result<Option<i64>, sqlx::Error> {
+        match self {
+            Database::Sqlite(c) => sqlite::other_sessions(c).await,
+            Database::Postgres(c) => postgres::other_sessions(c).await.map(Some),
+            Database::MySql(c) => mysql::other_sessions(c).await.map(Some),
+        }
+    }
+
     /// Watched tables (not ignored by `policy`), with their watched columns, by name.
-    pub async fn tables(&mut self, policy: &Policy) -> Result<Vec<TableShape>, sqlx::Error> {
+    /// PostgreSQL: every non-system schema, or only `schemas` when it is not empty (tables
+    /// outside the current schema are named `schema.table`); other backends ignore it.
+    pub async fn tables(
+        &mut self,
+        policy: &Policy,
+        schemas: &[String],
+    ) -> Result<Vec<TableShape>, sqlx::Error> {
         let raw = match self {
             Database::Sqlite(c) => sqlite::tables(c).await?,
-            Database::Postgres(c) => postgres::tables(c).await?,
+            Database::Postgres(c) => postgres::tables(c, schemas).await?,
             Database::MySql(c) => mysql::tables(c).await?,
         };
         let mut out: Vec<TableShape> = raw
@@ -145,6 +162,38 @@ impl Database {
             Database::Sqlite(c) => sqlx::raw_sql(sql).execute(c).await.map(drop),
             Database::Postgres(c) => sqlx::raw_sql(sql).execute(c).await.map(drop),
             Database::MySql(c) => sqlx::raw_sql(sql).execute(c).await.map(drop),
+        }
+    }
+
+    /// The largest value of a column, as text (`None` for an empty table).
+    pub async fn max_value(
+        &mut self,
+        table: &TableShape,
+        column: &str,
+    ) -> Result<Option<String>, sqlx::Error> {
+        let sql = |q: char, cast: &str| {
+            format!(
+                "SELECT {} FROM {}",
+                cast.replace("{}", &format!("MAX({})", quote_ident(column, q))),
+                table.sql_name
+            )
+        };
+        match self {
+            Database::Sqlite(c) => {
+                sqlx::query_scalar(sqlx::AssertSqlSafe(sql('"', "CAST({} AS TEXT)")))
+                    .fetch_one(c)
+                    .await
+            }
+            Database::Postgres(c) => {
+                sqlx::query_scalar(sqlx::AssertSqlSafe(sql('"', "({})::text")))
+                    .fetch_one(c)
+                    .await
+            }
+            Database::MySql(c) => {
+                sqlx::query_scalar(sqlx::AssertSqlSafe(sql('`', "CAST({} AS CHAR)")))
+                    .fetch_one(c)
+                    .await
+            }
         }
     }
 
@@ -245,6 +294,7 @@ pub struct SnapshotStats {
 pub(crate) struct Snapshotter {
     db: Database,
     policy: Policy,
+    schemas: Vec<String>,
     last: Option<(Option<String>, Arc<Snapshot>)>,
     stats: SnapshotStats,
 }
@@ -254,13 +304,32 @@ impl Snapshotter {
         Snapshotter {
             db,
             policy,
+            schemas: Vec::new(),
             last: None,
             stats: SnapshotStats::default(),
         }
     }
 
+    /// Watches only these PostgreSQL schemas (default: every non-system schema).
+    pub fn with_schemas(mut self, schemas: Vec<String>) -> Self {
+        self.schemas = schemas;
+        self
+    }
+
+    /// The schemas [`Snapshotter::with_schemas`] set.
+    pub fn schemas(&self) -> &[String] {
+        &self.schemas
+    }
+
     pub fn db(&mut self) -> &mut Database {
         &mut self.db
+    }
+
+    /// Watches through a new connection (the database was re-created): the next snapshot
+    /// rescans.
+    pub fn reconnect(&mut self, db: Database) {
+        self.db = db;
+        self.last = None;
     }
 
     pub fn stats(&self) -> SnapshotStats {
@@ -290,7 +359,7 @@ impl Snapshotter {
             .map_err(|e| VerifyError::db("starting a read transaction", e))?;
         let shapes = self
             .db
-            .tables(&self.policy)
+            .tables(&self.policy, &self.schemas)
             .await
             .map_err(|e| VerifyError::db("listing tables", e))?;
         let mut snap = Snapshot::default();

@@ -66,6 +66,17 @@ pub(super) async fn tables(c: &mut MySqlConnection) -> Result<Vec<RawTable>, sql
     Ok(out)
 }
 
+/// Other sessions whose default database is this one (the server's, when it is connected):
+/// `information_schema.processlist`, our own connection left out.
+pub(super) async fn other_sessions(c: &mut MySqlConnection) -> Result<i64, sqlx::Error> {
+    sqlx::query_scalar(
+        "SELECT CAST(count(*) AS SIGNED) FROM information_schema.processlist \
+         WHERE db = DATABASE() AND id <> CONNECTION_ID()",
+    )
+    .fetch_one(&mut *c)
+    .await
+}
+
 fn select_expr(column: &str, binary: bool) -> String {
     if binary {
         format!("HEX({})", quote_ident(column, '`'))

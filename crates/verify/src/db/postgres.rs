@@ -14,7 +14,7 @@ const TABLES: &str = "SELECT n.nspname::text, c.relname::text, c.oid::int8, \
      WHERE c.relkind IN ('r', 'p') AND NOT c.relispartition \
        AND n.nspname NOT IN ('pg_catalog', 'information_schema') \
        AND n.nspname NOT LIKE 'pg\\_toast%' AND n.nspname NOT LIKE 'pg\\_temp%' \
-       AND n.nspname = ANY (current_schemas(false)) \
+       AND (cardinality($1::text[]) = 0 OR n.nspname = ANY ($1::text[])) \
      ORDER BY 1, 2";
 
 const COLUMNS: &str = "SELECT attname::text FROM pg_attribute \
@@ -25,8 +25,15 @@ const KEY: &str = "SELECT a.attname::text FROM pg_index i \
      WHERE i.indrelid = $1::int8::oid AND i.indisprimary \
      ORDER BY array_position(i.indkey::int2[], a.attnum)";
 
-pub(super) async fn tables(c: &mut PgConnection) -> Result<Vec<RawTable>, sqlx::Error> {
-    let rows: Vec<(String, String, i64, bool)> = sqlx::query_as(TABLES).fetch_all(&mut *c).await?;
+/// Tables of every non-system schema, or of `schemas` when it is not empty.
+pub(super) async fn tables(
+    c: &mut PgConnection,
+    schemas: &[String],
+) -> Result<Vec<RawTable>, sqlx::Error> {
+    let rows: Vec<(String, String, i64, bool)> = sqlx::query_as(TABLES)
+        .bind(schemas)
+        .fetch_all(&mut *c)
+        .await?;
     let mut out = Vec::with_capacity(rows.len());
     for (schema, name, oid, current) in rows {
         let columns: Vec<String> = sqlx::query_scalar(COLUMNS)
@@ -73,6 +80,17 @@ pub(super) async fn scan(
     Ok(scan.finish())
 }
 
+/// Other client sessions connected to this database now (the server's, when it is
+/// connected): `pg_stat_activity`, our own session left out.
+pub(super) async fn other_sessions(c: &mut PgConnection) -> Result<i64, sqlx::Error> {
+    sqlx::query_scalar(
+        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() \
+         AND pid <> pg_backend_pid() AND backend_type = 'client backend'",
+    )
+    .fetch_one(&mut *c)
+    .await
+}
+
 /// The WAL insert position: it moves on every logged write in the cluster. Unlogged tables
 /// write no WAL, so with any of them watched there is no marker.
 pub(super) async fn change_marker(c: &mut PgConnection) -> Result<Option<String>, sqlx::Error> {
@@ -80,7 +98,7 @@ pub(super) async fn change_marker(c: &mut PgConnection) -> Result<Option<String>
         "SELECT CASE WHEN pg_is_in_recovery() THEN NULL ELSE pg_current_wal_insert_lsn()::text END, \
          EXISTS (SELECT 1 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace \
                  WHERE c.relkind IN ('r', 'p') AND c.relpersistence = 'u' \
-                   AND n.nspname = ANY (current_schemas(false)))",
+                   AND n.nspname NOT IN ('pg_catalog', 'information_schema'))",
     )
     .fetch_one(&mut *c)
     .await?;

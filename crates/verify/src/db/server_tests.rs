@@ -28,6 +28,13 @@ fn required(var: &str) -> bool {
         || std::env::var(var).is_ok_and(|v| v == "1")
 }
 
+/// The schema of a [`pg_schema`] URL (its `search_path`); none for other URLs.
+fn schema_of(url: &str) -> Vec<String> {
+    url.split_once("search_path%3D")
+        .map(|(_, s)| vec![s.to_owned()])
+        .unwrap_or_default()
+}
+
 fn unique(prefix: &str) -> String {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -77,7 +84,8 @@ async fn steps<C>(server: &mut C, url: &str, steps: &[(&str, (u64, u64, u64))])
 where
     for<'c> &'c mut C: sqlx::Executor<'c>,
 {
-    let mut s = Snapshotter::new(Database::connect(url).await.unwrap(), Policy::default());
+    let mut s = Snapshotter::new(Database::connect(url).await.unwrap(), Policy::default())
+        .with_schemas(schema_of(url));
     let mut before = s.take().await.unwrap();
     for (sql, want) in steps {
         exec(server, sql).await;
@@ -139,11 +147,15 @@ async fn postgres_snapshots_and_diffs() {
     .await;
     // Values for generated id arguments: smallest first, as text.
     let mut db = Database::connect(&url).await.unwrap();
-    let tables = db.tables(&Policy::default()).await.unwrap();
+    let tables = db
+        .tables(&Policy::default(), &schema_of(&url))
+        .await
+        .unwrap();
     let b = tables.iter().find(|t| t.name == "b").expect("table b");
     assert_eq!(db.sample(b, "id", 2).await.unwrap(), ["2", "3"]);
     // The WAL marker lets an unchanged database reuse its snapshot.
-    let mut s = Snapshotter::new(Database::connect(&url).await.unwrap(), Policy::default());
+    let mut s = Snapshotter::new(Database::connect(&url).await.unwrap(), Policy::default())
+        .with_schemas(schema_of(&url));
     s.take().await.unwrap();
     s.take().await.unwrap();
     assert!(s.stats().scans <= 2, "{:?}", s.stats());
@@ -195,7 +207,7 @@ async fn mariadb_snapshots_and_diffs() {
     )
     .await;
     let mut conn = Database::connect(&url).await.unwrap();
-    let tables = conn.tables(&Policy::default()).await.unwrap();
+    let tables = conn.tables(&Policy::default(), &[]).await.unwrap();
     let b = tables.iter().find(|t| t.name == "b").expect("table b");
     assert_eq!(conn.sample(b, "id", 2).await.unwrap(), ["2", "3"]);
     assert_eq!(conn.sample(b, "photo", 1).await.unwrap(), ["00"]);
@@ -225,7 +237,8 @@ async fn postgres_snapshot_of_100k_rows() {
          FROM generate_series(1, 100000) i;",
     )
     .await;
-    let mut s = Snapshotter::new(Database::connect(&url).await.unwrap(), Policy::default());
+    let mut s = Snapshotter::new(Database::connect(&url).await.unwrap(), Policy::default())
+        .with_schemas(schema_of(&url));
     let t = std::time::Instant::now();
     assert_eq!(s.take().await.unwrap().row_count(), 100_000);
     eprintln!("PostgreSQL snapshot of 100,000 rows: {:?}", t.elapsed());

@@ -36,10 +36,18 @@ pub(super) fn render(report: &Report) -> String {
                     _ => Value::Null,
                 },
                 "findings": t.findings.iter().map(finding).collect::<Vec<_>>(),
-                "advice": t.advice.iter().map(|a| json!({"advice": a.as_str(), "hint": a.hint().spec_name(), "text": advice_text(*a)})).collect::<Vec<_>>(),
+                "advice": t.advice.iter().map(|a| json!({"advice": a.as_str(), "hint": a.hint().spec_name(), "text": advice_text(*a), "cases": t.advice_basis})).collect::<Vec<_>>(),
+                "notes": t.notes,
+                "suggestion": t.suggestion.as_ref().map(|s| json!({
+                    "annotations": Hint::ALL.iter().filter_map(|h| Some((h.spec_name().to_owned(), json!(s.corrected.get(*h)?)))).collect::<serde_json::Map<String, Value>>(),
+                    "json_patch": s.json_patch(),
+                    "rmcp": s.rmcp_attribute(),
+                    "evidence": s.evidence,
+                })),
                 "cases": t.cases.iter().map(|c| json!({
                     "label": c.label,
                     "from_cases_file": c.from_file,
+                    "made_up_arguments": c.made_up,
                     "calls": c.calls.iter().map(|call| json!({
                         "error": call.error,
                         "changes": call.changes,
@@ -59,6 +67,12 @@ pub(super) fn render(report: &Report) -> String {
             "findings": report.findings().count(),
         },
         "tools": tools,
+        "json_patch": crate::suggest::json_patch(report),
+        "database_check": report.database_check,
+        "database_copy": report.database_copy,
+        "database_resets": report.database_resets,
+        "incomplete": report.incomplete,
+        "server_stderr": report.server_stderr,
         "snapshots": report.stats,
         "elapsed_seconds": report.elapsed_seconds,
     });

@@ -29,6 +29,40 @@ fn evidence(findings: &[&Finding]) -> String {
         .join("\n")
 }
 
+/// The run's notes for the suite's `system-out`: the database check, tool notes,
+/// suggestions, an early end, the server's stderr.
+fn suite_notes(report: &Report) -> String {
+    let mut lines = vec![
+        format!("server: {}", report.server),
+        format!("database: {}", report.database),
+        format!("database check: {}", report.database_check),
+    ];
+    if let Some(copy) = &report.database_copy {
+        lines.push(format!(
+            "database copy (--reset): {copy}, made again {} times between tools",
+            report.database_resets
+        ));
+    }
+    for t in &report.tools {
+        lines.extend(t.notes.iter().map(|n| format!("note: {}: {n}", t.name)));
+        if let Some(s) = &t.suggestion {
+            lines.push(format!("suggestion: {}: {}", t.name, s.rmcp_attribute()));
+            lines.extend(s.evidence.iter().map(|e| format!("  because {e}")));
+        }
+    }
+    if let Some(why) = &report.incomplete {
+        lines.push(format!("INCOMPLETE: the run ended early: {why}"));
+    }
+    if !report.server_stderr.is_empty() {
+        lines.push(format!(
+            "server stderr (last {} lines):",
+            report.server_stderr.len()
+        ));
+        lines.extend(report.server_stderr.iter().map(|l| format!("| {l}")));
+    }
+    lines.join("\n")
+}
+
 pub(super) fn render(report: &Report, fail_on: Severity) -> String {
     let mut cases: Vec<(String, String, Outcome)> = Vec::new();
     for t in &report.tools {
@@ -107,6 +141,9 @@ pub(super) fn render(report: &Report, fail_on: Severity) -> String {
         }
         let _ = w.write_event(Event::End(BytesEnd::new("testcase")));
     }
+    let _ = w.write_event(Event::Start(BytesStart::new("system-out")));
+    let _ = w.write_event(Event::Text(BytesText::new(&suite_notes(report))));
+    let _ = w.write_event(Event::End(BytesEnd::new("system-out")));
     let _ = w.write_event(Event::End(BytesEnd::new("testsuite")));
     let _ = w.write_event(Event::End(BytesEnd::new("testsuites")));
     let mut s = String::from_utf8(w.into_inner()).unwrap_or_default();

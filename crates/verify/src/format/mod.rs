@@ -54,6 +54,7 @@ mod tests {
         let case = |changes: Vec<TableDiff>| CaseReport {
             label: "generated".into(),
             from_file: false,
+            made_up: vec![],
             calls: vec![CallRecord {
                 error: None,
                 changes,
@@ -89,7 +90,10 @@ mod tests {
                         ),
                     ],
                     advice: vec![],
+                    advice_basis: vec![],
+                    notes: vec![],
                     cases: vec![case(vec![diff])],
+                    suggestion: None,
                 },
                 ToolReport {
                     name: "stats".into(),
@@ -97,7 +101,10 @@ mod tests {
                     status: ToolStatus::Passed,
                     findings: vec![],
                     advice: vec![Advice::CouldBeReadOnly],
+                    advice_basis: vec!["generated".into()],
+                    notes: vec![],
                     cases: vec![case(vec![])],
+                    suggestion: None,
                 },
                 ToolReport {
                     name: "report".into(),
@@ -105,11 +112,19 @@ mod tests {
                     status: ToolStatus::NotExercised("cannot generate \"spec\"".into()),
                     findings: vec![],
                     advice: vec![],
+                    advice_basis: vec![],
+                    notes: vec!["generated 16 of 32 combinations of mode values (limit 16)".into()],
                     cases: vec![],
+                    suggestion: None,
                 },
             ],
             stats: Default::default(),
             elapsed_seconds: 1.5,
+            incomplete: None,
+            database_check: "confirmed: a call of view <&> item changed table items".into(),
+            database_copy: None,
+            database_resets: 0,
+            server_stderr: (1..=20).map(|i| format!("line {i}")).collect(),
         }
     }
 
@@ -143,7 +158,12 @@ mod tests {
             serde_json::from_str(&Format::Sarif.render(&report(), Severity::Warning)).unwrap();
         assert_eq!(sarif["version"], "2.1.0");
         let results = sarif["runs"][0]["results"].as_array().unwrap();
-        assert_eq!(results.len(), 2);
+        assert_eq!(results.len(), 3, "two findings and the not-exercised note");
+        assert_eq!(results[2]["ruleId"], "not_exercised");
+        assert_eq!(
+            sarif["runs"][0]["properties"]["server_stderr"][19],
+            "line 20"
+        );
         assert_eq!(results[0]["ruleId"], "read_only_write");
         assert_eq!(results[0]["level"], "error");
         assert_eq!(results[1]["level"], "note");
@@ -169,7 +189,22 @@ mod tests {
             json["tools"][1]["advice"][0]["advice"],
             "could_be_read_only"
         );
+        assert_eq!(json["server_stderr"].as_array().unwrap().len(), 20);
+        assert_eq!(
+            json["tools"][2]["notes"][0],
+            "generated 16 of 32 combinations of mode values (limit 16)"
+        );
+        let junit = Format::Junit.render(&report(), Severity::Warning);
+        assert!(
+            junit.contains("| line 1\n") && junit.contains("| line 20"),
+            "{junit}"
+        );
+        assert!(junit.contains("16 of 32 combinations"), "{junit}");
         let table = Format::Table.render(&report(), Severity::Warning);
+        assert!(
+            table.contains("  | line 1\n") && table.contains("16 of 32"),
+            "{table}"
+        );
         assert!(table.contains("not exercised  report"), "{table}");
         assert!(table.contains("advice         stats"), "{table}");
     }

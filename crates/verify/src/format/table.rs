@@ -22,6 +22,10 @@ fn pad(rows: &[Vec<String>]) -> String {
 }
 
 pub(super) fn render(report: &Report) -> String {
+    let mut out = format!(
+        "server: {}\ndatabase: {}\n\n",
+        report.server, report.database
+    );
     let mut rows = vec![vec![
         "TOOL".to_owned(),
         "HINTS".to_owned(),
@@ -44,7 +48,7 @@ pub(super) fn render(report: &Report) -> String {
             t.findings.len().to_string(),
         ]);
     }
-    let mut out = pad(&rows);
+    out.push_str(&pad(&rows));
     let findings: Vec<Vec<String>> = report
         .findings()
         .map(|f| {
@@ -68,12 +72,61 @@ pub(super) fn render(report: &Report) -> String {
             let _ = writeln!(notes, "not exercised  {}  {why}", t.name);
         }
         for a in &t.advice {
-            let _ = writeln!(notes, "advice         {}  {}", t.name, advice_text(*a));
+            let _ = writeln!(
+                notes,
+                "advice         {}  {} (from cases: {})",
+                t.name,
+                advice_text(*a),
+                t.advice_basis.join(", ")
+            );
+        }
+        for n in &t.notes {
+            let _ = writeln!(notes, "note           {}  {n}", t.name);
         }
     }
     if !notes.is_empty() {
         out.push('\n');
         out.push_str(&notes);
+    }
+    let suggestions: Vec<_> = report
+        .tools
+        .iter()
+        .filter_map(|t| Some((t, t.suggestion.as_ref()?)))
+        .collect();
+    if !suggestions.is_empty() {
+        out.push_str("\nSuggested annotations:\n");
+        for (t, s) in suggestions {
+            let _ = writeln!(out, "  {}: {}", t.name, s.rmcp_attribute());
+            for e in &s.evidence {
+                let _ = writeln!(out, "    because {e}");
+            }
+        }
+        let _ = writeln!(
+            out,
+            "  JSON patch over tools/list: {}",
+            crate::suggest::json_patch(report)
+        );
+    }
+    let _ = writeln!(out, "\ndatabase check: {}", report.database_check);
+    if let Some(copy) = &report.database_copy {
+        let _ = writeln!(
+            out,
+            "database copy (--reset): {copy}, made again {} times between tools",
+            report.database_resets
+        );
+    }
+    if !report.server_stderr.is_empty() {
+        let _ = writeln!(
+            out,
+            "server stderr (last {} lines):",
+            report.server_stderr.len()
+        );
+        for l in &report.server_stderr {
+            let _ = writeln!(out, "  | {l}");
+        }
+    }
+    if let Some(why) = &report.incomplete {
+        let _ = writeln!(out, "INCOMPLETE: the run ended early: {why}");
     }
     let (passed, failed, not_exercised) = report.status_counts();
     let _ = writeln!(

@@ -1,0 +1,361 @@
+//! The run: list and lint the tools, then call each one between snapshots and let the core
+//! judge compare the diffs with the declared hints.
+//!
+//! A call that times out or loses the server is recorded on its tool and the server is
+//! restarted; a run that cannot go on (the restart fails, the database goes away) still
+//! returns the report it has, with [`Report::incomplete`] saying why.
+
+mod advice;
+mod reset;
+mod session;
+mod tool;
+mod watch;
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use hintaudit_core::{Confidence, Finding, Hint, Policy, Rule};
+
+use crate::cases::Cases;
+use crate::client::{ServerSpec, StderrTail, ToolInfo};
+use crate::db::{Database, Snapshotter};
+use crate::error::VerifyError;
+use crate::report::{Report, ToolReport};
+use crate::secrets::Secrets;
+
+pub(crate) use advice::advice_text;
+pub use reset::DatabaseCopy;
+use session::Session;
+use watch::Watch;
+
+/// Default time one tool call may take, in seconds.
+pub const DEFAULT_TIMEOUT_SECS: u64 = 30;
+
+/// Verifies one MCP server against its test database.
+///
+/// The tools are listed before and after the calls; hints that changed in between are a
+/// `hints_changed` finding.
+///
+/// Build with [`Verifier::new`] and the `with_*` setters, then [`Verifier::run`]. Tools run
+/// in a stable order: tools declaring readOnlyHint true first, then those declaring
+/// destructiveHint false, then the rest, each group by name; a tool's cases in file order.
+#[derive(Debug, Clone)]
+pub struct Verifier {
+    server: ServerSpec,
+    database: String,
+    cases: Cases,
+    policy: Policy,
+    timeout: Duration,
+    progress: bool,
+    only: Vec<String>,
+    schemas: Vec<String>,
+    reset: bool,
+    suggest: bool,
+    stderr: StderrTail,
+}
+
+impl Verifier {
+    /// A verifier for `server`, whose test database is at `database` (a sqlx URL).
+    pub fn new(server: ServerSpec, database: impl Into<String>) -> Self {
+        Verifier {
+            server,
+            database: database.into(),
+            cases: Cases::default(),
+            policy: Policy::default(),
+            timeout: Duration::from_secs(DEFAULT_TIMEOUT_SECS),
+            progress: false,
+            only: Vec::new(),
+            schemas: Vec::new(),
+            reset: false,
+            suggest: false,
+            stderr: StderrTail::default(),
+        }
+    }
+
+    /// Argument sets and setup SQL per tool.
+    pub fn with_cases(mut self, cases: Cases) -> Self {
+        self.cases = cases;
+        self
+    }
+
+    /// Reads the cases from a TOML or JSON file.
+    pub fn with_cases_file(self, path: &Path) -> Result<Self, VerifyError> {
+        Ok(self.with_cases(Cases::load(path)?))
+    }
+
+    /// Judges under `policy` (from `hintaudit.toml`); later `with_ignored_*` calls add to it.
+    pub fn with_policy(mut self, policy: Policy) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    /// Ignores a bookkeeping table: it is not snapshotted.
+    pub fn with_ignored_table(mut self, table: impl AsRef<str>) -> Self {
+        self.policy = self.policy.with_ignored_table(table);
+        self
+    }
+
+    /// Ignores a bookkeeping column (`column` in every table, or `table.column`).
+    pub fn with_ignored_column(mut self, column: impl AsRef<str>) -> Self {
+        self.policy = self.policy.with_ignored_column(column);
+        self
+    }
+
+    /// How long one call may take (default 30 s; the handshake gets at least 30 s).
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// Verifies only this tool (repeatable; default: every listed tool). A name the server
+    /// does not list ends the run with a usage error.
+    pub fn with_tool(mut self, tool: impl Into<String>) -> Self {
+        self.only.push(tool.into());
+        self
+    }
+
+    /// Watches only this PostgreSQL schema (repeatable; default: every non-system schema).
+    pub fn with_schema(mut self, schema: impl Into<String>) -> Self {
+        self.schemas.push(schema.into());
+        self
+    }
+
+    /// Runs against a pristine copy of the database instead of the database itself (see
+    /// [`DatabaseCopy`]): the server's `--stdio` command names the database as `--database` does,
+    /// and verify substitutes the copy.
+    pub fn with_reset(mut self, reset: bool) -> Self {
+        self.reset = reset;
+        self
+    }
+
+    /// Adds to each tool report the annotations its evidence supports
+    /// ([`ToolReport::suggestion`]).
+    pub fn with_suggest(mut self, suggest: bool) -> Self {
+        self.suggest = suggest;
+        self
+    }
+
+    /// Prints progress lines on stderr once the run has taken more than 2 s.
+    pub fn with_progress(mut self, progress: bool) -> Self {
+        self.progress = progress;
+        self
+    }
+
+    /// The last lines the server wrote on stderr so far (at most 20), secrets masked.
+    pub fn server_stderr(&self) -> Vec<String> {
+        let secrets = self.secrets();
+        let t = self.stderr.lock().unwrap_or_else(|e| e.into_inner());
+        t.iter().map(|l| secrets.mask(l)).collect()
+    }
+
+    fn secrets(&self) -> Secrets {
+        let server = match &self.server {
+            ServerSpec::Stdio(c) | ServerSpec::Url(c) => c,
+        };
+        Secrets::collect(server, &self.database)
+    }
+
+    /// Runs the verification. An error ends the run before any tool is judged: the
+    /// server could not be started or listed, the database could not be used, or it is not
+    /// the server's (see the database check in the crate docs). Once tools are called,
+    /// failures are recorded in the report, and a run that cannot go on returns what it
+    /// has with [`Report::incomplete`] set. Secrets are masked in the report and in errors.
+    pub async fn run(&self) -> Result<Report, VerifyError> {
+        let started = Instant::now();
+        let secrets = self.secrets();
+        let mask = |e: VerifyError| e.map_text(|t| secrets.mask(t));
+        let copy = if self.reset {
+            Some(
+                DatabaseCopy::make(&self.server, &self.database)
+                    .await
+                    .map_err(mask)?,
+            )
+        } else {
+            None
+        };
+        let (server, database) = match &copy {
+            Some(c) => (c.server.clone(), c.url.clone()),
+            None => (self.server.clone(), self.database.clone()),
+        };
+        let mut report = self
+            .run_on(&server, &database, copy.is_some())
+            .await
+            .map_err(mask)?;
+        report.server = match &self.server {
+            ServerSpec::Stdio(c) => secrets.mask_command(c),
+            ServerSpec::Url(u) => secrets.mask(u),
+        };
+        report.database = secrets.mask(&self.database);
+        report.database_copy = copy.map(|c| c.url);
+        report.server_stderr = self
+            .stderr
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .cloned()
+            .collect();
+        report.mask_with(|t| secrets.mask(t));
+        // After the server has shut down: the time a user waits.
+        report.elapsed_seconds = started.elapsed().as_secs_f64();
+        Ok(report)
+    }
+
+    async fn run_on(
+        &self,
+        server: &ServerSpec,
+        database: &str,
+        reset: bool,
+    ) -> Result<Report, VerifyError> {
+        let started = Instant::now();
+        let mut session = Session::start(server, self.timeout, self.stderr.clone()).await?;
+        let result = self.run_with(&mut session, database, reset, started).await;
+        session.close().await;
+        result
+    }
+
+    async fn run_with(
+        &self,
+        session: &mut Session,
+        database: &str,
+        reset: bool,
+        started: Instant,
+    ) -> Result<Report, VerifyError> {
+        let mut tools = session.list_tools().await?;
+        if let Some(unknown) = self
+            .cases
+            .tools()
+            .find(|t| !tools.iter().any(|x| x.name == *t))
+        {
+            return Err(VerifyError::Usage(format!(
+                "the cases file names tool {unknown:?}, which the server does not list"
+            )));
+        }
+        if let Some(unknown) = self
+            .only
+            .iter()
+            .find(|t| !tools.iter().any(|x| x.name == **t))
+        {
+            return Err(VerifyError::Usage(format!(
+                "--tool {unknown:?}: the server does not list it"
+            )));
+        }
+        if !self.only.is_empty() {
+            tools.retain(|t| self.only.contains(&t.name));
+        }
+        tools.sort_by(|a, b| group(a).cmp(&group(b)).then(a.name.cmp(&b.name)));
+        let shown_db = crate::db::redact(database);
+        let db = Database::connect(database).await?;
+        let mut snaps =
+            Snapshotter::new(db, self.policy.clone()).with_schemas(self.schemas.clone());
+        let first = snaps.take().await?;
+        Watch::require_tables(first.tables.len(), &shown_db)?;
+        let mut watch = Watch::default();
+        watch.poll(snaps.db()).await;
+        let total = tools.len();
+        let mut reports: Vec<ToolReport> = Vec::with_capacity(total);
+        let mut incomplete = None;
+        let mut resets = 0;
+        for (i, tool) in tools.iter().enumerate() {
+            let wrote = reports.last().is_some_and(|r| self.changed_database(r));
+            if reset && wrote {
+                if let Err(e) = self.reset_copy(session, &mut snaps, database).await {
+                    incomplete = Some(format!("before {}: {e}", tool.name));
+                    break;
+                }
+                resets += 1;
+            }
+            if self.progress && started.elapsed() > Duration::from_secs(2) {
+                eprintln!(
+                    "hintaudit verify: [{}/{total}] {} ({:.1} s)",
+                    i + 1,
+                    tool.name,
+                    started.elapsed().as_secs_f64()
+                );
+            }
+            match self
+                .verify_tool(session, &mut snaps, &mut watch, tool)
+                .await
+            {
+                Ok((report, stop)) => {
+                    reports.push(report);
+                    if let Some(e) = stop {
+                        incomplete = Some(e.to_string());
+                        break;
+                    }
+                }
+                Err(e) => {
+                    incomplete = Some(format!("while verifying {}: {e}", tool.name));
+                    break;
+                }
+            }
+        }
+        if incomplete.is_none() {
+            // tools/list again: hints that changed during the run are `hints_changed`.
+            match session.list_tools().await {
+                Ok(relisted) => hints_changed(&mut reports, &relisted),
+                Err(e) => incomplete = Some(e.to_string()),
+            }
+        }
+        if incomplete.is_some() {
+            let done = reports.len();
+            let left: Vec<&str> = tools[done..].iter().map(|t| t.name.as_str()).collect();
+            if !left.is_empty() {
+                incomplete = incomplete.map(|m| format!("{m}; not run: {}", left.join(", ")));
+            }
+        }
+        let database_check = match watch.verdict(&reports, &shown_db) {
+            Ok(text) => text,
+            Err(e) if incomplete.is_none() => return Err(e),
+            Err(e) => format!("failed: {e}"),
+        };
+        Ok(Report {
+            server: String::new(),
+            database: String::new(),
+            tools: reports,
+            stats: snaps.stats(),
+            elapsed_seconds: started.elapsed().as_secs_f64(),
+            incomplete,
+            database_check,
+            database_copy: None,
+            database_resets: resets,
+            server_stderr: Vec::new(),
+        })
+    }
+}
+
+/// Run order group: read-only first, then non-destructive, then the rest.
+fn group(t: &ToolInfo) -> u8 {
+    match (t.hints.read_only, t.hints.destructive) {
+        (Some(true), _) => 0,
+        (_, Some(false)) => 1,
+        _ => 2,
+    }
+}
+
+/// Adds a `hints_changed` finding to every tool whose hints differ in `relisted`.
+fn hints_changed(reports: &mut [ToolReport], relisted: &[ToolInfo]) {
+    for report in reports {
+        if let Some(now) = relisted.iter().find(|t| t.name == report.name)
+            && now.hints != report.hints
+        {
+            let hint = Hint::ALL
+                .into_iter()
+                .find(|h| now.hints.get(*h) != report.hints.get(*h))
+                .unwrap_or(Hint::ReadOnly);
+            report.findings.push(Finding::new(
+                report.name.clone(),
+                Rule::HintsChanged,
+                hint,
+                Confidence::Confirmed,
+                format!(
+                    "tools/list changed the hints during the run from {} to {}",
+                    report.hints.compact(),
+                    now.hints.compact()
+                ),
+            ));
+            report
+                .findings
+                .sort_by(|a, b| b.severity.cmp(&a.severity).then(a.rule.cmp(&b.rule)));
+        }
+    }
+}
