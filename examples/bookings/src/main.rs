@@ -222,10 +222,23 @@ async fn serve_stdio<S: rmcp::ServerHandler>(
     server: S,
     stop: CancellationToken,
 ) -> anyhow::Result<()> {
-    // A stop before the client has initialized the session ends the handshake too.
+    // A stop before the client has initialized the session ends the handshake too. The
+    // signal can also end the handshake's read of stdin first (the handshake then fails a
+    // moment before `stop` is cancelled): a handshake error within a moment of a stop is
+    // that stop, not a failure.
     let running = tokio::select! {
-        running = server.serve(rmcp::transport::stdio()) => running?,
+        biased;
         () = stop.cancelled() => return Ok(()),
+        running = server.serve(rmcp::transport::stdio()) => match running {
+            Ok(running) => running,
+            Err(e) => {
+                let stopped = tokio::time::timeout(std::time::Duration::from_millis(500), stop.cancelled());
+                return match stopped.await {
+                    Ok(()) => Ok(()),
+                    Err(_) => Err(e.into()),
+                };
+            }
+        },
     };
     let session = running.cancellation_token();
     let on_stop = tokio::spawn(async move {
