@@ -406,8 +406,8 @@ impl Bookings {
             return json(&serde_json::json!({ "id": args.id, "notified": false }));
         };
         let row: Option<(String, String)> = on_db!(&self.db, pool => sqlx::query_as(
-            "SELECT p.email, a.starts_at FROM appointments a JOIN patients p ON p.id = a.patient_id
-             WHERE a.id = $1")
+            pool.sql("SELECT p.email, a.starts_at FROM appointments a JOIN patients p ON p.id = a.patient_id
+             WHERE a.id = $1"))
             .bind(args.id).fetch_optional(pool).await)
         .map_err(db_error)?;
         let Some((email, starts_at)) = row else {
