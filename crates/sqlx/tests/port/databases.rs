@@ -5,6 +5,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use sqlx::Executor;
+use sqlx::mysql::{MySqlConnectOptions, MySqlPoolOptions};
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::sqlite::SqliteConnectOptions;
 
@@ -19,18 +20,31 @@ enum Cleanup {
     Dir(#[allow(dead_code)] tempfile::TempDir),
     /// The PostgreSQL schema, dropped through this pool.
     Schema(sqlx::PgPool, String),
+    /// The MySQL/MariaDB database, dropped through this pool.
+    Database(sqlx::MySqlPool, String),
 }
 
 impl<O> Fresh<O> {
     /// Drops the database.
     pub async fn drop(self) {
-        if let Cleanup::Schema(admin, schema) = self.cleanup {
-            let sql = format!("DROP SCHEMA IF EXISTS {schema} CASCADE");
-            admin
-                .execute(sqlx::AssertSqlSafe(sql))
-                .await
-                .expect("drop schema");
-            admin.close().await;
+        match self.cleanup {
+            Cleanup::Dir(_) => {}
+            Cleanup::Schema(admin, schema) => {
+                let sql = format!("DROP SCHEMA IF EXISTS {schema} CASCADE");
+                admin
+                    .execute(sqlx::AssertSqlSafe(sql))
+                    .await
+                    .expect("drop schema");
+                admin.close().await;
+            }
+            Cleanup::Database(admin, name) => {
+                let sql = format!("DROP DATABASE IF EXISTS {name}");
+                admin
+                    .execute(sqlx::AssertSqlSafe(sql))
+                    .await
+                    .expect("drop database");
+                admin.close().await;
+            }
         }
     }
 }
@@ -48,15 +62,15 @@ pub async fn sqlite() -> Option<Fresh<SqliteConnectOptions>> {
     })
 }
 
-/// Whether PostgreSQL must not be skipped: `HINTAUDIT_REQUIRE_PG` or `HINTAUDIT_REQUIRE_ALL`
-/// is `1` or `true`, as CI sets them.
-fn required() -> bool {
-    ["HINTAUDIT_REQUIRE_PG", "HINTAUDIT_REQUIRE_ALL"]
+/// Whether a server must not be skipped: `var` (`HINTAUDIT_REQUIRE_PG`,
+/// `HINTAUDIT_REQUIRE_MYSQL`) or `HINTAUDIT_REQUIRE_ALL` is `1` or `true`, as CI sets them.
+fn required(var: &str) -> bool {
+    [var, "HINTAUDIT_REQUIRE_ALL"]
         .iter()
         .any(|v| std::env::var(v).is_ok_and(|x| x == "1" || x.eq_ignore_ascii_case("true")))
 }
 
-static SCHEMAS: AtomicU32 = AtomicU32::new(0);
+static FRESH: AtomicU32 = AtomicU32::new(0);
 
 /// A fresh schema on `HINTAUDIT_PG_URL` (default `postgres://postgres@127.0.0.1:5432/test`),
 /// or `None`, with the reason printed, when the server is unreachable and not required
@@ -71,7 +85,7 @@ pub async fn postgres() -> Option<Fresh<PgConnectOptions>> {
         .await
     {
         Ok(pool) => pool,
-        Err(e) if !required() => {
+        Err(e) if !required("HINTAUDIT_REQUIRE_PG") => {
             eprintln!(
                 "skipping: PostgreSQL unreachable at {url}: {e} (set HINTAUDIT_REQUIRE_PG=1 to fail instead)"
             );
@@ -82,7 +96,7 @@ pub async fn postgres() -> Option<Fresh<PgConnectOptions>> {
     let schema = format!(
         "hintaudit_port_{}_{}",
         std::process::id(),
-        SCHEMAS.fetch_add(1, Ordering::Relaxed)
+        FRESH.fetch_add(1, Ordering::Relaxed)
     );
     admin
         .execute(sqlx::AssertSqlSafe(format!("CREATE SCHEMA {schema}")))
@@ -94,5 +108,44 @@ pub async fn postgres() -> Option<Fresh<PgConnectOptions>> {
     Some(Fresh {
         options,
         cleanup: Cleanup::Schema(admin, schema),
+    })
+}
+
+/// A fresh database on `HINTAUDIT_MYSQL_URL` (default `mysql://root@127.0.0.1:3306`, the
+/// server root without a database), or `None`, with the reason printed, when the server is
+/// unreachable and not required (`HINTAUDIT_REQUIRE_MYSQL`, `HINTAUDIT_REQUIRE_ALL`).
+pub async fn mysql() -> Option<Fresh<MySqlConnectOptions>> {
+    let url = std::env::var("HINTAUDIT_MYSQL_URL")
+        .unwrap_or_else(|_| "mysql://root@127.0.0.1:3306".to_owned());
+    let admin = match MySqlPoolOptions::new()
+        .max_connections(1)
+        .acquire_timeout(Duration::from_secs(5))
+        .connect(&url)
+        .await
+    {
+        Ok(pool) => pool,
+        Err(e) if !required("HINTAUDIT_REQUIRE_MYSQL") => {
+            eprintln!(
+                "skipping: MySQL unreachable at {url}: {e} (set HINTAUDIT_REQUIRE_MYSQL=1 to fail instead)"
+            );
+            return None;
+        }
+        Err(e) => panic!("MySQL required but unreachable at {url}: {e}"),
+    };
+    let name = format!(
+        "hintaudit_port_{}_{}",
+        std::process::id(),
+        FRESH.fetch_add(1, Ordering::Relaxed)
+    );
+    admin
+        .execute(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
+        .await
+        .expect("create database");
+    let options = MySqlConnectOptions::from_str(&url)
+        .expect("url")
+        .database(&name);
+    Some(Fresh {
+        options,
+        cleanup: Cleanup::Database(admin, name),
     })
 }
