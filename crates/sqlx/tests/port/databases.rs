@@ -5,8 +5,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use sqlx::Executor;
-use sqlx::mysql::{MySqlConnectOptions, MySqlPoolOptions};
-use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::mysql::MySqlConnectOptions;
+use sqlx::postgres::PgConnectOptions;
 use sqlx::sqlite::SqliteConnectOptions;
 
 /// A fresh database: how to connect to it, and what to drop once the test is done.
@@ -72,32 +72,54 @@ fn required(var: &str) -> bool {
 
 static FRESH: AtomicU32 = AtomicU32::new(0);
 
-/// A fresh schema on `HINTAUDIT_PG_URL` (default `postgres://postgres@127.0.0.1:5432/test`),
-/// or `None`, with the reason printed, when the server is unreachable and not required
-/// (`HINTAUDIT_REQUIRE_PG`, `HINTAUDIT_REQUIRE_ALL`).
-pub async fn postgres() -> Option<Fresh<PgConnectOptions>> {
-    let url = std::env::var("HINTAUDIT_PG_URL")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned());
-    let admin = match PgPoolOptions::new()
+/// A name for a fresh schema or database, unique in this process and among processes.
+fn fresh_name() -> String {
+    format!(
+        "hintaudit_port_{}_{}",
+        std::process::id(),
+        FRESH.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// The server's URL (the variable `url_var`, else `default`) and a one-connection pool on
+/// it, or `None`, with the reason printed, when the server `server` is unreachable and not
+/// required (`require_var`, `HINTAUDIT_REQUIRE_ALL`). Panics when it is required.
+async fn admin<DB: sqlx::Database>(
+    server: &str,
+    url_var: &str,
+    default: &str,
+    require_var: &str,
+) -> Option<(String, sqlx::Pool<DB>)> {
+    let url = std::env::var(url_var).unwrap_or_else(|_| default.to_owned());
+    match sqlx::pool::PoolOptions::<DB>::new()
         .max_connections(1)
         .acquire_timeout(Duration::from_secs(5))
         .connect(&url)
         .await
     {
-        Ok(pool) => pool,
-        Err(e) if !required("HINTAUDIT_REQUIRE_PG") => {
+        Ok(pool) => Some((url, pool)),
+        Err(e) if !required(require_var) => {
             eprintln!(
-                "skipping: PostgreSQL unreachable at {url}: {e} (set HINTAUDIT_REQUIRE_PG=1 to fail instead)"
+                "skipping: {server} unreachable at {url}: {e} (set {require_var}=1 to fail instead)"
             );
-            return None;
+            None
         }
-        Err(e) => panic!("PostgreSQL required but unreachable at {url}: {e}"),
-    };
-    let schema = format!(
-        "hintaudit_port_{}_{}",
-        std::process::id(),
-        FRESH.fetch_add(1, Ordering::Relaxed)
-    );
+        Err(e) => panic!("{server} required but unreachable at {url}: {e}"),
+    }
+}
+
+/// A fresh schema on `HINTAUDIT_PG_URL` (default `postgres://postgres@127.0.0.1:5432/test`),
+/// or `None`, with the reason printed, when the server is unreachable and not required
+/// (`HINTAUDIT_REQUIRE_PG`, `HINTAUDIT_REQUIRE_ALL`).
+pub async fn postgres() -> Option<Fresh<PgConnectOptions>> {
+    let (url, admin) = admin::<sqlx::Postgres>(
+        "PostgreSQL",
+        "HINTAUDIT_PG_URL",
+        "postgres://postgres@127.0.0.1:5432/test",
+        "HINTAUDIT_REQUIRE_PG",
+    )
+    .await?;
+    let schema = fresh_name();
     admin
         .execute(sqlx::AssertSqlSafe(format!("CREATE SCHEMA {schema}")))
         .await
@@ -115,28 +137,14 @@ pub async fn postgres() -> Option<Fresh<PgConnectOptions>> {
 /// server root without a database), or `None`, with the reason printed, when the server is
 /// unreachable and not required (`HINTAUDIT_REQUIRE_MYSQL`, `HINTAUDIT_REQUIRE_ALL`).
 pub async fn mysql() -> Option<Fresh<MySqlConnectOptions>> {
-    let url = std::env::var("HINTAUDIT_MYSQL_URL")
-        .unwrap_or_else(|_| "mysql://root@127.0.0.1:3306".to_owned());
-    let admin = match MySqlPoolOptions::new()
-        .max_connections(1)
-        .acquire_timeout(Duration::from_secs(5))
-        .connect(&url)
-        .await
-    {
-        Ok(pool) => pool,
-        Err(e) if !required("HINTAUDIT_REQUIRE_MYSQL") => {
-            eprintln!(
-                "skipping: MySQL unreachable at {url}: {e} (set HINTAUDIT_REQUIRE_MYSQL=1 to fail instead)"
-            );
-            return None;
-        }
-        Err(e) => panic!("MySQL required but unreachable at {url}: {e}"),
-    };
-    let name = format!(
-        "hintaudit_port_{}_{}",
-        std::process::id(),
-        FRESH.fetch_add(1, Ordering::Relaxed)
-    );
+    let (url, admin) = admin::<sqlx::MySql>(
+        "MySQL",
+        "HINTAUDIT_MYSQL_URL",
+        "mysql://root@127.0.0.1:3306",
+        "HINTAUDIT_REQUIRE_MYSQL",
+    )
+    .await?;
+    let name = fresh_name();
     admin
         .execute(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
         .await
