@@ -2,11 +2,13 @@
 // once per build: `Pool` is `sqlx::Pool<Db>` in the bare build and
 // `hintaudit_sqlx::AuditedPool<Db>` in the audited one, and that alias is the only
 // difference (see `main.rs`). `Db`, its connect options, its migrations and its
-// `BEGIN ... ` statement come from the backend, as an app is written for one database.
+// `BEGIN ... ` statement come from the backend, as an app is written for one database; so
+// do its statement texts (`queries::sql`), in the backend's placeholder syntax.
 
 use sqlx::{Acquire, Executor, Row};
 
 pub use super::queries::{bump_views, note};
+use super::queries::sql;
 use super::{BEGIN_WITH, ConnectOptions, Db, MIGRATOR, Pool};
 
 /// Opens the pool: `Pool::connect_with(options)`.
@@ -33,7 +35,7 @@ pub async fn migrate(pool: &Pool) -> Result<(), sqlx::migrate::MigrateError> {
 
 /// Creates a note on the pool; its id.
 pub async fn create(pool: &Pool, title: &str) -> Result<i64, sqlx::Error> {
-    sqlx::query_scalar("INSERT INTO notes (title) VALUES ($1) RETURNING id")
+    sqlx::query_scalar(sql::CREATE_NOTE)
         .bind(title)
         .fetch_one(pool)
         .await
@@ -42,7 +44,7 @@ pub async fn create(pool: &Pool, title: &str) -> Result<i64, sqlx::Error> {
 /// Creates a note in a transaction opened with the backend's own `BEGIN` (`begin_with`).
 pub async fn create_with(pool: &Pool, title: &str) -> Result<i64, sqlx::Error> {
     let mut tx = pool.begin_with(BEGIN_WITH).await?;
-    let id = sqlx::query_scalar("INSERT INTO notes (title) VALUES ($1) RETURNING id")
+    let id = sqlx::query_scalar(sql::CREATE_NOTE)
         .bind(title)
         .fetch_one(&mut *tx)
         .await?;
@@ -56,7 +58,7 @@ pub async fn log_event<'e>(
     note: i64,
     what: &str,
 ) -> Result<(), sqlx::Error> {
-    sqlx::query("INSERT INTO events (note_id, what) VALUES ($1, $2)")
+    sqlx::query(sql::LOG_EVENT)
         .bind(note)
         .bind(what)
         .execute(executor)
@@ -69,7 +71,7 @@ pub async fn events<'e>(
     executor: impl Executor<'e, Database = Db>,
     note: i64,
 ) -> Result<Vec<String>, sqlx::Error> {
-    sqlx::query_scalar("SELECT what FROM events WHERE note_id = $1 ORDER BY id")
+    sqlx::query_scalar(sql::EVENTS)
         .bind(note)
         .fetch_all(executor)
         .await
@@ -78,7 +80,7 @@ pub async fn events<'e>(
 /// Renames a note and logs it in one transaction, through `&mut *tx`.
 pub async fn rename(pool: &Pool, id: i64, title: &str) -> Result<(), sqlx::Error> {
     let mut tx = pool.begin().await?;
-    sqlx::query("UPDATE notes SET title = $1 WHERE id = $2")
+    sqlx::query(sql::RENAME)
         .bind(title)
         .bind(id)
         .execute(&mut *tx)
@@ -95,13 +97,13 @@ pub async fn rename_keep_first(
     second: &str,
 ) -> Result<(), sqlx::Error> {
     let mut tx = pool.begin().await?;
-    sqlx::query("UPDATE notes SET title = $1 WHERE id = $2")
+    sqlx::query(sql::RENAME)
         .bind(first)
         .bind(id)
         .execute(&mut *tx)
         .await?;
     let mut savepoint = tx.begin().await?;
-    sqlx::query("UPDATE notes SET title = $1 WHERE id = $2")
+    sqlx::query(sql::RENAME)
         .bind(second)
         .bind(id)
         .execute(&mut *savepoint)
@@ -113,7 +115,7 @@ pub async fn rename_keep_first(
 /// Starts a rename and abandons it: the dropped transaction rolls back.
 pub async fn rename_abandoned(pool: &Pool, id: i64, title: &str) -> Result<(), sqlx::Error> {
     let mut tx = pool.begin().await?;
-    sqlx::query("UPDATE notes SET title = $1 WHERE id = $2")
+    sqlx::query(sql::RENAME)
         .bind(title)
         .bind(id)
         .execute(&mut *tx)

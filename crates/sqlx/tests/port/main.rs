@@ -13,19 +13,22 @@
 //! bare build nothing ([`check_bare`]).
 //!
 //! SQLite runs on a file in a temporary directory; PostgreSQL (`HINTAUDIT_PG_URL`) in a fresh
-//! schema, and the test skips with the reason printed when the server is unreachable, unless
-//! `HINTAUDIT_REQUIRE_PG=1` or `HINTAUDIT_REQUIRE_ALL=1`. Another backend is one more
-//! [`port!`] line: its `Db`, connect options, `BEGIN` statement, migrations, `query!` file and
-//! a function in `databases.rs` that opens a fresh database.
+//! schema; MySQL/MariaDB (`HINTAUDIT_MYSQL_URL`, the server root) in a fresh database. A
+//! server test skips with the reason printed when its server is unreachable, unless
+//! `HINTAUDIT_REQUIRE_PG=1` (`HINTAUDIT_REQUIRE_MYSQL=1`) or `HINTAUDIT_REQUIRE_ALL=1`.
+//! Another backend is one more [`port!`] line: its `Db`, connect options, `BEGIN` statement,
+//! migrations, queries file (`query!`, and the app's statement texts in its placeholder
+//! syntax) and a function in `databases.rs` that opens a fresh database.
 //!
 //! The `query!` data in `crates/sqlx/.sqlx/` was written by the macros themselves, run once
 //! online per backend against a database with the migrations applied (no sqlx-cli needed):
 //! `SQLX_OFFLINE=false SQLX_OFFLINE_DIR=$PWD/crates/sqlx/.sqlx DATABASE_URL=<url> cargo check
-//! -p hintaudit-sqlx --test port`, with `<url>` a SQLite file, then a PostgreSQL database
-//! (each run fails on the other backend's queries after saving its own). Each backend's
-//! query texts must differ from the others' (`?1`, `$1`): the data is keyed by the text.
+//! -p hintaudit-sqlx --test port`, with `<url>` a SQLite file, a PostgreSQL database, then a
+//! MariaDB database (each run fails on the other backends' queries after saving its own).
+//! Each backend's query texts must differ from the others' (`?1`, `$1`, `?`): the data is
+//! keyed by the text.
 
-#![cfg(all(feature = "sqlite", feature = "postgres"))]
+#![cfg(all(feature = "sqlite", feature = "postgres", feature = "mysql"))]
 
 use hintaudit_core::{Effect, Operation, StatementOutcome, stats};
 
@@ -163,6 +166,15 @@ port!(
     queries = "queries/postgres.rs",
 );
 
+port!(
+    mysql,
+    db = sqlx::MySql,
+    options = sqlx::mysql::MySqlConnectOptions,
+    begin_with = "START TRANSACTION READ WRITE",
+    migrations = "tests/port/migrations/mysql",
+    queries = "queries/mysql.rs",
+);
+
 /// Unattributed statements, all operations, since the process started.
 fn unattributed() -> u64 {
     Operation::ALL
@@ -210,8 +222,9 @@ fn call<'a>(calls: &'a Calls, tool: &str) -> &'a Effect {
     &calls.iter().find(|(t, _)| *t == tool).expect(tool).1
 }
 
-/// Whether `effect` holds a committed write to `table`, by row changes (SQLite's hooks) or a
-/// transaction observation (PostgreSQL's oracle).
+/// Whether `effect` holds a committed write to `table`, by row changes (SQLite's hooks), a
+/// transaction observation (PostgreSQL's oracle) or a statement's rows affected (MySQL's OK
+/// packet; a write its transaction rolled back is marked failed).
 fn wrote(effect: &Effect, table: &str) -> bool {
     effect
         .row_changes
@@ -221,6 +234,12 @@ fn wrote(effect: &Effect, table: &str) -> bool {
             .transactions
             .iter()
             .any(|t| t.committed && t.wrote && t.tables.iter().any(|w| w.table == table))
+        || effect.statements.iter().any(|s| {
+            s.outcome == StatementOutcome::Ok
+                && s.operation.is_write()
+                && s.rows_affected.is_some_and(|n| n > 0)
+                && s.tables.iter().any(|t| t == table)
+        })
 }
 
 /// The operations of `effect`'s statements on `table`, in order, with their outcome.

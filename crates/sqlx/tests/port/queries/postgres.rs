@@ -3,6 +3,14 @@
 
 use super::Pool;
 
+/// The app's runtime statements (`sqlx::query`), in this backend's placeholder syntax.
+pub mod sql {
+    pub const CREATE_NOTE: &str = "INSERT INTO notes (title) VALUES ($1) RETURNING id";
+    pub const LOG_EVENT: &str = "INSERT INTO events (note_id, what) VALUES ($1, $2)";
+    pub const EVENTS: &str = "SELECT what FROM events WHERE note_id = $1 ORDER BY id";
+    pub const RENAME: &str = "UPDATE notes SET title = $1 WHERE id = $2";
+}
+
 /// One note.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Note {
