@@ -51,13 +51,19 @@ pub trait Backend: Database + sealed::Sealed + RawExecutor {
     type TxState: Default + Send + Debug + 'static;
 
     /// Prepares the options of a pool hintaudit opens: what every new connection needs
-    /// (SQLite: its hooks), then `after_connect`, the caller's own callback.
+    /// (SQLite: its hooks), then `after_connect`, the caller's own callback. By default, only
+    /// the callback.
     #[doc(hidden)]
     fn on_connect(
         options: sqlx::pool::PoolOptions<Self>,
-        state: &Arc<Self::PoolState>,
+        _state: &Arc<Self::PoolState>,
         after_connect: Option<AfterConnect<Self>>,
-    ) -> sqlx::pool::PoolOptions<Self>;
+    ) -> sqlx::pool::PoolOptions<Self> {
+        match after_connect {
+            Some(callback) => options.after_connect(move |conn, meta| callback(conn, meta)),
+            None => options,
+        }
+    }
 
     /// Runs one audited statement, handing its results and rows to `y` (see
     /// [`statement_stream`]). Not boxed, and not in the statement's span: the caller boxes

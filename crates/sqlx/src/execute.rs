@@ -83,6 +83,7 @@ pub(crate) struct Sink {
 impl Sink {
     /// Updates this sink's statement, if it has one (rows through sqlx's `Acquire` have
     /// none).
+    #[cfg_attr(not(any(feature = "postgres", feature = "mysql")), allow(dead_code))]
     pub(crate) fn update(&self, update: impl FnOnce(&mut hintaudit_core::StatementEffect)) {
         if let Some(index) = self.index {
             self.effects.update_statement(index, update);

@@ -19,6 +19,7 @@ mod report;
 mod secrets;
 mod snapshot;
 mod suggest;
+mod suggestion;
 mod verifier;
 
 pub use cases::{Case, Cases};
@@ -32,5 +33,6 @@ pub use report::{
     CallRecord, CaseReport, Report, ToolReport, ToolStatus, VERIFY_RULES, is_behaviour_rule,
 };
 pub use snapshot::TableDiff;
-pub use suggest::{Suggestion, json_patch};
+pub use suggest::json_patch;
+pub use suggestion::Suggestion;
 pub use verifier::{DEFAULT_TIMEOUT_SECS, DatabaseCopy, Verifier};

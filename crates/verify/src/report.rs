@@ -4,7 +4,7 @@ use hintaudit_core::{Advice, DeclaredHints, Finding, Rule, Severity};
 
 use crate::db::SnapshotStats;
 use crate::snapshot::TableDiff;
-use crate::suggest::Suggestion;
+use crate::suggestion::Suggestion;
 
 /// The rules `hintaudit verify` checks, in report order: one JUnit testcase per tool and rule.
 pub const VERIFY_RULES: [Rule; 6] = [

@@ -8,64 +8,12 @@
 //! (RFC 6902) over the tools/list answer and as the `#[tool(annotations(...))]` text of an
 //! rmcp server.
 
-use hintaudit_core::{DeclaredHints, Hint, SuggestedHints, SuggestionEvidence};
-use serde_json::{Value, json};
+use hintaudit_core::{SuggestedHints, SuggestionEvidence};
+use serde_json::Value;
 
 use crate::client::ToolInfo;
 use crate::report::{Report, ToolReport, ToolStatus};
-
-/// Corrected annotations for one tool.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Suggestion {
-    /// The tool's position in tools/list (pages concatenated), for the JSON patch.
-    pub index: usize,
-    /// Whether tools/list gave the tool an `annotations` object.
-    pub annotated: bool,
-    /// The hints as declared.
-    pub declared: DeclaredHints,
-    /// The hints the evidence supports: the declared ones with the corrections applied.
-    pub corrected: DeclaredHints,
-    /// Why, one line per correction: the finding or advice and the cases it comes from.
-    pub evidence: Vec<String>,
-}
-
-impl Suggestion {
-    fn hints(&self) -> SuggestedHints {
-        SuggestedHints {
-            declared: self.declared,
-            corrected: self.corrected,
-            evidence: Vec::new(),
-        }
-    }
-
-    /// The hints that change, in schema order, with their new values.
-    pub fn changes(&self) -> Vec<(Hint, bool)> {
-        self.hints().changes()
-    }
-
-    /// RFC 6902 operations over the tools/list result (`/tools/<index>/annotations/...`).
-    pub fn json_patch(&self) -> Vec<Value> {
-        let base = format!("/tools/{}/annotations", self.index);
-        if !self.annotated {
-            let value: serde_json::Map<String, Value> = self
-                .changes()
-                .into_iter()
-                .map(|(h, v)| (h.spec_name().to_owned(), json!(v)))
-                .collect();
-            return vec![json!({"op": "add", "path": base, "value": value})];
-        }
-        self.changes()
-            .into_iter()
-            .map(|(h, v)| json!({"op": "add", "path": format!("{base}/{}", h.spec_name()), "value": v}))
-            .collect()
-    }
-
-    /// The rmcp attribute with the corrected hints, e.g.
-    /// `#[tool(annotations(read_only_hint = false, destructive_hint = true))]`.
-    pub fn rmcp_attribute(&self) -> String {
-        self.hints().rmcp_attribute()
-    }
-}
+use crate::suggestion::Suggestion;
 
 /// The JSON patch of every suggestion of a report, in tool order.
 pub fn json_patch(report: &Report) -> Value {
@@ -122,6 +70,8 @@ fn labels(report: &ToolReport) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use hintaudit_core::{DeclaredHints, Hint};
+    use serde_json::json;
 
     fn set(h: &mut DeclaredHints, hint: Hint, value: bool) {
         match hint {

@@ -36,13 +36,12 @@ use hintaudit_core::{
     AuditStage, CallEffects, Operation, StatementOutcome, TransactionObservation, semconv, stats,
 };
 use sqlx::mysql::{MySql, MySqlConnection, MySqlRow};
-use sqlx::pool::PoolOptions;
 use sqlx::{Either, Error, Executor};
 
 use crate::backend::{Backend, Ctx, Step, TxEnd, sealed};
 use crate::classify::{Classification, SqlDialect, TxControl, is_dml};
 use crate::execute::{Attribution, AuditedQuery, Sink, StatementEnd};
-use crate::pool::options::{AfterConnect, PgOracle};
+use crate::pool::options::PgOracle;
 use crate::stream::Yielder;
 use catalog::Catalog;
 use pending::Pending;
@@ -317,17 +316,6 @@ impl Backend for MySql {
     type PoolState = MySqlPoolState;
     type ConnState = MySqlConnState;
     type TxState = MySqlTxState;
-
-    fn on_connect(
-        options: PoolOptions<Self>,
-        _state: &Arc<MySqlPoolState>,
-        after_connect: Option<AfterConnect<Self>>,
-    ) -> PoolOptions<Self> {
-        match after_connect {
-            Some(callback) => options.after_connect(move |conn, meta| callback(conn, meta)),
-            None => options,
-        }
-    }
 
     async fn run_into<'e>(
         ctx: Ctx<'e, Self>,

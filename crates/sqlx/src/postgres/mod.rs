@@ -63,7 +63,6 @@ use catalog::{Catalog, Direct};
 use futures_core::future::BoxFuture;
 use futures_util::{FutureExt, TryStreamExt};
 use hintaudit_core::{AuditStage, StatementOutcome, stats};
-use sqlx::pool::PoolOptions;
 use sqlx::postgres::{PgConnection, PgRow, Postgres};
 use sqlx::{Connection, Either, Error, Executor};
 pub use tx::PgTxState;
@@ -71,7 +70,7 @@ pub use tx::PgTxState;
 use crate::backend::{Backend, Ctx, Step, TxEnd, sealed};
 use crate::classify::{SqlDialect, TxControl, is_dml};
 use crate::execute::{Attribution, AuditedQuery, StatementEnd};
-use crate::pool::options::{AfterConnect, PgOracle};
+use crate::pool::options::PgOracle;
 use crate::stream::Yielder;
 use wrap::{Item, collect, run_wrapped};
 
@@ -287,17 +286,6 @@ impl Backend for Postgres {
     type PoolState = PgPoolState;
     type ConnState = PgConnState;
     type TxState = PgTxState;
-
-    fn on_connect(
-        options: PoolOptions<Self>,
-        _state: &Arc<PgPoolState>,
-        after_connect: Option<AfterConnect<Self>>,
-    ) -> PoolOptions<Self> {
-        match after_connect {
-            Some(callback) => options.after_connect(move |conn, meta| callback(conn, meta)),
-            None => options,
-        }
-    }
 
     async fn run_into<'e>(
         ctx: Ctx<'e, Self>,

@@ -5,7 +5,7 @@ use hintaudit_core::Severity;
 use serde_sarif::sarif;
 
 use crate::report::{Report, ToolStatus, VERIFY_RULES};
-use crate::suggest::Suggestion;
+use crate::suggestion::Suggestion;
 
 /// The id of the note for a tool no call exercised (not a rule of the judge).
 const NOT_EXERCISED: &str = "not_exercised";
