@@ -8,6 +8,7 @@
 mod attribution;
 mod cancel;
 mod exposure;
+mod fallback;
 mod hostile;
 mod late_rows;
 mod privacy;

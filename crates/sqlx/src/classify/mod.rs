@@ -15,6 +15,7 @@
 mod converge;
 mod functions;
 mod names;
+mod pragma;
 mod sanitize;
 mod transaction;
 mod walk;
@@ -208,9 +209,11 @@ fn unknown(sql: &str, sanitized: String) -> Classification {
         .unwrap_or_default();
     let upper = sql.to_uppercase();
     let no_tx = transaction::cannot_run_in_transaction(sql);
-    // sqlparser reads `PRAGMA name = value` with literal values only; the other forms
-    // (`PRAGMA table_info(t)`, `PRAGMA foreign_keys = ON`) are settings or reads.
-    let op = if keyword == "PRAGMA" {
+    // sqlparser reads `PRAGMA name = value` with literal values only; of the other forms,
+    // those of a setting or a read (`PRAGMA table_info(t)`, `PRAGMA foreign_keys = ON`) are
+    // session statements, and any other may write (the fuzzer found `PRAGMA x = 1 …` judged
+    // as a session statement).
+    let op = if pragma::is_session_text(sql) {
         Operation::Session
     } else {
         Operation::Unknown

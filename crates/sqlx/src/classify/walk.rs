@@ -12,6 +12,7 @@ use sqlparser::ast::{
 
 use super::converge::is_non_convergent;
 use super::names::{first_relation, first_word, keyword_of, last_of, last_part, object_name};
+use super::pragma;
 use super::transaction::{TxControl, cannot_run_in_transaction};
 
 /// What one statement does, before merging with the other statements of the same text.
@@ -259,30 +260,7 @@ impl Walk {
                 self.set(Operation::Transaction, "RELEASE");
             }
             Statement::Pragma { name, value, .. } => {
-                let session = matches!(
-                    last_part(name).as_str(),
-                    "foreign_keys"
-                        | "busy_timeout"
-                        | "synchronous"
-                        | "cache_size"
-                        | "temp_store"
-                        | "recursive_triggers"
-                        | "case_sensitive_like"
-                        | "query_only"
-                        | "journal_mode"
-                        | "locking_mode"
-                        | "defer_foreign_keys"
-                        | "mmap_size"
-                        | "analysis_limit"
-                        | "cell_size_check"
-                        | "automatic_index"
-                        | "ignore_check_constraints"
-                        | "reverse_unordered_selects"
-                        | "trusted_schema"
-                        | "optimize"
-                        | "wal_checkpoint"
-                );
-                if value.is_none() || session {
+                if pragma::is_session(&last_part(name), value.is_some()) {
                     self.set(Operation::Session, "PRAGMA");
                 } else {
                     self.write(Operation::Ddl, "PRAGMA", vec![]);
