@@ -10,6 +10,7 @@ pub async fn demo() -> DemoRun {
         addr: "127.0.0.1:0".parse().expect("an address"),
         database_url: None,
         config: None,
+        mode: None,
     };
     run_once(&args).await.expect("the demo runs")
 }

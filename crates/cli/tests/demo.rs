@@ -71,6 +71,64 @@ fn assert_planted(args: &[&str]) {
     );
 }
 
+/// `hintaudit demo --mode enforce`: the planted tools whose violation enforce mode can stop
+/// are refused (`enforced`) instead of violating: get_appointment's write by the database,
+/// purge_cancelled's DELETE before it, notify_patient's request before it is sent. What
+/// cannot be enforced is still found: create_appointment's broken idempotency, and
+/// confirm_appointment's overwrite, which a trigger of an additive INSERT makes. Exit 0.
+#[test]
+fn demo_in_enforce_mode_shows_the_refusals_and_exits_0() {
+    let out = Command::new(env!("CARGO_BIN_EXE_hintaudit"))
+        .args(["demo", "--mode", "enforce"])
+        .env_remove("DATABASE_URL")
+        .env_remove("HINTAUDIT_CONFIG")
+        .output()
+        .expect("run hintaudit demo");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    let row = |tool: &str, rule: &str| {
+        stdout
+            .lines()
+            .any(|l| l.contains(&format!("│ {tool} ")) && l.contains(rule))
+    };
+    for (tool, evidence) in [
+        ("get_appointment", "readOnlyHint enforced"),
+        ("purge_cancelled", "destructiveHint enforced"),
+        ("notify_patient", "openWorldHint enforced"),
+    ] {
+        assert!(
+            row(tool, "enforced"),
+            "no enforced row for {tool}:\n{stdout}"
+        );
+        assert!(stdout.contains(evidence), "{evidence}:\n{stdout}");
+    }
+    for (tool, rule) in [
+        ("get_appointment", "read_only_write"),
+        ("purge_cancelled", "undeclared_destructive"),
+        ("notify_patient", "undeclared_open_world"),
+    ] {
+        assert!(
+            !row(tool, rule),
+            "{tool} {rule} despite enforce mode:\n{stdout}"
+        );
+    }
+    assert!(row("create_appointment", "idempotency_broken"), "{stdout}");
+    assert!(
+        row("confirm_appointment", "undeclared_destructive"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(r#"hintaudit_hint_violations_total{hint="readOnlyHint",rule="enforced",severity="warning",tool="get_appointment"} 1"#),
+        "{stdout}"
+    );
+    assert_eq!(
+        stdout.lines().last(),
+        Some("hintaudit: 11 tools, 17 calls judged: 1 critical, 4 warning, 1 info; 5 tools clean"),
+        "stdout:\n{stdout}"
+    );
+}
+
 #[test]
 fn demo_rejects_a_bad_database_url_with_exit_2() {
     let out = Command::new(env!("CARGO_BIN_EXE_hintaudit"))

@@ -29,6 +29,7 @@ async fn server(database_url: Option<String>) -> DemoServer {
         addr: "127.0.0.1:0".parse().unwrap(),
         database_url,
         config: None,
+        mode: None,
     };
     start(&args).await.expect("the demo server starts")
 }
@@ -192,6 +193,7 @@ async fn a_server_that_is_not_up_yet_is_waited_for() {
         addr: free,
         database_url: None,
         config: None,
+        mode: None,
     };
     let s = start(&args).await.expect("the port is still free");
     let out = run.await.unwrap();

@@ -7,6 +7,8 @@
 
 use std::sync::Arc;
 
+use crate::enforce::Refusal;
+
 /// What a SQL statement does, as statement analysis classifies it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -327,6 +329,9 @@ pub struct Effect {
     /// their row changes to the call (`RowChange::statement` `None`); on other backends the
     /// call's evidence is incomplete.
     pub unaudited_acquires: u32,
+    /// What enforce mode refused (statements, outbound requests): `enforced` findings. A
+    /// refused statement is not a write attempt.
+    pub refusals: Vec<Refusal>,
 }
 
 impl Effect {
@@ -338,6 +343,7 @@ impl Effect {
             && self.outbound.is_empty()
             && self.explicit.is_empty()
             && self.unaudited_acquires == 0
+            && self.refusals.is_empty()
     }
 
     /// A one-line summary for tables: `3 stmts (SELECT 2, UPDATE 1); rows: appointments update 1`.
@@ -383,6 +389,9 @@ impl Effect {
         }
         if !self.explicit.is_empty() {
             out.push_str(&format!("; reported {}", self.explicit.len()));
+        }
+        if !self.refusals.is_empty() {
+            out.push_str(&format!("; refused {}", self.refusals.len()));
         }
         if self.unaudited_acquires > 0 {
             out.push_str(&format!(

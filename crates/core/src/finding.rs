@@ -73,11 +73,14 @@ pub enum Rule {
     HintContradiction,
     /// The hints served for a tool differ from those first seen.
     HintsChanged,
+    /// Enforce mode refused what a declared hint rules out (a write, a destructive
+    /// statement, an outbound request outside the closed world).
+    Enforced,
 }
 
 impl Rule {
     /// Every rule.
-    pub const ALL: [Rule; 8] = [
+    pub const ALL: [Rule; 9] = [
         Rule::ReadOnlyWrite,
         Rule::ReadOnlyWriteAttempt,
         Rule::UndeclaredDestructive,
@@ -86,6 +89,7 @@ impl Rule {
         Rule::HintMissing,
         Rule::HintContradiction,
         Rule::HintsChanged,
+        Rule::Enforced,
     ];
 
     /// The rule id, e.g. `read_only_write`.
@@ -99,6 +103,7 @@ impl Rule {
             Rule::HintMissing => "hint_missing",
             Rule::HintContradiction => "hint_contradiction",
             Rule::HintsChanged => "hints_changed",
+            Rule::Enforced => "enforced",
         }
     }
 
@@ -109,7 +114,8 @@ impl Rule {
             Rule::ReadOnlyWriteAttempt
             | Rule::IdempotencyBroken
             | Rule::UndeclaredOpenWorld
-            | Rule::HintsChanged => Severity::Warning,
+            | Rule::HintsChanged
+            | Rule::Enforced => Severity::Warning,
             Rule::HintMissing | Rule::HintContradiction => Severity::Info,
         }
     }
@@ -129,7 +135,10 @@ impl Rule {
     /// - `undeclared_open_world`: `openWorldHint` false;
     /// - `hint_missing`: a meaningful hint is unset; `hint_contradiction`: `readOnlyHint` and
     ///   `destructiveHint` both true;
-    /// - `hints_changed`: always (any tool's hints can change).
+    /// - `hints_changed`: always (any tool's hints can change);
+    /// - `enforced`: a hint enforce mode can enforce is explicit (`readOnlyHint` true,
+    ///   `destructiveHint` false, or `openWorldHint` false); whether the tool runs in enforce
+    ///   mode is configuration, not a hint, so metrics make no zero series for it.
     ///
     /// A finding of a rule that does not apply is never reported. Metrics use this to export
     /// the violation series a tool can produce at 0 before its first violation.
@@ -151,6 +160,9 @@ impl Rule {
             Rule::HintMissing => hints.missing().next().is_some(),
             Rule::HintContradiction => read_only && hints.destructive == Some(true),
             Rule::HintsChanged => true,
+            Rule::Enforced => {
+                read_only || hints.destructive == Some(false) || hints.open_world == Some(false)
+            }
         }
     }
 
@@ -170,6 +182,7 @@ impl Rule {
             Rule::IdempotencyBroken => &[Hint::Idempotent],
             Rule::UndeclaredOpenWorld => &[Hint::OpenWorld],
             Rule::HintMissing | Rule::HintsChanged => &Hint::ALL,
+            Rule::Enforced => &[Hint::ReadOnly, Hint::Destructive, Hint::OpenWorld],
         }
     }
 }

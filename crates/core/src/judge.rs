@@ -23,7 +23,9 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use serde_json::Value;
 
 use crate::closed_world::OpenWorldReading;
+use crate::config::Mode;
 use crate::effect::Effect;
+use crate::enforce::{Enforcement, Refusal};
 use crate::facts::{Evidence, Facts, Wanted, summarize};
 use crate::finding::{Advice, Confidence, Finding, Rule};
 use crate::hints::{DeclaredHints, Hint};
@@ -209,6 +211,7 @@ impl Judge {
                 &facts.destructive,
             );
         }
+        findings.extend(enforced_findings(call));
         if hints.open_world == Some(false) {
             let finding = open_world_finding(self.policy.open_world_reading(), facts);
             if let Some((evidence, confidence)) = finding {
@@ -323,6 +326,46 @@ fn open_world_finding(
     ))
 }
 
+/// `enforced`: one finding per hint enforce mode refused something for, naming what was
+/// refused and by whom (the first three, then how many more).
+/// Only hints whose enforcement applies to the declared hints count ([`Rule::applies_to`]).
+fn enforced_findings<'a>(call: &'a ToolCall<'_>) -> impl Iterator<Item = Finding> + 'a {
+    let e = Enforcement::for_hints(Mode::Enforce, call.hints);
+    let enforced = move |hint: &Hint| match hint {
+        Hint::ReadOnly => e.read_only,
+        Hint::Destructive => e.non_destructive,
+        Hint::OpenWorld => e.closed_world,
+        Hint::Idempotent => false,
+    };
+    Hint::ALL
+        .into_iter()
+        .filter(enforced)
+        .filter_map(move |hint| {
+            let refused: Vec<&Refusal> = call
+                .effect
+                .refusals
+                .iter()
+                .filter(|r| r.hint == hint)
+                .collect();
+            let first = refused.first()?;
+            let mut text: Vec<String> = refused
+                .iter()
+                .take(3)
+                .map(|r| format!("{} refused by {}", r.what, r.by.as_str()))
+                .collect();
+            if refused.len() > 3 {
+                text.push(format!("{} more", refused.len() - 3));
+            }
+            Some(Finding::new(
+                call.tool,
+                Rule::Enforced,
+                first.hint,
+                Confidence::Confirmed,
+                format!("{} enforced: {}", hint.spec_name(), text.join("; ")),
+            ))
+        })
+}
+
 /// Whether a clean repeat changed something again: evidence against `idempotentHint: true`.
 fn changed_on_repeat(repeat: Repeat, facts: &Facts<'_>) -> bool {
     repeat == Repeat::Clean && !facts.net_changes.is_empty()
@@ -396,6 +439,65 @@ mod tests {
     use super::*;
     use crate::effect::OutboundReach;
     use crate::hints::DeclaredHints;
+
+    /// A statement enforce mode refused is an `enforced` finding, not a write attempt; an
+    /// outbound request refused is not open-world reach.
+    #[test]
+    fn refusals_are_enforced_findings() {
+        use crate::effect::{Operation, StatementEffect, StatementOutcome};
+        use crate::enforce::{Refusal, RefusedBy};
+        let mut update = StatementEffect::new(Operation::Update, vec!["appointments".into()]);
+        update.outcome = StatementOutcome::Failed;
+        let effect = Effect {
+            statements: vec![StatementEffect::new(Operation::Select, vec![]), update],
+            refusals: vec![
+                Refusal {
+                    hint: Hint::ReadOnly,
+                    by: RefusedBy::Database,
+                    statement: Some(1),
+                    what: "UPDATE appointments".into(),
+                },
+                Refusal {
+                    hint: Hint::OpenWorld,
+                    by: RefusedBy::Hintaudit,
+                    statement: None,
+                    what: "POST to notify.example.com:443".into(),
+                },
+            ],
+            ..Default::default()
+        };
+        let hints = DeclaredHints::new(Some(true), None, None, Some(false));
+        let judge = Judge::new(Policy::default());
+        let v = judge.judge(&ToolCall {
+            tool: "get_appointment",
+            hints,
+            arguments: None,
+            effect: &effect,
+        });
+        let got: Vec<(Rule, Hint, Confidence, &str)> = v
+            .findings
+            .iter()
+            .map(|f| (f.rule, f.hint, f.confidence, f.evidence.as_str()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (
+                    Rule::Enforced,
+                    Hint::ReadOnly,
+                    Confidence::Confirmed,
+                    "readOnlyHint enforced: UPDATE appointments refused by the database"
+                ),
+                (
+                    Rule::Enforced,
+                    Hint::OpenWorld,
+                    Confidence::Confirmed,
+                    "openWorldHint enforced: POST to notify.example.com:443 refused by hintaudit"
+                ),
+            ]
+        );
+        assert_eq!(v.label(), "warning");
+    }
 
     /// The finding's evidence names what the other reading makes of the call.
     #[test]

@@ -28,6 +28,8 @@ mod closed_world;
 mod config;
 /// What one tool call did: statements, row changes, oracle observations, outbound, reported.
 mod effect;
+/// Enforce mode: what a call may not do, and the record of a refusal.
+mod enforce;
 /// An effect read through the policy, by evidence source, before any hint is consulted.
 mod facts;
 /// Findings: rules, severities, confidence, advice.
@@ -60,6 +62,7 @@ pub use effect::{
     Effect, ExplicitChange, ExplicitEffect, Operation, OutboundReach, RowChange, RowImage,
     RowOperation, StatementEffect, StatementOutcome, TableWrites, TransactionObservation,
 };
+pub use enforce::{Enforcement, Refusal, RefusedBy};
 pub use facts::{Evidence, Facts, summarize};
 pub use finding::{Advice, Confidence, Finding, Rule, Severity};
 pub use hints::{DeclaredHints, EffectiveHints, Hint, tri_label};

@@ -31,6 +31,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use crate::effect::{
     Effect, ExplicitEffect, OutboundReach, RowChange, StatementEffect, TransactionObservation,
 };
+use crate::enforce::{Enforcement, Refusal};
 
 tokio::task_local! {
     static CURRENT: Option<CallScope>;
@@ -98,6 +99,11 @@ impl CallEffects {
         effect.unaudited_acquires = effect.unaudited_acquires.saturating_add(1);
     }
 
+    /// Records a refusal of enforce mode (an `enforced` finding).
+    pub fn record_refusal(&self, refusal: Refusal) {
+        self.lock().refusals.push(refusal);
+    }
+
     /// A copy of everything recorded so far.
     pub fn snapshot(&self) -> Effect {
         self.lock().clone()
@@ -114,6 +120,7 @@ impl CallEffects {
 pub struct CallScope {
     effects: Arc<CallEffects>,
     spans: bool,
+    enforcement: Enforcement,
 }
 
 impl CallScope {
@@ -125,7 +132,20 @@ impl CallScope {
                 effect: Mutex::new(Effect::default()),
             }),
             spans: true,
+            enforcement: Enforcement::NONE,
         }
+    }
+
+    /// What enforce mode refuses for this call (default: nothing). The rmcp layer sets it
+    /// from the tool's mode and declared hints ([`Enforcement::for_hints`]).
+    pub fn with_enforcement(mut self, enforcement: Enforcement) -> Self {
+        self.enforcement = enforcement;
+        self
+    }
+
+    /// What enforce mode refuses for this call: see [`CallScope::with_enforcement`].
+    pub fn enforcement(&self) -> Enforcement {
+        self.enforcement
     }
 
     /// Whether the call's statements get spans of their own (default: yes). The rmcp layer

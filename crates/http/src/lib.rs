@@ -35,6 +35,6 @@ mod middleware;
 /// The recorder both share.
 mod reach;
 
-pub use layer::{OutboundAudit, OutboundAuditLayer};
+pub use layer::{OutboundAudit, OutboundAuditLayer, ResponseFuture};
 pub use middleware::OutboundAuditMiddleware;
-pub use reach::OutboundRecorder;
+pub use reach::{OpenWorldRefused, OutboundRecorder};

@@ -8,7 +8,11 @@ use reqwest_middleware::{Middleware, Next, Result};
 use crate::reach::OutboundRecorder;
 
 /// Records each request (host, port, method) in the call scope of the tool that sends it,
-/// then sends it on unchanged. Redirects that reqwest follows itself are not seen (only the
+/// then sends it on unchanged. In enforce mode, for a tool declaring `openWorldHint: false`,
+/// a request outside the closed world is not sent: the tool gets
+/// `reqwest_middleware::Error::Middleware` holding an
+/// [`OpenWorldRefused`](crate::OpenWorldRefused) whose message names the hint
+/// ([`OutboundRecorder::admit`]). Redirects that reqwest follows itself are not seen (only the
 /// first hop is): build the client with `redirect::Policy::none()` to see every hop.
 ///
 /// ```
@@ -38,8 +42,12 @@ impl Middleware for OutboundAuditMiddleware {
         extensions: &mut Extensions,
         next: Next<'_>,
     ) -> Result<Response> {
-        if let Ok(uri) = req.url().as_str().parse::<http::Uri>() {
-            self.recorder.record(req.method(), &uri);
+        if let Ok(uri) = req.url().as_str().parse::<http::Uri>()
+            && let Err(refused) = self.recorder.admit(req.method(), &uri)
+        {
+            return Err(reqwest_middleware::Error::Middleware(anyhow::Error::new(
+                refused,
+            )));
         }
         next.run(req, extensions).await
     }

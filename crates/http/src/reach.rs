@@ -3,13 +3,40 @@
 
 use std::sync::Arc;
 
-use hintaudit_core::{CallScope, ClosedWorld, OutboundReach};
+use hintaudit_core::{
+    CallScope, ClosedWorld, Enforcement, Hint, OutboundReach, Refusal, RefusedBy,
+};
+
+/// A request enforce mode refused: the tool declares `openWorldHint: false` and the
+/// destination is outside the closed world. Nothing was sent. The message names the hint.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OpenWorldRefused {
+    /// The request that was refused.
+    pub reach: OutboundReach,
+}
+
+impl std::fmt::Display for OpenWorldRefused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&Enforcement::message(
+            Hint::OpenWorld,
+            &format!(
+                "hintaudit refused {} to {}, outside the closed world; nothing was sent",
+                self.reach.method,
+                self.reach.destination()
+            ),
+        ))
+    }
+}
+
+impl std::error::Error for OpenWorldRefused {}
 
 /// Records outbound requests in the current [`CallScope`], and says whether each one's
 /// destination is inside the closed world. Cheap to clone (one `Arc`).
 ///
-/// The closed world here only labels the `hintaudit.outbound` trace event; the judge
-/// decides with its own policy's closed world, so give both the same one.
+/// The closed world here labels the `hintaudit.outbound` trace event and, in enforce mode,
+/// decides which requests are refused ([`OutboundRecorder::admit`]); the judge decides with
+/// its own policy's closed world, so give both the same one
+/// ([`hintaudit_core::Config::closed_world`]).
 #[derive(Debug, Clone, Default)]
 pub struct OutboundRecorder {
     world: Arc<ClosedWorld>,
@@ -28,17 +55,49 @@ impl OutboundRecorder {
         &self.world
     }
 
+    /// Records a request of `method` to `uri` as [`OutboundRecorder::record`] does, unless
+    /// the current call enforces `openWorldHint: false`
+    /// ([`hintaudit_core::Enforcement::closed_world`]) and the destination is outside the
+    /// closed world: then the request is not recorded as sent, the refusal is recorded in the
+    /// call (an `enforced` finding), and the error to hand the tool is returned.
+    ///
+    /// # Errors
+    /// [`OpenWorldRefused`] for a refused request.
+    pub fn admit(
+        &self,
+        method: &http::Method,
+        uri: &http::Uri,
+    ) -> Result<Option<OutboundReach>, OpenWorldRefused> {
+        let scope = CallScope::current();
+        if let Some(scope) = scope.filter(|s| s.enforcement().closed_world)
+            && let Some(reach) = reach_of(method, uri)
+            && !self.world.contains(&reach.host, reach.port)
+        {
+            tracing::debug!(
+                name: "hintaudit.outbound",
+                tool = scope.effects().tool(),
+                server.address = %reach.host,
+                server.port = reach.port,
+                http.request.method = %reach.method,
+                hintaudit.closed_world = false,
+                "outbound request refused (openWorldHint: false enforced)"
+            );
+            scope.effects().record_refusal(Refusal {
+                hint: Hint::OpenWorld,
+                by: RefusedBy::Hintaudit,
+                statement: None,
+                what: format!("{} to {}", reach.method, reach.destination()),
+            });
+            return Err(OpenWorldRefused { reach });
+        }
+        Ok(self.record(method, uri))
+    }
+
     /// Records a request of `method` to `uri` in the current call scope; returns what was
     /// recorded, or `None` when the request has no host (a relative URI). Outside a call
     /// scope the request is only logged at debug level: no tool call made it.
     pub fn record(&self, method: &http::Method, uri: &http::Uri) -> Option<OutboundReach> {
-        let host = uri.host()?;
-        let port = uri.port_u16().or(match uri.scheme_str() {
-            Some("https") | Some("wss") => Some(443),
-            Some("http") | Some("ws") => Some(80),
-            _ => None,
-        });
-        let reach = OutboundReach::new(method.as_str(), host, port);
+        let reach = reach_of(method, uri)?;
         let inside = self.world.contains(&reach.host, reach.port);
         match CallScope::current() {
             Some(scope) => {
@@ -61,6 +120,17 @@ impl OutboundRecorder {
         }
         Some(reach)
     }
+}
+
+/// The request's destination and method; `None` for a relative URI.
+fn reach_of(method: &http::Method, uri: &http::Uri) -> Option<OutboundReach> {
+    let host = uri.host()?;
+    let port = uri.port_u16().or(match uri.scheme_str() {
+        Some("https") | Some("wss") => Some(443),
+        Some("http") | Some("ws") => Some(80),
+        _ => None,
+    });
+    Some(OutboundReach::new(method.as_str(), host, port))
 }
 
 #[cfg(test)]

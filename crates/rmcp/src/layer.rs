@@ -55,10 +55,21 @@ impl HintAuditLayer {
     }
 
     /// Uses a new judge under the policy of `config` (`hintaudit.toml`, see
-    /// [`hintaudit_core::Config`]), replacing the current judge. Label caps are the
+    /// [`hintaudit_core::Config`]), replacing the current judge, and takes its modes
+    /// (`mode`, `tools.<name>.mode`): a tool in enforce mode runs each call under the
+    /// [`Enforcement`](hintaudit_core::Enforcement) its declared hints call for, which the
+    /// audited pool and hintaudit-http read from the call scope. Label caps are the
     /// recorder's: pass [`hintaudit_core::Config::label_caps`] to it.
     pub fn with_config(self, config: &hintaudit_core::Config) -> Self {
-        self.with_policy(config.policy())
+        self.with_policy(config.policy()).with_modes(config)
+    }
+
+    /// Takes the modes of `config` (`mode`, `tools.<name>.mode`) and nothing else: for a layer
+    /// whose judge is set with [`HintAuditLayer::with_judge`]. [`HintAuditLayer::with_config`]
+    /// takes them too.
+    pub fn with_modes(mut self, config: &hintaudit_core::Config) -> Self {
+        self.config.modes = Some(Arc::new(config.clone()));
+        self
     }
 
     /// Sends audit events to `recorder` instead of the [`LogRecorder`](crate::LogRecorder). To

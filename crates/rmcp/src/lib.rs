@@ -102,5 +102,6 @@ pub use service::HintAudit;
 
 pub use hintaudit_core::{
     Advice, AuditEvent, AuditStage, CallEffects, CallReport, CallScope, CallStatus, DeclaredHints,
-    Finding, Hint, Judge, LogRecorder, Policy, Recorder, Rule, Severity, Verdict, stats,
+    Enforcement, Finding, Hint, Judge, LogRecorder, Mode, Policy, Recorder, Rule, Severity,
+    Verdict, stats,
 };

@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use hintaudit_core::{
     Advice, ArgsKey, AuditEvent, AuditStage, CallReport, CallScope, CallStatus, DeclaredHints,
-    Effect, Judge, ToolCall,
+    Effect, Enforcement, Judge, ToolCall,
 };
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, Extensions, JsonObject, ListToolsResult,
@@ -230,7 +230,11 @@ impl<H: ServerHandler> HintAudit<H> {
         let span = self.call_span(&tool, declared, &request, &context);
 
         // A call without a span (not sampled, tracing off) gets no statement spans either.
-        let scope = CallScope::new(tool.clone()).with_spans(!span.is_disabled());
+        // Enforce mode: what the audited pool and hintaudit-http refuse for this call.
+        let enforcement = Enforcement::for_hints(self.config.mode_for(&tool), hints);
+        let scope = CallScope::new(tool.clone())
+            .with_spans(!span.is_disabled())
+            .with_enforcement(enforcement);
         let effects = scope.effects_handle();
         let started = Instant::now();
         // Boxed: a tool's future can be kilobytes, and ours would otherwise carry it by value

@@ -3,9 +3,9 @@
 //! The audited pool, connection and transaction are generic over `DB: Backend`; the backend
 //! decides how a statement runs under observation: SQLite binds the connection's hooks to the
 //! call, PostgreSQL may wrap the statement in a transaction and ask the oracle. What every
-//! backend does alike is written once here: running a held connection's statement in its span
-//! ([`statement_stream`], [`statement_optional`]) and the unaudited `prepare_with` and
-//! `describe` ([`prepare_raw`], [`describe_raw`]).
+//! backend does alike is written once here: the unaudited `prepare_with` and `describe`
+//! ([`prepare_raw`], [`describe_raw`]). Running a held connection's statement in its span,
+//! under the call's enforcement, is in [`crate::enforce`].
 //!
 //! A backend sees its pool only through [`Ctx`] and the arguments of its methods (the pool's
 //! audit state, the oracle mode), never the pool itself: the pool, connection and transaction
@@ -16,14 +16,12 @@ use std::future::Future;
 use std::sync::Arc;
 
 use futures_core::future::BoxFuture;
-use futures_core::stream::BoxStream;
 use sqlx::{Database, Describe, Either, Error, Executor, SqlStr};
-use tracing::Instrument;
 
 use crate::classify::SqlDialect;
 use crate::execute::{Attribution, AuditedQuery};
 use crate::pool::options::{AfterConnect, PgOracle};
-use crate::stream::{TryStream, Yielder};
+use crate::stream::Yielder;
 
 pub(crate) mod sealed {
     /// Only this crate implements [`crate::Backend`].
@@ -176,28 +174,6 @@ pub(crate) fn describe_raw<DB: Backend>(
     DB::raw(conn).describe(sql)
 }
 
-/// A held connection's statement as the stream `Executor::fetch_many` returns, in the
-/// statement's span.
-pub(crate) fn statement_stream<'e, DB: Backend>(
-    ctx: Ctx<'e, DB>,
-    query: AuditedQuery<DB>,
-) -> BoxStream<'e, Result<Step<DB>, Error>> {
-    let span = ctx.att.span.clone();
-    Box::pin(TryStream::new(move |y| {
-        async move { DB::run_into(ctx, query, &y).await }.instrument(span)
-    }))
-}
-
-/// A held connection's statement as the future `Executor::fetch_optional` returns, in the
-/// statement's span.
-pub(crate) fn statement_optional<'e, DB: Backend>(
-    ctx: Ctx<'e, DB>,
-    query: AuditedQuery<DB>,
-) -> BoxFuture<'e, Result<Option<DB::Row>, Error>> {
-    let span = ctx.att.span.clone();
-    Box::pin(DB::run_optional(ctx, query).instrument(span))
-}
-
 /// One item of a statement's answer: its result (rows affected) or a row.
 pub type Step<DB> = Either<<DB as Database>::QueryResult, <DB as Database>::Row>;
 
@@ -211,6 +187,8 @@ pub struct Ctx<'e, DB: Backend> {
     /// The pool's audit state (SQLite: the registry of hooked connections).
     #[cfg_attr(not(feature = "sqlite"), allow(dead_code))]
     pub(crate) pool: &'e DB::PoolState,
+    /// The pool's count of connections that may have gone back read-only (enforce mode).
+    pub(crate) leaks: &'e std::sync::atomic::AtomicU64,
     /// When the pool runs the PostgreSQL oracle.
     #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
     pub(crate) oracle: PgOracle,

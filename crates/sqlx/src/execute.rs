@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use hintaudit_core::{CallEffects, CallScope, StatementOutcome, semconv, stats};
+use hintaudit_core::{CallEffects, CallScope, Enforcement, StatementOutcome, semconv, stats};
 use sqlx::database::Database;
 use sqlx::error::BoxDynError;
 use sqlx::{Execute, SqlStr};
@@ -103,6 +103,8 @@ pub(crate) struct Attribution {
     pub(crate) class: Arc<Classification>,
     pub(crate) sink: Option<Sink>,
     pub(crate) span: tracing::Span,
+    /// What enforce mode refuses for the statement's call ([`crate::enforce`]).
+    pub(crate) enforcement: Enforcement,
 }
 
 impl Attribution {
@@ -111,8 +113,10 @@ impl Attribution {
     /// scope says its call is not traced: [`CallScope::spans`]).
     pub(crate) fn start(classifier: &Classifier, system: &'static str, sql: &str) -> Self {
         let class = classifier.classify(sql);
+        let mut enforcement = Enforcement::NONE;
         let (sink, spans) = match CallScope::current() {
             Some(scope) => {
+                enforcement = scope.enforcement();
                 let effects = scope.effects_handle();
                 let index = effects.record_statement(class.effect.clone());
                 (
@@ -134,7 +138,12 @@ impl Attribution {
         } else {
             tracing::Span::none()
         };
-        Attribution { class, sink, span }
+        Attribution {
+            class,
+            sink,
+            span,
+            enforcement,
+        }
     }
 
     /// Records how the statement ended: see [`StatementEnd`].

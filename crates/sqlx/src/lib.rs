@@ -152,6 +152,8 @@ mod classify;
 mod conn;
 /// [`AuditedConnection`]: one pooled connection held by a tool call.
 mod connection;
+/// Enforce mode: statements refused, connections made read-only for a call.
+mod enforce;
 /// The statement as the driver gets it, and its attribution to a tool call.
 mod execute;
 /// The MySQL and MariaDB backend: rows affected, upserts, triggers and routines.
@@ -173,6 +175,7 @@ pub use classify::{Classification, DEFAULT_CLASSIFY_CACHE, SqlDialect, TxControl
 pub use conn::AuditedConn;
 pub use conn::transaction::AuditedTransaction;
 pub use connection::AuditedConnection;
+pub use enforce::Refused;
 pub use pool::AuditedPool;
 pub use pool::acquire::AcquiredConnection;
 pub use pool::options::{AfterConnect, AuditedPoolOptions, PgOracle};

@@ -127,6 +127,11 @@ impl VerifyArgs {
         let config = hintaudit_core::Config::load_or_default(self.config.as_deref())
             .and_then(|c| c.validate().map(|()| c))
             .map_err(|e| VerifyError::Usage(e.to_string()))?;
+        if config.enforces_any() {
+            return Err(VerifyError::Usage(
+                "mode = \"enforce\" takes effect in the layer of a live server; verify observes a server from outside and cannot enforce: use mode = \"observe\"".into(),
+            ));
+        }
         let mut v = Verifier::new(server, &self.database)
             .with_policy(config.policy())
             .with_timeout(timeout)

@@ -208,6 +208,7 @@ fn audited(
         .with_policy(policy)
         .with_recorder((LogRecorder, recorder.clone()))
         .with_make_span(make_span)
+        .with_modes(config)
         .layer(server);
     let tools = Bookings::tools();
     audited.learn_tools(&tools);

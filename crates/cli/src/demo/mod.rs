@@ -14,7 +14,7 @@ mod table;
 use std::net::SocketAddr;
 
 use bookings::{BOOKKEEPING_TABLES, Bookings, Db, Notifier};
-use hintaudit_core::{Config, Judge, LogRecorder, Policy};
+use hintaudit_core::{Config, Judge, LogRecorder, Mode, Policy};
 use hintaudit_http::OutboundRecorder;
 use hintaudit_rmcp::HintAuditLayer;
 use hintaudit_telemetry::{
@@ -44,7 +44,27 @@ pub struct DemoArgs {
     /// hintaudit.toml to read (see the README's settings table).
     #[arg(long, value_name = "FILE", env = hintaudit_core::CONFIG_ENV)]
     pub config: Option<std::path::PathBuf>,
+    /// `observe` or `enforce`: the server's mode, over the config file's `mode`. In enforce
+    /// mode the planted tools are refused (`enforced`) instead of violating their hints;
+    /// search_patients, whose bookkeeping write the database would refuse too, stays observed
+    /// unless the config file sets its mode.
+    #[arg(long, value_name = "MODE", value_parser = parse_mode)]
+    pub mode: Option<Mode>,
 }
+
+/// `observe` or `enforce`, for `--mode`.
+fn parse_mode(s: &str) -> Result<Mode, String> {
+    match s {
+        "observe" => Ok(Mode::Observe),
+        "enforce" => Ok(Mode::Enforce),
+        _ => Err(format!("{s:?}: expected observe or enforce")),
+    }
+}
+
+/// The tool of the bookings example that declares readOnlyHint true and writes only its
+/// bookkeeping table: in enforce mode the database would refuse that write too, so `--mode
+/// enforce` keeps it observed.
+const BOOKKEEPING_WRITER: &str = "search_patients";
 
 /// The demo's policy: the bookings example's bookkeeping tables are ignored.
 pub fn demo_policy() -> Policy {
@@ -100,8 +120,14 @@ pub struct DemoServer {
 /// When the config file (`--config`, `HINTAUDIT_CONFIG`) is bad, the database cannot be
 /// opened or the address cannot be bound.
 pub async fn start(args: &DemoArgs) -> anyhow::Result<DemoServer> {
-    let config = Config::load_or_default(args.config.as_deref())?;
+    let mut config = Config::load_or_default(args.config.as_deref())?;
     config.validate()?;
+    if let Some(mode) = args.mode {
+        config = config.with_mode(mode);
+        if mode == Mode::Enforce && config.tool_override(BOOKKEEPING_WRITER).is_none() {
+            config = config.with_tool_mode(BOOKKEEPING_WRITER, Mode::Observe);
+        }
+    }
     let (url, tempdir) = match &args.database_url {
         Some(url) => (url.clone(), None),
         None => {
@@ -131,7 +157,8 @@ pub async fn start(args: &DemoArgs) -> anyhow::Result<DemoServer> {
             collector.clone(),
             (metrics.clone(), args.serve.then_some(LogRecorder)),
         ))
-        .with_make_span(OtelMakeSpan::new());
+        .with_make_span(OtelMakeSpan::new())
+        .with_modes(&config);
     let metrics_route = metrics_router(metrics.registry().clone());
     let bookings = Bookings::new(db).with_notifier(notifier);
     let server = serve_http(bookings, layer, args.addr, Some(metrics_route)).await?;

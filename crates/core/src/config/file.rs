@@ -11,10 +11,6 @@ use toml::Spanned;
 use super::{Config, ConfigError, Mode};
 use crate::closed_world::{ClosedWorld, OpenWorldReading};
 
-/// Why `mode = "enforce"` is refused.
-pub(super) const ENFORCE_UNAVAILABLE: &str =
-    "mode \"enforce\" is not available in this build; use \"observe\"";
-
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct File {
@@ -147,21 +143,10 @@ fn entries(
     })
 }
 
-fn mode(
-    text: &str,
-    source: &str,
-    key: String,
-    v: &Spanned<ModeValue>,
-) -> Result<Mode, ConfigError> {
+fn mode(v: &Spanned<ModeValue>) -> Mode {
     match v.get_ref() {
-        ModeValue::Observe => Ok(Mode::Observe),
-        ModeValue::Enforce => Err(error(
-            text,
-            source,
-            key,
-            Some(v.span()),
-            ENFORCE_UNAVAILABLE.into(),
-        )),
+        ModeValue::Observe => Mode::Observe,
+        ModeValue::Enforce => Mode::Enforce,
     }
 }
 
@@ -191,15 +176,12 @@ pub(super) fn parse(text: &str, source: &str) -> Result<Config, ConfigError> {
     let mut tools = BTreeMap::new();
     for (name, t) in &f.tools {
         if let Some(m) = &t.mode {
-            tools.insert(
-                name.clone(),
-                mode(text, source, format!("tools.{name}.mode"), m)?,
-            );
+            tools.insert(name.clone(), mode(m));
         }
     }
     Ok(Config {
         mode: match &f.mode {
-            Some(m) => mode(text, source, "mode".into(), m)?,
+            Some(m) => mode(m),
             None => d.mode,
         },
         ignored_tables: f.ignored_tables,

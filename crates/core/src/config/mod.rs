@@ -49,7 +49,7 @@ pub const SETTINGS: &[(&str, &str, &str)] = &[
     (
         "mode",
         "\"observe\"",
-        "`observe` judges and reports; `enforce` is refused at start-up (not available yet)",
+        "`observe` judges and reports; `enforce` also makes the database and the HTTP middleware refuse what the declared hints rule out (see *Enforce mode*)",
     ),
     (
         "ignored_tables",
@@ -103,7 +103,7 @@ pub const SETTINGS: &[(&str, &str, &str)] = &[
     ),
 ];
 
-/// Whether a declared hint is only judged, or also enforced.
+/// Whether a declared hint is only judged, or also enforced ([`crate::Enforcement`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Mode {
@@ -271,29 +271,18 @@ impl Config {
         self
     }
 
-    /// Checks settings that cannot take effect in this build: `mode = "enforce"` anywhere.
+    /// Checks the settings as a whole. Every setting a [`Config`] can hold takes effect in
+    /// this build, so this succeeds; it stays so that callers check before starting.
     ///
     /// # Errors
-    /// [`ConfigError`] naming the key, with source `<builder>` and no position.
+    /// [`ConfigError`] naming the key, with source `<builder>` and no position (none today).
     pub fn validate(&self) -> Result<(), ConfigError> {
-        let enforce = (self.mode == Mode::Enforce)
-            .then(|| "mode".to_owned())
-            .or_else(|| {
-                self.tools
-                    .iter()
-                    .find(|(_, m)| **m == Mode::Enforce)
-                    .map(|(t, _)| format!("tools.{t}.mode"))
-            });
-        match enforce {
-            Some(key) => Err(ConfigError {
-                source_name: "<builder>".into(),
-                key,
-                line: 0,
-                column: 0,
-                message: file::ENFORCE_UNAVAILABLE.into(),
-            }),
-            None => Ok(()),
-        }
+        Ok(())
+    }
+
+    /// Whether any tool runs in enforce mode (the server's mode or an override).
+    pub fn enforces_any(&self) -> bool {
+        self.mode == Mode::Enforce || self.tools.values().any(|m| *m == Mode::Enforce)
     }
 
     /// The judge's policy: ignored tables and columns, closed world, alerting reading,
@@ -320,6 +309,11 @@ impl Config {
     /// The mode of `tool`: its override, else the server's.
     pub fn mode_for(&self, tool: &str) -> Mode {
         self.tools.get(tool).copied().unwrap_or(self.mode)
+    }
+
+    /// The per-tool override of `tool`'s mode, if the settings have one.
+    pub fn tool_override(&self, tool: &str) -> Option<Mode> {
+        self.tools.get(tool).copied()
     }
 
     /// The label caps: `(max tools, max tables)`.

@@ -24,7 +24,6 @@ fn errors_name_the_key_and_position() {
     for (text, key, line, column, word) in [
         ("moed = \"observe\"\n", "moed", 1, 1, "unknown field"),
         ("mode = \"strict\"\n", "mode", 1, 8, "unknown variant"),
-        ("mode = \"enforce\"\n", "mode", 1, 8, "not available"),
         ("history_size = 0\n", "history_size", 1, 16, "zero"),
         (
             "advice_after_calls = \"x\"\n",
@@ -60,13 +59,6 @@ fn errors_name_the_key_and_position() {
             2,
             13,
             "invalid value",
-        ),
-        (
-            "[tools.get_slot]\nmode = \"enforce\"\n",
-            "tools.get_slot.mode",
-            2,
-            8,
-            "not available",
         ),
         (
             "[tools.get_slot]\nreadonly = true\n",
@@ -160,9 +152,10 @@ fn a_file_sets_every_setting() {
         Config::default()
             .with_mode(Mode::Enforce)
             .validate()
-            .is_err()
+            .is_ok()
     );
     assert!(c.validate().is_ok());
+    assert!(!c.enforces_any());
 }
 
 #[test]
@@ -177,6 +170,22 @@ fn load_reads_the_file_or_names_it() {
     let missing = Config::load(&dir.join("absent.toml")).unwrap_err();
     assert!(missing.message.starts_with("cannot read"), "{missing}");
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `mode = "enforce"` is taken per server and per tool; a tool override wins.
+#[test]
+fn enforce_mode_per_server_and_per_tool() {
+    let c = Config::parse(
+        "mode = \"enforce\"\n[tools.get_slot]\nmode = \"observe\"\n",
+        "h.toml",
+    )
+    .unwrap();
+    assert_eq!(c.mode_for("get_slot"), Mode::Observe);
+    assert_eq!(c.mode_for("cancel_slot"), Mode::Enforce);
+    let c = Config::parse("[tools.cancel_slot]\nmode = \"enforce\"\n", "h.toml").unwrap();
+    assert_eq!(c.mode_for("cancel_slot"), Mode::Enforce);
+    assert_eq!(c.mode_for("get_slot"), Mode::Observe);
+    assert!(c.enforces_any());
 }
 
 /// The README's settings table lists exactly [`SETTINGS`], keys and defaults, in order.

@@ -25,6 +25,14 @@ pub(super) fn record_statements<'e>(
     c: &mut Collector<'e>,
 ) {
     for (i, s) in effect.statements.iter().enumerate() {
+        // A statement enforce mode refused is an `enforced` finding, not a write attempt;
+        // its tables still count as touched.
+        if effect.refusals.iter().any(|r| r.statement == Some(i)) {
+            c.facts.touched_tables.extend(
+                targets(s, policy).chain(s.read_tables.iter().map(|t| normalized_table(t))),
+            );
+            continue;
+        }
         record_statement(s, hooked.get(i), policy, oracle_tables, c);
     }
 }

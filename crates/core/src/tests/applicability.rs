@@ -26,6 +26,7 @@ fn rules_that_apply_to_hints() {
                 "read_only_write_attempt",
                 "undeclared_open_world",
                 "hints_changed",
+                "enforced",
             ],
         ),
         (
@@ -35,6 +36,7 @@ fn rules_that_apply_to_hints() {
                 "read_only_write_attempt",
                 "hint_missing",
                 "hints_changed",
+                "enforced",
             ],
         ),
         (
@@ -44,6 +46,7 @@ fn rules_that_apply_to_hints() {
                 "read_only_write",
                 "read_only_write_attempt",
                 "hints_changed",
+                "enforced",
             ],
         ),
         (
@@ -54,6 +57,7 @@ fn rules_that_apply_to_hints() {
                 "undeclared_open_world",
                 "hint_contradiction",
                 "hints_changed",
+                "enforced",
             ],
         ),
         (
@@ -63,6 +67,7 @@ fn rules_that_apply_to_hints() {
                 "idempotency_broken",
                 "undeclared_open_world",
                 "hints_changed",
+                "enforced",
             ],
         ),
         (
@@ -73,6 +78,7 @@ fn rules_that_apply_to_hints() {
                 "idempotency_broken",
                 "hint_missing",
                 "hints_changed",
+                "enforced",
             ],
         ),
         (hints(F, T, F, T), vec!["hints_changed"]),
@@ -91,7 +97,7 @@ fn rules_that_apply_to_hints() {
 
 #[test]
 fn every_rule_names_its_hints() {
-    let rows: [(Rule, &[Hint]); 8] = [
+    let rows: [(Rule, &[Hint]); 9] = [
         (Rule::ReadOnlyWrite, &[Hint::ReadOnly]),
         (Rule::ReadOnlyWriteAttempt, &[Hint::ReadOnly]),
         (Rule::UndeclaredDestructive, &[Hint::Destructive]),
@@ -100,6 +106,10 @@ fn every_rule_names_its_hints() {
         (Rule::HintMissing, &Hint::ALL),
         (Rule::HintContradiction, &[Hint::Destructive]),
         (Rule::HintsChanged, &Hint::ALL),
+        (
+            Rule::Enforced,
+            &[Hint::ReadOnly, Hint::Destructive, Hint::OpenWorld],
+        ),
     ];
     for (rule, want) in rows {
         assert_eq!(rule.hints(), want, "{rule}");

@@ -181,6 +181,7 @@ impl<'c, DB: Backend> AuditedConn<'c, DB> {
             state: &mut self.state,
             tx: self.tx.as_deref_mut(),
             pool: &self.shared.backend,
+            leaks: &self.shared.read_only_leaks,
             oracle: self.shared.oracle,
             att,
             pooled: false,
@@ -208,7 +209,7 @@ impl<'x, DB: Backend> Executor<'x> for &'x mut AuditedConn<'_, DB> {
         E: 'q + Execute<'q, DB>,
     {
         let (query, att) = self.shared.start(query);
-        crate::backend::statement_stream(self.context(att), query)
+        crate::enforce::statement_stream(self.context(att), query)
     }
 
     fn fetch_optional<'e, 'q: 'e, E>(
@@ -220,7 +221,7 @@ impl<'x, DB: Backend> Executor<'x> for &'x mut AuditedConn<'_, DB> {
         E: 'q + Execute<'q, DB>,
     {
         let (query, att) = self.shared.start(query);
-        crate::backend::statement_optional(self.context(att), query)
+        crate::enforce::statement_optional(self.context(att), query)
     }
 
     fn prepare_with<'e>(

@@ -34,7 +34,7 @@ impl<'p, DB: Backend> Executor<'p> for &'_ AuditedPool<DB> {
         Box::pin(TryStream::new(move |y| {
             async move {
                 let (mut conn, att, query) = statement.acquire().await?;
-                DB::run_into(conn.pooled_context(att), query, &y).await
+                crate::enforce::run_into(conn.pooled_context(att), query, &y).await
             }
             .instrument(span)
         }))
@@ -52,7 +52,7 @@ impl<'p, DB: Backend> Executor<'p> for &'_ AuditedPool<DB> {
         let span = statement.att.span.clone();
         async move {
             let (mut conn, att, query) = statement.acquire().await?;
-            DB::run_optional(conn.pooled_context(att), query).await
+            crate::enforce::run_optional(conn.pooled_context(att), query).await
         }
         .instrument(span)
         .boxed()

@@ -2,6 +2,7 @@
 //! every audited statement, whichever executor runs it.
 
 use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
 
 use sqlx::{Execute, Pool};
 
@@ -18,6 +19,11 @@ pub struct Shared<DB: Backend> {
     pub(crate) oracle: PgOracle,
     /// The backend's audit state for the pool (SQLite: the registry of hooked connections).
     pub(crate) backend: Arc<DB::PoolState>,
+    /// Connections that may have gone back to the pool read-only: an enforced read-only
+    /// statement whose future was dropped before it restored read-write (see
+    /// [`crate::enforce`]). While non-zero, statements that do not enforce read-only reset
+    /// their connection first.
+    pub(crate) read_only_leaks: AtomicU64,
 }
 
 impl<DB: Backend> Shared<DB> {
@@ -32,6 +38,7 @@ impl<DB: Backend> Shared<DB> {
             classifier: Classifier::new(DB::DIALECT, options.classify_cache),
             oracle: options.oracle,
             backend,
+            read_only_leaks: AtomicU64::new(0),
         }
     }
 

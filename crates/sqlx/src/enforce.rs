@@ -1,0 +1,474 @@
+//! Enforce mode in the audited pool: every audited statement of a call whose scope enforces
+//! a hint ([`hintaudit_core::Enforcement`]) runs through [`run_into`] or [`run_optional`].
+//!
+//! - `destructiveHint: false`: a statement classified as `DELETE`, `UPDATE`, an overwriting
+//!   upsert, `TRUNCATE` or `DROP` is refused before it reaches the database.
+//! - `readOnlyHint: true`: the database refuses writes. Before the statement the connection
+//!   is made read-only, and after it made read-write again:
+//!   - SQLite: `PRAGMA query_only = ON` / `OFF` (a session setting, in or out of a
+//!     transaction);
+//!   - PostgreSQL: outside a transaction `SET default_transaction_read_only = on` / `off`
+//!     (the statement's own transaction, and the oracle's, are read-only); inside one, `SET
+//!     TRANSACTION READ ONLY`, which ends with the transaction, however it ends;
+//!   - MySQL/MariaDB: outside a transaction `SET SESSION TRANSACTION READ ONLY` / `READ
+//!     WRITE`; inside one, MySQL cannot change a running transaction's access mode, so
+//!     statement analysis refuses what may write ([`crate::Classification::may_write`]).
+//!
+//!   The database's refusal (SQLite `SQLITE_READONLY`, SQLSTATE `25006`) reaches the tool
+//!   as a database error whose message names the hint ([`Refused`]), and is recorded as a
+//!   [`Refusal`].
+//!
+//! **Restoring.** The setting is restored right after the statement, whether it succeeded or
+//! failed. When the statement's future is dropped first (the tool was cancelled or panicked
+//! while a statement or a stream was under way), the connection may go back to the pool
+//! read-only: the pool counts it ([`Shared::read_only_leaks`]) and, from then on, makes the
+//! connection read-write again before every audited statement that does not itself enforce
+//! read-only (one more round trip per statement, for the life of the pool). Statements through
+//! [`crate::AuditedPool::inner`] and sqlx's `Acquire` are not audited, so not reset.
+//!
+//! [`Shared::read_only_leaks`]: crate::pool::inner::Shared
+
+use std::borrow::Cow;
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use futures_core::future::BoxFuture;
+use futures_core::stream::BoxStream;
+use hintaudit_core::{
+    AuditStage, Enforcement, Hint, Operation, Refusal, RefusedBy, StatementEffect, stats,
+};
+use sqlx::error::{DatabaseError, ErrorKind};
+use sqlx::{Error, Executor};
+use tracing::Instrument;
+
+use crate::backend::{Backend, Ctx, Step};
+use crate::execute::{AuditedQuery, StatementEnd};
+use crate::stream::{TryStream, Yielder};
+
+/// A held connection's statement as the stream `Executor::fetch_many` returns, in the
+/// statement's span.
+pub(crate) fn statement_stream<'e, DB: Backend>(
+    ctx: Ctx<'e, DB>,
+    query: AuditedQuery<DB>,
+) -> BoxStream<'e, Result<Step<DB>, Error>> {
+    let span = ctx.att.span.clone();
+    Box::pin(TryStream::new(move |y| {
+        async move { run_into(ctx, query, &y).await }.instrument(span)
+    }))
+}
+
+/// A held connection's statement as the future `Executor::fetch_optional` returns, in the
+/// statement's span.
+pub(crate) fn statement_optional<'e, DB: Backend>(
+    ctx: Ctx<'e, DB>,
+    query: AuditedQuery<DB>,
+) -> BoxFuture<'e, Result<Option<DB::Row>, Error>> {
+    let span = ctx.att.span.clone();
+    Box::pin(run_optional(ctx, query).instrument(span))
+}
+
+/// A refusal of enforce mode, as the tool sees it: a database error whose message names the
+/// declared hint. For a refusal by the database, the database's own error is its
+/// [`std::error::Error::source`], and its code is the database's (`8` on SQLite, `25006` on
+/// PostgreSQL and MySQL); a refusal by hintaudit has no code.
+#[derive(Debug)]
+pub struct Refused {
+    message: String,
+    hint: Hint,
+    inner: Option<Box<dyn DatabaseError>>,
+}
+
+impl Refused {
+    /// The hint whose enforcement refused the statement.
+    pub fn hint(&self) -> Hint {
+        self.hint
+    }
+}
+
+impl fmt::Display for Refused {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Refused {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.inner.as_deref().map(|e| e.as_error() as _)
+    }
+}
+
+impl DatabaseError for Refused {
+    fn message(&self) -> &str {
+        &self.message
+    }
+
+    fn code(&self) -> Option<Cow<'_, str>> {
+        self.inner.as_ref().and_then(|e| e.code())
+    }
+
+    fn as_error(&self) -> &(dyn std::error::Error + Send + Sync + 'static) {
+        self
+    }
+
+    fn as_error_mut(&mut self) -> &mut (dyn std::error::Error + Send + Sync + 'static) {
+        self
+    }
+
+    fn into_error(self: Box<Self>) -> Box<dyn std::error::Error + Send + Sync + 'static> {
+        self
+    }
+
+    fn kind(&self) -> ErrorKind {
+        ErrorKind::Other
+    }
+}
+
+/// The backend's read-only statements: (session on, session off, inside a transaction).
+fn statements<DB: Backend>() -> (&'static str, &'static str, Option<&'static str>) {
+    match DB::SYSTEM_NAME {
+        "sqlite" => ("PRAGMA query_only = ON", "PRAGMA query_only = OFF", None),
+        "postgresql" => (
+            "SET default_transaction_read_only = on",
+            "SET default_transaction_read_only = off",
+            Some("SET TRANSACTION READ ONLY"),
+        ),
+        _ => (
+            "SET SESSION TRANSACTION READ ONLY",
+            "SET SESSION TRANSACTION READ WRITE",
+            None,
+        ),
+    }
+}
+
+/// Whether `e` is the database refusing a write because the session or transaction is
+/// read-only: SQLite `SQLITE_READONLY` (8, and its extended codes), SQLSTATE `25006`
+/// (PostgreSQL `read_only_sql_transaction`, MySQL `ER_CANT_EXECUTE_IN_READ_ONLY_TRANSACTION`).
+fn is_read_only_refusal<DB: Backend>(e: &dyn DatabaseError) -> bool {
+    let code = e.code();
+    match DB::SYSTEM_NAME {
+        "sqlite" => {
+            code.as_deref()
+                .and_then(|c| c.parse::<i32>().ok())
+                .is_some_and(|c| c & 0xff == 8)
+                || e.message().contains("readonly database")
+        }
+        _ => code.as_deref() == Some("25006") || e.message().contains("READ ONLY transaction"),
+    }
+}
+
+/// Whether statement analysis classifies `s` as destructive: what `destructiveHint: false`
+/// rules out.
+fn is_destructive(s: &StatementEffect) -> bool {
+    match s.operation {
+        Operation::Delete | Operation::Update | Operation::Truncate => true,
+        Operation::Upsert => s.overwrites,
+        Operation::Ddl => s.drops,
+        _ => false,
+    }
+}
+
+/// Runs `sql` on the raw connection, unaudited.
+async fn raw<DB: Backend>(conn: &mut DB::Connection, sql: &'static str) -> Result<(), Error> {
+    DB::raw(conn).execute(sqlx::raw_sql(sql)).await.map(drop)
+}
+
+/// Resets a connection that may have been left read-only (see the module docs): counted as an
+/// audit error when the reset fails; the statement goes on either way.
+pub(crate) async fn reset_if_leaked<DB: Backend>(
+    conn: &mut DB::Connection,
+    leaks: &AtomicU64,
+    enforcement: Enforcement,
+) {
+    if leaks.load(Ordering::Relaxed) == 0 || enforcement.read_only {
+        return;
+    }
+    if let Err(e) = raw::<DB>(conn, statements::<DB>().1).await {
+        stats().audit_error(AuditStage::Hook, &format!("read-only reset failed: {e}"));
+    }
+}
+
+/// Whether `e` is hintaudit's own refusal.
+fn is_refused(e: &Error) -> bool {
+    matches!(e, Error::Database(d) if d.try_downcast_ref::<Refused>().is_some())
+}
+
+/// Counts a connection that may go back to the pool read-only, unless disarmed.
+struct Armed<'a> {
+    leaks: &'a AtomicU64,
+    armed: bool,
+}
+
+impl Drop for Armed<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            self.leaks.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+/// What [`before`] decided: refuse the statement now, or run it (restoring afterwards when
+/// `restore`).
+enum Plan {
+    Refuse(Error),
+    Run { restore: bool },
+}
+
+/// Refuses the statement (destructive), or makes the connection read-only.
+async fn before<DB: Backend>(ctx: &mut Ctx<'_, DB>) -> Plan {
+    let e = ctx.att.enforcement;
+    let effect = &ctx.att.class.effect;
+    if e.non_destructive && is_destructive(effect) {
+        let what = effect.summary.to_string();
+        record(ctx, Hint::Destructive, RefusedBy::Hintaudit, what.clone());
+        ctx.att.finish(StatementEnd::FAILED);
+        return Plan::Refuse(Error::Database(Box::new(Refused {
+            message: Enforcement::message(
+                Hint::Destructive,
+                &format!("hintaudit refused {what} before it reached the database"),
+            ),
+            hint: Hint::Destructive,
+            inner: None,
+        })));
+    }
+    if !e.read_only {
+        return Plan::Run { restore: false };
+    }
+    let (on, _, in_tx) = statements::<DB>();
+    let (sql, restore) = match (ctx.tx.is_some(), in_tx) {
+        (true, Some(tx)) => (tx, false),
+        // MySQL cannot make a running transaction read-only: statement analysis refuses
+        // what may write (a write, `CALL`, an opaque function), the rest runs.
+        (true, None) if DB::SYSTEM_NAME != "sqlite" => {
+            if !ctx.att.class.may_write() {
+                return Plan::Run { restore: false };
+            }
+            let what = effect.summary.to_string();
+            record(ctx, Hint::ReadOnly, RefusedBy::Hintaudit, what.clone());
+            ctx.att.finish(StatementEnd::FAILED);
+            return Plan::Refuse(Error::Database(Box::new(Refused {
+                message: Enforcement::message(
+                    Hint::ReadOnly,
+                    &format!(
+                        "hintaudit refused {what}, which may write, before it reached the database (a MySQL transaction cannot be made read-only once it runs)"
+                    ),
+                ),
+                hint: Hint::ReadOnly,
+                inner: None,
+            })));
+        }
+        _ => (on, true),
+    };
+    match raw::<DB>(ctx.conn, sql).await {
+        Ok(()) => Plan::Run { restore },
+        Err(e) => {
+            ctx.att.finish(StatementEnd::FAILED);
+            Plan::Refuse(e)
+        }
+    }
+}
+
+/// Records a refusal of the statement into its call.
+fn record<DB: Backend>(ctx: &Ctx<'_, DB>, hint: Hint, by: RefusedBy, what: String) {
+    if let Some(sink) = &ctx.att.sink {
+        sink.effects.record_refusal(Refusal {
+            hint,
+            by,
+            statement: sink.index,
+            what,
+        });
+    }
+}
+
+/// After the statement: restores read-write when `restore`, and turns the database's
+/// read-only refusal into a [`Refused`] error naming readOnlyHint.
+async fn after<DB: Backend, T>(
+    conn: &mut DB::Connection,
+    ctx_record: impl FnOnce(String),
+    summary: &str,
+    restore: bool,
+    result: Result<T, Error>,
+) -> (Result<T, Error>, bool) {
+    let restored = !restore
+        || match raw::<DB>(conn, statements::<DB>().1).await {
+            Ok(()) => true,
+            Err(e) => {
+                stats().audit_error(AuditStage::Hook, &format!("read-only restore failed: {e}"));
+                false
+            }
+        };
+    let result = match result {
+        Err(Error::Database(inner)) if is_read_only_refusal::<DB>(&*inner) => {
+            ctx_record(summary.to_owned());
+            let message = Enforcement::message(
+                Hint::ReadOnly,
+                &format!("the database refused a write: {}", inner.message()),
+            );
+            Err(Error::Database(Box::new(Refused {
+                message,
+                hint: Hint::ReadOnly,
+                inner: Some(inner),
+            })))
+        }
+        other => other,
+    };
+    (result, restored)
+}
+
+/// [`Backend::run_into`] under the call's enforcement.
+pub(crate) async fn run_into<'e, DB: Backend>(
+    mut ctx: Ctx<'e, DB>,
+    query: AuditedQuery<DB>,
+    y: &'e Yielder<Step<DB>>,
+) -> Result<(), Error> {
+    let leaks = ctx.leaks;
+    let e = ctx.att.enforcement;
+    reset_if_leaked::<DB>(ctx.conn, leaks, e).await;
+    if !e.is_active() {
+        return DB::run_into(ctx, query, y).await;
+    }
+    // Armed before the connection is made read-only: a drop from here on may leave it so.
+    let mut armed = Armed {
+        leaks,
+        armed: e.read_only,
+    };
+    let restore = match before(&mut ctx).await {
+        Plan::Refuse(e) => {
+            // Refused by hintaudit: nothing was applied. A failed apply may have applied.
+            armed.armed = !is_refused(&e);
+            return Err(e);
+        }
+        Plan::Run { restore } => restore,
+    };
+    armed.armed = restore;
+    let (conn, sink, summary, inner) = split(ctx);
+    let result = DB::run_into(inner.rebuild(&mut *conn), query, y).await;
+    let (result, restored) = after::<DB, _>(
+        conn,
+        |what| record_sink(&sink, what),
+        &summary,
+        restore,
+        result,
+    )
+    .await;
+    armed.armed = !restored;
+    result
+}
+
+/// [`Backend::run_optional`] under the call's enforcement.
+pub(crate) async fn run_optional<'e, DB: Backend>(
+    mut ctx: Ctx<'e, DB>,
+    query: AuditedQuery<DB>,
+) -> Result<Option<DB::Row>, Error> {
+    let leaks = ctx.leaks;
+    let e = ctx.att.enforcement;
+    reset_if_leaked::<DB>(ctx.conn, leaks, e).await;
+    if !e.is_active() {
+        return DB::run_optional(ctx, query).await;
+    }
+    // Armed before the connection is made read-only: a drop from here on may leave it so.
+    let mut armed = Armed {
+        leaks,
+        armed: e.read_only,
+    };
+    let restore = match before(&mut ctx).await {
+        Plan::Refuse(e) => {
+            // Refused by hintaudit: nothing was applied. A failed apply may have applied.
+            armed.armed = !is_refused(&e);
+            return Err(e);
+        }
+        Plan::Run { restore } => restore,
+    };
+    armed.armed = restore;
+    let (conn, sink, summary, inner) = split(ctx);
+    let result = DB::run_optional(inner.rebuild(&mut *conn), query).await;
+    let (result, restored) = after::<DB, _>(
+        conn,
+        |what| record_sink(&sink, what),
+        &summary,
+        restore,
+        result,
+    )
+    .await;
+    armed.armed = !restored;
+    result
+}
+
+/// A refusal by the database, recorded into the statement's call.
+fn record_sink(sink: &Option<crate::execute::Sink>, what: String) {
+    if let Some(sink) = sink {
+        sink.effects.record_refusal(Refusal {
+            hint: Hint::ReadOnly,
+            by: RefusedBy::Database,
+            statement: sink.index,
+            what,
+        });
+    }
+}
+
+/// A context without its connection, to run the statement on a reborrow of it and keep the
+/// connection for the restore.
+struct Parts<'e, DB: Backend> {
+    state: &'e mut DB::ConnState,
+    tx: Option<&'e mut DB::TxState>,
+    pool: &'e DB::PoolState,
+    leaks: &'e AtomicU64,
+    oracle: crate::pool::options::PgOracle,
+    att: crate::execute::Attribution,
+    pooled: bool,
+}
+
+impl<'e, DB: Backend> Parts<'e, DB> {
+    fn rebuild<'r>(self, conn: &'r mut DB::Connection) -> Ctx<'r, DB>
+    where
+        'e: 'r,
+    {
+        Ctx {
+            conn,
+            state: self.state,
+            tx: self.tx,
+            pool: self.pool,
+            leaks: self.leaks,
+            oracle: self.oracle,
+            att: self.att,
+            pooled: self.pooled,
+        }
+    }
+}
+
+#[allow(clippy::type_complexity)]
+fn split<DB: Backend>(
+    ctx: Ctx<'_, DB>,
+) -> (
+    &'_ mut DB::Connection,
+    Option<crate::execute::Sink>,
+    Arc<str>,
+    Parts<'_, DB>,
+) {
+    let sink = ctx.att.sink.clone();
+    let summary = ctx.att.class.effect.summary.clone();
+    let Ctx {
+        conn,
+        state,
+        tx,
+        pool,
+        leaks,
+        oracle,
+        att,
+        pooled,
+    } = ctx;
+    (
+        conn,
+        sink,
+        summary,
+        Parts {
+            state,
+            tx,
+            pool,
+            leaks,
+            oracle,
+            att,
+            pooled,
+        },
+    )
+}

@@ -1,0 +1,250 @@
+//! Enforce mode against a real PostgreSQL (`HINTAUDIT_PG_URL`): a read-only call's write
+//! hidden in a function its plain `SELECT` calls is refused by PostgreSQL itself (SQLSTATE
+//! 25006), in autocommit and in a transaction, and the connection serves the next call
+//! read-write; a non-destructive call's `DELETE` never reaches PostgreSQL. Each test works in
+//! its own schema and drops it; without a server it skips, unless `HINTAUDIT_REQUIRE_PG=1`
+//! (or `HINTAUDIT_REQUIRE_ALL=1`).
+
+#![cfg(feature = "postgres")]
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use hintaudit_core::{CallScope, Enforcement, Hint, Operation, RefusedBy};
+use hintaudit_sqlx::{AuditedPool, PgOracle, Refused};
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::{Executor, Postgres};
+
+const SETUP: &str = "
+CREATE TABLE appointments (id serial PRIMARY KEY, views int NOT NULL DEFAULT 0);
+CREATE TABLE page_views (id serial PRIMARY KEY, page int);
+CREATE FUNCTION mark_viewed(p int) RETURNS int LANGUAGE plpgsql AS $$
+BEGIN INSERT INTO page_views (page) VALUES (p); RETURN p; END $$;
+INSERT INTO appointments (views) VALUES (0), (0);
+";
+
+/// Whether PostgreSQL must be there (`HINTAUDIT_REQUIRE_PG=1` or `HINTAUDIT_REQUIRE_ALL=1`).
+fn required() -> bool {
+    ["HINTAUDIT_REQUIRE_PG", "HINTAUDIT_REQUIRE_ALL"]
+        .iter()
+        .any(|k| std::env::var(k).is_ok_and(|v| v == "1"))
+}
+
+struct Db {
+    pool: AuditedPool<Postgres>,
+    admin: sqlx::PgPool,
+    schema: String,
+}
+
+/// A one-connection audited pool in a fresh schema (so every call shares that connection),
+/// or `None` when PostgreSQL is unreachable and not required.
+async fn db(oracle: PgOracle, name: &str) -> Option<Db> {
+    let url = std::env::var("HINTAUDIT_PG_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned());
+    let admin = match PgPoolOptions::new()
+        .max_connections(1)
+        .acquire_timeout(Duration::from_secs(5))
+        .connect(&url)
+        .await
+    {
+        Ok(p) => p,
+        Err(e) if !required() => {
+            eprintln!("skipping: PostgreSQL unreachable at {url}: {e}");
+            return None;
+        }
+        Err(e) => panic!("PostgreSQL required but unreachable at {url}: {e}"),
+    };
+    let schema = format!("hintaudit_enforce_{name}_{}", std::process::id());
+    admin
+        .execute(sqlx::AssertSqlSafe(format!(
+            "DROP SCHEMA IF EXISTS {schema} CASCADE; CREATE SCHEMA {schema}"
+        )))
+        .await
+        .expect("create schema");
+    let opts = PgConnectOptions::from_str(&url)
+        .expect("url")
+        .options([("search_path", schema.as_str())]);
+    let pool = AuditedPool::<Postgres>::options()
+        .with_postgres_oracle(oracle)
+        .connect_with(PgPoolOptions::new().max_connections(1), opts)
+        .await
+        .expect("connect");
+    pool.inner().execute(SETUP).await.expect("setup");
+    Some(Db {
+        pool,
+        admin,
+        schema,
+    })
+}
+
+impl Db {
+    async fn views(&self) -> i64 {
+        sqlx::query_scalar("SELECT count(*) FROM page_views")
+            .fetch_one(self.pool.inner())
+            .await
+            .expect("count")
+    }
+
+    async fn drop_schema(self) {
+        self.pool.close().await;
+        self.admin
+            .execute(sqlx::AssertSqlSafe(format!(
+                "DROP SCHEMA IF EXISTS {} CASCADE",
+                self.schema
+            )))
+            .await
+            .expect("drop schema");
+    }
+}
+
+/// PostgreSQL's own refusal, wrapped so that its message names the hint.
+fn assert_refused_by_postgres(e: &sqlx::Error) {
+    let sqlx::Error::Database(db) = e else {
+        panic!("a database error, got {e:?}")
+    };
+    assert!(db.message().contains("readOnlyHint: true"), "{e}");
+    assert!(db.message().contains("read-only transaction"), "{e}");
+    assert_eq!(
+        db.code().as_deref(),
+        Some("25006"),
+        "read_only_sql_transaction"
+    );
+    let refused = db.try_downcast_ref::<Refused>().expect("a Refused error");
+    assert_eq!(refused.hint(), Hint::ReadOnly);
+}
+
+/// `SELECT mark_viewed(1)`: statement analysis sees a SELECT; the INSERT inside the function
+/// is what PostgreSQL refuses, in autocommit and in a transaction, under every oracle mode.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_refuses_a_write_hidden_in_a_function() {
+    for (i, oracle) in [PgOracle::Writes, PgOracle::Off, PgOracle::Always]
+        .into_iter()
+        .enumerate()
+    {
+        let Some(db) = db(oracle, &format!("fn{i}")).await else {
+            return;
+        };
+        let scope = CallScope::new("get_appointment").with_enforcement(Enforcement {
+            read_only: true,
+            ..Enforcement::NONE
+        });
+        let effects = scope.effects_handle();
+        let (plain, autocommit, in_tx) = scope
+            .run(async {
+                let plain: i64 = sqlx::query_scalar("SELECT count(*) FROM appointments")
+                    .fetch_one(&db.pool)
+                    .await
+                    .expect("reads run");
+                let autocommit = sqlx::query("SELECT mark_viewed(1)").execute(&db.pool).await;
+                let mut tx = db.pool.begin().await.expect("begin");
+                let in_tx = sqlx::query_scalar::<_, i32>("SELECT mark_viewed($1)")
+                    .bind(2)
+                    .fetch_one(&mut *tx)
+                    .await;
+                let _ = tx.rollback().await;
+                (plain, autocommit, in_tx)
+            })
+            .await;
+        assert_eq!(plain, 2);
+        assert_refused_by_postgres(&autocommit.expect_err("refused in autocommit"));
+        assert_refused_by_postgres(&in_tx.expect_err("refused in a transaction"));
+        assert_eq!(db.views().await, 0, "{oracle:?}: nothing was inserted");
+        let effect = effects.snapshot();
+        // Statement analysis took both for SELECTs: the database refused, not the parser.
+        assert!(
+            effect
+                .statements
+                .iter()
+                .all(|s| s.operation == Operation::Select),
+            "{:?}",
+            effect.statements
+        );
+        let refused: Vec<_> = effect
+            .refusals
+            .iter()
+            .map(|r| (r.hint, r.by, r.statement))
+            .collect();
+        assert_eq!(
+            refused,
+            [
+                (Hint::ReadOnly, RefusedBy::Database, Some(1)),
+                (Hint::ReadOnly, RefusedBy::Database, Some(2)),
+            ],
+            "{oracle:?}"
+        );
+
+        // The next call, not enforced, on the same (only) connection: read-write again.
+        let next = CallScope::new("mark");
+        next.run(async {
+            sqlx::query("SELECT mark_viewed(3)")
+                .execute(&db.pool)
+                .await
+                .expect("a normal call writes");
+            let mut tx = db.pool.begin().await.expect("begin");
+            sqlx::query("SELECT mark_viewed(4)")
+                .execute(&mut *tx)
+                .await
+                .expect("and in a transaction");
+            tx.commit().await.expect("commit");
+        })
+        .await;
+        assert_eq!(db.views().await, 2, "{oracle:?}");
+        let ro: String = sqlx::query_scalar("SHOW default_transaction_read_only")
+            .fetch_one(db.pool.inner())
+            .await
+            .unwrap();
+        assert_eq!(ro, "off");
+        db.drop_schema().await;
+    }
+}
+
+/// destructiveHint false: `DELETE` and `TRUNCATE` are refused before PostgreSQL sees them;
+/// an INSERT goes through.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_non_destructive_calls_delete_never_reaches_postgres() {
+    let Some(db) = db(PgOracle::Writes, "destructive").await else {
+        return;
+    };
+    let scope = CallScope::new("confirm_appointment").with_enforcement(Enforcement {
+        non_destructive: true,
+        ..Enforcement::NONE
+    });
+    let effects = scope.effects_handle();
+    let results = scope
+        .run(async {
+            let mut out = Vec::new();
+            for sql in [
+                "INSERT INTO appointments (views) VALUES (5)",
+                "DELETE FROM appointments WHERE id = 1",
+                "TRUNCATE appointments",
+                "UPDATE appointments SET views = 1",
+            ] {
+                out.push(sqlx::query(sql).execute(&db.pool).await);
+            }
+            out
+        })
+        .await;
+    assert!(results[0].is_ok(), "{:?}", results[0]);
+    for r in &results[1..] {
+        let e = r.as_ref().expect_err("refused");
+        let sqlx::Error::Database(d) = e else {
+            panic!("{e:?}")
+        };
+        assert!(d.message().contains("destructiveHint: false"), "{e}");
+        assert_eq!(d.code(), None, "PostgreSQL never saw it");
+    }
+    let n: i64 = sqlx::query_scalar("SELECT count(*) FROM appointments WHERE views = 0")
+        .fetch_one(db.pool.inner())
+        .await
+        .unwrap();
+    assert_eq!(n, 2, "nothing deleted, truncated or updated");
+    let effect = effects.snapshot();
+    assert_eq!(effect.refusals.len(), 3);
+    assert!(
+        effect
+            .refusals
+            .iter()
+            .all(|r| r.by == RefusedBy::Hintaudit && r.hint == Hint::Destructive)
+    );
+    db.drop_schema().await;
+}
