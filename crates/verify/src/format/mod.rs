@@ -203,6 +203,14 @@ mod tests {
         assert_eq!(skipped, 4, "the not-exercised tool's call rules");
         let strict = Format::Junit.render(&report(), Severity::Info);
         assert_eq!(strict.matches("<failure").count(), 2);
+        // Without the recording proxy (a --url server), no open-world testcase passes.
+        let unwatched = Report {
+            outbound_watched: false,
+            ..report()
+        };
+        let xml = Format::Junit.render(&unwatched, Severity::Warning);
+        assert_eq!(xml.matches("<skipped").count(), 4 + 2, "{xml}");
+        assert!(xml.contains("outbound HTTP not watched"), "{xml}");
     }
 
     #[test]
