@@ -120,6 +120,51 @@ async fn bookings_over_stdio_on_sqlite() {
     check(&verify(stdio(&url), &url).await);
 }
 
+/// notify_patient declares openWorldHint false and POSTs reminders to the notification
+/// service named by `BOOKINGS_NOTIFY_URL` (the demo points it at a loopback server configured
+/// as outside). Under verify, reqwest honours the proxy variables: the POST reaches verify's
+/// recording proxy, which records it and refuses it, so `notify.example` need not exist.
+#[tokio::test]
+async fn bookings_notify_patient_is_found_through_the_proxy() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite:{}", dir.path().join("clinic.db").display());
+    let bin = bookings_bin();
+    let cmd = shlex::try_join([
+        "BOOKINGS_NOTIFY_URL=http://notify.example/reminders",
+        bin.to_str().unwrap(),
+        "--stdio",
+        "--database-url",
+        &url,
+    ])
+    .unwrap();
+    let report = verifier(ServerSpec::Stdio(cmd), &url)
+        .with_tool("notify_patient")
+        .run()
+        .await
+        .expect("verify runs");
+    let found: BTreeSet<(String, String)> = report
+        .findings()
+        .map(|f| (f.tool.clone(), f.rule.as_str().to_owned()))
+        .collect();
+    let want: BTreeSet<(String, String)> = bookings::PLANTED_OPEN_WORLD_FINDINGS
+        .iter()
+        .map(|(t, r)| (t.to_string(), r.to_string()))
+        .collect();
+    assert_eq!(found, want, "{report:#?}");
+    let f = report.findings().next().unwrap();
+    assert!(
+        f.evidence.starts_with("outbound POST to notify.example:80"),
+        "{}",
+        f.evidence
+    );
+    let call = &report.tool("notify_patient").unwrap().cases[0].calls[0];
+    assert!(
+        call.error.as_deref().is_some_and(|e| e.contains("502")),
+        "the proxy refused it: {call:?}"
+    );
+    assert!(report.unattributed_outbound.is_empty(), "{report:#?}");
+}
+
 #[tokio::test]
 async fn bookings_over_http_on_sqlite() {
     let dir = tempfile::tempdir().unwrap();

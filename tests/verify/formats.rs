@@ -47,8 +47,8 @@ async fn junit_sarif_json_and_table_render_a_real_run() {
         failures, 6,
         "the five planted call findings and hints_changed fail; info findings do not"
     );
-    // run_report is not exercised: its three call rules are skipped, never passed.
-    assert_eq!(skipped, 3);
+    // run_report is not exercised: its four call rules are skipped, never passed.
+    assert_eq!(skipped, 4);
     let strict = Format::Junit.render(&report, Severity::Info);
     assert_eq!(strict.matches("<failure").count(), 8); // + hint_missing, hint_contradiction
 

@@ -181,3 +181,98 @@ async fn cases_file_arguments_and_setup_sql_are_used() {
     assert_eq!(report.tool("cleanup").unwrap().status, ToolStatus::Passed);
     assert_eq!(report.tool("cleanup").unwrap().cases.len(), 1);
 }
+
+/// A Python tool that makes HTTP requests is found through verify's recording proxy
+/// (urllib honours HTTP_PROXY and HTTPS_PROXY): a POST from a tool declaring readOnlyHint
+/// true and openWorldHint false is both `read_only_write` and `undeclared_open_world`; an
+/// HTTPS GET is a CONNECT, an interaction and no write. Nothing is forwarded: the hosts do
+/// not exist. The server's start-up request is reported as unattributed.
+#[tokio::test]
+async fn python_tools_making_http_requests_are_found_through_the_proxy() {
+    let Some(py) = python_or_skip() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let (db, url) = temp_db(dir.path(), "fixture.db");
+    let cmd = python_cmd(&py, &db, &[("FIXTURE_OUTSIDE", "1")]);
+    let report = Verifier::new(ServerSpec::Stdio(cmd), url)
+        .with_ignored_table("access_log")
+        .with_tool("notify_owner")
+        .with_tool("fetch_rates")
+        .with_tool("stats")
+        .with_tool("add_item") // a write: the database check needs one
+        .run()
+        .await
+        .expect("verify runs");
+    assert_eq!(
+        findings(&report),
+        triples(&[
+            ("notify_owner", "read_only_write", "readOnlyHint"),
+            ("notify_owner", "undeclared_open_world", "openWorldHint"),
+            ("fetch_rates", "undeclared_open_world", "openWorldHint"),
+            ("stats", "hint_missing", "readOnlyHint"),
+            ("stats", "hint_missing", "destructiveHint"),
+            ("stats", "hint_missing", "idempotentHint"),
+            ("stats", "hint_missing", "openWorldHint"),
+        ]),
+        "{report:#?}"
+    );
+    let evidence = |tool: &str, rule: &str| {
+        report
+            .findings()
+            .find(|f| f.tool == tool && f.rule.as_str() == rule)
+            .map(|f| f.evidence.clone())
+            .unwrap()
+    };
+    // Host and port only: the path and its token are never recorded.
+    assert_eq!(
+        evidence("notify_owner", "undeclared_open_world"),
+        "outbound POST to notify.example:80 (spec reading: interaction outside the closed \
+         world; directory reading: outside state changed)"
+    );
+    assert_eq!(
+        evidence("notify_owner", "read_only_write"),
+        "outbound POST to notify.example:80"
+    );
+    assert!(
+        evidence("fetch_rates", "undeclared_open_world")
+            .starts_with("outbound CONNECT to rates.example:443"),
+        "{report:#?}"
+    );
+    for t in ["notify_owner", "fetch_rates"] {
+        let tool = report.tool(t).unwrap();
+        assert_eq!(tool.status, ToolStatus::Failed, "{t}");
+        let call = &tool.cases[0].calls[0];
+        assert!(call.error.is_some(), "refused by the proxy: {call:?}");
+        assert_eq!(call.outbound.len(), 1, "{call:?}");
+    }
+    assert!(report.outbound_watched);
+    let startup: Vec<String> = report
+        .unattributed_outbound
+        .iter()
+        .map(|u| {
+            format!(
+                "{} {} {:?}",
+                u.request.method,
+                u.request.destination(),
+                u.after
+            )
+        })
+        .collect();
+    assert_eq!(startup, ["GET startup.example:80 None"], "{report:#?}");
+    // A tool that reached nothing, behind the proxy, may be closed-world.
+    let stats = report.tool("stats").unwrap();
+    assert!(
+        stats
+            .advice
+            .iter()
+            .any(|a| a.as_str() == "could_be_closed_world"),
+        "{stats:#?}"
+    );
+    let json = hintaudit_verify::Format::Json.render(&report, hintaudit_core::Severity::Warning);
+    assert!(!json.contains("s3cret") && json.contains("notify.example"));
+    let table = hintaudit_verify::Format::Table.render(&report, hintaudit_core::Severity::Warning);
+    assert!(
+        table.contains("outbound       notify_owner  POST notify.example:80, not forwarded")
+            && table.contains("unattributed: GET startup.example:80 (before the first call"),
+        "{table}"
+    );
+}

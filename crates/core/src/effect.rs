@@ -285,9 +285,15 @@ impl OutboundReach {
         }
     }
 
-    /// Whether the method may change the remote side (anything but GET, HEAD, OPTIONS, TRACE).
+    /// Whether the method may change the remote side: anything but GET, HEAD, OPTIONS,
+    /// TRACE and CONNECT. A CONNECT (an HTTPS tunnel, as `hintaudit verify`'s recording
+    /// proxy sees it) hides the method sent through it: it is an interaction, not a known
+    /// change of state.
     pub fn is_mutating(&self) -> bool {
-        !matches!(self.method.as_str(), "GET" | "HEAD" | "OPTIONS" | "TRACE")
+        !matches!(
+            self.method.as_str(),
+            "GET" | "HEAD" | "OPTIONS" | "TRACE" | "CONNECT"
+        )
     }
 }
 

@@ -22,6 +22,7 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use crate::db::redact;
 use crate::error::{VerifyError, one_line};
 use crate::outcome::reads_as_error;
+use crate::proxy::PROXY_VARIABLES;
 
 /// Where the server under test is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -132,11 +133,15 @@ pub(crate) struct McpClient {
 }
 
 impl McpClient {
-    /// Starts or reaches the server and completes the MCP handshake within `timeout`.
+    /// Starts or reaches the server and completes the MCP handshake within `timeout`. A
+    /// stdio server started with `proxy` (a URL) gets it in every proxy variable
+    /// ([`PROXY_VARIABLES`]) and no `NO_PROXY`/`no_proxy`, unless its command line's own
+    /// `NAME=value` prefix sets them.
     pub async fn connect(
         spec: &ServerSpec,
         timeout: Duration,
         stderr_tail: &StderrTail,
+        proxy: Option<&str>,
     ) -> Result<McpClient, VerifyError> {
         let handshake = match spec {
             ServerSpec::Stdio(line) => {
@@ -144,6 +149,12 @@ impl McpClient {
                     VerifyError::Usage(format!("cannot parse --stdio {:?}", redact(line)))
                 })?;
                 let mut cmd = tokio::process::Command::new(&words[0]);
+                if let Some(proxy) = proxy {
+                    for name in PROXY_VARIABLES {
+                        cmd.env(name, proxy);
+                    }
+                    cmd.env_remove("NO_PROXY").env_remove("no_proxy");
+                }
                 cmd.args(&words[1..]).envs(env);
                 let (proc, stderr) = TokioChildProcess::builder(cmd)
                     .stderr(Stdio::piped())

@@ -15,6 +15,7 @@ mod error;
 mod format;
 mod ids;
 mod outcome;
+mod proxy;
 mod report;
 mod secrets;
 mod snapshot;
@@ -29,6 +30,7 @@ pub use client::ServerSpec;
 pub use db::SnapshotStats;
 pub use error::VerifyError;
 pub use format::Format;
+pub use proxy::UnattributedRequest;
 pub use report::{
     CallRecord, CaseReport, Report, ToolReport, ToolStatus, VERIFY_RULES, is_behaviour_rule,
 };

@@ -1,16 +1,18 @@
 //! The verification report: per tool, its hints, status, findings, advice and cases.
 
-use hintaudit_core::{Advice, DeclaredHints, Finding, Rule, Severity};
+use hintaudit_core::{Advice, DeclaredHints, Finding, OutboundReach, Rule, Severity};
 
 use crate::db::SnapshotStats;
+use crate::proxy::UnattributedRequest;
 use crate::snapshot::TableDiff;
 use crate::suggestion::Suggestion;
 
 /// The rules `hintaudit verify` checks, in report order: one JUnit testcase per tool and rule.
-pub const VERIFY_RULES: [Rule; 6] = [
+pub const VERIFY_RULES: [Rule; 7] = [
     Rule::ReadOnlyWrite,
     Rule::UndeclaredDestructive,
     Rule::IdempotencyBroken,
+    Rule::UndeclaredOpenWorld,
     Rule::HintMissing,
     Rule::HintContradiction,
     Rule::HintsChanged,
@@ -20,7 +22,10 @@ pub const VERIFY_RULES: [Rule; 6] = [
 pub fn is_behaviour_rule(rule: Rule) -> bool {
     matches!(
         rule,
-        Rule::ReadOnlyWrite | Rule::UndeclaredDestructive | Rule::IdempotencyBroken
+        Rule::ReadOnlyWrite
+            | Rule::UndeclaredDestructive
+            | Rule::IdempotencyBroken
+            | Rule::UndeclaredOpenWorld
     )
 }
 
@@ -55,6 +60,10 @@ pub struct CallRecord {
     pub error: Option<String>,
     /// What the call changed, per table; empty when nothing changed.
     pub changes: Vec<TableDiff>,
+    /// The HTTP requests the recording proxy got while the call ran (method `CONNECT` for
+    /// HTTPS), none forwarded; empty when none came or the proxy was not in use
+    /// ([`Report::outbound_watched`]). Host and port only, never a path or query.
+    pub outbound: Vec<OutboundReach>,
 }
 
 /// One argument set for a tool, with its calls (two for tools declaring idempotentHint).
@@ -124,6 +133,12 @@ pub struct Report {
     pub database_resets: u32,
     /// The last lines the server wrote on stderr (at most 20; stdio servers only).
     pub server_stderr: Vec<String>,
+    /// Whether the server ran behind verify's recording proxy (a `--stdio` server; a
+    /// `--url` server's outbound requests are not seen).
+    pub outbound_watched: bool,
+    /// Requests the proxy got while no call was in flight (start-up, between calls, after
+    /// the last): judged for no tool, listed here.
+    pub unattributed_outbound: Vec<UnattributedRequest>,
 }
 
 impl Report {
@@ -158,6 +173,9 @@ impl Report {
         {
             *s = mask(s);
         }
+        for u in &mut self.unattributed_outbound {
+            u.request.host = mask(&u.request.host);
+        }
         for t in &mut self.tools {
             if let ToolStatus::NotExercised(why) = &mut t.status {
                 *why = mask(why);
@@ -178,6 +196,9 @@ impl Report {
                 for call in &mut c.calls {
                     if let Some(e) = &mut call.error {
                         *e = mask(e);
+                    }
+                    for o in &mut call.outbound {
+                        o.host = mask(&o.host);
                     }
                 }
             }

@@ -93,6 +93,14 @@ mod tests {
                 vec!["host: 127.0.0.1", "host: localhost"],
             ),
             (
+                "an HTTPS tunnel (CONNECT, verify's proxy): interaction, method unknown",
+                vec![("CONNECT", "api.example.com", Some(443))],
+                vec![
+                    "host: api.example.com",
+                    "outside: outbound CONNECT to api.example.com:443",
+                ],
+            ),
+            (
                 "loopback configured as outside",
                 vec![("PATCH", "127.0.0.1", Some(9))],
                 vec![

@@ -51,6 +51,7 @@ pub(super) fn render(report: &Report) -> String {
                     "calls": c.calls.iter().map(|call| json!({
                         "error": call.error,
                         "changes": call.changes,
+                        "outbound": call.outbound.iter().map(super::reach_json).collect::<Vec<_>>(),
                     })).collect::<Vec<_>>(),
                 })).collect::<Vec<_>>(),
             })
@@ -73,6 +74,7 @@ pub(super) fn render(report: &Report) -> String {
         "database_resets": report.database_resets,
         "incomplete": report.incomplete,
         "server_stderr": report.server_stderr,
+        "outbound": super::outbound_json(report),
         "snapshots": report.stats,
         "elapsed_seconds": report.elapsed_seconds,
     });

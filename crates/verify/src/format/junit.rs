@@ -1,7 +1,7 @@
 //! JUnit XML, written with quick-xml: one testcase per tool and rule of
 //! [`VERIFY_RULES`](crate::VERIFY_RULES).
 
-use hintaudit_core::{Finding, Severity};
+use hintaudit_core::{Finding, Rule, Severity};
 use quick_xml::Writer;
 use quick_xml::events::{BytesDecl, BytesEnd, BytesStart, BytesText, Event};
 
@@ -71,6 +71,13 @@ pub(super) fn render(report: &Report, fail_on: Severity) -> String {
             let outcome = match (&t.status, found.is_empty()) {
                 (ToolStatus::NotExercised(why), true) if is_behaviour_rule(rule) => {
                     Outcome::Skip(format!("not exercised: {why}"))
+                }
+                (_, true) if rule == Rule::UndeclaredOpenWorld && !report.outbound_watched => {
+                    Outcome::Skip(
+                        "outbound HTTP not watched: verify's recording proxy only sees servers \
+                         it starts (--stdio)"
+                            .to_owned(),
+                    )
                 }
                 (_, true) => Outcome::Pass(None),
                 (_, false) if found.iter().any(|f| f.severity >= fail_on) => Outcome::Fail(

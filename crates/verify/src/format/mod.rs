@@ -5,7 +5,8 @@ mod junit;
 mod sarif;
 mod table;
 
-use hintaudit_core::Severity;
+use hintaudit_core::{OutboundReach, Severity};
+use serde_json::{Value, json};
 
 use crate::report::Report;
 
@@ -37,9 +38,51 @@ impl Format {
     }
 }
 
+/// One outbound request as JSON: method, host, port (null when unknown).
+fn reach_json(o: &OutboundReach) -> Value {
+    json!({"method": o.method, "host": o.host, "port": o.port})
+}
+
+/// The outbound section of JSON and SARIF: whether the recording proxy watched the server,
+/// every request each tool's calls sent (with the tool), and those no call was in flight for
+/// (with the tool whose call came last, null before the first call).
+fn outbound_json(report: &Report) -> Value {
+    let by_tool: Vec<Value> = report
+        .tools
+        .iter()
+        .flat_map(|t| {
+            t.cases
+                .iter()
+                .flat_map(|c| c.calls.iter())
+                .flat_map(|c| c.outbound.iter())
+                .map(|o| {
+                    let mut v = reach_json(o);
+                    v["tool"] = json!(t.name);
+                    v
+                })
+        })
+        .collect();
+    let unattributed: Vec<Value> = report
+        .unattributed_outbound
+        .iter()
+        .map(|u| {
+            let mut v = reach_json(&u.request);
+            v["after"] = json!(u.after);
+            v
+        })
+        .collect();
+    json!({
+        "watched": report.outbound_watched,
+        "requests": by_tool,
+        "unattributed": unattributed,
+    })
+}
+
 #[cfg(test)]
 mod tests {
-    use hintaudit_core::{Advice, Confidence, DeclaredHints, Finding, Hint, Rule, Severity};
+    use hintaudit_core::{
+        Advice, Confidence, DeclaredHints, Finding, Hint, OutboundReach, Rule, Severity,
+    };
     use quick_xml::events::Event;
 
     use super::Format;
@@ -57,6 +100,11 @@ mod tests {
             made_up: vec![],
             calls: vec![CallRecord {
                 error: None,
+                outbound: if changes.is_empty() {
+                    vec![]
+                } else {
+                    vec![OutboundReach::new("POST", "notify.example", Some(80))]
+                },
                 changes,
             }],
         };
@@ -125,6 +173,11 @@ mod tests {
             database_copy: None,
             database_resets: 0,
             server_stderr: (1..=20).map(|i| format!("line {i}")).collect(),
+            outbound_watched: true,
+            unattributed_outbound: vec![crate::UnattributedRequest {
+                request: OutboundReach::new("CONNECT", "telemetry.example", Some(443)),
+                after: None,
+            }],
         }
     }
 
@@ -147,9 +200,17 @@ mod tests {
         }
         assert_eq!(cases, 3 * VERIFY_RULES.len());
         assert_eq!(failures, 1, "hint_missing is info, below --fail-on warning");
-        assert_eq!(skipped, 3, "the not-exercised tool's call rules");
+        assert_eq!(skipped, 4, "the not-exercised tool's call rules");
         let strict = Format::Junit.render(&report(), Severity::Info);
         assert_eq!(strict.matches("<failure").count(), 2);
+        // Without the recording proxy (a --url server), no open-world testcase passes.
+        let unwatched = Report {
+            outbound_watched: false,
+            ..report()
+        };
+        let xml = Format::Junit.render(&unwatched, Severity::Warning);
+        assert_eq!(xml.matches("<skipped").count(), 4 + 2, "{xml}");
+        assert!(xml.contains("outbound HTTP not watched"), "{xml}");
     }
 
     #[test]
@@ -190,6 +251,18 @@ mod tests {
             "could_be_read_only"
         );
         assert_eq!(json["server_stderr"].as_array().unwrap().len(), 20);
+        // Outbound requests: per call, per tool, and those no call was in flight for.
+        assert_eq!(
+            json["tools"][0]["cases"][0]["calls"][0]["outbound"][0],
+            serde_json::json!({"method": "POST", "host": "notify.example", "port": 80})
+        );
+        assert_eq!(json["outbound"]["requests"][0]["tool"], "view <&> item");
+        assert_eq!(json["outbound"]["unattributed"][0]["method"], "CONNECT");
+        assert_eq!(json["outbound"]["watched"], true);
+        assert_eq!(
+            sarif["runs"][0]["properties"]["outbound"]["unattributed"][0]["host"],
+            "telemetry.example"
+        );
         assert_eq!(
             json["tools"][2]["notes"][0],
             "generated 16 of 32 combinations of mode values (limit 16)"
@@ -207,5 +280,13 @@ mod tests {
         );
         assert!(table.contains("not exercised  report"), "{table}");
         assert!(table.contains("advice         stats"), "{table}");
+        assert!(
+            table.contains("outbound       view <&> item  POST notify.example:80, not forwarded"),
+            "{table}"
+        );
+        assert!(
+            table.contains("unattributed: CONNECT telemetry.example:443 (before the first call"),
+            "{table}"
+        );
     }
 }

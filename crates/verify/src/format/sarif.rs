@@ -208,6 +208,7 @@ pub(super) fn render(report: &Report) -> String {
         "database_copy".to_owned(),
         serde_json::json!(report.database_copy),
     );
+    run_props.insert("outbound".to_owned(), super::outbound_json(report));
     run_props.insert(
         "database_resets".to_owned(),
         serde_json::json!(report.database_resets),

@@ -83,6 +83,31 @@ pub(super) fn render(report: &Report) -> String {
         for n in &t.notes {
             let _ = writeln!(notes, "note           {}  {n}", t.name);
         }
+        let mut sent: Vec<(String, usize)> = Vec::new();
+        for o in t
+            .cases
+            .iter()
+            .flat_map(|c| c.calls.iter())
+            .flat_map(|c| c.outbound.iter())
+        {
+            let line = format!("{} {}", o.method, o.destination());
+            match sent.iter_mut().find(|(l, _)| *l == line) {
+                Some((_, n)) => *n += 1,
+                None => sent.push((line, 1)),
+            }
+        }
+        for (line, n) in sent {
+            let times = if n > 1 {
+                format!(" ({n} times)")
+            } else {
+                String::new()
+            };
+            let _ = writeln!(
+                notes,
+                "outbound       {}  {line}{times}, not forwarded",
+                t.name
+            );
+        }
     }
     if !notes.is_empty() {
         out.push('\n');
@@ -108,6 +133,27 @@ pub(super) fn render(report: &Report) -> String {
         );
     }
     let _ = writeln!(out, "\ndatabase check: {}", report.database_check);
+    let _ = writeln!(
+        out,
+        "outbound HTTP: {}",
+        if report.outbound_watched {
+            "recorded by verify's proxy (HTTP_PROXY, HTTPS_PROXY; HTTPS as CONNECT host:port), none forwarded"
+        } else {
+            "not watched (a --url server is not started by verify)"
+        }
+    );
+    for u in &report.unattributed_outbound {
+        let when = match &u.after {
+            Some(t) => format!("after a call of {t}"),
+            None => "before the first call".to_owned(),
+        };
+        let _ = writeln!(
+            out,
+            "  unattributed: {} {} ({when}, no call in flight)",
+            u.request.method,
+            u.request.destination()
+        );
+    }
     if let Some(copy) = &report.database_copy {
         let _ = writeln!(
             out,

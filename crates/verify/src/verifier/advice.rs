@@ -5,15 +5,23 @@
 //! the database. A generated placeholder (`hintaudit` as SQL text, say) that changed
 //! nothing shows nothing about what the tool does with real arguments.
 
-use hintaudit_core::{Advice, Hint};
+use hintaudit_core::{Advice, Hint, OpenWorldReading, OutboundReach, Policy};
 
 use crate::client::ToolInfo;
 use crate::report::CaseReport;
 
 /// Advice for a passed tool and the labels of the cases it rests on: `could_be_read_only`
 /// when no call wrote and a trusted call ran; `could_be_non_destructive` when a trusted
-/// call wrote and no call removed or overwrote rows or dropped or altered a table.
-pub(super) fn advice(tool: &ToolInfo, cases: &[CaseReport]) -> (Vec<Advice>, Vec<String>) {
+/// call wrote and no call removed or overwrote rows or dropped or altered a table;
+/// `could_be_closed_world` when the server ran behind the recording proxy (`watched`), a
+/// trusted call ran, and no call reached outside `policy`'s closed world under its alerting
+/// reading of openWorldHint.
+pub(super) fn advice(
+    tool: &ToolInfo,
+    cases: &[CaseReport],
+    policy: &Policy,
+    watched: bool,
+) -> (Vec<Advice>, Vec<String>) {
     let e = tool.hints.effective();
     let changes = || {
         cases
@@ -42,9 +50,29 @@ pub(super) fn advice(tool: &ToolInfo, cases: &[CaseReport]) -> (Vec<Advice>, Vec
         out.push(Advice::CouldBeNonDestructive);
         basis.extend(&trusted_wrote);
     }
-    let mut labels: Vec<String> = basis.iter().map(|c| c.label.clone()).collect();
-    labels.dedup();
+    let reached = cases
+        .iter()
+        .flat_map(|c| c.calls.iter())
+        .flat_map(|c| c.outbound.iter())
+        .any(|o| reaches_out(policy, o));
+    if e.open_world && watched && !reached && !trusted.is_empty() {
+        out.push(Advice::CouldBeClosedWorld);
+        basis.extend(&trusted);
+    }
+    let mut labels: Vec<String> = Vec::new();
+    for c in basis {
+        if !labels.contains(&c.label) {
+            labels.push(c.label.clone());
+        }
+    }
     (out, labels)
+}
+
+/// Whether a request counts against openWorldHint false under `policy`'s alerting reading:
+/// outside the closed world, and mutating under the directory reading.
+fn reaches_out(policy: &Policy, o: &OutboundReach) -> bool {
+    !policy.closed_world().contains(&o.host, o.port)
+        && (policy.open_world_reading() == OpenWorldReading::Interaction || o.is_mutating())
 }
 
 /// The hint an advice is about, spelled for reports.

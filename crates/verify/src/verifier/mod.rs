@@ -319,6 +319,8 @@ impl Verifier {
             database_copy: None,
             database_resets: resets,
             server_stderr: Vec::new(),
+            outbound_watched: session.watches_outbound(),
+            unattributed_outbound: session.unattributed_outbound(),
         })
     }
 }

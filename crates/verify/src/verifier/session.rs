@@ -2,19 +2,23 @@
 
 use std::time::Duration;
 
+use hintaudit_core::OutboundReach;
 use serde_json::Value;
 
 use crate::client::{CallOutcome, McpClient, ServerSpec, StderrTail, ToolInfo};
 use crate::error::VerifyError;
+use crate::proxy::{RecordingProxy, UnattributedRequest};
 use crate::verifier::DEFAULT_TIMEOUT_SECS;
 
 /// The server under test: one live session, or none after a lost call that could not be
-/// restarted.
+/// restarted. A stdio server runs behind the recording proxy (crate::proxy) for the whole
+/// run, restarts included.
 pub(crate) struct Session {
     spec: ServerSpec,
     timeout: Duration,
     tail: StderrTail,
     client: Option<McpClient>,
+    proxy: Option<RecordingProxy>,
 }
 
 impl Session {
@@ -26,7 +30,14 @@ impl Session {
         tail: StderrTail,
     ) -> Result<Session, VerifyError> {
         let handshake = timeout.max(Duration::from_secs(DEFAULT_TIMEOUT_SECS));
-        let client = McpClient::connect(spec, handshake, &tail)
+        let proxy = match spec {
+            ServerSpec::Stdio(_) => Some(RecordingProxy::start().await.map_err(|e| {
+                VerifyError::server(format!("cannot start the recording proxy: {e}"))
+            })?),
+            ServerSpec::Url(_) => None,
+        };
+        let url = proxy.as_ref().map(RecordingProxy::url);
+        let client = McpClient::connect(spec, handshake, &tail, url.as_deref())
             .await?
             .with_timeout(timeout);
         Ok(Session {
@@ -34,7 +45,27 @@ impl Session {
             timeout,
             tail,
             client: Some(client),
+            proxy,
         })
+    }
+
+    async fn connect(&self, handshake: Duration) -> Result<McpClient, VerifyError> {
+        let proxy = self.proxy.as_ref().map(RecordingProxy::url);
+        McpClient::connect(&self.spec, handshake, &self.tail, proxy.as_deref()).await
+    }
+
+    /// Whether the server's outbound HTTP requests are recorded (a stdio server, which
+    /// verify starts behind its proxy); a `--url` server's are not seen.
+    pub fn watches_outbound(&self) -> bool {
+        self.proxy.is_some()
+    }
+
+    /// The requests that arrived while no call was in flight.
+    pub fn unattributed_outbound(&self) -> Vec<UnattributedRequest> {
+        self.proxy
+            .as_ref()
+            .map(|p| p.recording().unattributed())
+            .unwrap_or_default()
     }
 
     fn client(&self) -> Result<&McpClient, VerifyError> {
@@ -48,25 +79,49 @@ impl Session {
         self.client()?.list_tools().await
     }
 
-    /// Calls a tool; after [`CallOutcome::Lost`] the session is restarted (a stdio server
-    /// is started again; an HTTP server gets a new session). An error means the restart
-    /// failed and the run cannot go on.
+    /// Calls a tool, with the outbound requests that arrived at the proxy while it ran;
+    /// after [`CallOutcome::Lost`] the session is restarted (a stdio server is started
+    /// again; an HTTP server gets a new session). An error means the restart failed and the
+    /// run cannot go on.
     pub async fn call(
         &mut self,
         tool: &str,
         arguments: &Value,
-    ) -> Result<CallOutcome, (CallOutcome, VerifyError)> {
+    ) -> (
+        Vec<OutboundReach>,
+        Result<CallOutcome, (CallOutcome, VerifyError)>,
+    ) {
+        let recording = self.proxy.as_ref().map(|p| p.recording().clone());
+        if let Some(r) = &recording {
+            r.begin(tool);
+        }
         let outcome = match self.client() {
-            Ok(c) => c.call(tool, arguments).await,
-            Err(e) => return Err((CallOutcome::Lost("the server is gone".into()), e)),
+            Ok(c) => Ok(c.call(tool, arguments).await),
+            Err(e) => Err(e),
         };
+        // Before a restart: what a restarted server sends is no call's.
+        let sent = recording.map(|r| r.end()).unwrap_or_default();
+        match outcome {
+            Ok(outcome) => (sent, self.restart_if_lost(tool, outcome).await),
+            Err(e) => (
+                sent,
+                Err((CallOutcome::Lost("the server is gone".into()), e)),
+            ),
+        }
+    }
+
+    async fn restart_if_lost(
+        &mut self,
+        tool: &str,
+        outcome: CallOutcome,
+    ) -> Result<CallOutcome, (CallOutcome, VerifyError)> {
         if let CallOutcome::Lost(why) = &outcome {
             if let Some(old) = self.client.take() {
                 old.close().await;
             }
             // A restart under load may take longer than one call may: at least the default.
             let handshake = self.timeout.max(Duration::from_secs(DEFAULT_TIMEOUT_SECS));
-            match McpClient::connect(&self.spec, handshake, &self.tail).await {
+            match self.connect(handshake).await {
                 Ok(c) => self.client = Some(c.with_timeout(self.timeout)),
                 Err(e) => {
                     let e = VerifyError::server(format!(
@@ -89,7 +144,7 @@ impl Session {
     /// Starts the server again after [`Session::stop`].
     pub async fn resume(&mut self) -> Result<(), VerifyError> {
         let handshake = self.timeout.max(Duration::from_secs(DEFAULT_TIMEOUT_SECS));
-        let c = McpClient::connect(&self.spec, handshake, &self.tail).await?;
+        let c = self.connect(handshake).await?;
         self.client = Some(c.with_timeout(self.timeout));
         Ok(())
     }

@@ -92,20 +92,19 @@ impl Verifier {
             let exercised = cases[first..]
                 .iter()
                 .flat_map(|c| c.calls.iter())
-                .any(|c| c.error.is_none() || !c.changes.is_empty());
+                .any(exercised);
             if exercised {
                 break;
             }
         }
 
         let all_calls = || cases.iter().flat_map(|c| c.calls.iter());
-        let wrote = all_calls().any(|c| !c.changes.is_empty());
-        let any_ok = all_calls().any(|c| c.error.is_none());
-        if !wrote && !any_ok {
+        if !all_calls().any(exercised) {
             not_exercised = not_exercised.or_else(|| {
                 Some(match all_calls().find_map(|c| c.error.clone()) {
                     Some(e) => format!(
-                        "no call ran: every call failed without a change (first error: {e})"
+                        "no call ran: every call failed without a change or an outbound \
+                         request (first error: {e})"
                     ),
                     None => "no case to run".to_owned(),
                 })
@@ -129,7 +128,7 @@ impl Verifier {
             (false, None) => ToolStatus::Passed,
         };
         let (advice, advice_basis) = if status == ToolStatus::Passed {
-            advice(tool, &cases)
+            advice(tool, &cases, &self.policy, session.watches_outbound())
         } else {
             (Vec::new(), Vec::new())
         };
@@ -266,7 +265,7 @@ impl Verifier {
         let mut calls = Vec::new();
         let mut ended = Ended::Done;
         for _ in 0..if repeat { 2 } else { 1 } {
-            let result = {
+            let (sent, result) = {
                 let call = session.call(&tool.name, &args);
                 tokio::pin!(call);
                 loop {
@@ -290,7 +289,8 @@ impl Verifier {
             if let Some(t) = diff.tables.first() {
                 watch.saw_change(&tool.name, &t.table);
             }
-            let effect = effect_of(&diff);
+            let mut effect = effect_of(&diff);
+            effect.outbound = sent.clone();
             let verdict = judge.judge(&ToolCall {
                 tool: &tool.name,
                 hints: tool.hints,
@@ -316,6 +316,7 @@ impl Verifier {
             calls.push(CallRecord {
                 error,
                 changes: diff.tables,
+                outbound: sent,
             });
             before = after;
             if !matches!(ended, Ended::Done) {
@@ -330,6 +331,13 @@ impl Verifier {
         };
         Ok((case, ended))
     }
+}
+
+/// Whether a call shows something about its tool: it succeeded, or it failed after changing
+/// the database or sending a request (a notification refused by the recording proxy is a
+/// tool error, and still the tool's doing).
+fn exercised(c: &CallRecord) -> bool {
+    c.error.is_none() || !c.changes.is_empty() || !c.outbound.is_empty()
 }
 
 /// Whether a tool's name says it creates rows (`create_*`, `add_*`, `insert_*`, `new_*`,
