@@ -1,5 +1,6 @@
-//! The reliability suite (issue 13): attribution at scale, cancellation and panics, hostile
-//! input, privacy canaries and a property test of the classifier, each printing its figures
+//! The reliability suite (issue 13): attribution at scale, cancellation and panics, database
+//! faults, a telemetry outage, hostile input, privacy canaries and a property test of the
+//! classifier, each printing its figures
 //! as `FIGURE <case> key=value ...` lines that `docs/reliability.md` copies.
 //!
 //! Fast sizes run in `cargo test`; `HINTAUDIT_RELIABILITY_LONG=1` (set by `.ci/run`) runs the
@@ -9,8 +10,14 @@ mod attribution;
 mod cancel;
 mod exposure;
 mod fallback;
+mod faults_pg;
+mod faults_sqlite;
+mod faults_storm;
 mod hostile;
+mod hostile_bytes;
 mod late_rows;
+mod outage;
+mod outcome;
 mod privacy;
 mod properties;
 mod support;

@@ -66,6 +66,23 @@ pub async fn postgres(
     test: &str,
     connections: u32,
 ) -> Option<(AuditedPool<sqlx::Postgres>, PgSchema)> {
+    let (options, schema) = pg_schema(test).await?;
+    let pool = AuditedPool::options()
+        .connect_with(
+            PgPoolOptions::new()
+                .max_connections(connections)
+                .acquire_timeout(Duration::from_secs(60)),
+            options,
+        )
+        .await
+        .expect("pg pool");
+    Some((pool, schema))
+}
+
+/// A fresh PostgreSQL schema and the connect options of a pool on it (`application_name` =
+/// the schema name, `search_path` = the schema), or `None` (the reason printed) when
+/// PostgreSQL is unreachable and not required.
+pub async fn pg_schema(test: &str) -> Option<(PgConnectOptions, PgSchema)> {
     static N: AtomicUsize = AtomicUsize::new(0);
     let base = pg_base_url();
     let admin = match sqlx::PgPool::connect(&base).await {
@@ -98,16 +115,7 @@ pub async fn postgres(
         .expect("url")
         .application_name(&schema)
         .options([("search_path", schema.as_str())]);
-    let pool = AuditedPool::options()
-        .connect_with(
-            PgPoolOptions::new()
-                .max_connections(connections)
-                .acquire_timeout(Duration::from_secs(60)),
-            options,
-        )
-        .await
-        .expect("pg pool");
-    Some((pool, PgSchema { schema, admin }))
+    Some((options, PgSchema { schema, admin }))
 }
 
 /// A test's PostgreSQL schema and an unaudited admin pool on the server.

@@ -16,8 +16,29 @@ pub const OTEL_STATUS_CODE: &str = "otel.status_code";
 pub const MCP_METHOD_NAME: &str = "mcp.method.name";
 /// MCP session id, when the transport has one (semconv: MCP).
 pub const MCP_SESSION_ID: &str = "mcp.session.id";
-/// The tool name (semconv: GenAI).
+/// The tool name (semconv: GenAI). For a tool the server does not declare, the name the
+/// client sent cut to at most [`TOOL_NAME_MAX_BYTES`] bytes (on a character boundary).
 pub const GEN_AI_TOOL_NAME: &str = "gen_ai.tool.name";
+/// What stands for a tool the server does not declare where values must stay few: the
+/// `tool` label of every metric, and the span name `tools/call __unknown__`
+/// ([design: telemetry names](../../../docs/design.md#5-telemetry-names)).
+pub const UNKNOWN_TOOL: &str = "__unknown__";
+/// The longest undeclared tool name kept in `gen_ai.tool.name`, in bytes (UTF-8): the
+/// MCP specification's recommended tool name limit (1 to 128 characters, all ASCII).
+pub const TOOL_NAME_MAX_BYTES: usize = 128;
+
+/// `name` cut to at most [`TOOL_NAME_MAX_BYTES`] bytes, at the last character boundary
+/// within the limit.
+///
+/// ```
+/// use hintaudit_core::semconv::bounded_tool_name;
+/// assert_eq!(bounded_tool_name("get_slot"), "get_slot");
+/// assert_eq!(bounded_tool_name(&"é".repeat(100)).len(), 128);
+/// assert_eq!(bounded_tool_name(&format!("a{}", "é".repeat(100))).len(), 127);
+/// ```
+pub fn bounded_tool_name(name: &str) -> &str {
+    &name[..name.floor_char_boundary(TOOL_NAME_MAX_BYTES.min(name.len()))]
+}
 /// `execute_tool` for tool calls (semconv: GenAI).
 pub const GEN_AI_OPERATION_NAME: &str = "gen_ai.operation.name";
 /// The JSON-RPC request id (semconv: RPC/JSON-RPC).

@@ -132,15 +132,20 @@ where
 ///
 /// | field | value |
 /// |---|---|
-/// | `otel.name` | `tools/call {tool}` |
+/// | `otel.name` | `tools/call {tool}`; `tools/call __unknown__` for a tool the server does not declare |
 /// | `otel.kind` | `server` |
 /// | `mcp.method.name` | `tools/call` |
-/// | `gen_ai.tool.name` | the tool name |
+/// | `gen_ai.tool.name` | the tool name; for an undeclared tool, the name sent cut to [`semconv::TOOL_NAME_MAX_BYTES`] |
 /// | `gen_ai.operation.name` | `execute_tool` |
 /// | `jsonrpc.request.id` | the request id |
 /// | `mcp.session.id` | the session id, when known |
 /// | `hintaudit.hint.read_only` … `hintaudit.hint.open_world` | `true`, `false` or `unset` |
 /// | `hintaudit.verdict`, `error.type`, `otel.status_code` | empty; recorded after the call |
+///
+/// A client can send any text as a tool name: span names, which backends index and group
+/// by, take the declared name or `__unknown__` ([`semconv::UNKNOWN_TOOL`], as the metrics'
+/// `tool` label does), so they stay as few as the declared tools; the attribute keeps what
+/// was asked for, bounded ([`semconv::bounded_tool_name`]).
 ///
 /// The remote parent (`traceparent` in `_meta`) is not set here: hintaudit-telemetry wraps or
 /// replaces this to do so, reading [`CallInfo::traceparent`].
@@ -158,11 +163,18 @@ impl DefaultMakeSpan {
 
 impl MakeSpan for DefaultMakeSpan {
     fn make_span(&self, call: &CallInfo<'_>) -> Span {
-        let tool = call.tool();
+        let (tool, name) = if call.known_tool() {
+            (call.tool(), call.tool())
+        } else {
+            (
+                semconv::bounded_tool_name(call.tool()),
+                semconv::UNKNOWN_TOOL,
+            )
+        };
         let hints = call.hints();
         let span = tracing::info_span!(
             "tools/call",
-            { semconv::OTEL_NAME } = %format_args!("tools/call {tool}"),
+            { semconv::OTEL_NAME } = %format_args!("tools/call {name}"),
             { semconv::OTEL_KIND } = "server",
             { semconv::MCP_METHOD_NAME } = "tools/call",
             { semconv::GEN_AI_TOOL_NAME } = tool,

@@ -92,7 +92,8 @@ pub trait Backend: Database + sealed::Sealed + RawExecutor {
     ) -> BoxFuture<'e, ()>;
 
     /// Called right before an [`crate::AuditedTransaction`] ends with `end`, with the
-    /// transaction's and the pool's audit state.
+    /// transaction's and the pool's audit state. `Some(error)` when the audit found the
+    /// connection lost: that is the end's answer, and `COMMIT`/`ROLLBACK` is not sent.
     #[doc(hidden)]
     fn before_end<'e>(
         conn: &'e mut Self::Connection,
@@ -100,7 +101,7 @@ pub trait Backend: Database + sealed::Sealed + RawExecutor {
         state: &'e mut Self::ConnState,
         pool: &'e Self::PoolState,
         end: TxEnd,
-    ) -> BoxFuture<'e, ()>;
+    ) -> BoxFuture<'e, Option<Error>>;
 
     /// Called once `COMMIT` or `ROLLBACK` (`end`) answered: `answer` is what the driver
     /// returned.

@@ -181,7 +181,7 @@ impl std::fmt::Display for MetricName {
 /// The `tool` label value for calls of tools the server does not declare
 /// ([design: telemetry names](../../../docs/design.md#5-telemetry-names)), and for
 /// declared tools beyond the recorder's tool cap.
-pub const UNKNOWN_TOOL: &str = "__unknown__";
+pub const UNKNOWN_TOOL: &str = hintaudit_core::semconv::UNKNOWN_TOOL;
 /// The `table` label value for tables beyond the first N seen
 /// ([design: telemetry names](../../../docs/design.md#5-telemetry-names)).
 pub const OTHER_TABLE: &str = "__other__";

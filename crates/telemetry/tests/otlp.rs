@@ -61,6 +61,13 @@ async fn spans_reach_a_real_otlp_receiver_with_parents_attributes_and_findings()
             .await
             .is_err()
     );
+    // An undeclared name longer than the bound, of 2-byte characters.
+    assert!(
+        client
+            .call_tool(call_params("é".repeat(200).leak(), None, None))
+            .await
+            .is_err()
+    );
     client.cancel().await.unwrap();
 
     let flushed = flushed(pipeline).await;
@@ -193,10 +200,27 @@ async fn spans_reach_a_real_otlp_receiver_with_parents_attributes_and_findings()
     );
     let status = broken[0].status.as_ref().map(|s| s.code);
     assert_eq!(status, Some(StatusCode::Error as i32));
-    let unknown = named("tools/call no_such_tool");
-    assert_eq!(unknown.len(), 1);
-    let error_type = attr(&unknown[0].attributes, attributes::ERROR_TYPE).unwrap_or_default();
-    assert!(error_type.starts_with('-'), "a JSON-RPC code: {error_type}");
+    // Undeclared tools: one span name (bounded cardinality), the name asked for in
+    // gen_ai.tool.name, cut at a character boundary within the byte limit.
+    assert!(named("tools/call no_such_tool").is_empty());
+    let unknown = named("tools/call __unknown__");
+    assert_eq!(unknown.len(), 2);
+    let mut asked: Vec<String> = unknown
+        .iter()
+        .map(|s| attr(&s.attributes, attributes::GEN_AI_TOOL_NAME).unwrap())
+        .collect();
+    asked.sort();
+    assert_eq!(
+        asked,
+        vec![
+            "no_such_tool".to_owned(),
+            "é".repeat(attributes::TOOL_NAME_MAX_BYTES / 2)
+        ]
+    );
+    for span in &unknown {
+        let error_type = attr(&span.attributes, attributes::ERROR_TYPE).unwrap_or_default();
+        assert!(error_type.starts_with('-'), "a JSON-RPC code: {error_type}");
+    }
 
     // Arguments and SQL literals never leave the process.
     assert!(!everything.contains(SECRET_NOTE), "the note leaked");

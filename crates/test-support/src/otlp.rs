@@ -37,6 +37,12 @@ impl TraceService for Receiver {
 pub async fn start_receiver() -> (Receiver, std::net::SocketAddr) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
+    (start_receiver_on(listener), addr)
+}
+
+/// Starts a [`Receiver`] on `listener` (a collector coming back on the address an exporter
+/// already uses), on a task of the current Tokio runtime.
+pub fn start_receiver_on(listener: tokio::net::TcpListener) -> Receiver {
     let receiver = Receiver::default();
     let service = TraceServiceServer::new(receiver.clone());
     tokio::spawn(async move {
@@ -45,7 +51,7 @@ pub async fn start_receiver() -> (Receiver, std::net::SocketAddr) {
             .serve_with_incoming(tonic::transport::server::TcpIncoming::from(listener))
             .await
     });
-    (receiver, addr)
+    receiver
 }
 
 /// An attribute value as text: strings as they are, integers and booleans formatted, other

@@ -98,8 +98,13 @@ impl<'c, DB: Backend> AuditedTransaction<'c, DB> {
         };
         let answer = match tx {
             Some(Link::Own(mut txs)) => {
-                DB::before_end(&mut raw, &mut txs, &mut state, &shared.backend, end).await;
-                let answer = finish(raw).await;
+                let lost = DB::before_end(&mut raw, &mut txs, &mut state, &shared.backend, end);
+                // A lost connection's error is the answer; sqlx rolls the dropped
+                // transaction back if the connection is ever used again.
+                let answer = match lost.await {
+                    Some(e) => Err(e),
+                    None => finish(raw).await,
+                };
                 DB::after_end(&mut txs, end, &answer);
                 answer
             }

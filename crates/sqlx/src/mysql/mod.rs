@@ -416,8 +416,8 @@ impl Backend for MySql {
         _state: &'e mut MySqlConnState,
         _pool: &'e MySqlPoolState,
         _end: TxEnd,
-    ) -> BoxFuture<'e, ()> {
-        async {}.boxed()
+    ) -> BoxFuture<'e, Option<Error>> {
+        async { None }.boxed()
     }
 
     fn after_end(tx: &mut MySqlTxState, end: TxEnd, answer: &Result<(), Error>) {

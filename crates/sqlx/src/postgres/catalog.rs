@@ -103,26 +103,36 @@ impl Catalog {
         tables.insert(name.into(), (t, Instant::now()));
     }
 
-    /// The facts of `name`, from the cache or from one catalog query. `None` when the name
-    /// does not resolve or the query fails (the caller then runs the oracle).
-    pub(crate) async fn table(&self, conn: &mut PgConnection, name: &str) -> Option<Table> {
+    /// The facts of `name`, from the cache or from one catalog query. `Ok(None)` when the
+    /// name does not resolve or the query fails (the caller then runs the oracle); the error
+    /// when the connection is lost (see `lost`), for the statement to fail with.
+    pub(crate) async fn table(
+        &self,
+        conn: &mut PgConnection,
+        name: &str,
+    ) -> Result<Option<Table>, sqlx::Error> {
         if let Some(t) = self.cached(name) {
-            return Some(t);
+            return Ok(Some(t));
         }
-        let row = conn
-            .fetch_optional(sqlx::query(LOOKUP).bind(name))
-            .await
-            .ok()??;
-        let t = Table {
-            relname: row.try_get::<String, _>("relname").ok()?.into(),
-            temp: row.try_get("temp").ok()?,
-            plain: row
-                .try_get::<Option<bool>, _>("plain")
-                .ok()?
-                .unwrap_or(false),
+        let row = match conn.fetch_optional(sqlx::query(LOOKUP).bind(name)).await {
+            Ok(Some(row)) => row,
+            Ok(None) => return Ok(None),
+            Err(e) if super::lost::connection_lost(&e) => return Err(e),
+            Err(_) => return Ok(None),
         };
+        let read = || {
+            Some(Table {
+                relname: row.try_get::<String, _>("relname").ok()?.into(),
+                temp: row.try_get("temp").ok()?,
+                plain: row
+                    .try_get::<Option<bool>, _>("plain")
+                    .ok()?
+                    .unwrap_or(false),
+            })
+        };
+        let Some(t) = read() else { return Ok(None) };
         self.store(name, t.clone());
-        Some(t)
+        Ok(Some(t))
     }
 }
 

@@ -53,6 +53,7 @@
 //! transaction stays unobserved and the judge falls back to statement analysis for it.
 
 mod catalog;
+mod lost;
 mod oracle;
 mod tx;
 mod wrap;
@@ -131,22 +132,25 @@ fn simple_name(name: &str) -> bool {
 
 /// The statement's direct write, if it is one on a plain table (see [`catalog`]), where the
 /// oracle would otherwise run: `eligible` when it would be wrapped in autocommit, or inside
-/// an audited transaction before the oracle's first snapshot.
+/// an audited transaction before the oracle's first snapshot. The error when the catalog
+/// lookup found the connection lost (see `lost`).
 async fn direct_write(
     conn: &mut PgConnection,
     pool: &PgPoolState,
     att: &Attribution,
     eligible: bool,
-) -> Option<Direct> {
+) -> Result<Option<Direct>, Error> {
     if !eligible {
-        return None;
+        return Ok(None);
     }
-    let name = catalog::direct_target(&att.class).filter(|n| simple_name(n))?;
-    let table = pool.catalog.table(conn, name).await.filter(|t| t.plain)?;
-    Some(Direct {
+    let Some(name) = catalog::direct_target(&att.class).filter(|n| simple_name(n)) else {
+        return Ok(None);
+    };
+    let table = pool.catalog.table(conn, name).await?.filter(|t| t.plain);
+    Ok(table.map(|table| Direct {
         table,
         operation: att.class.effect.operation,
-    })
+    }))
 }
 
 /// A statement that succeeded: `rows` affected (recorded for DML only), `observed` by the
@@ -231,6 +235,9 @@ async fn wrap_or_pass(
 struct Started<'e> {
     /// Whether the oracle wraps it (see [`wrap`]).
     wrapped: bool,
+    /// The connection was lost under the audit's own round trips before the statement
+    /// (see `lost`): its error is the statement's, which is not sent.
+    lost: Option<Error>,
     conn: &'e mut PgConnection,
     att: Attribution,
     rest: Rest<'e>,
@@ -263,12 +270,18 @@ async fn start(ctx: Ctx<'_, Postgres>) -> Started<'_> {
             tx.before.is_none() && !tx.failed && !tx.aborted && wants_oracle(tx.oracle, &att)
         }
     };
-    let direct = direct_write(conn, pool, &att, eligible).await;
+    let (direct, mut lost) = match direct_write(conn, pool, &att, eligible).await {
+        Ok(direct) => (direct, None),
+        Err(e) => (None, Some(e)),
+    };
     if let Some(tx) = tx.as_deref_mut() {
-        tx::before(conn, tx, &att, direct.is_some()).await;
+        lost = lost.or(tx.lost.take());
+        let snapshot = tx::before(conn, tx, &att, direct.is_some(), lost.is_some()).await;
+        lost = lost.or(snapshot.err());
     }
     Started {
         wrapped: wrapped && direct.is_none(),
+        lost,
         conn,
         att,
         rest: Rest {
@@ -294,10 +307,15 @@ impl Backend for Postgres {
     ) -> Result<(), Error> {
         let Started {
             wrapped,
+            lost,
             conn,
             att,
             mut rest,
         } = start(ctx).await;
+        if let Some(e) = lost {
+            finish(&mut rest, &att, StatementEnd::FAILED);
+            return Err(e);
+        }
         let query = match wrap_or_pass(wrapped, conn, &mut rest, &att, query, false).await? {
             Either::Left(items) => {
                 // Buffered: the rows are yielded once COMMIT answered.
@@ -343,10 +361,15 @@ impl Backend for Postgres {
     ) -> Result<Option<PgRow>, Error> {
         let Started {
             wrapped,
+            lost,
             conn,
             att,
             mut rest,
         } = start(ctx).await;
+        if let Some(e) = lost {
+            finish(&mut rest, &att, StatementEnd::FAILED);
+            return Err(e);
+        }
         let first = |items: Vec<Item>| {
             items.into_iter().find_map(|v| match v {
                 Either::Right(r) => Some(r),
@@ -390,6 +413,9 @@ impl Backend for Postgres {
                     Err(e) => {
                         stats().audit_error(AuditStage::Oracle, &e);
                         tx.failed = true;
+                        if lost::connection_lost(&e) {
+                            tx.lost = Some(e);
+                        }
                     }
                 }
             }
@@ -403,20 +429,25 @@ impl Backend for Postgres {
         _state: &'e mut PgConnState,
         _pool: &'e PgPoolState,
         end: TxEnd,
-    ) -> BoxFuture<'e, ()> {
+    ) -> BoxFuture<'e, Option<Error>> {
         async move {
-            let Some(before) = tx.before.take() else {
-                return;
-            };
+            if let Some(e) = tx.lost.take() {
+                return Some(e);
+            }
+            let before = tx.before.take()?;
             if tx.failed || tx.aborted {
-                return; // the transaction is aborted: nothing can be asked
+                return None; // the transaction is aborted: nothing can be asked
             }
             match oracle::snapshot_protected(conn, oracle::Scope::All, false).await {
                 Ok(after) => {
                     let committed = end == TxEnd::Commit;
                     tx.observation = Some(oracle::observe(&before, &after, committed));
+                    None
                 }
-                Err(e) => stats().audit_error(AuditStage::Oracle, &e),
+                Err(e) => {
+                    stats().audit_error(AuditStage::Oracle, &e);
+                    lost::connection_lost(&e).then_some(e)
+                }
             }
         }
         .boxed()

@@ -35,6 +35,9 @@ pub struct PgTxState {
     pub(super) direct: Vec<(Sink, Direct, u64)>,
     /// Set when the transaction ran DDL: the catalog cache to clear when it ends.
     pub(super) ddl: Option<Arc<Catalog>>,
+    /// The oracle's snapshot after `BEGIN` found the connection lost (see `lost`): the
+    /// error of the next statement, or of the end.
+    pub(super) lost: Option<sqlx::Error>,
 }
 
 impl Drop for PgTxState {
@@ -64,23 +67,38 @@ impl PgTxState {
 
 /// Before a statement inside an audited transaction: the oracle's first snapshot, taken
 /// lazily before the first statement that may write and is not a direct write (a direct
-/// write's command tag is its evidence).
+/// write's command tag is its evidence); none when the connection is already known `lost`.
+/// The snapshot's error when it found the connection lost (see `lost`): the statement's.
 pub(super) async fn before(
     conn: &mut PgConnection,
     tx: &mut PgTxState,
     att: &Attribution,
     direct: bool,
-) {
-    if tx.before.is_none() && !tx.failed && !tx.aborted && !direct && wants_oracle(tx.oracle, att) {
+    lost: bool,
+) -> Result<(), sqlx::Error> {
+    let mut answer = Ok(());
+    if !lost
+        && tx.before.is_none()
+        && !tx.failed
+        && !tx.aborted
+        && !direct
+        && wants_oracle(tx.oracle, att)
+    {
         match oracle::snapshot_protected(conn, oracle::Scope::All, true).await {
             Ok(s) => tx.before = Some(s),
-            Err(e) => stats().audit_error(AuditStage::Oracle, &e),
+            Err(e) => {
+                stats().audit_error(AuditStage::Oracle, &e);
+                if super::lost::connection_lost(&e) {
+                    answer = Err(e);
+                }
+            }
         }
     }
     if let Some(sink) = &att.sink {
         tx.statements
             .push((sink.clone(), att.class.effect.operation.is_write()));
     }
+    answer
 }
 
 /// Records what the transaction did once it ended, `committed` or not: the oracle's

@@ -9,6 +9,7 @@ use sqlx::{Connection, Either, Error, Executor};
 use crate::classify::is_dml;
 use crate::execute::{Attribution, AuditedQuery};
 
+use super::lost::connection_lost;
 use super::oracle;
 
 /// One item of a statement's answer.
@@ -51,8 +52,10 @@ pub(super) async fn collect(
 /// the transaction locked (in a savepoint), `COMMIT`; `ROLLBACK` when the statement fails.
 /// Four round trips besides the statement's, whatever the schema's size. Where the flush is
 /// not available (PostgreSQL before 15), a snapshot of every relation right after `BEGIN`
-/// and at the end instead (five). Returns `None` when the wrapping could not start: the
-/// caller runs the statement unwrapped.
+/// and at the end instead (five). Returns the query back with the error when the wrapping
+/// could not start: the caller runs the statement unwrapped. When one of these round trips
+/// finds the connection lost (see `lost`), its error is the statement's, which is not sent
+/// (or not committed).
 pub(super) async fn run_wrapped(
     conn: &mut PgConnection,
     att: &Attribution,
@@ -61,10 +64,12 @@ pub(super) async fn run_wrapped(
 ) -> Result<(Vec<Item>, u64, bool), (Error, Option<AuditedQuery<Postgres>>)> {
     let scope = match oracle::flush(conn).await {
         Ok(()) => oracle::Scope::Locked,
+        Err(e) if connection_lost(&e) => return Err((e, None)),
         Err(_) => oracle::Scope::All,
     };
     let mut tx = match conn.begin().await {
         Ok(tx) => tx,
+        Err(e) if connection_lost(&e) => return Err((e, None)),
         Err(e) => {
             stats().audit_error(AuditStage::Oracle, &e);
             return Err((e, Some(query)));
@@ -77,6 +82,9 @@ pub(super) async fn run_wrapped(
             Ok(s) => s,
             Err(e) => {
                 stats().audit_error(AuditStage::Oracle, &e);
+                if connection_lost(&e) {
+                    return Err((e, None));
+                }
                 let _ = tx.rollback().await;
                 return Err((e, Some(query)));
             }
@@ -86,6 +94,14 @@ pub(super) async fn run_wrapped(
     match collect(&mut tx, query, one, dml).await {
         Ok((items, rows)) => {
             let after = oracle::snapshot_protected(&mut tx, scope, false).await;
+            let after = match after {
+                Err(e) if connection_lost(&e) => {
+                    // Not committed: the statement's error, as the COMMIT's would have been.
+                    stats().audit_error(AuditStage::Oracle, &e);
+                    return Err((e, None));
+                }
+                after => after,
+            };
             if let Err(e) = &after {
                 stats().audit_error(AuditStage::Oracle, e);
             }

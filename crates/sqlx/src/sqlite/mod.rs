@@ -470,11 +470,12 @@ impl Backend for Sqlite {
         state: &'e mut SqliteConnState,
         registry: &'e hooks::Registry,
         _end: TxEnd,
-    ) -> BoxFuture<'e, ()> {
+    ) -> BoxFuture<'e, Option<Error>> {
         async move {
             if let Some(owed) = state.owed.take() {
                 learn_images(conn, registry, &owed).await;
             }
+            None
         }
         .boxed()
     }
