@@ -36,11 +36,12 @@ impl<DB: Backend> AuditedTransaction<'static, DB> {
         shared: Arc<Shared<DB>>,
         statement: Option<SqlStr>,
     ) -> Result<Self, Error> {
-        let pooled = shared.pool.acquire().await?;
+        let mut pooled = shared.pool.acquire().await?;
+        let txs = DB::before_begin(&mut pooled, shared.oracle).await;
         let tx = Transaction::begin(pooled, statement).await?;
         let conn = AuditedConn {
             state: Link::Own(DB::ConnState::default()),
-            tx: Some(Link::Own(DB::TxState::default())),
+            tx: Some(Link::Own(txs)),
             raw: Raw::Tx(tx),
             shared,
         };

@@ -35,6 +35,11 @@ pub struct PgTxState {
     pub(super) direct: Vec<(Sink, Direct, u64)>,
     /// Set when the transaction ran DDL: the catalog cache to clear when it ends.
     pub(super) ddl: Option<Arc<Catalog>>,
+    /// The server flushed this backend's pending statistics right before `BEGIN` (see
+    /// [`oracle::flush`]): the transaction's counts start from zero, so the oracle's first
+    /// snapshot is empty without a query, and both read only the relations the transaction
+    /// locked ([`oracle::Scope::Locked`]).
+    pub(super) flushed: bool,
 }
 
 impl Drop for PgTxState {
@@ -72,7 +77,7 @@ pub(super) async fn before(
     direct: bool,
 ) {
     if tx.before.is_none() && !tx.failed && !tx.aborted && !direct && wants_oracle(tx.oracle, att) {
-        match oracle::snapshot_protected(conn, oracle::Scope::All, true).await {
+        match first_snapshot(conn, tx).await {
             Ok(s) => tx.before = Some(s),
             Err(e) => stats().audit_error(AuditStage::Oracle, &e),
         }
@@ -80,6 +85,29 @@ pub(super) async fn before(
     if let Some(sink) = &att.sink {
         tx.statements
             .push((sink.clone(), att.class.effect.operation.is_write()));
+    }
+}
+
+/// The oracle's first snapshot: empty, without a query, when the statistics were flushed
+/// before `BEGIN` (the transaction's counts start from zero); otherwise every user relation
+/// (counts of earlier transactions may be pending), one round trip.
+pub(super) async fn first_snapshot(
+    conn: &mut PgConnection,
+    tx: &PgTxState,
+) -> Result<oracle::Snapshot, sqlx::Error> {
+    if tx.flushed {
+        return Ok(oracle::Snapshot::default());
+    }
+    oracle::snapshot_protected(conn, oracle::Scope::All, true).await
+}
+
+/// Which relations the oracle's last snapshot reads: the locked ones after a flush before
+/// `BEGIN`, every user relation otherwise.
+pub(super) fn last_scope(tx: &PgTxState) -> oracle::Scope {
+    if tx.flushed {
+        oracle::Scope::Locked
+    } else {
+        oracle::Scope::All
     }
 }
 
@@ -102,10 +130,15 @@ pub(super) fn ended(tx: &mut PgTxState, committed: bool) {
         committed,
     });
     obs.committed = committed && (oracle_ran || !tx.aborted);
+    // After a flush before BEGIN the oracle's delta starts at BEGIN and already holds the
+    // direct writes' counts.
+    let counted = oracle_ran && tx.flushed;
     for (sink, d, rows) in &direct {
-        let one = catalog::observation(&d.table, d.operation, *rows, true);
-        obs.wrote |= one.wrote;
-        merge(&mut obs.tables, one.tables);
+        if !counted {
+            let one = catalog::observation(&d.table, d.operation, *rows, true);
+            obs.wrote |= one.wrote;
+            merge(&mut obs.tables, one.tables);
+        }
         Attribution::mark_observed(sink);
     }
     let effects = tx
