@@ -80,12 +80,14 @@ impl<T> Yielder<T> {
 
     /// Whether this producer can be finished after its stream is dropped (a
     /// [`DetachableStream`]'s).
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
     pub(crate) fn detachable(&self) -> bool {
         self.detachable
     }
 
     /// While `on`, dropping a [`DetachableStream`] before its end spawns the producer on the
     /// current tokio runtime instead of dropping it (without a runtime it is dropped).
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
     pub(crate) fn finish_on_drop(&self, on: bool) {
         self.shared.finish_on_drop.store(on, Ordering::Release);
     }
