@@ -82,6 +82,20 @@ pub trait Backend: Database + sealed::Sealed + RawExecutor {
         query: AuditedQuery<Self>,
     ) -> impl Future<Output = Result<Option<Self::Row>, Error>> + Send + 'e;
 
+    /// Called right before `BEGIN` of an outermost [`crate::AuditedTransaction`], with the
+    /// pool's oracle mode: the transaction's audit state to start from (PostgreSQL: asks the
+    /// server to flush the statistics of earlier transactions, one round trip, so that the
+    /// oracle need not read every relation). By default, the empty state. An error only when
+    /// that round trip found the connection lost: it is `begin`'s answer, as `BEGIN`'s would
+    /// have been.
+    #[doc(hidden)]
+    fn before_begin<'e>(
+        _conn: &'e mut Self::Connection,
+        _oracle: PgOracle,
+    ) -> BoxFuture<'e, Result<Self::TxState, Error>> {
+        Box::pin(std::future::ready(Ok(Self::TxState::default())))
+    }
+
     /// Called right after `BEGIN` of an [`crate::AuditedTransaction`], with the pool's
     /// oracle mode.
     #[doc(hidden)]

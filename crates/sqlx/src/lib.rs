@@ -122,12 +122,16 @@
 //! command tag is the evidence, no extra round trip. Any other autocommit statement that
 //! may write runs wrapped in a transaction whose table counts the oracle reads before
 //! `COMMIT`: 4 extra round trips, whose cost does not grow with the schema (see
-//! `docs/performance.md`); plain `SELECT`s run unwrapped at no cost. A wrapped statement's
-//! rows are buffered until `COMMIT` answers: to stream a large `SELECT` that calls a
-//! function not known to be pure, run it in an [`AuditedTransaction`] or use
-//! [`PgOracle::Off`]. In an [`AuditedTransaction`] the oracle reads the whole transaction
-//! right before `COMMIT` or `ROLLBACK` (two round trips per transaction with a write that
-//! is not plain, nothing for a read-only one or one with plain writes only); end it with
+//! `docs/performance.md`); plain `SELECT`s run unwrapped at no cost. A wrapped statement
+//! run on the pool streams its rows as they arrive, and one whose stream is dropped early
+//! is finished (`COMMIT` included) in a spawned task; on a held connection its rows are
+//! buffered until `COMMIT` answers: to stream a large `SELECT` that calls a function not
+//! known to be pure there, run it on the pool, in an [`AuditedTransaction`], or use
+//! [`PgOracle::Off`]. An [`AuditedTransaction`] costs one round trip before `BEGIN` (the
+//! server flushes earlier transactions' statistics, PostgreSQL 15 and later), and the
+//! oracle reads the relations the transaction locked right before `COMMIT` or `ROLLBACK`
+//! (one more round trip for a transaction with a write that is not plain, nothing more for
+//! a read-only one or one with plain writes only), whatever the schema's size; end it with
 //! [`AuditedTransaction::commit`] or [`AuditedTransaction::rollback`], since a dropped
 //! transaction cannot be asked.
 //! [`PgOracle::Always`] runs the oracle for reads too.

@@ -5,27 +5,65 @@
 //! sqlx-core's internal `TryAsyncStream` (and of the `async-stream` crate, without its
 //! macros): the producer future puts each item into a shared slot and suspends once; the
 //! stream takes the item out when the producer is pending.
+//!
+//! [`DetachableStream`] (a statement straight on the pool, whose producer owns its
+//! connection) can also finish its producer after the consumer dropped it: while the
+//! producer asks for it ([`Yielder::finish_on_drop`]), dropping the stream spawns the
+//! producer on the current tokio runtime, where its further items are discarded. The
+//! PostgreSQL oracle uses it so that a stream dropped early still commits its transaction,
+//! as the statement would have in autocommit.
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
+use futures_core::future::BoxFuture;
 use futures_core::stream::Stream;
 use futures_util::FutureExt;
 use futures_util::future::Fuse;
+
+/// What the producer and the stream share.
+#[derive(Debug)]
+struct Shared<T> {
+    slot: Mutex<Option<T>>,
+    /// The producer asks to be run to its end if the stream is dropped.
+    finish_on_drop: AtomicBool,
+    /// The stream was dropped and the producer runs on alone: items are discarded.
+    detached: AtomicBool,
+}
+
+impl<T> Shared<T> {
+    fn new() -> Arc<Self> {
+        Arc::new(Shared {
+            slot: Mutex::new(None),
+            finish_on_drop: AtomicBool::new(false),
+            detached: AtomicBool::new(false),
+        })
+    }
+
+    fn take(&self) -> Option<T> {
+        self.slot.lock().unwrap_or_else(|e| e.into_inner()).take()
+    }
+}
 
 /// Hands items from the producer to the stream.
 #[doc(hidden)]
 #[derive(Debug)]
 pub struct Yielder<T> {
-    slot: Arc<Mutex<Option<T>>>,
+    shared: Arc<Shared<T>>,
+    detachable: bool,
 }
 
 impl<T> Yielder<T> {
-    /// Yields one item; resumes when the consumer asks for the next.
+    /// Yields one item; resumes when the consumer asks for the next. Once the stream was
+    /// dropped and the producer runs on alone, the item is discarded and this returns at once.
     pub(crate) async fn send(&self, item: T) {
-        *self.slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(item);
+        if self.shared.detached.load(Ordering::Acquire) {
+            return;
+        }
+        *self.shared.slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(item);
         let mut suspended = false;
         std::future::poll_fn(|_| {
             if suspended {
@@ -39,13 +77,40 @@ impl<T> Yielder<T> {
         })
         .await;
     }
+
+    /// Whether this producer can be finished after its stream is dropped (a
+    /// [`DetachableStream`]'s).
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
+    pub(crate) fn detachable(&self) -> bool {
+        self.detachable
+    }
+
+    /// While `on`, dropping a [`DetachableStream`] before its end spawns the producer on the
+    /// current tokio runtime instead of dropping it (without a runtime it is dropped).
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
+    pub(crate) fn finish_on_drop(&self, on: bool) {
+        self.shared.finish_on_drop.store(on, Ordering::Release);
+    }
+}
+
+/// The next item of a producer that was polled: the end, the error, or the item it put in
+/// the slot (none yet: pending).
+fn next<T, E>(polled: Poll<Result<(), E>>, shared: &Shared<T>) -> Poll<Option<Result<T, E>>> {
+    match polled {
+        Poll::Ready(Ok(())) => Poll::Ready(None),
+        Poll::Ready(Err(e)) => Poll::Ready(Some(Err(e))),
+        Poll::Pending => match shared.take() {
+            Some(item) => Poll::Ready(Some(Ok(item))),
+            None => Poll::Pending,
+        },
+    }
 }
 
 pin_project_lite::pin_project! {
     /// A stream of `Result<T, E>` produced by an `async` block, `Fut`, held inline: boxed,
     /// the stream and its producer are one allocation.
     pub(crate) struct TryStream<T, Fut> {
-        slot: Arc<Mutex<Option<T>>>,
+        shared: Arc<Shared<T>>,
         #[pin]
         producer: Fuse<Fut>,
     }
@@ -61,9 +126,13 @@ where
     where
         F: FnOnce(Yielder<T>) -> Fut,
     {
-        let slot = Arc::new(Mutex::new(None));
-        let producer = f(Yielder { slot: slot.clone() }).fuse();
-        TryStream { slot, producer }
+        let shared = Shared::new();
+        let producer = f(Yielder {
+            shared: shared.clone(),
+            detachable: false,
+        })
+        .fuse();
+        TryStream { shared, producer }
     }
 }
 
@@ -78,16 +147,68 @@ where
         if this.producer.is_terminated() {
             return Poll::Ready(None);
         }
-        match this.producer.poll(cx) {
-            Poll::Ready(Ok(())) => Poll::Ready(None),
-            Poll::Ready(Err(e)) => Poll::Ready(Some(Err(e))),
-            Poll::Pending => {
-                let item = this.slot.lock().unwrap_or_else(|e| e.into_inner()).take();
-                match item {
-                    Some(item) => Poll::Ready(Some(Ok(item))),
-                    None => Poll::Pending,
-                }
-            }
+        let polled = this.producer.poll(cx);
+        next(polled, this.shared)
+    }
+}
+
+/// A stream of `Result<T, sqlx::Error>` produced by a boxed `'static` producer that can be
+/// finished after the stream is dropped (see [`Yielder::finish_on_drop`]).
+pub(crate) struct DetachableStream<T> {
+    shared: Arc<Shared<T>>,
+    producer: Option<BoxFuture<'static, Result<(), sqlx::Error>>>,
+}
+
+impl<T> DetachableStream<T> {
+    /// Runs `f` as the producer, as [`TryStream::new`].
+    pub(crate) fn new<F, Fut>(f: F) -> Self
+    where
+        F: FnOnce(Yielder<T>) -> Fut,
+        Fut: Future<Output = Result<(), sqlx::Error>> + Send + 'static,
+    {
+        let shared = Shared::new();
+        let producer = f(Yielder {
+            shared: shared.clone(),
+            detachable: true,
+        })
+        .boxed();
+        DetachableStream {
+            shared,
+            producer: Some(producer),
+        }
+    }
+}
+
+impl<T> Stream for DetachableStream<T> {
+    type Item = Result<T, sqlx::Error>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = &mut *self;
+        let Some(producer) = this.producer.as_mut() else {
+            return Poll::Ready(None);
+        };
+        let polled = producer.as_mut().poll(cx);
+        if polled.is_ready() {
+            this.producer = None;
+        }
+        next(polled, &this.shared)
+    }
+}
+
+impl<T> Drop for DetachableStream<T> {
+    fn drop(&mut self) {
+        let Some(producer) = self.producer.take() else {
+            return;
+        };
+        if !self.shared.finish_on_drop.load(Ordering::Acquire) {
+            return;
+        }
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            self.shared.detached.store(true, Ordering::Release);
+            drop(self.shared.take());
+            runtime.spawn(async move {
+                let _ = producer.await;
+            });
         }
     }
 }
@@ -119,5 +240,35 @@ mod tests {
         assert_eq!(got, [0, 1, 2]);
         assert_eq!(err, Some("done"));
         assert!(s.try_next().await.unwrap().is_none());
+    }
+
+    #[tokio::test]
+    async fn a_dropped_detachable_stream_finishes_its_producer_when_asked() {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let s = DetachableStream::new(|y: Yielder<u32>| async move {
+            y.finish_on_drop(true);
+            for i in 0..3 {
+                y.send(i).await;
+            }
+            let _ = tx.send("finished");
+            Ok(())
+        });
+        let mut s = Box::pin(s);
+        assert_eq!(s.try_next().await.unwrap(), Some(0));
+        drop(s);
+        assert_eq!(rx.await, Ok("finished"));
+
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let s = DetachableStream::new(|y: Yielder<u32>| async move {
+            y.send(0).await;
+            y.send(1).await;
+            let _ = tx.send(());
+            Ok(())
+        });
+        let mut s = Box::pin(s);
+        assert_eq!(s.try_next().await.unwrap(), Some(0));
+        drop(s);
+        // Not asked: the producer is dropped, as `TryStream`'s.
+        assert!(rx.await.is_err());
     }
 }

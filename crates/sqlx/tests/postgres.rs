@@ -17,6 +17,10 @@ use sqlx::{Executor, Postgres};
 
 #[path = "postgres/direct.rs"]
 mod direct;
+#[path = "postgres/streaming.rs"]
+mod streaming;
+#[path = "postgres/tx_scope.rs"]
+mod tx_scope;
 
 struct Db {
     pool: AuditedPool<Postgres>,

@@ -160,12 +160,16 @@ impl<'c, DB: Backend> AuditedConn<'c, DB> {
             raw,
             shared,
         } = self;
+        let own = match tx {
+            Some(_) => None,
+            None => Some(DB::before_begin(&mut **raw, shared.oracle).await?),
+        };
         let raw = Transaction::begin(&mut **raw, statement).await?;
         let conn = AuditedConn {
             state: Link::Outer(&mut **state),
-            tx: Some(match tx {
-                Some(outer) => Link::Outer(&mut **outer),
-                None => Link::Own(DB::TxState::default()),
+            tx: Some(match (tx, own) {
+                (Some(outer), _) => Link::Outer(&mut **outer),
+                (None, own) => Link::Own(own.unwrap_or_default()),
             }),
             raw: Raw::Tx(raw),
             shared: shared.clone(),

@@ -19,10 +19,11 @@ use crate::pool::inner::Shared;
 /// the same audited statement. End it with [`AuditedTransaction::commit`] or
 /// [`AuditedTransaction::rollback`]; dropping it rolls back as sqlx does. On SQLite, row
 /// changes are buffered per connection until the commit hook (recorded as committed) or the
-/// rollback hook (recorded as rolled back: attempts, not changes). On PostgreSQL, the oracle
-/// reads the transaction's writes right before `COMMIT` or `ROLLBACK` and records one
-/// [`hintaudit_core::TransactionObservation`]; a transaction dropped without either cannot be
-/// asked, and its write statements are recorded as failed. A savepoint's statements belong
+/// rollback hook (recorded as rolled back: attempts, not changes). On PostgreSQL, the server
+/// is asked right before `BEGIN` to flush earlier transactions' statistics (one round
+/// trip), and the oracle reads the transaction's writes right before `COMMIT` or `ROLLBACK`
+/// and records one [`hintaudit_core::TransactionObservation`]; a transaction dropped without
+/// either cannot be asked, and its write statements are recorded as failed. A savepoint's statements belong
 /// to its outermost transaction's reading; its own `commit` and `rollback` are `RELEASE
 /// SAVEPOINT` and `ROLLBACK TO SAVEPOINT`, as in sqlx.
 pub struct AuditedTransaction<'c, DB: Backend> {
@@ -36,11 +37,12 @@ impl<DB: Backend> AuditedTransaction<'static, DB> {
         shared: Arc<Shared<DB>>,
         statement: Option<SqlStr>,
     ) -> Result<Self, Error> {
-        let pooled = shared.pool.acquire().await?;
+        let mut pooled = shared.pool.acquire().await?;
+        let txs = DB::before_begin(&mut pooled, shared.oracle).await?;
         let tx = Transaction::begin(pooled, statement).await?;
         let conn = AuditedConn {
             state: Link::Own(DB::ConnState::default()),
-            tx: Some(Link::Own(DB::TxState::default())),
+            tx: Some(Link::Own(txs)),
             raw: Raw::Tx(tx),
             shared,
         };

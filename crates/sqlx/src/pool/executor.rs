@@ -16,7 +16,7 @@ use crate::connection::AuditedConnection;
 use crate::execute::{Attribution, AuditedQuery, StatementEnd};
 use crate::pool::AuditedPool;
 use crate::pool::inner::Shared;
-use crate::stream::TryStream;
+use crate::stream::DetachableStream;
 
 impl<'p, DB: Backend> Executor<'p> for &'_ AuditedPool<DB> {
     type Database = DB;
@@ -31,7 +31,9 @@ impl<'p, DB: Backend> Executor<'p> for &'_ AuditedPool<DB> {
     {
         let statement = Pooled::start(&self.shared, query);
         let span = statement.att.span.clone();
-        Box::pin(TryStream::new(move |y| {
+        // Detachable: the producer owns its connection, so a backend may finish the
+        // statement after the caller dropped the stream (PostgreSQL: the oracle's COMMIT).
+        Box::pin(DetachableStream::new(move |y| {
             async move {
                 let (mut conn, att, query) = statement.acquire().await?;
                 crate::enforce::run_into(conn.pooled_context(att), query, &y).await

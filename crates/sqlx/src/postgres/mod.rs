@@ -28,21 +28,31 @@
 //! `DISCARD ALL`, texts holding their own `BEGIN`/`COMMIT`) and statements issued while the
 //! connection is inside a transaction opened with a raw `BEGIN` run unwrapped and unobserved.
 //! A `COMMIT` failure (deferred constraints) is returned as the statement's error, as
-//! autocommit would have. Streams of wrapped statements are buffered until `COMMIT` answers,
-//! so that no row reaches the caller from a statement whose commit then fails, and so that
-//! a stream dropped early cannot roll back what the statement wrote: a large result read
-//! through `fetch()` from a wrapped `SELECT` is held in memory and its first row waits for
-//! the last. Direct writes and plain reads stream as they arrive.
+//! autocommit would have. A wrapped statement run straight on the pool (`fetch(&pool)`)
+//! streams its rows as they arrive; its `COMMIT` and the observation come after the stream
+//! ends, and a stream dropped early is finished in a spawned task (the rest of the answer
+//! read and discarded, `COMMIT`, the observation), so that what the statement wrote stays,
+//! as in autocommit (without a tokio runtime to spawn on, sqlx rolls it back, and the
+//! statement is recorded as failed). A failing `COMMIT` then ends the stream with its error
+//! after the rows, as autocommit's implicit commit does. On a held connection the stream
+//! cannot be finished after a drop (the connection is borrowed), so a wrapped statement's
+//! rows there are buffered until `COMMIT` answers. Direct writes and plain reads stream as
+//! they arrive.
 //!
 //! # Audited transactions
 //!
-//! In an [`crate::AuditedTransaction`] the statements run as they are. Direct writes are
-//! recorded from their command tags when the transaction ends. Before the first other
-//! statement that may write, the oracle takes its first snapshot (inside a released
-//! savepoint, one round trip), and the second (savepoint and snapshot, one round trip)
-//! right before `COMMIT` or `ROLLBACK`; these snapshots read every user relation (counts of
-//! earlier transactions may be pending, and they can only be flushed between
-//! transactions), so their cost grows with the schema. Nothing for a read-only transaction
+//! In an [`crate::AuditedTransaction`] the statements run as they are. Right before
+//! `BEGIN` the server is asked to flush this backend's pending statistics (one round trip,
+//! PostgreSQL 15 and later, unless the oracle is [`PgOracle::Off`]): counts of earlier
+//! transactions are only flushed between transactions, and after the flush the
+//! transaction's counts start from zero. The oracle then reads, right before `COMMIT` or
+//! `ROLLBACK` (savepoint and snapshot, one round trip), only the relations the transaction
+//! locked, as in autocommit: its cost does not grow with the schema. It asks only when a
+//! statement that may write and is not a direct write ran; direct writes before it are
+//! recorded from their command tags (or counted by the oracle, when it asks). Before
+//! PostgreSQL 15, the oracle's first snapshot (inside a released savepoint, one round trip)
+//! is taken before the first such statement and both read every user relation. Nothing
+//! more for a read-only transaction
 //! or one that only writes directly. [`PgOracle::Always`] runs the oracle for reads too;
 //! [`PgOracle::Off`] never. The savepoints make sure an oracle failure can never abort the
 //! caller's transaction. A transaction dropped without `commit()`/`rollback()` cannot be
@@ -53,6 +63,7 @@
 //! transaction stays unobserved and the judge falls back to statement analysis for it.
 
 mod catalog;
+mod guard;
 mod lost;
 mod oracle;
 mod tx;
@@ -63,6 +74,7 @@ use std::sync::Arc;
 use catalog::{Catalog, Direct};
 use futures_core::future::BoxFuture;
 use futures_util::{FutureExt, TryStreamExt};
+use guard::{Guard, RolledBack};
 use hintaudit_core::{AuditStage, StatementOutcome, stats};
 use sqlx::postgres::{PgConnection, PgRow, Postgres};
 use sqlx::{Connection, Either, Error, Executor};
@@ -73,7 +85,7 @@ use crate::classify::{SqlDialect, TxControl, is_dml};
 use crate::execute::{Attribution, AuditedQuery, StatementEnd};
 use crate::pool::options::PgOracle;
 use crate::stream::Yielder;
-use wrap::{Item, collect, run_wrapped};
+use wrap::{Item, collect, run_wrapped, stream_wrapped};
 
 /// A PostgreSQL pool's audit state: the catalog facts of the tables its statements write.
 #[doc(hidden)]
@@ -231,6 +243,38 @@ async fn wrap_or_pass(
     }
 }
 
+/// When wrapped and the stream can be finished after a drop ([`Yielder::detachable`]: a
+/// statement straight on the pool), streams the statement in the oracle's transaction
+/// ([`stream_wrapped`]) and finishes it: `Left` with how it ended. Otherwise hands the
+/// statement back (`Right`) with whether it is still to be wrapped (buffered): not when the
+/// wrapping could not start.
+async fn stream_or_pass(
+    wrapped: bool,
+    conn: &mut PgConnection,
+    st: &mut Rest<'_>,
+    att: &Attribution,
+    query: AuditedQuery<Postgres>,
+    y: &Yielder<Step<Postgres>>,
+) -> Either<Result<(), Error>, (bool, AuditedQuery<Postgres>)> {
+    if !wrapped || !y.detachable() {
+        return Either::Right((wrapped, query));
+    }
+    let mut guard = RolledBack { att, armed: true };
+    let r = stream_wrapped(conn, att, query, y).await;
+    guard.armed = false;
+    match r {
+        Ok((rows, observed)) => {
+            finish(st, att, succeeded(att, rows, observed));
+            Either::Left(Ok(()))
+        }
+        Err((e, None)) => {
+            finish(st, att, StatementEnd::FAILED);
+            Either::Left(Err(e))
+        }
+        Err((_, Some(query))) => Either::Right((false, query)),
+    }
+}
+
 /// A statement's connection and audit state, once it has started.
 struct Started<'e> {
     /// Whether the oracle wraps it (see [`wrap`]).
@@ -316,6 +360,11 @@ impl Backend for Postgres {
             finish(&mut rest, &att, StatementEnd::FAILED);
             return Err(e);
         }
+        let (wrapped, query) = match stream_or_pass(wrapped, conn, &mut rest, &att, query, y).await
+        {
+            Either::Left(done) => return done,
+            Either::Right(query) => query,
+        };
         let query = match wrap_or_pass(wrapped, conn, &mut rest, &att, query, false).await? {
             Either::Left(items) => {
                 // Buffered: the rows are yielded once COMMIT answered.
@@ -400,6 +449,29 @@ impl Backend for Postgres {
         }
     }
 
+    fn before_begin<'e>(
+        conn: &'e mut PgConnection,
+        mode: PgOracle,
+    ) -> BoxFuture<'e, Result<PgTxState, Error>> {
+        async move {
+            let mut tx = PgTxState::default();
+            if mode != PgOracle::Off
+                && !conn.is_in_transaction()
+                && conn.server_version_num().is_some_and(|v| v >= 150_000)
+            {
+                match oracle::flush(conn).await {
+                    Ok(()) => tx.flushed = true,
+                    // `BEGIN` would have read this error: it is `begin`'s (see `lost`).
+                    Err(e) if lost::connection_lost(&e) => return Err(e),
+                    // Not available (a privilege, say): the oracle reads every relation.
+                    Err(_) => {}
+                }
+            }
+            Ok(tx)
+        }
+        .boxed()
+    }
+
     fn after_begin<'e>(
         conn: &'e mut PgConnection,
         tx: &'e mut PgTxState,
@@ -408,7 +480,7 @@ impl Backend for Postgres {
         async move {
             tx.oracle = oracle;
             if tx.oracle == PgOracle::Always {
-                match oracle::snapshot_protected(conn, oracle::Scope::All, true).await {
+                match tx::first_snapshot(conn, tx).await {
                     Ok(s) => tx.before = Some(s),
                     Err(e) => {
                         stats().audit_error(AuditStage::Oracle, &e);
@@ -438,7 +510,7 @@ impl Backend for Postgres {
             if tx.failed || tx.aborted {
                 return None; // the transaction is aborted: nothing can be asked
             }
-            match oracle::snapshot_protected(conn, oracle::Scope::All, false).await {
+            match oracle::snapshot_protected(conn, tx::last_scope(tx), false).await {
                 Ok(after) => {
                     let committed = end == TxEnd::Commit;
                     tx.observation = Some(oracle::observe(&before, &after, committed));
@@ -461,21 +533,5 @@ impl Backend for Postgres {
 
     fn after_end(tx: &mut PgTxState, end: TxEnd, answer: &Result<(), Error>) {
         tx::ended(tx, end == TxEnd::Commit && answer.is_ok());
-    }
-}
-
-/// Finishes a statement whose stream or future was dropped before it ended.
-struct Guard<'a> {
-    att: &'a Attribution,
-    rows: u64,
-    armed: bool,
-}
-
-impl Drop for Guard<'_> {
-    fn drop(&mut self) {
-        if self.armed {
-            // The caller stopped reading: not a failure of the statement.
-            self.att.finish(succeeded(self.att, self.rows, false));
-        }
     }
 }

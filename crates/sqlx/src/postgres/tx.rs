@@ -38,6 +38,11 @@ pub struct PgTxState {
     /// The oracle's snapshot after `BEGIN` found the connection lost (see `lost`): the
     /// error of the next statement, or of the end.
     pub(super) lost: Option<sqlx::Error>,
+    /// The server flushed this backend's pending statistics right before `BEGIN` (see
+    /// [`oracle::flush`]): the transaction's counts start from zero, so the oracle's first
+    /// snapshot is empty without a query, and both read only the relations the transaction
+    /// locked ([`oracle::Scope::Locked`]).
+    pub(super) flushed: bool,
 }
 
 impl Drop for PgTxState {
@@ -84,7 +89,7 @@ pub(super) async fn before(
         && !direct
         && wants_oracle(tx.oracle, att)
     {
-        match oracle::snapshot_protected(conn, oracle::Scope::All, true).await {
+        match first_snapshot(conn, tx).await {
             Ok(s) => tx.before = Some(s),
             Err(e) => {
                 stats().audit_error(AuditStage::Oracle, &e);
@@ -99,6 +104,29 @@ pub(super) async fn before(
             .push((sink.clone(), att.class.effect.operation.is_write()));
     }
     answer
+}
+
+/// The oracle's first snapshot: empty, without a query, when the statistics were flushed
+/// before `BEGIN` (the transaction's counts start from zero); otherwise every user relation
+/// (counts of earlier transactions may be pending), one round trip.
+pub(super) async fn first_snapshot(
+    conn: &mut PgConnection,
+    tx: &PgTxState,
+) -> Result<oracle::Snapshot, sqlx::Error> {
+    if tx.flushed {
+        return Ok(oracle::Snapshot::default());
+    }
+    oracle::snapshot_protected(conn, oracle::Scope::All, true).await
+}
+
+/// Which relations the oracle's last snapshot reads: the locked ones after a flush before
+/// `BEGIN`, every user relation otherwise.
+pub(super) fn last_scope(tx: &PgTxState) -> oracle::Scope {
+    if tx.flushed {
+        oracle::Scope::Locked
+    } else {
+        oracle::Scope::All
+    }
 }
 
 /// Records what the transaction did once it ended, `committed` or not: the oracle's
@@ -120,10 +148,15 @@ pub(super) fn ended(tx: &mut PgTxState, committed: bool) {
         committed,
     });
     obs.committed = committed && (oracle_ran || !tx.aborted);
+    // After a flush before BEGIN the oracle's delta starts at BEGIN and already holds the
+    // direct writes' counts.
+    let counted = oracle_ran && tx.flushed;
     for (sink, d, rows) in &direct {
-        let one = catalog::observation(&d.table, d.operation, *rows, true);
-        obs.wrote |= one.wrote;
-        merge(&mut obs.tables, one.tables);
+        if !counted {
+            let one = catalog::observation(&d.table, d.operation, *rows, true);
+            obs.wrote |= one.wrote;
+            merge(&mut obs.tables, one.tables);
+        }
         Attribution::mark_observed(sink);
     }
     let effects = tx

@@ -1,0 +1,125 @@
+//! A statement the oracle wraps, run straight on the pool, streams its rows as they arrive;
+//! a stream dropped early still commits what the statement wrote, as autocommit would.
+
+use super::*;
+
+/// Rows of more than the server's 8 kB send buffer, so that each goes out as it is made.
+const PAD: &str = "repeat('x', 20000)";
+
+/// Waits (up to a minute) until `check` holds; `what` names it in the failure.
+async fn eventually<F: std::future::Future<Output = bool>>(
+    what: &str,
+    mut check: impl FnMut() -> F,
+) {
+    for _ in 0..600 {
+        if check().await {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("{what}: not after a minute");
+}
+
+async fn count(admin: &sqlx::PgPool, schema: &str) -> i64 {
+    sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+        "SELECT count(*) FROM {schema}.page_views"
+    )))
+    .fetch_one(admin)
+    .await
+    .expect("count")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rows_arrive_before_the_wrapped_statement_completes() {
+    let Some(db) = db(PgOracle::Writes, SETUP).await else {
+        return;
+    };
+    let key = 7_000_000 + i64::from(std::process::id() % 1_000_000);
+    let mut holder = db.admin.acquire().await.expect("admin connection");
+    sqlx::query("SELECT pg_advisory_lock($1)")
+        .bind(key)
+        .execute(&mut *holder)
+        .await
+        .expect("lock");
+    let scope = CallScope::new("views");
+    let effects = scope.effects_handle();
+    let sql = format!(
+        "SELECT mark_viewed(g) AS v, {PAD} AS pad, \
+         CASE WHEN g = 3 THEN pg_advisory_lock({key})::text END AS waited \
+         FROM generate_series(1, 3) AS g"
+    );
+    scope
+        .run(async {
+            let mut rows = sqlx::query(sqlx::AssertSqlSafe(sql)).fetch(&db.pool);
+            // The third row waits for the lock this test holds: buffered until COMMIT, the
+            // first row would never come.
+            let first = tokio::time::timeout(Duration::from_secs(60), rows.try_next())
+                .await
+                .expect("the first row arrives while the statement still runs")
+                .expect("row");
+            assert!(first.is_some());
+            let waiting: i64 = sqlx::query_scalar(
+                "SELECT count(*) FROM pg_stat_activity \
+                 WHERE wait_event_type = 'Lock' AND query LIKE 'SELECT mark_viewed(g)%'",
+            )
+            .fetch_one(&mut *holder)
+            .await
+            .expect("activity");
+            assert_eq!(waiting, 1, "the statement is still running");
+            sqlx::query("SELECT pg_advisory_unlock($1)")
+                .bind(key)
+                .execute(&mut *holder)
+                .await
+                .expect("unlock");
+            let mut n = 1;
+            while rows.try_next().await.expect("row").is_some() {
+                n += 1;
+            }
+            assert_eq!(n, 3);
+        })
+        .await;
+    drop(holder);
+    let e = effects.snapshot();
+    let t = table(&e, "page_views").unwrap_or_else(|| panic!("no observation: {e:?}"));
+    assert_eq!(t.inserted, 3, "{e:?}");
+    assert!(e.transactions.iter().all(|t| t.committed), "{e:?}");
+    assert!(e.statements.iter().all(|s| s.observed), "{e:?}");
+    assert_eq!(count(&db.admin, &db.schema).await, 3);
+    db.drop_schema().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wrapped_stream_dropped_early_still_commits() {
+    let Some(db) = db(PgOracle::Writes, SETUP).await else {
+        return;
+    };
+    let scope = CallScope::new("views");
+    let effects = scope.effects_handle();
+    let sql = format!("SELECT mark_viewed(g) AS v, {PAD} AS pad FROM generate_series(1, 50) AS g");
+    scope
+        .run(async {
+            let mut rows = sqlx::query(sqlx::AssertSqlSafe(sql)).fetch(&db.pool);
+            assert!(rows.try_next().await.expect("row").is_some());
+            drop(rows);
+        })
+        .await;
+    // Bare autocommit keeps the 50 rows the statement inserted: so must the audited pool.
+    eventually("the statement's writes are committed", || async {
+        count(&db.admin, &db.schema).await == 50
+    })
+    .await;
+    eventually("the oracle's observation is recorded", || {
+        let e = effects.snapshot();
+        async move { table(&e, "page_views").is_some_and(|t| t.inserted == 50) }
+    })
+    .await;
+    let e = effects.snapshot();
+    assert!(e.transactions.iter().all(|t| t.committed), "{e:?}");
+    assert!(
+        e.statements
+            .iter()
+            .all(|s| s.outcome == StatementOutcome::Ok && s.observed),
+        "{e:?}"
+    );
+    db.drop_schema().await;
+}
