@@ -10,6 +10,7 @@ mod attribution;
 mod cancel;
 mod exposure;
 mod faults_pg;
+mod faults_side;
 mod faults_sqlite;
 mod faults_storm;
 mod hostile;
