@@ -7,58 +7,11 @@
 use std::time::{Duration, Instant};
 
 use hintaudit::core::{AuditStage, CallScope, stats};
-use hintaudit::sqlx::AuditedPool;
-use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
-use sqlx::{AssertSqlSafe, PgPool, Postgres};
+use sqlx::{AssertSqlSafe, PgPool};
 
-use crate::outcome::{Outcomes, Side, either};
-use crate::support::{self, PgSchema, figure};
-
-pub(crate) type PgSide = Side<PgPool, AuditedPool<Postgres>>;
-
-/// One side's pool on a fresh schema holding `t (id serial, n int)`; `timeout_ms` sets
-/// `statement_timeout` on its connections.
-pub(crate) async fn side(
-    test: &str,
-    audited: bool,
-    max: u32,
-    acquire: Duration,
-    timeout_ms: Option<u32>,
-) -> Option<(PgSide, PgSchema)> {
-    let (mut options, schema): (PgConnectOptions, PgSchema) = support::pg_schema(test).await?;
-    if let Some(ms) = timeout_ms {
-        options = options.options([("statement_timeout", ms.to_string())]);
-    }
-    let ddl = format!(
-        "CREATE TABLE {}.t (id serial PRIMARY KEY, n int NOT NULL)",
-        schema.schema
-    );
-    sqlx::raw_sql(AssertSqlSafe(ddl))
-        .execute(&schema.admin)
-        .await
-        .expect("table");
-    let pool_options = || {
-        PgPoolOptions::new()
-            .max_connections(max)
-            .acquire_timeout(acquire)
-    };
-    let pool = if audited {
-        Side::Audited(
-            AuditedPool::options()
-                .connect_with(pool_options(), options)
-                .await
-                .expect("audited pool"),
-        )
-    } else {
-        Side::Bare(
-            pool_options()
-                .connect_with(options)
-                .await
-                .expect("bare pool"),
-        )
-    };
-    Some((pool, schema))
-}
+use crate::faults_side::{PgSide, side};
+use crate::outcome::{Outcomes, either};
+use crate::support::{PgSchema, figure};
 
 /// Terminates backend `pid` and waits until it is gone from `pg_stat_activity`.
 async fn terminate(admin: &PgPool, pid: i32) {

@@ -12,7 +12,7 @@ use std::time::Duration;
 use hintaudit::core::CallScope;
 use sqlx::AssertSqlSafe;
 
-use crate::faults_pg::{PgSide, side};
+use crate::faults_side::{PgSide, side};
 use crate::outcome::{either, kind};
 use crate::support::{figure, size};
 

@@ -11,6 +11,7 @@ mod cancel;
 mod exposure;
 mod fallback;
 mod faults_pg;
+mod faults_side;
 mod faults_sqlite;
 mod faults_storm;
 mod hostile;
