@@ -319,7 +319,9 @@ fn every_counter_is_inside_rate_or_increase() {
 #[test]
 fn per_tool_violation_panels_link_to_their_traces_in_tempo() {
     let d = load("dashboards/hintaudit-tool.json");
-    let tool_attr = format!("span.{} = \"${{tool", semconv::GEN_AI_TOOL_NAME);
+    // By span name, `tools/call <tool>`: it is `tools/call __unknown__` for every undeclared
+    // tool, as the metrics' tool label, while gen_ai.tool.name holds the name sent.
+    let tool_attr = "name = \"tools/call ${tool";
     let rule_attr = format!(
         "event.{} = \"${{__field.labels.rule}}\"",
         semconv::FINDING_RULE
@@ -366,7 +368,7 @@ fn per_tool_violation_panels_link_to_their_traces_in_tempo() {
             assert_eq!(q["datasource"]["uid"], "${tempo}", "{title:?}");
             assert_eq!(q["queryType"], "traceql", "{title:?}");
             let traceql = str_of(q, "query");
-            assert!(traceql.contains(&tool_attr), "{title:?}: {traceql}");
+            assert!(traceql.contains(tool_attr), "{title:?}: {traceql}");
             assert!(traceql.contains(&rule_attr), "{title:?}: {traceql}");
             assert!(
                 traceql.starts_with('{') && traceql.ends_with('}'),
