@@ -20,7 +20,7 @@ use rmcp::service::RunningService;
 use serde_json::{Value, json};
 use tower::Layer;
 
-use crate::support::{figure, size};
+use crate::support::{figure, rss_kb, size};
 
 type Client = RunningService<RoleClient, ()>;
 
@@ -40,18 +40,6 @@ async fn answer_within(client: &Client, params: CallToolRequestParams, limit: Du
 async fn database(dir: &tempfile::TempDir, name: &str) -> Db {
     let url = format!("sqlite://{}?mode=rwc", dir.path().join(name).display());
     Db::connect(&url).await.expect("db")
-}
-
-/// Resident set size of this process, kB (`/proc/self/status`), for the figures only.
-fn rss_kb() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmRSS:"))
-                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
-        })
-        .unwrap_or(0)
 }
 
 /// Distinct bogus names: hostile ones first, then pseudo-random ones.

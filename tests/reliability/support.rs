@@ -14,6 +14,43 @@ pub fn long() -> bool {
     std::env::var("HINTAUDIT_RELIABILITY_LONG").is_ok_and(|v| v == "1" || v == "true")
 }
 
+/// Resident set size of this process (`VmRSS`), in KiB; 0 where `/proc` does not tell.
+pub fn rss_kb() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+/// Runs `body` in a process of its own: this test binary again, with only the test named
+/// `test` (its full path, `module::name`), so that a resident-size figure is this case's
+/// alone and not that of the cases libtest runs beside it in the same process. The child's
+/// output (its `FIGURE` line) is printed; its failure fails the test, with its output.
+pub fn in_own_process(test: &str, body: impl FnOnce()) {
+    const CHILD: &str = "HINTAUDIT_RELIABILITY_CHILD";
+    if std::env::var(CHILD).is_ok_and(|v| v == test) {
+        return body();
+    }
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let out = std::process::Command::new(exe)
+        .args([test, "--exact", "--nocapture", "--test-threads=1"])
+        .env(CHILD, test)
+        .output()
+        .expect("the test binary runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    print!("{stdout}");
+    assert!(
+        out.status.success() && stdout.contains("1 passed"),
+        "{test} failed in its own process ({}):\n{stdout}\n{stderr}",
+        out.status
+    );
+}
+
 /// `fast` in `cargo test`, `full` with the long switch.
 pub fn size(fast: usize, full: usize) -> usize {
     if long() { full } else { fast }
