@@ -98,9 +98,9 @@ pub trait Backend: Database + sealed::Sealed + RawExecutor {
 
     /// The statement that begins an outermost [`crate::AuditedTransaction`] the database keeps
     /// read-only, for a call whose enforcement says read-only (see [`crate::enforce`]):
-    /// MySQL's `START TRANSACTION READ ONLY`. `None` (by default) when the backend makes the
-    /// connection or the running transaction read-only per statement instead (SQLite
-    /// `PRAGMA query_only`, PostgreSQL `SET TRANSACTION READ ONLY`).
+    /// PostgreSQL `BEGIN READ ONLY`, MySQL `START TRANSACTION READ ONLY`. `None` (by
+    /// default) when the backend makes the connection read-only per statement instead
+    /// (SQLite `PRAGMA query_only`).
     #[doc(hidden)]
     const READ_ONLY_BEGIN: Option<&'static str> = None;
 

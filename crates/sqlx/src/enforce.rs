@@ -3,21 +3,21 @@
 //!
 //! - `destructiveHint: false`: a statement classified as `DELETE`, `UPDATE`, an overwriting
 //!   upsert, `TRUNCATE` or `DROP` is refused before it reaches the database.
-//! - `readOnlyHint: true`: the database refuses writes. Before the statement the connection
-//!   is made read-only, and after it made read-write again:
+//! - `readOnlyHint: true`: the database refuses writes. An outermost
+//!   [`crate::AuditedTransaction`] begun in the call (`begin()` on the pool or on a held
+//!   connection) is begun read-only ([`begin_statement`]): PostgreSQL `BEGIN READ ONLY`,
+//!   MySQL/MariaDB `START TRANSACTION READ ONLY`; the mode ends with the transaction, however
+//!   it ends. Otherwise, before each statement the connection is made read-only, and after
+//!   it made read-write again:
 //!   - SQLite: `PRAGMA query_only = ON` / `OFF` (a session setting, in or out of a
 //!     transaction);
 //!   - PostgreSQL: outside a transaction `SET default_transaction_read_only = on` / `off`
-//!     (the statement's own transaction, and the oracle's, are read-only); inside one, `SET
-//!     TRANSACTION READ ONLY`, which ends with the transaction, however it ends;
+//!     (the statement's own transaction, and the oracle's, are read-only); inside one not
+//!     begun read-only, `SET TRANSACTION READ ONLY`, which ends with the transaction;
 //!   - MySQL/MariaDB: outside a transaction `SET SESSION TRANSACTION READ ONLY` / `READ
-//!     WRITE`. MySQL cannot change a running transaction's access mode, so an outermost
-//!     [`crate::AuditedTransaction`] begun in the call (`begin()` on the pool or on a held
-//!     connection) is begun with `START TRANSACTION READ ONLY` ([`begin_statement`]), and the
-//!     database refuses its writes; the mode ends with the transaction, however it ends.
-//!     Inside a transaction the database was not asked to keep read-only (one begun with
-//!     your own `begin_with` statement, which is kept as it is, or begun outside the
-//!     call), statement analysis refuses what may write
+//!     WRITE`. MySQL cannot change a running transaction's access mode, so inside one not
+//!     begun read-only (begun with your own `begin_with` statement, which is kept as it is,
+//!     or outside the call) statement analysis refuses what may write
 //!     ([`crate::Classification::may_write`]).
 //!
 //!   The database's refusal (SQLite `SQLITE_READONLY`, SQLSTATE `25006`: PostgreSQL
@@ -132,7 +132,7 @@ impl DatabaseError for Refused {
 
 /// The statement that begins an outermost audited transaction: `statement` when the caller
 /// gave one (kept as it is); otherwise, in a call whose enforcement says read-only, the
-/// backend's [`Backend::READ_ONLY_BEGIN`] (MySQL `START TRANSACTION READ ONLY`), and then
+/// backend's [`Backend::READ_ONLY_BEGIN`] (`BEGIN READ ONLY`, `START TRANSACTION READ ONLY`), and then
 /// `true`: the transaction is begun read-only ([`Backend::set_begun_read_only`]). `None` is
 /// sqlx's own `BEGIN`.
 pub(crate) fn begin_statement<DB: Backend>(statement: Option<SqlStr>) -> (Option<SqlStr>, bool) {
@@ -261,9 +261,10 @@ async fn before<DB: Backend>(ctx: &mut Ctx<'_, DB>) -> Plan {
     }
     let (on, _, in_tx) = statements::<DB>();
     let (sql, restore) = match (ctx.tx.as_deref(), in_tx) {
+        // Begun `BEGIN READ ONLY` / `START TRANSACTION READ ONLY`: the database refuses
+        // the writes.
+        (Some(tx), _) if DB::begun_read_only(tx) => return Plan::Run { restore: false },
         (Some(_), Some(tx)) => (tx, false),
-        // Begun `START TRANSACTION READ ONLY`: the database refuses the writes.
-        (Some(tx), None) if DB::begun_read_only(tx) => return Plan::Run { restore: false },
         // MySQL cannot make a running transaction read-only: statement analysis refuses
         // what may write (a write, `CALL`, an opaque function), the rest runs.
         (Some(_), None) if DB::SYSTEM_NAME != "sqlite" => {

@@ -31,9 +31,9 @@ pub struct AuditedTransaction<'c, DB: Backend> {
 }
 
 impl<DB: Backend> AuditedTransaction<'static, DB> {
-    /// Begins a transaction on a connection taken from the pool, with sqlx's `BEGIN` (MySQL,
-    /// in a call that enforces readOnlyHint: `START TRANSACTION READ ONLY`) or your own
-    /// `statement`.
+    /// Begins a transaction on a connection taken from the pool, with sqlx's `BEGIN` (in a
+    /// call that enforces readOnlyHint, the backend's read-only begin: see
+    /// [`crate::enforce`]) or your own `statement`.
     pub(crate) async fn on_pool(
         shared: Arc<Shared<DB>>,
         statement: Option<SqlStr>,
