@@ -136,8 +136,8 @@ fn assert_refused_by_database(what: &str, r: &Result<(), sqlx::Error>) {
 
 /// `SELECT mark_viewed(n)` (statement analysis sees a SELECT) and `CALL record_view(n)`:
 /// the INSERT inside is what the database refuses, in autocommit, in a transaction begun on
-/// the pool, in a savepoint of it, and in one begun on a held connection. Then the next,
-/// unenforced call on the same (only) connection writes.
+/// the pool, in a savepoint of it, in one begun on a held connection, and in one dropped
+/// unended. Then the next, unenforced call on the same (only) connection writes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mysql_refuses_a_write_hidden_in_a_function_or_procedure() {
     let Some(db) = db().await else {
@@ -206,6 +206,16 @@ async fn mysql_refuses_a_write_hidden_in_a_function_or_procedure() {
                     .map(drop),
             );
             tx.commit().await.expect("commit");
+            drop(conn);
+            // Dropped without COMMIT or ROLLBACK (a tool that failed): sqlx rolls it back.
+            let mut tx = db.pool.begin().await.expect("begin");
+            out.push(
+                sqlx::query("SELECT mark_viewed(7)")
+                    .execute(&mut *tx)
+                    .await
+                    .map(drop),
+            );
+            drop(tx);
             out
         })
         .await;
@@ -216,6 +226,7 @@ async fn mysql_refuses_a_write_hidden_in_a_function_or_procedure() {
         "CALL in a transaction",
         "function in a savepoint",
         "function in a held connection's transaction",
+        "function in a transaction then dropped",
     ];
     assert_eq!(results.len(), names.len());
     for (r, what) in results.iter().zip(names) {
@@ -229,7 +240,7 @@ async fn mysql_refuses_a_write_hidden_in_a_function_or_procedure() {
         .iter()
         .filter(|s| s.operation == Operation::Select)
         .count();
-    assert_eq!(selects, 6, "{:?}", effect.statements);
+    assert_eq!(selects, 7, "{:?}", effect.statements);
     assert_eq!(effect.refusals.len(), names.len(), "{:?}", effect.refusals);
     assert!(
         effect
