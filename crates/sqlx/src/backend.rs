@@ -96,6 +96,26 @@ pub trait Backend: Database + sealed::Sealed + RawExecutor {
         Box::pin(std::future::ready(Ok(Self::TxState::default())))
     }
 
+    /// The statement that begins an outermost [`crate::AuditedTransaction`] the database keeps
+    /// read-only, for a call whose enforcement says read-only (see [`crate::enforce`]):
+    /// PostgreSQL `BEGIN READ ONLY`, MySQL `START TRANSACTION READ ONLY`. `None` (by
+    /// default) when the backend makes the connection read-only per statement instead
+    /// (SQLite `PRAGMA query_only`).
+    #[doc(hidden)]
+    const READ_ONLY_BEGIN: Option<&'static str> = None;
+
+    /// Records into `tx` that its transaction was begun with [`Backend::READ_ONLY_BEGIN`].
+    /// Nothing by default.
+    #[doc(hidden)]
+    fn set_begun_read_only(_tx: &mut Self::TxState) {}
+
+    /// Whether `tx`'s transaction was begun with [`Backend::READ_ONLY_BEGIN`], so that the
+    /// database itself refuses its writes. `false` by default.
+    #[doc(hidden)]
+    fn begun_read_only(_tx: &Self::TxState) -> bool {
+        false
+    }
+
     /// Called right after `BEGIN` of an [`crate::AuditedTransaction`], with the pool's
     /// oracle mode.
     #[doc(hidden)]

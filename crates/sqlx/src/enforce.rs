@@ -3,20 +3,26 @@
 //!
 //! - `destructiveHint: false`: a statement classified as `DELETE`, `UPDATE`, an overwriting
 //!   upsert, `TRUNCATE` or `DROP` is refused before it reaches the database.
-//! - `readOnlyHint: true`: the database refuses writes. Before the statement the connection
-//!   is made read-only, and after it made read-write again:
+//! - `readOnlyHint: true`: the database refuses writes. An outermost
+//!   [`crate::AuditedTransaction`] begun in the call (`begin()` on the pool or on a held
+//!   connection) is begun read-only ([`begin_statement`]): PostgreSQL `BEGIN READ ONLY`,
+//!   MySQL/MariaDB `START TRANSACTION READ ONLY`; the mode ends with the transaction, however
+//!   it ends. Otherwise, before each statement the connection is made read-only, and after
+//!   it made read-write again:
 //!   - SQLite: `PRAGMA query_only = ON` / `OFF` (a session setting, in or out of a
 //!     transaction);
 //!   - PostgreSQL: outside a transaction `SET default_transaction_read_only = on` / `off`
-//!     (the statement's own transaction, and the oracle's, are read-only); inside one, `SET
-//!     TRANSACTION READ ONLY`, which ends with the transaction, however it ends;
+//!     (the statement's own transaction, and the oracle's, are read-only); inside one not
+//!     begun read-only, `SET TRANSACTION READ ONLY`, which ends with the transaction;
 //!   - MySQL/MariaDB: outside a transaction `SET SESSION TRANSACTION READ ONLY` / `READ
-//!     WRITE`; inside one, MySQL cannot change a running transaction's access mode, so
-//!     statement analysis refuses what may write ([`crate::Classification::may_write`]).
+//!     WRITE`. MySQL cannot change a running transaction's access mode, so inside one not
+//!     begun read-only (begun with your own `begin_with` statement, which is kept as it is,
+//!     or outside the call) statement analysis refuses what may write
+//!     ([`crate::Classification::may_write`]).
 //!
-//!   The database's refusal (SQLite `SQLITE_READONLY`, SQLSTATE `25006`) reaches the tool
-//!   as a database error whose message names the hint ([`Refused`]), and is recorded as a
-//!   [`Refusal`].
+//!   The database's refusal (SQLite `SQLITE_READONLY`, SQLSTATE `25006`: PostgreSQL
+//!   `read_only_sql_transaction`, MySQL/MariaDB error 1792) reaches the tool as a database
+//!   error whose message names the hint ([`Refused`]), and is recorded as a [`Refusal`].
 //!
 //! **Restoring.** The setting is restored right after the statement, whether it succeeded or
 //! failed. When the statement's future is dropped first (the tool was cancelled or panicked
@@ -36,10 +42,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use futures_core::future::BoxFuture;
 use futures_core::stream::BoxStream;
 use hintaudit_core::{
-    AuditStage, Enforcement, Hint, Operation, Refusal, RefusedBy, StatementEffect, stats,
+    AuditStage, CallScope, Enforcement, Hint, Operation, Refusal, RefusedBy, StatementEffect, stats,
 };
 use sqlx::error::{DatabaseError, ErrorKind};
-use sqlx::{Error, Executor};
+use sqlx::{Error, Executor, SqlStr};
 use tracing::Instrument;
 
 use crate::backend::{Backend, Ctx, Step};
@@ -121,6 +127,22 @@ impl DatabaseError for Refused {
 
     fn kind(&self) -> ErrorKind {
         ErrorKind::Other
+    }
+}
+
+/// The statement that begins an outermost audited transaction: `statement` when the caller
+/// gave one (kept as it is); otherwise, in a call whose enforcement says read-only, the
+/// backend's [`Backend::READ_ONLY_BEGIN`] (`BEGIN READ ONLY`, `START TRANSACTION READ ONLY`), and then
+/// `true`: the transaction is begun read-only ([`Backend::set_begun_read_only`]). `None` is
+/// sqlx's own `BEGIN`.
+pub(crate) fn begin_statement<DB: Backend>(statement: Option<SqlStr>) -> (Option<SqlStr>, bool) {
+    match (statement, DB::READ_ONLY_BEGIN) {
+        (None, Some(read_only))
+            if CallScope::current().is_some_and(|s| s.enforcement().read_only) =>
+        {
+            (Some(SqlStr::from_static(read_only)), true)
+        }
+        (statement, _) => (statement, false),
     }
 }
 
@@ -214,48 +236,47 @@ enum Plan {
     Run { restore: bool },
 }
 
+/// hintaudit's refusal of the statement before it reaches the database: recorded, the
+/// statement finished as failed, and the tool's error naming `hint` (`why` follows the
+/// statement's summary).
+fn refuse<DB: Backend>(ctx: &Ctx<'_, DB>, hint: Hint, why: &str) -> Plan {
+    let what = ctx.att.class.effect.summary.to_string();
+    record(ctx, hint, RefusedBy::Hintaudit, what.clone());
+    ctx.att.finish(StatementEnd::FAILED);
+    Plan::Refuse(Error::Database(Box::new(Refused {
+        message: Enforcement::message(hint, &format!("hintaudit refused {what}{why}")),
+        hint,
+        inner: None,
+    })))
+}
+
 /// Refuses the statement (destructive), or makes the connection read-only.
 async fn before<DB: Backend>(ctx: &mut Ctx<'_, DB>) -> Plan {
     let e = ctx.att.enforcement;
-    let effect = &ctx.att.class.effect;
-    if e.non_destructive && is_destructive(effect) {
-        let what = effect.summary.to_string();
-        record(ctx, Hint::Destructive, RefusedBy::Hintaudit, what.clone());
-        ctx.att.finish(StatementEnd::FAILED);
-        return Plan::Refuse(Error::Database(Box::new(Refused {
-            message: Enforcement::message(
-                Hint::Destructive,
-                &format!("hintaudit refused {what} before it reached the database"),
-            ),
-            hint: Hint::Destructive,
-            inner: None,
-        })));
+    if e.non_destructive && is_destructive(&ctx.att.class.effect) {
+        return refuse(ctx, Hint::Destructive, " before it reached the database");
     }
     if !e.read_only {
         return Plan::Run { restore: false };
     }
     let (on, _, in_tx) = statements::<DB>();
-    let (sql, restore) = match (ctx.tx.is_some(), in_tx) {
-        (true, Some(tx)) => (tx, false),
+    let (sql, restore) = match (ctx.tx.as_deref(), in_tx) {
+        // Begun `BEGIN READ ONLY` / `START TRANSACTION READ ONLY`: the database refuses
+        // the writes.
+        (Some(tx), _) if DB::begun_read_only(tx) => return Plan::Run { restore: false },
+        (Some(_), Some(tx)) => (tx, false),
         // MySQL cannot make a running transaction read-only: statement analysis refuses
         // what may write (a write, `CALL`, an opaque function), the rest runs.
-        (true, None) if DB::SYSTEM_NAME != "sqlite" => {
+        (Some(_), None) if DB::SYSTEM_NAME != "sqlite" => {
             if !ctx.att.class.may_write() {
                 return Plan::Run { restore: false };
             }
-            let what = effect.summary.to_string();
-            record(ctx, Hint::ReadOnly, RefusedBy::Hintaudit, what.clone());
-            ctx.att.finish(StatementEnd::FAILED);
-            return Plan::Refuse(Error::Database(Box::new(Refused {
-                message: Enforcement::message(
-                    Hint::ReadOnly,
-                    &format!(
-                        "hintaudit refused {what}, which may write, before it reached the database (a MySQL transaction cannot be made read-only once it runs)"
-                    ),
-                ),
-                hint: Hint::ReadOnly,
-                inner: None,
-            })));
+            return refuse(
+                ctx,
+                Hint::ReadOnly,
+                ", which may write, before it reached the database (a MySQL transaction not \
+                 begun READ ONLY cannot be made read-only once it runs)",
+            );
         }
         _ => (on, true),
     };

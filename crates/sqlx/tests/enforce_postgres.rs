@@ -137,6 +137,12 @@ async fn postgres_refuses_a_write_hidden_in_a_function() {
                     .expect("reads run");
                 let autocommit = sqlx::query("SELECT mark_viewed(1)").execute(&db.pool).await;
                 let mut tx = db.pool.begin().await.expect("begin");
+                // Begun `BEGIN READ ONLY` (asked unaudited, so nothing set it per statement).
+                let ro: String = sqlx::query_scalar("SHOW transaction_read_only")
+                    .fetch_one(tx.inner_mut())
+                    .await
+                    .expect("show");
+                assert_eq!(ro, "on", "{oracle:?}");
                 let in_tx = sqlx::query_scalar::<_, i32>("SELECT mark_viewed($1)")
                     .bind(2)
                     .fetch_one(&mut *tx)

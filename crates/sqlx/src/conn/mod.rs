@@ -129,6 +129,8 @@ impl<'c, DB: Backend> AuditedConn<'c, DB> {
     /// Begins a transaction on this connection, or a savepoint when it is already in one,
     /// as sqlx's `Connection::begin`. Statements in it are audited; a savepoint's statements
     /// belong to the enclosing transaction's oracle reading (PostgreSQL) and hooks (SQLite).
+    /// An outermost transaction begun in a call that enforces readOnlyHint is begun read-only
+    /// (`BEGIN READ ONLY`, `START TRANSACTION READ ONLY`; see [`crate::enforce`]).
     ///
     /// # Errors
     /// As sqlx's `Connection::begin`.
@@ -137,7 +139,9 @@ impl<'c, DB: Backend> AuditedConn<'c, DB> {
     }
 
     /// Begins a transaction with your own statement (`BEGIN IMMEDIATE`, `START TRANSACTION
-    /// READ ONLY`), as sqlx's `Connection::begin_with`.
+    /// READ ONLY`), as sqlx's `Connection::begin_with`. Your statement is kept in enforce mode
+    /// too (see [`crate::enforce`] for how a read-only call's transaction begun with it is
+    /// guarded).
     ///
     /// # Errors
     /// As sqlx's `Connection::begin_with`: among others, when this connection is already in a
@@ -160,9 +164,16 @@ impl<'c, DB: Backend> AuditedConn<'c, DB> {
             raw,
             shared,
         } = self;
-        let own = match tx {
-            Some(_) => None,
-            None => Some(DB::before_begin(&mut **raw, shared.oracle).await?),
+        let (own, statement) = match tx {
+            Some(_) => (None, statement),
+            None => {
+                let mut own = DB::before_begin(&mut **raw, shared.oracle).await?;
+                let (statement, read_only) = crate::enforce::begin_statement::<DB>(statement);
+                if read_only {
+                    DB::set_begun_read_only(&mut own);
+                }
+                (Some(own), statement)
+            }
         };
         let raw = Transaction::begin(&mut **raw, statement).await?;
         let conn = AuditedConn {

@@ -31,15 +31,20 @@ pub struct AuditedTransaction<'c, DB: Backend> {
 }
 
 impl<DB: Backend> AuditedTransaction<'static, DB> {
-    /// Begins a transaction on a connection taken from the pool, with sqlx's `BEGIN` or your
-    /// own `statement`.
+    /// Begins a transaction on a connection taken from the pool, with sqlx's `BEGIN` (in a
+    /// call that enforces readOnlyHint, the backend's read-only begin: see
+    /// [`crate::enforce`]) or your own `statement`.
     pub(crate) async fn on_pool(
         shared: Arc<Shared<DB>>,
         statement: Option<SqlStr>,
     ) -> Result<Self, Error> {
         let mut pooled = shared.pool.acquire().await?;
-        let txs = DB::before_begin(&mut pooled, shared.oracle).await?;
+        let mut txs = DB::before_begin(&mut pooled, shared.oracle).await?;
+        let (statement, read_only) = crate::enforce::begin_statement::<DB>(statement);
         let tx = Transaction::begin(pooled, statement).await?;
+        if read_only {
+            DB::set_begun_read_only(&mut txs);
+        }
         let conn = AuditedConn {
             state: Link::Own(DB::ConnState::default()),
             tx: Some(Link::Own(txs)),

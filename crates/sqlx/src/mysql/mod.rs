@@ -100,6 +100,8 @@ pub struct MySqlConnState {
 pub struct MySqlTxState {
     pending: Pending,
     ended: bool,
+    /// Begun with `START TRANSACTION READ ONLY` ([`Backend::READ_ONLY_BEGIN`]).
+    read_only: bool,
 }
 
 impl Drop for MySqlTxState {
@@ -316,6 +318,15 @@ impl Backend for MySql {
     type PoolState = MySqlPoolState;
     type ConnState = MySqlConnState;
     type TxState = MySqlTxState;
+    const READ_ONLY_BEGIN: Option<&'static str> = Some("START TRANSACTION READ ONLY");
+
+    fn set_begun_read_only(tx: &mut MySqlTxState) {
+        tx.read_only = true;
+    }
+
+    fn begun_read_only(tx: &MySqlTxState) -> bool {
+        tx.read_only
+    }
 
     async fn run_into<'e>(
         ctx: Ctx<'e, Self>,

@@ -116,6 +116,9 @@ impl<DB: Backend> AuditedPool<DB> {
 
     /// Starts a transaction on a pooled connection. On PostgreSQL the oracle reads the
     /// transaction's writes before `COMMIT` / `ROLLBACK` (see the crate docs for its cost).
+    /// In a call that enforces readOnlyHint, the transaction is begun read-only (PostgreSQL
+    /// `BEGIN READ ONLY`, MySQL `START TRANSACTION READ ONLY`), so that the database refuses
+    /// its writes (see [`crate::enforce`]).
     ///
     /// # Errors
     /// As [`Pool::begin`].
@@ -124,7 +127,9 @@ impl<DB: Backend> AuditedPool<DB> {
     }
 
     /// Starts a transaction with your own statement (`BEGIN IMMEDIATE`, `START TRANSACTION
-    /// READ ONLY`), as [`Pool::begin_with`]; audited as [`AuditedPool::begin`].
+    /// READ ONLY`), as [`Pool::begin_with`]; audited as [`AuditedPool::begin`]. Your statement
+    /// is kept in enforce mode too (see [`crate::enforce`] for how a read-only call's
+    /// transaction begun with it is guarded).
     ///
     /// # Errors
     /// As [`Pool::begin_with`]: among others, when `statement` does not open a transaction.

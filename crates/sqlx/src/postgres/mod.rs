@@ -343,6 +343,15 @@ impl Backend for Postgres {
     type PoolState = PgPoolState;
     type ConnState = PgConnState;
     type TxState = PgTxState;
+    const READ_ONLY_BEGIN: Option<&'static str> = Some("BEGIN READ ONLY");
+
+    fn set_begun_read_only(tx: &mut PgTxState) {
+        tx.read_only = true;
+    }
+
+    fn begun_read_only(tx: &PgTxState) -> bool {
+        tx.read_only
+    }
 
     async fn run_into<'e>(
         ctx: Ctx<'e, Self>,

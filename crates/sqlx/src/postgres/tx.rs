@@ -30,6 +30,8 @@ pub struct PgTxState {
     pub(super) aborted: bool,
     pub(super) observation: Option<TransactionObservation>,
     ended: bool,
+    /// Begun with `BEGIN READ ONLY` ([`crate::Backend::READ_ONLY_BEGIN`]).
+    pub(super) read_only: bool,
     /// Direct writes (see [`catalog::direct_target`]) that ran before any oracle snapshot:
     /// their command tags are the evidence, recorded when the transaction ends.
     pub(super) direct: Vec<(Sink, Direct, u64)>,
