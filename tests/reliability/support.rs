@@ -29,7 +29,7 @@ pub fn rss_kb() -> u64 {
 /// Runs `body` in a process of its own: this test binary again, with only the test named
 /// `test` (its full path, `module::name`), so that a resident-size figure is this case's
 /// alone and not that of the cases libtest runs beside it in the same process. The child's
-/// output (its `FIGURE` line) is printed; its failure fails the test, with its output.
+/// `FIGURE` lines are printed; its failure fails the test, with its whole output.
 pub fn in_own_process(test: &str, body: impl FnOnce()) {
     const CHILD: &str = "HINTAUDIT_RELIABILITY_CHILD";
     if std::env::var(CHILD).is_ok_and(|v| v == test) {
@@ -43,7 +43,13 @@ pub fn in_own_process(test: &str, body: impl FnOnce()) {
         .expect("the test binary runs");
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    print!("{stdout}");
+    // The child's figure shares its line with libtest's `test … ... `: each on a line of its
+    // own, as `.ci/run` and docs/reliability.md read them (`^FIGURE`).
+    for line in stdout.lines() {
+        if let Some(at) = line.find("FIGURE ") {
+            println!("{}", &line[at..]);
+        }
+    }
     assert!(
         out.status.success() && stdout.contains("1 passed"),
         "{test} failed in its own process ({}):\n{stdout}\n{stderr}",
