@@ -58,14 +58,26 @@ async fn rows_arrive_before_the_wrapped_statement_completes() {
                 .expect("the first row arrives while the statement still runs")
                 .expect("row");
             assert!(first.is_some());
-            let waiting: i64 = sqlx::query_scalar(
-                "SELECT count(*) FROM pg_stat_activity \
-                 WHERE wait_event_type = 'Lock' AND query LIKE 'SELECT mark_viewed(g)%'",
-            )
-            .fetch_one(&mut *holder)
-            .await
-            .expect("activity");
-            assert_eq!(waiting, 1, "the statement is still running");
+            // The server may send the first rows before it reaches the third: wait (up to
+            // 30 s) until the statement blocks on the lock, with the first row in hand.
+            let mut waiting = 0_i64;
+            for _ in 0..300 {
+                waiting = sqlx::query_scalar(
+                    "SELECT count(*) FROM pg_stat_activity \
+                     WHERE wait_event_type = 'Lock' AND query LIKE 'SELECT mark_viewed(g)%'",
+                )
+                .fetch_one(&mut *holder)
+                .await
+                .expect("activity");
+                if waiting > 0 {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            assert_eq!(
+                waiting, 1,
+                "the statement is still running, blocked on the lock"
+            );
             sqlx::query("SELECT pg_advisory_unlock($1)")
                 .bind(key)
                 .execute(&mut *holder)
