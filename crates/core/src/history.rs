@@ -8,6 +8,7 @@
 //! repeat may be judged clean when it was not (rare; documented in the README).
 
 use hashbrown::HashMap;
+use std::hash::BuildHasher;
 use std::num::NonZeroUsize;
 use std::sync::Arc;
 
@@ -187,10 +188,15 @@ pub enum Repeat {
 
 /// Bounded history: an LRU of (tool, arguments) → epoch of the end of the last such call,
 /// and the epoch each table was last written at.
+///
+/// The LRU is keyed by a hash of the tool name with the arguments' key, and keeps the name
+/// beside the epoch: a repeat finds its entry without allocating the name, and two names
+/// whose hashes collide are told apart by the name kept (the newer call replaces the older).
 #[derive(Debug)]
-pub struct History {
+pub struct History<S = hashbrown::DefaultHashBuilder> {
     epoch: u64,
-    calls: LruCache<(Arc<str>, ArgsKey), u64>,
+    calls: LruCache<(u64, ArgsKey), (Arc<str>, u64)>,
+    names: S,
     tables: HashMap<String, u64>,
     max_tables: usize,
 }
@@ -199,9 +205,17 @@ impl History {
     /// A history keeping `capacity` calls and at most `max_tables` table epochs (beyond it,
     /// writes to new tables make every repeat that touches them disturbed: precision first).
     pub fn new(capacity: NonZeroUsize, max_tables: usize) -> Self {
+        History::with_name_hasher(capacity, max_tables, Default::default())
+    }
+}
+
+impl<S: BuildHasher> History<S> {
+    /// [`History::new`], hashing tool names with `names`.
+    pub fn with_name_hasher(capacity: NonZeroUsize, max_tables: usize, names: S) -> Self {
         History {
             epoch: 0,
             calls: LruCache::new(capacity),
+            names,
             tables: HashMap::new(),
             max_tables,
         }
@@ -218,10 +232,22 @@ impl History {
     ) -> Repeat {
         self.epoch += 1;
         let now = self.epoch;
-        let key: (Arc<str>, ArgsKey) = (Arc::from(tool), args);
-        let repeat = match self.calls.get(&key) {
+        let key = (self.names.hash_one(tool), args);
+        // The end of the previous identical call, which this one replaces.
+        let prev_end = match self.calls.get_mut(&key) {
+            Some((name, end)) if **name == *tool => Some(std::mem::replace(end, now)),
+            Some(entry) => {
+                *entry = (Arc::from(tool), now);
+                None
+            }
+            None => {
+                self.calls.put(key, (Arc::from(tool), now));
+                None
+            }
+        };
+        let repeat = match prev_end {
             None => Repeat::First,
-            Some(&prev_end) => {
+            Some(prev_end) => {
                 let disturbed = touched.into_iter().any(|t| match self.tables.get(t) {
                     Some(&written_at) => written_at > prev_end,
                     None => self.tables.len() >= self.max_tables,
@@ -240,7 +266,6 @@ impl History {
                 self.tables.insert(t.to_owned(), now);
             }
         }
-        self.calls.put(key, now);
         repeat
     }
 
@@ -314,6 +339,28 @@ mod tests {
         // A write to an untouched table does not disturb.
         h.record("other", k, ["b"], ["b"]);
         assert_eq!(h.record("t", k, ["a"], []), Repeat::Clean);
+    }
+
+    #[test]
+    fn tool_names_whose_hashes_collide_are_told_apart() {
+        // Every name hashes to 0.
+        #[derive(Default)]
+        struct Zero;
+        impl std::hash::Hasher for Zero {
+            fn finish(&self) -> u64 {
+                0
+            }
+            fn write(&mut self, _: &[u8]) {}
+        }
+        let names = std::hash::BuildHasherDefault::<Zero>::default();
+        let k = ArgsHasher::with_key([1; 32]).key(None);
+        let mut h = History::with_name_hasher(NonZeroUsize::new(8).unwrap(), 100, names);
+        assert_eq!(h.record("a", k, [], []), Repeat::First);
+        assert_eq!(h.record("b", k, [], []), Repeat::First);
+        // b replaced a: precision first, a is a first call again.
+        assert_eq!(h.record("a", k, [], []), Repeat::First);
+        assert_eq!(h.record("a", k, [], []), Repeat::Clean);
+        assert_eq!(h.len(), 1);
     }
 
     #[test]

@@ -173,14 +173,26 @@ impl Judge {
     /// As [`Judge::judge`], with the arguments' key taken beforehand by [`Judge::args_key`];
     /// `call.arguments` is not read.
     pub fn judge_keyed(&self, call: &ToolCall<'_>, key: ArgsKey) -> Verdict {
-        // The facts, then three steps: the rules one call settles, the history (repeats),
-        // the advice counters.
-        let facts = Facts::build(call.effect, &self.policy, Wanted::for_hints(call.hints));
-        let mut findings = self.rule_findings(call, &facts);
+        // The facts, then three steps: the history (repeats), the advice counters, the
+        // rules. The facts are read first without their evidence texts: most calls are
+        // clean, and a finding's text is written only when a rule fires (then the facts are
+        // read again, with the texts its rules can use: the same evidence, so the same
+        // findings).
+        let lean = Facts::build(call.effect, &self.policy, Wanted::NONE);
         let mut state = self.state();
-        let repeat = state.record_history(call, key, &facts, &mut findings);
-        state.count_for_advice(call.tool, &facts, repeat, self.policy.open_world_reading());
+        let repeat = state.history.record(
+            call.tool,
+            key,
+            lean.touched_tables.iter().map(|t| &**t),
+            lean.written_tables.iter().map(|t| &**t),
+        );
+        state.count_for_advice(call.tool, &lean, repeat, self.policy.open_world_reading());
         drop(state);
+        let mut findings = self.findings(call, &lean, repeat);
+        if !findings.is_empty() {
+            let facts = Facts::build(call.effect, &self.policy, Wanted::for_hints(call.hints));
+            findings = self.findings(call, &facts, repeat);
+        }
         findings.sort_by(|a, b| b.severity.cmp(&a.severity).then(a.rule.cmp(&b.rule)));
         Verdict {
             findings,
@@ -188,7 +200,30 @@ impl Judge {
         }
     }
 
-    /// Step 1, the rules one call settles by itself: `read_only_write` (or
+    /// The findings of a call whose history said `repeat`: the rules one call settles
+    /// ([`Judge::rule_findings`]), and `idempotency_broken` when it repeated an identical
+    /// earlier call cleanly (no other call wrote its tables in between) yet changed something
+    /// again while declaring `idempotentHint: true`.
+    fn findings(&self, call: &ToolCall<'_>, facts: &Facts<'_>, repeat: Repeat) -> Vec<Finding> {
+        let mut findings = self.rule_findings(call, facts);
+        let hints = call.hints;
+        if changed_on_repeat(repeat, facts)
+            && hints.read_only != Some(true)
+            && hints.idempotent == Some(true)
+            && let Some(e) = summarize(&facts.net_changes)
+        {
+            findings.push(Finding::new(
+                call.tool,
+                Rule::IdempotencyBroken,
+                Hint::Idempotent,
+                e.confidence,
+                format!("repeat with the same arguments: {}", e.text),
+            ));
+        }
+        findings
+    }
+
+    /// The rules one call settles by itself: `read_only_write` (or
     /// `read_only_write_attempt`), `undeclared_destructive`, `undeclared_open_world`.
     fn rule_findings(&self, call: &ToolCall<'_>, facts: &Facts<'_>) -> Vec<Finding> {
         let hints = call.hints;
@@ -229,40 +264,7 @@ impl Judge {
 }
 
 impl State {
-    /// Step 2, history: records the call, and adds `idempotency_broken` to `findings` when it
-    /// repeats an identical earlier call cleanly (no other call wrote its tables in between)
-    /// yet changes something again while declaring `idempotentHint: true`.
-    fn record_history(
-        &mut self,
-        call: &ToolCall<'_>,
-        key: ArgsKey,
-        facts: &Facts<'_>,
-        findings: &mut Vec<Finding>,
-    ) -> Repeat {
-        let repeat = self.history.record(
-            call.tool,
-            key,
-            facts.touched_tables.iter().map(|t| &**t),
-            facts.written_tables.iter().map(|t| &**t),
-        );
-        let hints = call.hints;
-        if changed_on_repeat(repeat, facts)
-            && hints.read_only != Some(true)
-            && hints.idempotent == Some(true)
-            && let Some(e) = summarize(&facts.net_changes)
-        {
-            findings.push(Finding::new(
-                call.tool,
-                Rule::IdempotencyBroken,
-                Hint::Idempotent,
-                e.confidence,
-                format!("repeat with the same arguments: {}", e.text),
-            ));
-        }
-        repeat
-    }
-
-    /// Step 3, advice: counts the call for the tool's advice ([`Judge::advice`]), unless
+    /// Advice: counts the call for the tool's advice ([`Judge::advice`]), unless
     /// [`MAX_TRACKED_TOOLS`] other tools are counted already.
     fn count_for_advice(
         &mut self,

@@ -239,10 +239,13 @@ impl<H: ServerHandler> HintAudit<H> {
         let started = Instant::now();
         // Boxed: a tool's future can be kilobytes, and ours would otherwise carry it by value
         // through every move until it is pinned.
-        let result = scope
-            .run(Box::pin(self.inner.call_tool(request, context)))
-            .instrument(span.clone())
-            .await;
+        let call = scope.run(Box::pin(self.inner.call_tool(request, context)));
+        // A disabled span (no subscriber, not sampled) is not entered on every poll.
+        let result = if span.is_disabled() {
+            call.await
+        } else {
+            call.instrument(span.clone()).await
+        };
         let duration = started.elapsed();
 
         let finished = Finished {
@@ -319,7 +322,7 @@ impl<H: ServerHandler> HintAudit<H> {
         })
         .unwrap_or_default();
 
-        if let Some(verdict) = &verdict {
+        if let Some(verdict) = verdict.as_ref().filter(|_| !span.is_disabled()) {
             guarded(AuditStage::Record, "span recording panicked", || {
                 record_on_span(span, verdict, error_type.as_deref())
             });
