@@ -3,36 +3,51 @@
 # (benches/overhead): bare, audited (layer + audited pool), audited + Prometheus recorder,
 # audited + recorder + spans sampled at 10%. Each variant runs alone (HINTAUDIT_BENCH_PROFILE)
 # at two call counts; the difference divided by the difference of calls leaves out the
-# set-up (pools, servers, the OTLP receiver, warm-up).
+# set-up (pools, servers, the OTLP receiver, warm-up). Each count runs RUNS times (default 3)
+# and the median total is taken: a run's total still moves by up to about 4 million
+# instructions now and then (sqlx's worker threads and glibc's allocator meet in a different
+# order), where most runs agree within half a million.
 #
-#   benches/callgrind.sh            # N1=100 N2=400 calls
-#   N1=200 N2=800 benches/callgrind.sh
+#   benches/callgrind.sh            # N1=100 N2=1100 calls, RUNS=3
+#   N1=200 N2=800 RUNS=5 benches/callgrind.sh
+#   VARIANTS="0 2" benches/callgrind.sh   # bench variant numbers, 0 (bare) first
 #
 # Needs valgrind. Builds the bench with `cargo bench --no-run` (release profile).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N1=${N1:-100}
-N2=${N2:-400}
+N2=${N2:-1100}
+RUNS=${RUNS:-3}
 command -v valgrind >/dev/null || { echo "valgrind not found (apt-get install valgrind)"; exit 1; }
 bin=$(cargo bench --no-run --bench overhead --message-format=json 2>/dev/null \
   | sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | tail -1)
 [ -x "$bin" ] || { echo "bench binary not found"; exit 1; }
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-# Instructions (Ir) of one run of variant $1 with $2 calls.
+# Instructions (Ir) of one run of variant $1 with $2 calls, run $3.
 instructions() {
   HINTAUDIT_BENCH_PROFILE=$1 HINTAUDIT_BENCH_CALLS=$2 HINTAUDIT_BENCH_SAMPLE=0.1 \
-    valgrind --tool=callgrind --callgrind-out-file="$out/cg.$1.$2" "$bin" >/dev/null 2>"$out/log.$1.$2"
-  awk '/^(summary|totals):/ {print $2; exit}' "$out/cg.$1.$2"
+    valgrind --tool=callgrind --callgrind-out-file="$out/cg.$1.$2.$3" "$bin" >/dev/null 2>"$out/log.$1.$2.$3" \
+    || { echo "variant $1, $2 calls: the bench failed under valgrind:" >&2; tail -20 "$out/log.$1.$2.$3" >&2; exit 1; }
+  awk '/^(summary|totals):/ {print $2; exit}' "$out/cg.$1.$2.$3"
 }
-echo "commit $(git rev-parse --short HEAD); $(valgrind --version); calls $N1 and $N2"
+# The median of RUNS runs of variant $1 with $2 calls, two runs at a time (one per core).
+median() {
+  local r
+  for r in $(seq 1 "$RUNS"); do instructions "$1" "$2" "$r" > "$out/ir.$1.$2.$r" & [ $((r % 2)) = 0 ] && wait; done
+  wait
+  for r in $(seq 1 "$RUNS"); do [ -s "$out/ir.$1.$2.$r" ] || exit 1; done
+  cat "$out"/ir."$1"."$2".* | sort -n | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'
+}
+labels=([0]="bare server, plain sqlx pool" [2]="audited: layer + audited pool" \
+        [3]="  part: the layer over the plain pool" [4]="  part: the audited pool, no layer" \
+        [5]="audited + Prometheus recorder" [7]="audited + recorder + spans sampled 10%")
+echo "commit $(git rev-parse --short HEAD); $(valgrind --version); calls $N1 and $N2, median of $RUNS runs"
 printf '%-44s %14s %10s\n' "variant" "instr/call" "vs bare"
 bare=""
-for v in "0:bare server, plain sqlx pool" "2:audited: layer + audited pool" \
-         "5:audited + Prometheus recorder" "7:audited + recorder + spans sampled 10%"; do
-  i=${v%%:*}; label=${v#*:}
-  a=$(instructions "$i" "$N1"); b=$(instructions "$i" "$N2")
+for i in ${VARIANTS:-0 2 5 7}; do
+  a=$(median "$i" "$N1"); b=$(median "$i" "$N2")
   per=$(( (b - a) / (N2 - N1) ))
   [ -z "$bare" ] && bare=$per
-  printf '%-44s %14d %+9.1f%%\n' "$label" "$per" "$(echo "scale=4; ($per - $bare) * 100 / $bare" | bc)"
+  printf '%-44s %14d %+9.1f%%\n' "${labels[$i]:-variant $i}" "$per" "$(echo "scale=4; ($per - $bare) * 100 / $bare" | bc)"
 done

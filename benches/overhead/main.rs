@@ -94,6 +94,9 @@ struct Id {
 /// The index of the audited variant (layer + audited pool) in `variants`.
 const AUDITED: usize = 2;
 
+/// How many variants `main` builds (see `make` there).
+const VARIANTS: usize = 11;
+
 /// The index of the bare server over streamable HTTP, the reference of the HTTP variants.
 const HTTP_BARE: usize = 8;
 
@@ -333,11 +336,19 @@ fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
 }
 
 fn main() {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    // Profiled alone (HINTAUDIT_BENCH_PROFILE), the variant runs on one thread: tokio's
+    // worker threads spin and park differently from run to run, which moved callgrind's
+    // totals by thousands of instructions per call; on one thread they repeat.
+    let runtime = if std::env::var_os("HINTAUDIT_BENCH_PROFILE").is_some() {
+        tokio::runtime::Builder::new_current_thread()
+    } else {
+        let mut b = tokio::runtime::Builder::new_multi_thread();
+        b.worker_threads(2);
+        b
+    }
+    .enable_all()
+    .build()
+    .unwrap();
     runtime.block_on(async {
         let calls_per_round: usize = env_or("HINTAUDIT_BENCH_CALLS", 300);
         let rounds: usize = env_or("HINTAUDIT_BENCH_ROUNDS", 15);
@@ -346,15 +357,22 @@ fn main() {
         let path = dir.path().join("bench.db");
         setup(&path).await;
 
-        let bare_pool = SqlitePoolOptions::new().max_connections(4).connect_with(options(&path)).await.unwrap();
-        let audited_pool = AuditedPool::options().connect_with(SqlitePoolOptions::new().max_connections(4), options(&path)).await.unwrap();
+        let profiled = std::env::var("HINTAUDIT_BENCH_PROFILE").ok().and_then(|v| v.parse::<usize>().ok()).map(|i| i.min(VARIANTS - 1));
         let judge = || Arc::new(Judge::new(Policy::default()));
         // Every variant has a pool of its own, so that no pool's connections (page caches,
         // WAL positions) favour one variant; the control measures what remains of that.
         let bare = || async { Bench { pool: Pool::Bare(SqlitePoolOptions::new().max_connections(4).connect_with(options(&path)).await.unwrap()) } };
         let audited = || async { Bench { pool: Pool::Audited(AuditedPool::options().connect_with(SqlitePoolOptions::new().max_connections(4), options(&path)).await.unwrap()) } };
-        let (pipeline, sampled, receiver) = start_telemetry().await;
-        let (pipeline, sampled) = (Arc::new(pipeline), Arc::new(sampled));
+        // The OTLP pipelines and their receiver only where a variant exports: their batch
+        // processors' timers run by the clock, so a profiled variant that does not export
+        // would count their work in proportion to its run time.
+        let exporting = profiled.is_none_or(|i| i == 6 || i == 7);
+        let (pipeline, sampled, receiver) = if exporting {
+            let (p, s, r) = start_telemetry().await;
+            (Some(Arc::new(p)), Some(Arc::new(s)), r)
+        } else {
+            (None, None, "nowhere (no variant here exports)")
+        };
         let metrics = PrometheusRecorder::new();
         let plain = || HintAuditLayer::new().with_judge(judge()).with_recorder(());
         // The sampled variants take their span maker from their pipeline: head sampling.
@@ -370,30 +388,41 @@ fn main() {
             async move { variant(label, client_for(server).await, mode, pipeline) }
         };
         let http = |label, client| Variant { label, base: HTTP_BARE, client, mode: 0, pipeline: None };
-        let variants = [
-            variant("bare server, plain sqlx pool", client_for(bare().await).await, 0, None),
-            variant("control: bare server, 2nd plain pool", client_for(bare().await).await, 0, None),
-            audit("audited: layer + audited pool", plain(), audited().await, 0, None).await,
-            audit("  part: the layer over the plain pool", plain(), bare().await, 0, None).await,
-            variant("  part: the audited pool, no layer", client_for(audited().await).await, 0, None),
-            audit("audited + Prometheus recorder", telemetry(OtelMakeSpan::new()), audited().await, 0, None).await,
-            audit("audited + recorder + spans, all traces", telemetry(pipeline.make_span()), audited().await, 1, Some(pipeline.clone())).await,
-            audit("audited + recorder + spans, sampled", telemetry(sampled.make_span()), audited().await, 2, Some(sampled.clone())).await,
-            http("streamable HTTP: bare server", client_http(bare().await).await),
-            http("streamable HTTP: audited", client_http(plain().layer(audited().await)).await),
-            http("streamable HTTP: audited + Prometheus", client_http(telemetry(OtelMakeSpan::new()).layer(audited().await)).await),
-        ];
-        assert_eq!(variants[HTTP_BARE].label, "streamable HTTP: bare server");
+        let pipelined = |p: &Option<Arc<OtelPipeline>>| p.clone().expect("telemetry started");
+        let (pipes, samples) = (&pipeline, &sampled);
+        let make = |i: usize| async move {
+            match i {
+                0 => variant("bare server, plain sqlx pool", client_for(bare().await).await, 0, None),
+                1 => variant("control: bare server, 2nd plain pool", client_for(bare().await).await, 0, None),
+                2 => audit("audited: layer + audited pool", plain(), audited().await, 0, None).await,
+                3 => audit("  part: the layer over the plain pool", plain(), bare().await, 0, None).await,
+                4 => variant("  part: the audited pool, no layer", client_for(audited().await).await, 0, None),
+                5 => audit("audited + Prometheus recorder", telemetry(OtelMakeSpan::new()), audited().await, 0, None).await,
+                6 => audit("audited + recorder + spans, all traces", telemetry(pipelined(pipes).make_span()), audited().await, 1, pipes.clone()).await,
+                7 => audit("audited + recorder + spans, sampled", telemetry(pipelined(samples).make_span()), audited().await, 2, samples.clone()).await,
+                8 => http("streamable HTTP: bare server", client_http(bare().await).await),
+                9 => http("streamable HTTP: audited", client_http(plain().layer(audited().await)).await),
+                _ => http("streamable HTTP: audited + Prometheus", client_http(telemetry(OtelMakeSpan::new()).layer(audited().await)).await),
+            }
+        };
 
         // For profilers (valgrind --tool=callgrind, perf): one variant alone, warm-up then
         // HINTAUDIT_BENCH_CALLS calls; compare two call counts to leave out the set-up.
-        if let Some(i) = std::env::var("HINTAUDIT_BENCH_PROFILE").ok().and_then(|v| v.parse::<usize>().ok()) {
-            let v = &variants[i.min(variants.len() - 1)];
-            round(v, 100).await;
-            round(v, calls_per_round).await;
+        if let Some(i) = profiled {
+            let v = make(i).await;
+            round(&v, 100).await;
+            round(&v, calls_per_round).await;
             println!("profiled: {} x {calls_per_round} calls", v.label);
             return;
         }
+        let mut variants = Vec::with_capacity(VARIANTS);
+        for i in 0..VARIANTS {
+            variants.push(make(i).await);
+        }
+        assert_eq!(variants[HTTP_BARE].label, "streamable HTTP: bare server");
+        let (pipeline, sampled) = (pipelined(&pipeline), pipelined(&sampled));
+        let bare_pool = SqlitePoolOptions::new().max_connections(4).connect_with(options(&path)).await.unwrap();
+        let audited_pool = AuditedPool::options().connect_with(SqlitePoolOptions::new().max_connections(4), options(&path)).await.unwrap();
         // Warm up every variant (statement caches, hooks, history, exporters).
         for v in &variants {
             round(v, 100).await;
