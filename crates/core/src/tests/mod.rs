@@ -6,6 +6,7 @@ use crate::*;
 
 mod applicability;
 mod calls;
+mod evidence_texts;
 mod listing;
 mod own_rows;
 mod repeats;
