@@ -6,11 +6,12 @@
 # set-up (pools, servers, the OTLP receiver, warm-up). Each count runs RUNS times (default 3)
 # and the median total is taken: a run's total still moves by up to about 4 million
 # instructions now and then (sqlx's worker threads and glibc's allocator meet in a different
-# order), where most runs agree within half a million.
+# order), where most runs agree within half a million. Runs go one at a time (see median).
 #
 #   benches/callgrind.sh            # N1=100 N2=1100 calls, RUNS=3
 #   N1=200 N2=800 RUNS=5 benches/callgrind.sh
 #   VARIANTS="0 2" benches/callgrind.sh   # bench variant numbers, 0 (bare) first
+#   BIN=/tmp/overhead-old benches/callgrind.sh   # a bench binary built before
 #
 # Needs valgrind. Builds the bench with `cargo bench --no-run` (release profile).
 set -euo pipefail
@@ -19,8 +20,9 @@ N1=${N1:-100}
 N2=${N2:-1100}
 RUNS=${RUNS:-3}
 command -v valgrind >/dev/null || { echo "valgrind not found (apt-get install valgrind)"; exit 1; }
-bin=$(cargo bench --no-run --bench overhead --message-format=json 2>/dev/null \
-  | sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | tail -1)
+# BIN: a bench binary built before (say, of another commit, for a comparison).
+bin=${BIN:-$(cargo bench --no-run --bench overhead --message-format=json 2>/dev/null \
+  | sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | tail -1)}
 [ -x "$bin" ] || { echo "bench binary not found"; exit 1; }
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
@@ -31,18 +33,20 @@ instructions() {
     || { echo "variant $1, $2 calls: the bench failed under valgrind:" >&2; tail -20 "$out/log.$1.$2.$3" >&2; exit 1; }
   awk '/^(summary|totals):/ {print $2; exit}' "$out/cg.$1.$2.$3"
 }
-# The median of RUNS runs of variant $1 with $2 calls, two runs at a time (one per core).
+# The median of RUNS runs of variant $1 with $2 calls, one after another: two valgrind runs
+# side by side on two cores count about 13,000 instructions per call fewer than one alone
+# (tokio's runtime parks and fires timers less often while it waits on sqlx's worker
+# threads), so runs never overlap and the machine should be otherwise idle.
 median() {
   local r
-  for r in $(seq 1 "$RUNS"); do instructions "$1" "$2" "$r" > "$out/ir.$1.$2.$r" & [ $((r % 2)) = 0 ] && wait; done
-  wait
+  for r in $(seq 1 "$RUNS"); do instructions "$1" "$2" "$r" > "$out/ir.$1.$2.$r"; done
   for r in $(seq 1 "$RUNS"); do [ -s "$out/ir.$1.$2.$r" ] || exit 1; done
   cat "$out"/ir."$1"."$2".* | sort -n | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'
 }
 labels=([0]="bare server, plain sqlx pool" [2]="audited: layer + audited pool" \
         [3]="  part: the layer over the plain pool" [4]="  part: the audited pool, no layer" \
         [5]="audited + Prometheus recorder" [7]="audited + recorder + spans sampled 10%")
-echo "commit $(git rev-parse --short HEAD); $(valgrind --version); calls $N1 and $N2, median of $RUNS runs"
+echo "${BIN:+binary $BIN, }commit $(git rev-parse --short HEAD); $(valgrind --version); calls $N1 and $N2, median of $RUNS runs"
 printf '%-44s %14s %10s\n' "variant" "instr/call" "vs bare"
 bare=""
 for i in ${VARIANTS:-0 2 5 7}; do

@@ -28,16 +28,16 @@ pub(crate) struct Registry {
 }
 
 impl Registry {
-    /// The cached hints of `tool`, if it has been seen.
-    pub(crate) fn get(&self, tool: &str) -> Option<DeclaredHints> {
+    /// The registry's own name of `tool` (shared: no copy) and its cached hints, if it has
+    /// been seen.
+    pub(crate) fn entry(&self, tool: &str) -> Option<(Arc<str>, DeclaredHints)> {
         self.tools
             .read()
             .unwrap_or_else(|e| e.into_inner())
-            .get(tool)
-            .copied()
+            .get_key_value(tool)
+            .map(|(name, hints)| (name.clone(), *hints))
     }
 
-    /// Whether `tool` has cached hints.
     pub(crate) fn contains(&self, tool: &str) -> bool {
         self.tools
             .read()
@@ -146,12 +146,16 @@ mod tests {
     #[test]
     fn registry_learns_replaces_and_is_bounded() {
         let registry = Registry::default();
-        assert_eq!(registry.get("a"), None);
+        assert_eq!(registry.entry("a"), None);
         let hints = registry.learn(&tool("a", Some(ToolAnnotations::new().read_only(true))));
         assert_eq!(hints.read_only, Some(true));
-        assert_eq!(registry.get("a"), Some(hints));
+        let (name, got) = registry.entry("a").expect("learned");
+        assert_eq!((&*name, got), ("a", hints));
         registry.insert("a", DeclaredHints::default());
-        assert_eq!(registry.get("a"), Some(DeclaredHints::default()));
+        // Replaced in place: the same shared name.
+        let (again, got) = registry.entry("a").expect("still there");
+        assert_eq!(got, DeclaredHints::default());
+        assert!(Arc::ptr_eq(&name, &again));
 
         for i in 0..MAX_REGISTERED_TOOLS + 5 {
             registry.insert(&format!("t{i}"), DeclaredHints::default());

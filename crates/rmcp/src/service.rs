@@ -220,9 +220,12 @@ impl<H: ServerHandler> HintAudit<H> {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let tool: Arc<str> = Arc::from(request.name.as_ref());
-        // `None` for a tool the server does not declare: judged with all hints unset.
-        let declared = self.hints_for_call(&tool);
+        // `None` for a tool the server does not declare: judged with all hints unset. A
+        // declared tool's name is the registry's, shared rather than copied per call.
+        let (tool, declared) = match self.declared_entry(&request.name) {
+            Some((name, hints)) => (name, Some(hints)),
+            None => (Arc::from(request.name.as_ref()), None),
+        };
         let hints = declared.unwrap_or_default();
         // The judge's idempotency history needs the arguments' hash; taken now, before the
         // request moves into the inner handler.
@@ -262,14 +265,25 @@ impl<H: ServerHandler> HintAudit<H> {
     /// The declared hints of `tool`: cached, or asked of the inner `get_tool` and cached.
     /// `None` for a tool the server does not declare.
     fn hints_for_call(&self, tool: &str) -> Option<DeclaredHints> {
-        if let Some(hints) = self.registry.get(tool) {
-            return Some(hints);
+        self.declared_entry(tool).map(|(_, hints)| hints)
+    }
+
+    /// [`Self::hints_for_call`], with the tool's name as the registry keeps it (a copy when
+    /// the registry is full).
+    fn declared_entry(&self, tool: &str) -> Option<(Arc<str>, DeclaredHints)> {
+        if let Some(entry) = self.registry.entry(tool) {
+            return Some(entry);
         }
         let found = guarded(AuditStage::Registry, "get_tool panicked", || {
             self.inner.get_tool(tool)
         })
         .flatten()?;
-        Some(self.registry.learn(&found))
+        let hints = self.registry.learn(&found);
+        Some(
+            self.registry
+                .entry(tool)
+                .unwrap_or_else(|| (Arc::from(tool), hints)),
+        )
     }
 
     /// The span the call runs in, from the configured [`MakeSpan`](crate::MakeSpan); no span
