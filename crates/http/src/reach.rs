@@ -73,14 +73,11 @@ impl OutboundRecorder {
             && let Some(reach) = reach_of(method, uri)
             && !self.world.contains(&reach.host, reach.port)
         {
-            tracing::debug!(
-                name: "hintaudit.outbound",
-                tool = scope.effects().tool(),
-                server.address = %reach.host,
-                server.port = reach.port,
-                http.request.method = %reach.method,
-                hintaudit.closed_world = false,
-                "outbound request refused (openWorldHint: false enforced)"
+            trace_outbound(
+                scope.effects().tool(),
+                &reach,
+                false,
+                "outbound request refused (openWorldHint: false enforced)",
             );
             scope.effects().record_refusal(Refusal {
                 hint: Hint::OpenWorld,
@@ -101,15 +98,7 @@ impl OutboundRecorder {
         let inside = self.world.contains(&reach.host, reach.port);
         match CallScope::current() {
             Some(scope) => {
-                tracing::debug!(
-                    name: "hintaudit.outbound",
-                    tool = scope.effects().tool(),
-                    server.address = %reach.host,
-                    server.port = reach.port,
-                    http.request.method = %reach.method,
-                    hintaudit.closed_world = inside,
-                    "outbound request"
-                );
+                trace_outbound(scope.effects().tool(), &reach, inside, "outbound request");
                 scope.effects().record_outbound(reach.clone());
             }
             None => tracing::debug!(
@@ -131,6 +120,20 @@ fn reach_of(method: &http::Method, uri: &http::Uri) -> Option<OutboundReach> {
         _ => None,
     });
     Some(OutboundReach::new(method.as_str(), host, port))
+}
+
+/// The `hintaudit.outbound` debug event of a request made in a call of `tool`: `message`
+/// says whether it was sent or refused, `closed_world` whether its destination is inside.
+fn trace_outbound(tool: &str, reach: &OutboundReach, closed_world: bool, message: &str) {
+    tracing::debug!(
+        name: "hintaudit.outbound",
+        tool,
+        server.address = %reach.host,
+        server.port = reach.port,
+        http.request.method = %reach.method,
+        hintaudit.closed_world = closed_world,
+        "{message}"
+    );
 }
 
 #[cfg(test)]
