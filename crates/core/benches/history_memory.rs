@@ -23,7 +23,7 @@ fn rss() -> usize {
 const ENTRIES: usize = 100_000;
 
 fn main() {
-    let hasher = ArgsHasher::with_key([7; 32]);
+    let hasher = ArgsHasher::with_key([7; 16]);
     let tools: Vec<String> = (0..10).map(|i| format!("tool_{i}")).collect();
     let tables: Vec<String> = (0..50).map(|i| format!("table_{i}")).collect();
     let keys: Vec<_> = (0..ENTRIES)

@@ -1,8 +1,8 @@
 //! The idempotency history: which (tool, arguments) pairs ran, and when tables were written.
 //!
-//! Arguments are never kept: a call is identified by an [`ArgsKey`], a keyed BLAKE3 hash of
-//! its canonical JSON arguments (object keys sorted, no whitespace), with a key drawn at
-//! random per process. A repeat is *clean* when no other call wrote, between the end of the
+//! Arguments are never kept: a call is identified by an [`ArgsKey`], a keyed 128-bit
+//! SipHash-1-3 of its canonical JSON arguments (object keys sorted, no whitespace), with a
+//! key drawn at random per process. A repeat is *clean* when no other call wrote, between the end of the
 //! previous identical call and the end of this one, any table this call touches. Concurrent
 //! calls still running when the repeat is judged are not seen: under heavy concurrency a
 //! repeat may be judged clean when it was not (rare; documented in the README).
@@ -14,16 +14,21 @@ use std::sync::Arc;
 
 use lru::LruCache;
 use serde_json::{Map, Value};
+use siphasher::sip128::{Hasher128, SipHasher13};
 
 /// A keyed 128-bit hash of a call's canonical arguments. Two calls with equal arguments
 /// (whatever the key order or whitespace) have equal keys under one [`ArgsHasher`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct ArgsKey([u8; 16]);
 
-/// Hashes arguments into [`ArgsKey`]s with a secret key.
+/// Hashes arguments into [`ArgsKey`]s with a secret key: SipHash-1-3 with 128-bit output
+/// (the `siphasher` crate), a keyed pseudorandom function, so that without the key neither
+/// the arguments nor a collision can be worked out from the keys. Tool-call arguments are a
+/// few dozen bytes, where SipHash costs a fraction of BLAKE3 (the construction before
+/// 2026-12: about 600 instructions for `{"id":1}` against about 150, counted by callgrind).
 #[derive(Clone)]
 pub struct ArgsHasher {
-    key: [u8; 32],
+    key: [u8; 16],
 }
 
 impl std::fmt::Debug for ArgsHasher {
@@ -37,16 +42,18 @@ impl ArgsHasher {
     /// give, the key falls back to one derived from the time and address space (still
     /// distinct per process; the hash then only protects against casual reading).
     pub fn random() -> Self {
-        let mut key = [0u8; 32];
+        let mut key = [0u8; 16];
         if getrandom::fill(&mut key).is_err() {
             let seed = format!("{:?}{:p}", std::time::SystemTime::now(), &key);
-            key = *blake3::hash(seed.as_bytes()).as_bytes();
+            let mut h = SipHasher13::new();
+            std::hash::Hasher::write(&mut h, seed.as_bytes());
+            key = h.finish128().as_bytes();
         }
         ArgsHasher { key }
     }
 
     /// A hasher with a fixed key (tests, or keys shared between processes).
-    pub fn with_key(key: [u8; 32]) -> Self {
+    pub fn with_key(key: [u8; 16]) -> Self {
         ArgsHasher { key }
     }
 
@@ -64,58 +71,24 @@ impl ArgsHasher {
         self.hash(|out| write_object(arguments.unwrap_or(&Map::new()), out))
     }
 
-    fn hash(&self, write: impl FnOnce(&mut Sink<'_>)) -> ArgsKey {
-        let mut sink = Sink {
-            key: &self.key,
-            buf: [0; SINK_BUFFER],
-            len: 0,
-            spilled: None,
-        };
+    fn hash(&self, write: impl FnOnce(&mut Sink)) -> ArgsKey {
+        let mut sink = Sink(SipHasher13::new_with_key(&self.key));
         write(&mut sink);
-        let mut out = [0u8; 16];
-        out.copy_from_slice(&sink.finish().as_bytes()[..16]);
-        ArgsKey(out)
+        ArgsKey(sink.0.finish128().as_bytes())
     }
 }
 
-/// Bytes of canonical JSON hashed in one call; longer arguments stream into the hasher.
-const SINK_BUFFER: usize = 256;
+/// Where canonical JSON goes: straight into the hasher, which buffers at most 8 bytes, so
+/// the key is the hash of the same bytes however they were split into writes.
+struct Sink(SipHasher13);
 
-/// Where canonical JSON goes: a stack buffer hashed in one `keyed_hash` call (typical
-/// arguments are a few dozen bytes, and the incremental hasher costs more per small write),
-/// spilling into BLAKE3's incremental hasher once it is full. Either way the key is the
-/// keyed hash of the same bytes.
-struct Sink<'k> {
-    key: &'k [u8; 32],
-    buf: [u8; SINK_BUFFER],
-    len: usize,
-    spilled: Option<blake3::Hasher>,
-}
-
-impl Sink<'_> {
+impl Sink {
     fn update(&mut self, bytes: &[u8]) {
-        if let Some(hasher) = &mut self.spilled {
-            hasher.update(bytes);
-        } else if let Some(free) = self.buf.get_mut(self.len..self.len + bytes.len()) {
-            free.copy_from_slice(bytes);
-            self.len += bytes.len();
-        } else {
-            let mut hasher = blake3::Hasher::new_keyed(self.key);
-            hasher.update(&self.buf[..self.len]);
-            hasher.update(bytes);
-            self.spilled = Some(hasher);
-        }
-    }
-
-    fn finish(self) -> blake3::Hash {
-        match self.spilled {
-            Some(hasher) => hasher.finalize(),
-            None => blake3::keyed_hash(self.key, &self.buf[..self.len]),
-        }
+        std::hash::Hasher::write(&mut self.0, bytes);
     }
 }
 
-impl std::io::Write for Sink<'_> {
+impl std::io::Write for Sink {
     fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
         self.update(bytes);
         Ok(bytes.len())
@@ -129,7 +102,7 @@ impl std::io::Write for Sink<'_> {
 /// Writes `value` as canonical JSON: object keys sorted by their UTF-8 bytes, no whitespace,
 /// strings and numbers as serde_json writes them. Written by hand (rather than with a JCS
 /// crate) to stream into the hasher without building a string.
-fn write_canonical(value: &Value, out: &mut Sink<'_>) {
+fn write_canonical(value: &Value, out: &mut Sink) {
     match value {
         Value::Object(map) => write_object(map, out),
         Value::Array(items) => {
@@ -151,7 +124,7 @@ fn write_canonical(value: &Value, out: &mut Sink<'_>) {
 }
 
 /// Writes an object as canonical JSON (see [`write_canonical`]).
-fn write_object(map: &Map<String, Value>, out: &mut Sink<'_>) {
+fn write_object(map: &Map<String, Value>, out: &mut Sink) {
     out.update(b"{");
     // serde_json's map is sorted already unless its `preserve_order` feature is on.
     if map.keys().is_sorted() {
@@ -164,7 +137,7 @@ fn write_object(map: &Map<String, Value>, out: &mut Sink<'_>) {
     out.update(b"}");
 }
 
-fn write_members<'a>(members: impl Iterator<Item = (&'a String, &'a Value)>, out: &mut Sink<'_>) {
+fn write_members<'a>(members: impl Iterator<Item = (&'a String, &'a Value)>, out: &mut Sink) {
     for (i, (k, v)) in members.enumerate() {
         if i > 0 {
             out.update(b",");
@@ -285,13 +258,14 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    /// The key is the keyed BLAKE3 hash of the canonical text, whether the text fits the
-    /// one-shot buffer or spills into the incremental hasher.
+    /// The key is the keyed SipHash-1-3 (128 bits) of the canonical text taken in one
+    /// write, whatever the pieces it was written in (short, and longer than the hasher's
+    /// 8-byte buffer).
     #[test]
     fn key_is_the_keyed_hash_of_the_canonical_text() {
-        let key = [9u8; 32];
+        let key = [9u8; 16];
         let h = ArgsHasher::with_key(key);
-        let long = "x".repeat(3 * SINK_BUFFER);
+        let long = "x".repeat(1000);
         for (value, canonical) in [
             (json!({"b": 1, "a": "x"}), r#"{"a":"x","b":1}"#.to_owned()),
             (
@@ -299,18 +273,22 @@ mod tests {
                 format!(r#"{{"a":2.5,"z":["{long}",{{"k":null}}]}}"#),
             ),
         ] {
-            let expected = blake3::keyed_hash(&key, canonical.as_bytes());
-            assert_eq!(
-                h.key(Some(&value)).0,
-                expected.as_bytes()[..16],
-                "{canonical:.40}"
-            );
+            let mut one = SipHasher13::new_with_key(&key);
+            std::hash::Hasher::write(&mut one, canonical.as_bytes());
+            let expected = one.finish128().as_bytes();
+            assert_eq!(h.key(Some(&value)).0, expected, "{canonical:.40}");
         }
+        // Another key, another hash.
+        let v = json!({"id": 1});
+        assert_ne!(
+            h.key(Some(&v)),
+            ArgsHasher::with_key([10; 16]).key(Some(&v))
+        );
     }
 
     #[test]
     fn key_ignores_order_and_whitespace() {
-        let h = ArgsHasher::with_key([7; 32]);
+        let h = ArgsHasher::with_key([7; 16]);
         let a: Value = serde_json::from_str(r#"{"b": [1, {"y":2,"x":1}], "a": "s"}"#).unwrap();
         let b: Value = serde_json::from_str(r#"{"a":"s","b":[1,{"x":1,"y":2}]}"#).unwrap();
         assert_eq!(h.key(Some(&a)), h.key(Some(&b)));
@@ -323,12 +301,12 @@ mod tests {
         // Array order matters.
         assert_ne!(h.key(Some(&json!([1, 2]))), h.key(Some(&json!([2, 1]))));
         // Another key, another hash.
-        assert_ne!(h.key(Some(&a)), ArgsHasher::with_key([8; 32]).key(Some(&a)));
+        assert_ne!(h.key(Some(&a)), ArgsHasher::with_key([8; 16]).key(Some(&a)));
     }
 
     #[test]
     fn repeats_are_clean_unless_tables_were_written_between() {
-        let k = ArgsHasher::with_key([1; 32]).key(None);
+        let k = ArgsHasher::with_key([1; 16]).key(None);
         let mut h = History::new(NonZeroUsize::new(8).unwrap(), 100);
         assert_eq!(h.record("t", k, ["a"], ["a"]), Repeat::First);
         assert_eq!(h.record("t", k, ["a"], ["a"]), Repeat::Clean);
@@ -353,7 +331,7 @@ mod tests {
             fn write(&mut self, _: &[u8]) {}
         }
         let names = std::hash::BuildHasherDefault::<Zero>::default();
-        let k = ArgsHasher::with_key([1; 32]).key(None);
+        let k = ArgsHasher::with_key([1; 16]).key(None);
         let mut h = History::with_name_hasher(NonZeroUsize::new(8).unwrap(), 100, names);
         assert_eq!(h.record("a", k, [], []), Repeat::First);
         assert_eq!(h.record("b", k, [], []), Repeat::First);
@@ -365,7 +343,7 @@ mod tests {
 
     #[test]
     fn capacity_bounds_the_history() {
-        let hasher = ArgsHasher::with_key([1; 32]);
+        let hasher = ArgsHasher::with_key([1; 16]);
         let mut h = History::new(NonZeroUsize::new(2).unwrap(), 100);
         for i in 0..10 {
             h.record("t", hasher.key(Some(&json!(i))), [], []);
