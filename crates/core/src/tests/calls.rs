@@ -451,42 +451,45 @@ fn single_call_rules() {
         for f in &v.findings {
             assert!(!f.evidence.is_empty(), "case {name}: empty evidence");
         }
-        // The judge writes only the texts its rules can use; the rest must agree with the full
-        // facts in everything but the text.
+        // The judge reads the facts first with no texts, then, when a rule fires, with the
+        // texts its rules can use; both must agree with the full facts in everything but the
+        // text.
         let full = Facts::from_effect(&effect, judge.policy());
-        let wanted = Wanted::for_hints(h);
-        let lean = Facts::build(&effect, judge.policy(), wanted);
-        for (kind, full, lean, wanted) in [
-            ("writes", &full.writes, &lean.writes, wanted.writes),
-            ("attempts", &full.attempts, &lean.attempts, wanted.attempts),
-            (
-                "destructive",
-                &full.destructive,
-                &lean.destructive,
-                wanted.destructive,
-            ),
-            (
-                "net_changes",
-                &full.net_changes,
-                &lean.net_changes,
-                wanted.net_changes,
-            ),
-        ] {
-            let confidences = |e: &[Evidence]| e.iter().map(|e| e.confidence).collect::<Vec<_>>();
-            assert_eq!(confidences(full), confidences(lean), "case {name}: {kind}");
-            for (f, l) in full.iter().zip(lean) {
-                let expected = if wanted { f.text.as_str() } else { "" };
-                assert_eq!(l.text, expected, "case {name}: {kind}");
+        for wanted in [Wanted::for_hints(h), Wanted::NONE] {
+            let lean = Facts::build(&effect, judge.policy(), wanted);
+            for (kind, full, lean, wanted) in [
+                ("writes", &full.writes, &lean.writes, wanted.writes),
+                ("attempts", &full.attempts, &lean.attempts, wanted.attempts),
+                (
+                    "destructive",
+                    &full.destructive,
+                    &lean.destructive,
+                    wanted.destructive,
+                ),
+                (
+                    "net_changes",
+                    &full.net_changes,
+                    &lean.net_changes,
+                    wanted.net_changes,
+                ),
+            ] {
+                let confidences =
+                    |e: &[Evidence]| e.iter().map(|e| e.confidence).collect::<Vec<_>>();
+                assert_eq!(confidences(full), confidences(lean), "case {name}: {kind}");
+                for (f, l) in full.iter().zip(lean) {
+                    let expected = if wanted { f.text.as_str() } else { "" };
+                    assert_eq!(l.text, expected, "case {name}: {kind}");
+                }
             }
+            assert_eq!(
+                (&full.written_tables, &full.touched_tables, &full.hosts),
+                (&lean.written_tables, &lean.touched_tables, &lean.hosts),
+                "case {name}"
+            );
+            assert_eq!(
+                full.any_write_statement, lean.any_write_statement,
+                "case {name}"
+            );
         }
-        assert_eq!(
-            (&full.written_tables, &full.touched_tables, &full.hosts),
-            (&lean.written_tables, &lean.touched_tables, &lean.hosts),
-            "case {name}"
-        );
-        assert_eq!(
-            full.any_write_statement, lean.any_write_statement,
-            "case {name}"
-        );
     }
 }
