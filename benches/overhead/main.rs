@@ -339,7 +339,11 @@ fn main() {
     // Profiled alone (HINTAUDIT_BENCH_PROFILE), the variant runs on one thread: tokio's
     // worker threads spin and park differently from run to run, which moved callgrind's
     // totals by thousands of instructions per call; on one thread they repeat.
-    let runtime = if std::env::var_os("HINTAUDIT_BENCH_PROFILE").is_some() {
+    let profiled = std::env::var("HINTAUDIT_BENCH_PROFILE")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .map(|i| i.min(VARIANTS - 1));
+    let runtime = if profiled.is_some() {
         tokio::runtime::Builder::new_current_thread()
     } else {
         let mut b = tokio::runtime::Builder::new_multi_thread();
@@ -357,7 +361,6 @@ fn main() {
         let path = dir.path().join("bench.db");
         setup(&path).await;
 
-        let profiled = std::env::var("HINTAUDIT_BENCH_PROFILE").ok().and_then(|v| v.parse::<usize>().ok()).map(|i| i.min(VARIANTS - 1));
         let judge = || Arc::new(Judge::new(Policy::default()));
         // Every variant has a pool of its own, so that no pool's connections (page caches,
         // WAL positions) favour one variant; the control measures what remains of that.

@@ -2,10 +2,11 @@
 //!
 //! Arguments are never kept: a call is identified by an [`ArgsKey`], a keyed 128-bit
 //! SipHash-1-3 of its canonical JSON arguments (object keys sorted, no whitespace), with a
-//! key drawn at random per process. A repeat is *clean* when no other call wrote, between the end of the
-//! previous identical call and the end of this one, any table this call touches. Concurrent
-//! calls still running when the repeat is judged are not seen: under heavy concurrency a
-//! repeat may be judged clean when it was not (rare; documented in the README).
+//! key drawn at random per process. A repeat is *clean* when no other call wrote, between
+//! the end of the previous identical call and the end of this one, any table this call
+//! touches. Concurrent calls still running when the repeat is judged are not seen: under
+//! heavy concurrency a repeat may be judged clean when it was not (rare; documented in the
+//! README).
 
 use hashbrown::HashMap;
 use std::hash::BuildHasher;
@@ -24,8 +25,9 @@ pub struct ArgsKey([u8; 16]);
 /// Hashes arguments into [`ArgsKey`]s with a secret key: SipHash-1-3 with 128-bit output
 /// (the `siphasher` crate), a keyed pseudorandom function, so that without the key neither
 /// the arguments nor a collision can be worked out from the keys. Tool-call arguments are a
-/// few dozen bytes, where SipHash costs a fraction of BLAKE3 (the construction before
-/// 2026-12: about 600 instructions for `{"id":1}` against about 150, counted by callgrind).
+/// few dozen bytes, where SipHash costs a fraction of keyed BLAKE3, the construction before
+/// (the whole key of `{"id":N}`, canonical JSON included: 744 instructions against 1,532,
+/// counted by callgrind; docs/performance.md).
 #[derive(Clone)]
 pub struct ArgsHasher {
     key: [u8; 16],
