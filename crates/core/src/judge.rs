@@ -26,7 +26,7 @@ use crate::closed_world::OpenWorldReading;
 use crate::config::Mode;
 use crate::effect::Effect;
 use crate::enforce::{Enforcement, Refusal};
-use crate::facts::{Evidence, Facts, Wanted, summarize};
+use crate::facts::{Evidence, Facts, Outline, Wanted, summarize};
 use crate::finding::{Advice, Confidence, Finding, Rule};
 use crate::hints::{DeclaredHints, Hint};
 use crate::history::{ArgsHasher, ArgsKey, History, Repeat};
@@ -62,6 +62,9 @@ pub struct Verdict {
     pub findings: Vec<Finding>,
     /// Whether this call repeated an identical earlier one, and whether cleanly.
     pub repeat: Option<Repeat>,
+    /// Advice for the tool, from the calls judged so far, this one included: what
+    /// [`Judge::advice`] would answer right after it.
+    pub advice: Vec<Advice>,
 }
 
 impl Verdict {
@@ -173,30 +176,34 @@ impl Judge {
     /// As [`Judge::judge`], with the arguments' key taken beforehand by [`Judge::args_key`];
     /// `call.arguments` is not read.
     pub fn judge_keyed(&self, call: &ToolCall<'_>, key: ArgsKey) -> Verdict {
-        // The facts, then three steps: the history (repeats), the advice counters, the
-        // rules. The facts are read first without their evidence texts: most calls are
-        // clean, and a finding's text is written only when a rule fires (then the facts are
-        // read again, with the texts its rules can use: the same evidence, so the same
-        // findings).
-        let lean = Facts::build(call.effect, &self.policy, Wanted::NONE);
+        // The facts in outline, then three steps: the history (repeats), the advice
+        // counters, the rules. Most calls are clean: the outline (the evidence counted,
+        // no text written) settles them. Only when a rule fires are the facts read in
+        // full, with the texts its rules can use: the same evidence, so the same findings.
+        let outline = Facts::outline(call.effect, &self.policy);
         let mut state = self.state();
         let repeat = state.history.record(
             call.tool,
             key,
-            lean.touched_tables.iter().map(|t| &**t),
-            lean.written_tables.iter().map(|t| &**t),
+            outline.touched_tables.iter(),
+            outline.written_tables.iter(),
         );
-        state.count_for_advice(call.tool, &lean, repeat, self.policy.open_world_reading());
+        let reading = self.policy.open_world_reading();
+        let counters = state.count_for_advice(call.tool, &outline, repeat, reading);
         drop(state);
-        let mut findings = self.findings(call, &lean, repeat);
-        if !findings.is_empty() {
+        let advice = counters.map_or_else(Vec::new, |c| {
+            advice_for(call.hints, c, self.policy.advice_after_calls())
+        });
+        let mut findings = Vec::new();
+        if rules_fire(call, &outline, repeat, reading) {
             let facts = Facts::build(call.effect, &self.policy, Wanted::for_hints(call.hints));
             findings = self.findings(call, &facts, repeat);
+            findings.sort_by(|a, b| b.severity.cmp(&a.severity).then(a.rule.cmp(&b.rule)));
         }
-        findings.sort_by(|a, b| b.severity.cmp(&a.severity).then(a.rule.cmp(&b.rule)));
         Verdict {
             findings,
             repeat: Some(repeat),
+            advice,
         }
     }
 
@@ -207,7 +214,7 @@ impl Judge {
     fn findings(&self, call: &ToolCall<'_>, facts: &Facts<'_>, repeat: Repeat) -> Vec<Finding> {
         let mut findings = self.rule_findings(call, facts);
         let hints = call.hints;
-        if changed_on_repeat(repeat, facts)
+        if changed_on_repeat(repeat, facts.net_changes.len())
             && hints.read_only != Some(true)
             && hints.idempotent == Some(true)
             && let Some(e) = summarize(&facts.net_changes)
@@ -264,39 +271,58 @@ impl Judge {
 }
 
 impl State {
-    /// Advice: counts the call for the tool's advice ([`Judge::advice`]), unless
-    /// [`MAX_TRACKED_TOOLS`] other tools are counted already.
+    /// Advice: counts the call for the tool's advice ([`Judge::advice`]) and returns the
+    /// tool's counters, unless [`MAX_TRACKED_TOOLS`] other tools are counted already.
     fn count_for_advice(
         &mut self,
         tool: &str,
-        facts: &Facts<'_>,
+        outline: &Outline<'_>,
         repeat: Repeat,
         reading: OpenWorldReading,
-    ) {
+    ) -> Option<AdviceCounters> {
         let full = self.advice.len() >= MAX_TRACKED_TOOLS;
         let c = match self.advice.entry_ref(tool) {
             // `entry_ref` allocates the key only when it inserts.
             EntryRef::Occupied(e) => e.into_mut(),
             EntryRef::Vacant(e) if !full => e.insert(AdviceCounters::default()),
-            EntryRef::Vacant(_) => return,
+            EntryRef::Vacant(_) => return None,
         };
+        let o = outline;
         c.calls += 1;
-        c.writing_calls += u64::from(
-            !facts.writes.is_empty() || !facts.attempts.is_empty() || facts.any_write_statement,
-        );
-        c.destructive_calls += u64::from(!facts.destructive.is_empty());
-        c.reaching_calls += u64::from(reaches_out(reading, facts));
+        c.writing_calls += u64::from(o.writes > 0 || o.attempts > 0 || o.any_write_statement);
+        c.destructive_calls += u64::from(o.destructive > 0);
+        c.reaching_calls += u64::from(reaches_out(reading, o.outside, o.outside_changes));
         c.clean_repeats += u64::from(repeat == Repeat::Clean);
-        c.changing_repeats += u64::from(changed_on_repeat(repeat, facts));
+        c.changing_repeats += u64::from(changed_on_repeat(repeat, o.net_changes));
+        Some(*c)
     }
 }
 
-/// Whether the call reached outside the closed world, by `reading`: any request outside it
-/// (the specification's reading), or a mutating one (the directory reading).
-fn reaches_out(reading: OpenWorldReading, facts: &Facts<'_>) -> bool {
+/// Whether any rule would find against a call with this outline: then the judge reads the
+/// facts in full. Each rule needs evidence of its kind, which the outline counts; a call
+/// enforce mode refused something for is read in full too (`enforced` reads the refusals).
+fn rules_fire(
+    call: &ToolCall<'_>,
+    o: &Outline<'_>,
+    repeat: Repeat,
+    reading: OpenWorldReading,
+) -> bool {
+    let h = call.hints;
+    let read_only = h.read_only == Some(true);
+    (read_only && (o.writes > 0 || o.attempts > 0))
+        || (!read_only && h.destructive == Some(false) && o.destructive > 0)
+        || !call.effect.refusals.is_empty()
+        || (h.open_world == Some(false) && reaches_out(reading, o.outside, o.outside_changes))
+        || (!read_only && h.idempotent == Some(true) && changed_on_repeat(repeat, o.net_changes))
+}
+
+/// Whether the call reached outside the closed world, by `reading`, from how many requests
+/// went outside it (`outside`) and how many of those were mutating (`changes`): any request
+/// outside it (the specification's reading), or a mutating one (the directory reading).
+fn reaches_out(reading: OpenWorldReading, outside: usize, changes: usize) -> bool {
     match reading {
-        OpenWorldReading::Interaction => !facts.outside.is_empty(),
-        OpenWorldReading::StateChange => !facts.outside_changes.is_empty(),
+        OpenWorldReading::Interaction => outside > 0,
+        OpenWorldReading::StateChange => changes > 0,
     }
 }
 
@@ -306,7 +332,7 @@ fn open_world_finding(
     reading: OpenWorldReading,
     facts: &Facts<'_>,
 ) -> Option<(String, Confidence)> {
-    if !reaches_out(reading, facts) {
+    if !reaches_out(reading, facts.outside.len(), facts.outside_changes.len()) {
         return None;
     }
     let evidence = match reading {
@@ -368,9 +394,10 @@ fn enforced_findings<'a>(call: &'a ToolCall<'_>) -> impl Iterator<Item = Finding
         })
 }
 
-/// Whether a clean repeat changed something again: evidence against `idempotentHint: true`.
-fn changed_on_repeat(repeat: Repeat, facts: &Facts<'_>) -> bool {
-    repeat == Repeat::Clean && !facts.net_changes.is_empty()
+/// Whether a clean repeat changed something again (`net_changes` pieces of evidence of a
+/// change a repeat makes again): evidence against `idempotentHint: true`.
+fn changed_on_repeat(repeat: Repeat, net_changes: usize) -> bool {
+    repeat == Repeat::Clean && net_changes > 0
 }
 
 fn changed_hint(a: &DeclaredHints, b: &DeclaredHints) -> Hint {

@@ -25,7 +25,7 @@
 use std::time::Duration;
 
 use crate::effect::Effect;
-use crate::finding::{Advice, Finding};
+use crate::finding::Finding;
 use crate::hints::DeclaredHints;
 use crate::judge::Verdict;
 
@@ -66,10 +66,8 @@ pub struct CallReport<'a> {
     pub duration: Duration,
     /// What the call did.
     pub effect: &'a Effect,
-    /// The judge's verdict.
+    /// The judge's verdict, with the tool's current advice ([`Verdict::advice`]).
     pub verdict: &'a Verdict,
-    /// Current advice for the tool.
-    pub advice: &'a [Advice],
 }
 
 /// Something a recorder receives.

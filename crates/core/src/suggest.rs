@@ -168,7 +168,7 @@ impl CallReport<'_> {
             self.hints,
             &SuggestionEvidence {
                 findings: &self.verdict.findings,
-                advice: self.advice,
+                advice: &self.verdict.advice,
                 advice_basis: "calls the layer judged",
                 destroyed: destroyed(self.effect),
                 wrote,

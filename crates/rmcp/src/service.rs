@@ -21,8 +21,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use hintaudit_core::{
-    Advice, ArgsKey, AuditEvent, AuditStage, CallReport, CallScope, CallStatus, DeclaredHints,
-    Effect, Enforcement, Judge, ToolCall,
+    ArgsKey, AuditEvent, AuditStage, CallReport, CallScope, CallStatus, DeclaredHints, Effect,
+    Enforcement, Judge, ToolCall,
 };
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, Extensions, JsonObject, ListToolsResult,
@@ -331,11 +331,6 @@ impl<H: ServerHandler> HintAudit<H> {
                 call.args_key,
             )
         });
-        let advice: Vec<Advice> = guarded(AuditStage::Judge, "advice panicked", || {
-            judge.advice(call.tool, call.hints)
-        })
-        .unwrap_or_default();
-
         if let Some(verdict) = verdict.as_ref().filter(|_| !span.is_disabled()) {
             guarded(AuditStage::Record, "span recording panicked", || {
                 record_on_span(span, verdict, error_type.as_deref())
@@ -352,7 +347,6 @@ impl<H: ServerHandler> HintAudit<H> {
             duration: call.duration,
             effect: &effect,
             verdict: &verdict,
-            advice: &advice,
         };
         guarded(AuditStage::Record, "recorder panicked", || {
             self.config.recorder.record(&AuditEvent::Call(&report))

@@ -107,7 +107,6 @@ fn bench_recorder(n: u32) {
         duration: Duration::from_micros(300),
         effect: &effect,
         verdict: &verdict,
-        advice: &[],
     };
     let declared = report("touch", true);
     let unknown = report("nope", false);
@@ -136,7 +135,6 @@ fn bench_recorder(n: u32) {
                     duration: Duration::from_micros(300),
                     effect,
                     verdict,
-                    advice: &[],
                 };
                 for _ in 0..n {
                     r.record(black_box(&AuditEvent::Call(&report)));

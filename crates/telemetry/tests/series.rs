@@ -255,7 +255,6 @@ fn every_finding_of_the_judge_lands_on_an_existing_series() {
                 duration: std::time::Duration::from_millis(1),
                 effect: &effect,
                 verdict: &verdict,
-                advice: &[],
             };
             r.record(&AuditEvent::Call(&report));
         }

@@ -3,6 +3,8 @@
 use std::borrow::Cow;
 use std::collections::BTreeSet;
 
+use smallvec::SmallVec;
+
 use crate::facts::evidence::{Evidence, Wanted, push};
 use crate::finding::Confidence;
 
@@ -34,61 +36,201 @@ pub struct Facts<'e> {
     pub any_write_statement: bool,
 }
 
-/// Facts being collected: each evidence source adds its evidence and tables, and only the
-/// [`Wanted`] evidence texts are written (the others are recorded with an empty text).
-pub(super) struct Collector<'e> {
-    /// The facts so far; sources add tables, hosts and flags here directly.
-    pub(super) facts: Facts<'e>,
-    want: Wanted,
+/// A call's facts in outline: how much evidence of each kind, without the evidence, and the
+/// tables it touched and wrote. Enough for the judge to settle a call no rule fires on, to
+/// count it for advice and to record it in the history; read with [`Facts::outline`].
+/// Reading one allocates nothing for up to four tables of each kind.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Outline<'e> {
+    /// `Facts::writes.len()`.
+    pub(crate) writes: usize,
+    /// `Facts::attempts.len()`.
+    pub(crate) attempts: usize,
+    /// `Facts::destructive.len()`.
+    pub(crate) destructive: usize,
+    /// `Facts::net_changes.len()`.
+    pub(crate) net_changes: usize,
+    /// `Facts::outside.len()`.
+    pub(crate) outside: usize,
+    /// `Facts::outside_changes.len()`.
+    pub(crate) outside_changes: usize,
+    /// `Facts::any_write_statement`.
+    pub(crate) any_write_statement: bool,
+    /// `Facts::written_tables`, in first-seen order.
+    pub(crate) written_tables: Tables<'e>,
+    /// `Facts::touched_tables`, in first-seen order.
+    pub(crate) touched_tables: Tables<'e>,
 }
 
-impl<'e> Collector<'e> {
-    /// No facts yet; `want` says which evidence texts to write.
-    pub(super) fn new(want: Wanted) -> Self {
-        Collector {
-            facts: Facts::default(),
-            want,
+/// Table names, each once, in first-seen order: a call touches a few tables, so a linear
+/// search beats a tree, and four fit inline.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Tables<'e>(SmallVec<[Cow<'e, str>; 4]>);
+
+impl<'e> Tables<'e> {
+    fn insert(&mut self, table: Cow<'e, str>) {
+        if !self.0.contains(&table) {
+            self.0.push(table);
         }
     }
 
-    /// The facts collected.
+    /// The names.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &str> {
+        self.0.iter().map(|t| &**t)
+    }
+}
+
+/// Where the evidence goes: into [`Facts`], with the [`Wanted`] texts (the others are
+/// recorded with an empty text), or only counted into an [`Outline`].
+enum Sink<'e> {
+    Facts(Facts<'e>, Wanted),
+    Outline(Outline<'e>),
+}
+
+/// Facts being collected: each evidence source adds its evidence, tables and hosts through
+/// these methods, whether into [`Facts`] or an [`Outline`].
+pub(super) struct Collector<'e>(Sink<'e>);
+
+/// The four kinds of evidence that come with a text the judge may not want.
+#[derive(Clone, Copy)]
+enum Kind {
+    Write,
+    Attempt,
+    Destructive,
+    NetChange,
+}
+
+impl<'e> Collector<'e> {
+    /// Collects into [`Facts`]; `want` says which evidence texts to write.
+    pub(super) fn facts(want: Wanted) -> Self {
+        Collector(Sink::Facts(Facts::default(), want))
+    }
+
+    /// Collects into an [`Outline`]: evidence is counted, no text written.
+    pub(super) fn outline() -> Self {
+        Collector(Sink::Outline(Outline::default()))
+    }
+
+    /// The facts collected (empty when collecting an outline).
     pub(super) fn finish(self) -> Facts<'e> {
-        self.facts
+        match self.0 {
+            Sink::Facts(f, _) => f,
+            Sink::Outline(_) => Facts::default(),
+        }
+    }
+
+    /// The outline collected (empty when collecting facts).
+    pub(super) fn finish_outline(self) -> Outline<'e> {
+        match self.0 {
+            Sink::Outline(o) => o,
+            Sink::Facts(..) => Outline::default(),
+        }
+    }
+
+    fn evidence(&mut self, kind: Kind, confidence: Confidence, text: impl FnOnce() -> String) {
+        match &mut self.0 {
+            Sink::Facts(f, want) => {
+                let (list, wanted) = match kind {
+                    Kind::Write => (&mut f.writes, want.writes),
+                    Kind::Attempt => (&mut f.attempts, want.attempts),
+                    Kind::Destructive => (&mut f.destructive, want.destructive),
+                    Kind::NetChange => (&mut f.net_changes, want.net_changes),
+                };
+                push(list, wanted, confidence, text);
+            }
+            Sink::Outline(o) => match kind {
+                Kind::Write => o.writes += 1,
+                Kind::Attempt => o.attempts += 1,
+                Kind::Destructive => o.destructive += 1,
+                Kind::NetChange => o.net_changes += 1,
+            },
+        }
     }
 
     /// Evidence of a write ([`Facts::writes`]).
     pub(super) fn write(&mut self, confidence: Confidence, text: impl FnOnce() -> String) {
-        push(&mut self.facts.writes, self.want.writes, confidence, text);
+        self.evidence(Kind::Write, confidence, text);
     }
 
     /// Evidence of a write attempt that changed nothing ([`Facts::attempts`]).
     pub(super) fn attempt(&mut self, confidence: Confidence, text: impl FnOnce() -> String) {
-        push(
-            &mut self.facts.attempts,
-            self.want.attempts,
-            confidence,
-            text,
-        );
+        self.evidence(Kind::Attempt, confidence, text);
     }
 
     /// Evidence of a delete or overwrite ([`Facts::destructive`]).
     pub(super) fn destructive(&mut self, confidence: Confidence, text: impl FnOnce() -> String) {
-        push(
-            &mut self.facts.destructive,
-            self.want.destructive,
-            confidence,
-            text,
-        );
+        self.evidence(Kind::Destructive, confidence, text);
     }
 
     /// Evidence of a change a repeat would make again ([`Facts::net_changes`]).
     pub(super) fn net_change(&mut self, confidence: Confidence, text: impl FnOnce() -> String) {
-        push(
-            &mut self.facts.net_changes,
-            self.want.net_changes,
-            confidence,
-            text,
-        );
+        self.evidence(Kind::NetChange, confidence, text);
+    }
+
+    /// A request outside the closed world ([`Facts::outside`]), and with `changes` a
+    /// mutating one ([`Facts::outside_changes`]); its text is always written.
+    pub(super) fn outside(&mut self, changes: bool, text: impl Fn() -> String) {
+        match &mut self.0 {
+            Sink::Facts(f, _) => {
+                let evidence = || Evidence {
+                    text: text(),
+                    confidence: Confidence::Confirmed,
+                };
+                f.outside.push(evidence());
+                if changes {
+                    f.outside_changes.push(evidence());
+                }
+            }
+            Sink::Outline(o) => {
+                o.outside += 1;
+                o.outside_changes += usize::from(changes);
+            }
+        }
+    }
+
+    /// A watched table read or written ([`Facts::touched_tables`]).
+    pub(super) fn touched(&mut self, table: Cow<'e, str>) {
+        match &mut self.0 {
+            Sink::Facts(f, _) => {
+                f.touched_tables.insert(table);
+            }
+            Sink::Outline(o) => o.touched_tables.insert(table),
+        }
+    }
+
+    /// A watched table written ([`Facts::written_tables`]).
+    pub(super) fn written(&mut self, table: Cow<'e, str>) {
+        match &mut self.0 {
+            Sink::Facts(f, _) => {
+                f.written_tables.insert(table);
+            }
+            Sink::Outline(o) => o.written_tables.insert(table),
+        }
+    }
+
+    /// Watched tables read or written.
+    pub(super) fn touched_all(&mut self, tables: impl IntoIterator<Item = Cow<'e, str>>) {
+        tables.into_iter().for_each(|t| self.touched(t));
+    }
+
+    /// Watched tables written.
+    pub(super) fn written_all(&mut self, tables: impl IntoIterator<Item = Cow<'e, str>>) {
+        tables.into_iter().for_each(|t| self.written(t));
+    }
+
+    /// A host reached ([`Facts::hosts`]; an outline does not keep hosts).
+    pub(super) fn host(&mut self, host: &'e str) {
+        if let Sink::Facts(f, _) = &mut self.0 {
+            f.hosts.insert(Cow::Borrowed(host));
+        }
+    }
+
+    /// A write statement ran ([`Facts::any_write_statement`]).
+    pub(super) fn write_statement(&mut self) {
+        match &mut self.0 {
+            Sink::Facts(f, _) => f.any_write_statement = true,
+            Sink::Outline(o) => o.any_write_statement = true,
+        }
     }
 }
 
@@ -158,7 +300,7 @@ mod tests {
             destructive: true,
             net_changes: false,
         };
-        let mut c = Collector::new(want);
+        let mut c = Collector::facts(want);
         let text = || "1 row deleted from t".to_owned();
         c.write(Confidence::Confirmed, text);
         c.attempt(Confidence::Confirmed, text);

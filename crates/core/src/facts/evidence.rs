@@ -38,15 +38,6 @@ pub(crate) struct Wanted {
 }
 
 impl Wanted {
-    /// No text at all: the evidence counts, without what it says (the judge's first
-    /// reading of a call; see [`Judge::judge_keyed`](crate::Judge::judge_keyed)).
-    pub(crate) const NONE: Wanted = Wanted {
-        writes: false,
-        attempts: false,
-        destructive: false,
-        net_changes: false,
-    };
-
     /// Every text: [`Facts::from_effect`](crate::Facts::from_effect).
     pub(crate) const ALL: Wanted = Wanted {
         writes: true,

@@ -69,7 +69,7 @@ mod tests {
                 }],
                 ..Default::default()
             };
-            let mut c = Collector::new(Wanted::ALL);
+            let mut c = Collector::facts(Wanted::ALL);
             record_explicit(&effect, &mut c);
             assert_eq!(lines(&c.finish()), want, "{change:?}");
         }

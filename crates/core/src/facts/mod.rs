@@ -29,6 +29,9 @@ mod rows;
 mod statements;
 
 pub use collect::Facts;
+pub(crate) use collect::Outline;
+#[cfg(test)]
+pub(crate) use collect::Tables;
 pub(crate) use evidence::Wanted;
 pub use evidence::{Evidence, summarize};
 
@@ -44,14 +47,25 @@ impl<'e> Facts<'e> {
 
     /// [`Facts::from_effect`], writing only the `want`ed evidence texts.
     pub(crate) fn build(effect: &'e Effect, policy: &Policy, want: Wanted) -> Facts<'e> {
-        let mut c = Collector::new(want);
-        let hooked = rows::record_row_changes(effect, policy, &mut c);
-        let oracle_tables = oracle::record_transactions(effect, policy, &mut c);
-        statements::record_statements(effect, policy, &hooked, &oracle_tables, &mut c);
-        outbound::record_outbound(effect, policy, &mut c);
-        explicit::record_explicit(effect, &mut c);
-        c.finish()
+        collect(effect, policy, Collector::facts(want)).finish()
     }
+
+    /// The facts of `effect` in outline: the same evidence, counted, with no text written
+    /// and no host kept (the judge's first reading of a call; see
+    /// [`Judge::judge_keyed`](crate::Judge::judge_keyed)).
+    pub(crate) fn outline(effect: &'e Effect, policy: &Policy) -> Outline<'e> {
+        collect(effect, policy, Collector::outline()).finish_outline()
+    }
+}
+
+/// Runs every evidence source over `effect`, in the order of the module's list, into `c`.
+fn collect<'e>(effect: &'e Effect, policy: &Policy, mut c: Collector<'e>) -> Collector<'e> {
+    let hooked = rows::record_row_changes(effect, policy, &mut c);
+    let oracle_tables = oracle::record_transactions(effect, policy, &mut c);
+    statements::record_statements(effect, policy, &hooked, &oracle_tables, &mut c);
+    outbound::record_outbound(effect, policy, &mut c);
+    explicit::record_explicit(effect, &mut c);
+    c
 }
 
 #[cfg(test)]

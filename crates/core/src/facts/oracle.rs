@@ -24,7 +24,7 @@ pub(super) fn record_transactions<'e>(
             if policy.is_ignored_table(&table) {
                 continue;
             }
-            c.facts.touched_tables.insert(table.clone());
+            c.touched(table.clone());
             oracle_tables.insert(table.clone());
             if t.committed {
                 committed(w, table, effect, policy, c);
@@ -93,7 +93,7 @@ fn committed<'e>(
             format!("{} (SET {col} = {expr})", text())
         });
     }
-    c.facts.written_tables.insert(table);
+    c.written(table);
 }
 
 #[cfg(test)]
@@ -270,7 +270,7 @@ mod tests {
                 transactions,
                 ..Default::default()
             };
-            let mut c = Collector::new(Wanted::ALL);
+            let mut c = Collector::facts(Wanted::ALL);
             let tables = record_transactions(&effect, &policy, &mut c);
             assert_eq!(lines(&c.finish()), want, "{name}");
             assert_eq!(

@@ -1,11 +1,8 @@
 //! Outbound requests, from HTTP client instrumentation: every host reached; each request
 //! outside the closed world; and, for each mutating request outside it, a confirmed write.
 
-use std::borrow::Cow;
-
 use crate::effect::Effect;
 use crate::facts::collect::Collector;
-use crate::facts::evidence::Evidence;
 use crate::finding::Confidence;
 use crate::policy::Policy;
 
@@ -15,18 +12,13 @@ use crate::policy::Policy;
 /// writes are not the outside world's.
 pub(super) fn record_outbound<'e>(effect: &'e Effect, policy: &Policy, c: &mut Collector<'e>) {
     for o in &effect.outbound {
-        c.facts.hosts.insert(Cow::Borrowed(&o.host));
+        c.host(&o.host);
         if policy.closed_world().contains(&o.host, o.port) {
             continue;
         }
         let text = || format!("outbound {} to {}", o.method, o.destination());
-        let evidence = || Evidence {
-            text: text(),
-            confidence: Confidence::Confirmed,
-        };
-        c.facts.outside.push(evidence());
+        c.outside(o.is_mutating(), text);
         if o.is_mutating() {
-            c.facts.outside_changes.push(evidence());
             c.write(Confidence::Confirmed, text);
         }
     }
@@ -123,7 +115,7 @@ mod tests {
                     .collect(),
                 ..Default::default()
             };
-            let mut c = Collector::new(Wanted::ALL);
+            let mut c = Collector::facts(Wanted::ALL);
             record_outbound(&effect, &policy, &mut c);
             assert_eq!(lines(&c.finish()), want, "{name}");
         }

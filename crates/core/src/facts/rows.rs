@@ -7,6 +7,8 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 
+use smallvec::SmallVec;
+
 use crate::effect::{Effect, RowChange, RowImage, RowOperation};
 use crate::facts::collect::Collector;
 use crate::facts::evidence::rows;
@@ -23,7 +25,7 @@ pub(super) fn record_row_changes<'e>(
     let mut hooked = Marks::default();
     let own = OwnRows::of(effect);
     for group in row_groups(effect, policy, &mut hooked) {
-        c.facts.touched_tables.insert(group.table.clone());
+        c.touched(group.table.clone());
         if !group.committed {
             let (op, table) = (group.op.as_str(), &group.table);
             c.attempt(Confidence::Confirmed, || {
@@ -46,7 +48,7 @@ fn inserted<'e>(group: &Group<'e>, c: &mut Collector<'e>) {
     let text = || format!("{} inserted into {table}", rows(group.rows));
     c.write(Confidence::Confirmed, text);
     c.net_change(Confidence::Confirmed, text);
-    c.facts.written_tables.insert(table.clone());
+    c.written(table.clone());
 }
 
 /// Committed deletes of rows that existed before the call: destructive.
@@ -65,7 +67,7 @@ fn deleted<'e>(group: &Group<'e>, effect: &Effect, own: &OwnRows<'_>, c: &mut Co
     c.write(Confidence::Confirmed, text);
     c.destructive(Confidence::Confirmed, text);
     c.net_change(Confidence::Confirmed, text);
-    c.facts.written_tables.insert(table.clone());
+    c.written(table.clone());
 }
 
 /// Committed updates: an overwrite unless row images (or, without them, the statement's SET
@@ -125,7 +127,7 @@ fn updated<'e>(
         let text = || format!("{} updated in {table}", rows(changed));
         c.write(Confidence::Confirmed, text);
         c.destructive(Confidence::Confirmed, text);
-        c.facts.written_tables.insert(table.clone());
+        c.written(table.clone());
         if let Some(why) = non_convergent {
             // Row images prove the change; a SET from itself only suggests it.
             let images = effect
@@ -181,8 +183,12 @@ impl Group<'_> {
 
 /// Groups row changes by (table, operation, committed), in first-seen order, and marks the
 /// statements that caused any (`hooked`).
-fn row_groups<'e>(effect: &'e Effect, policy: &Policy, hooked: &mut Marks) -> Vec<Group<'e>> {
-    let mut groups: Vec<Group<'e>> = Vec::new();
+fn row_groups<'e>(
+    effect: &'e Effect,
+    policy: &Policy,
+    hooked: &mut Marks,
+) -> SmallVec<[Group<'e>; 4]> {
+    let mut groups: SmallVec<[Group<'e>; 4]> = SmallVec::new();
     for (i, rc) in effect.row_changes.iter().enumerate() {
         let table = normalized_table(&rc.table);
         if policy.is_ignored_table(&table) {
@@ -210,37 +216,62 @@ fn row_groups<'e>(effect: &'e Effect, policy: &Policy, hooked: &mut Marks) -> Ve
 }
 
 /// Rows the call inserted and committed, by (table as the hook named it, row id), each with
-/// the index of its insert in [`Effect::row_changes`]. Empty, and never filled, when no
-/// update or delete carries a row id: a bulk insert alone builds no map.
-struct OwnRows<'e>(HashMap<(&'e str, i64), usize>);
+/// the index of its insert in [`Effect::row_changes`]. Nothing when no update or delete
+/// carries a row id (a bulk insert alone builds nothing); a linear search over the row
+/// changes for a call of a few ([`OWN_ROWS_SCAN`]); a map past that.
+enum OwnRows<'e> {
+    None,
+    Scan(&'e [RowChange]),
+    Map(HashMap<(&'e str, i64), usize>),
+}
+
+/// Most row changes [`OwnRows`] searches linearly, without building a map.
+const OWN_ROWS_SCAN: usize = 32;
 
 impl<'e> OwnRows<'e> {
     fn of(effect: &'e Effect) -> Self {
-        let mut m = HashMap::new();
-        let asked = effect
-            .row_changes
+        let changes = &effect.row_changes;
+        let asked = changes
             .iter()
             .any(|rc| rc.operation != RowOperation::Insert && rc.row_id.is_some());
         if !asked {
-            return OwnRows(m);
+            return OwnRows::None;
         }
-        for (i, rc) in effect.row_changes.iter().enumerate() {
-            if let (RowOperation::Insert, true, Some(id)) = (rc.operation, rc.committed, rc.row_id)
-            {
+        if changes.len() <= OWN_ROWS_SCAN {
+            return OwnRows::Scan(changes);
+        }
+        let mut m = HashMap::new();
+        for (i, rc) in changes.iter().enumerate() {
+            if let Some(id) = own_insert(rc) {
                 m.entry((rc.table.as_str(), id)).or_insert(i);
             }
         }
-        OwnRows(m)
+        OwnRows::Map(m)
     }
 
     /// Whether row change `i` updates or deletes a row the call inserted before it: no
     /// overwrite and no loss of anything that existed before the call.
     fn has(&self, i: usize, rc: &RowChange) -> bool {
-        rc.row_id.is_some_and(|id| {
-            self.0
+        let Some(id) = rc.row_id else {
+            return false;
+        };
+        match self {
+            OwnRows::None => false,
+            OwnRows::Scan(changes) => changes[..i.min(changes.len())]
+                .iter()
+                .any(|c| own_insert(c) == Some(id) && c.table == rc.table),
+            OwnRows::Map(m) => m
                 .get(&(rc.table.as_str(), id))
-                .is_some_and(|&first| first < i)
-        })
+                .is_some_and(|&first| first < i),
+        }
+    }
+}
+
+/// The row id of a committed insert.
+fn own_insert(rc: &RowChange) -> Option<i64> {
+    match (rc.operation, rc.committed) {
+        (RowOperation::Insert, true) => rc.row_id,
+        _ => None,
     }
 }
 

@@ -28,7 +28,7 @@ pub(super) fn record_statements<'e>(
         // A statement enforce mode refused is an `enforced` finding, not a write attempt;
         // its tables still count as touched.
         if effect.refusals.iter().any(|r| r.statement == Some(i)) {
-            c.facts.touched_tables.extend(
+            c.touched_all(
                 targets(s, policy).chain(s.read_tables.iter().map(|t| normalized_table(t))),
             );
             continue;
@@ -52,19 +52,19 @@ fn record_statement<'e>(
     oracle_tables: &BTreeSet<Cow<'e, str>>,
     c: &mut Collector<'e>,
 ) {
-    c.facts.touched_tables.extend(
+    c.touched_all(
         s.read_tables
             .iter()
             .map(|t| normalized_table(t))
             .filter(|t| !policy.is_ignored_table(t)),
     );
-    c.facts.touched_tables.extend(targets(s, policy));
+    c.touched_all(targets(s, policy));
     let write_op = s.operation.is_write() || s.operation == Operation::Unknown;
     if !write_op || (targets(s, policy).next().is_none() && !s.tables.is_empty()) {
         return; // not a write, or a write to ignored tables only
     }
     if s.operation != Operation::Unknown {
-        c.facts.any_write_statement = true;
+        c.write_statement();
     }
     let what = &*s.summary;
     if s.outcome == StatementOutcome::Failed {
@@ -80,14 +80,14 @@ fn record_statement<'e>(
             c.write(Likely, text);
             c.destructive(Likely, text);
             c.net_change(Likely, text);
-            c.facts.written_tables.extend(targets(s, policy));
+            c.written_all(targets(s, policy));
         }
         Operation::Ddl => {
             c.write(Likely, || format!("{what}: schema change"));
             if s.drops {
                 c.destructive(Likely, || format!("{what}: DROP"));
             }
-            c.facts.written_tables.extend(targets(s, policy));
+            c.written_all(targets(s, policy));
         }
         Operation::Unknown if !s.observed => {
             c.write(Likely, || {
@@ -123,7 +123,7 @@ fn rows_reported<'e>(s: &'e StatementEffect, n: u64, policy: &Policy, c: &mut Co
     let what = &*s.summary;
     let text = || format!("{what}: {} affected", rows(n as usize));
     c.write(Confirmed, text);
-    c.facts.written_tables.extend(targets(s, policy));
+    c.written_all(targets(s, policy));
     let ignored = policy.all_columns_ignored(
         &targets(s, policy).next().unwrap_or_default(),
         &s.set_columns,
@@ -158,7 +158,7 @@ fn rows_not_reported<'e>(s: &'e StatementEffect, policy: &Policy, c: &mut Collec
     let what = &*s.summary;
     let text = || format!("{what}: a write (rows not reported)");
     c.write(Likely, text);
-    c.facts.written_tables.extend(targets(s, policy));
+    c.written_all(targets(s, policy));
     match s.operation {
         Operation::Delete => c.destructive(Likely, text),
         Operation::Update if !s.set_columns.is_empty() => c.destructive(Likely, text),

@@ -99,7 +99,6 @@ struct Inner {
 /// let report = CallReport {
 ///     tool: "get_slot", known_tool: true, hints, status: CallStatus::Ok,
 ///     duration: std::time::Duration::from_millis(3), effect: &effect, verdict: &verdict,
-///     advice: &[],
 /// };
 /// recorder.record(&AuditEvent::Call(&report));
 /// let text = hintaudit_telemetry::encode_text(recorder.registry());
@@ -309,7 +308,7 @@ impl PrometheusRecorder {
         }
         if let Some(declared) = &t.declared {
             for (gauge, a) in declared.advice.iter().zip(Advice::ALL) {
-                gauge.set(i64::from(r.advice.contains(&a)));
+                gauge.set(i64::from(r.verdict.advice.contains(&a)));
             }
             self.update_hints(t, r.hints, None);
         }

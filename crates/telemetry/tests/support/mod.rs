@@ -43,6 +43,7 @@ pub fn call(
 ) {
     let verdict = Verdict {
         findings,
+        advice: advice.to_vec(),
         ..Default::default()
     };
     let report = CallReport {
@@ -53,7 +54,6 @@ pub fn call(
         duration: Duration::from_millis(millis),
         effect,
         verdict: &verdict,
-        advice,
     };
     recorder.record(&AuditEvent::Call(&report));
 }

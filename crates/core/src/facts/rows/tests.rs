@@ -224,7 +224,7 @@ fn row_changes() {
             row_changes,
             ..Default::default()
         };
-        let mut c = Collector::new(Wanted::ALL);
+        let mut c = Collector::facts(Wanted::ALL);
         record_row_changes(&effect, &policy, &mut c);
         assert_eq!(lines(&c.finish()), want, "{name}");
     }
@@ -247,7 +247,7 @@ fn hooked_statements_are_marked() {
         ..Default::default()
     };
     let policy = Policy::default().with_ignored_table("access_log");
-    let hooked = record_row_changes(&effect, &policy, &mut Collector::new(Wanted::ALL));
+    let hooked = record_row_changes(&effect, &policy, &mut Collector::facts(Wanted::ALL));
     let marked: Vec<usize> = (0..80).filter(|&i| hooked.get(i)).collect();
     assert_eq!(marked, [3, 66]);
 }

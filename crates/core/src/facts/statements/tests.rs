@@ -367,7 +367,7 @@ fn collect(
         marks.set(0);
     }
     let oracle = oracle.iter().map(|t| Cow::Borrowed(*t)).collect();
-    let mut c = Collector::new(Wanted::ALL);
+    let mut c = Collector::facts(Wanted::ALL);
     record_statements(&effect, &policy, &marks, &oracle, &mut c);
     let evidence = ["writes: ", "attempts: ", "destructive: ", "net_changes: "];
     lines(&c.finish())
