@@ -46,10 +46,9 @@ use hintaudit_core::{
 };
 use sqlx::error::{DatabaseError, ErrorKind};
 use sqlx::{Error, Executor, SqlStr};
-use tracing::Instrument;
 
 use crate::backend::{Backend, Ctx, Step};
-use crate::execute::{AuditedQuery, StatementEnd};
+use crate::execute::{AuditedQuery, StatementEnd, in_span};
 use crate::stream::{TryStream, Yielder};
 
 /// A held connection's statement as the stream `Executor::fetch_many` returns, in the
@@ -60,7 +59,7 @@ pub(crate) fn statement_stream<'e, DB: Backend>(
 ) -> BoxStream<'e, Result<Step<DB>, Error>> {
     let span = ctx.att.span.clone();
     Box::pin(TryStream::new(move |y| {
-        async move { run_into(ctx, query, &y).await }.instrument(span)
+        in_span(async move { run_into(ctx, query, &y).await }, span)
     }))
 }
 
@@ -71,7 +70,7 @@ pub(crate) fn statement_optional<'e, DB: Backend>(
     query: AuditedQuery<DB>,
 ) -> BoxFuture<'e, Result<Option<DB::Row>, Error>> {
     let span = ctx.att.span.clone();
-    Box::pin(run_optional(ctx, query).instrument(span))
+    Box::pin(in_span(run_optional(ctx, query), span))
 }
 
 /// A refusal of enforce mode, as the tool sees it: a database error whose message names the

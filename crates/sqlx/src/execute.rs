@@ -206,6 +206,22 @@ impl StatementEnd {
     };
 }
 
+/// `future` in `span`, or bare when the span is disabled (no subscriber wants it, or the call
+/// is not traced): entering a disabled span on every poll costs instructions and does
+/// nothing.
+pub(crate) fn in_span<F: std::future::Future>(
+    future: F,
+    span: tracing::Span,
+) -> futures_util::future::Either<F, tracing::instrument::Instrumented<F>> {
+    use futures_util::future::Either;
+    use tracing::Instrument;
+    if span.is_disabled() {
+        Either::Left(future)
+    } else {
+        Either::Right(future.instrument(span))
+    }
+}
+
 /// The `db.system.name` a backend records itself once its server said what it is: MySQL or
 /// MariaDB (`mysql`, `mariadb`). Statement spans of that backend leave the field empty.
 pub(crate) const SYSTEM_NAME_FROM_SERVER: &str = "mysql";

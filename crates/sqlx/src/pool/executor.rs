@@ -9,11 +9,10 @@ use futures_core::future::BoxFuture;
 use futures_core::stream::BoxStream;
 use futures_util::FutureExt;
 use sqlx::{Describe, Either, Error, Execute, Executor, SqlStr};
-use tracing::Instrument;
 
 use crate::backend::{Backend, describe_raw, prepare_raw};
 use crate::connection::AuditedConnection;
-use crate::execute::{Attribution, AuditedQuery, StatementEnd};
+use crate::execute::{Attribution, AuditedQuery, StatementEnd, in_span};
 use crate::pool::AuditedPool;
 use crate::pool::inner::Shared;
 use crate::stream::DetachableStream;
@@ -34,11 +33,11 @@ impl<'p, DB: Backend> Executor<'p> for &'_ AuditedPool<DB> {
         // Detachable: the producer owns its connection, so a backend may finish the
         // statement after the caller dropped the stream (PostgreSQL: the oracle's COMMIT).
         Box::pin(DetachableStream::new(move |y| {
-            async move {
+            let run = async move {
                 let (mut conn, att, query) = statement.acquire().await?;
                 crate::enforce::run_into(conn.pooled_context(att), query, &y).await
-            }
-            .instrument(span)
+            };
+            in_span(run, span)
         }))
     }
 
@@ -52,12 +51,11 @@ impl<'p, DB: Backend> Executor<'p> for &'_ AuditedPool<DB> {
     {
         let statement = Pooled::start(&self.shared, query);
         let span = statement.att.span.clone();
-        async move {
+        let run = async move {
             let (mut conn, att, query) = statement.acquire().await?;
             crate::enforce::run_optional(conn.pooled_context(att), query).await
-        }
-        .instrument(span)
-        .boxed()
+        };
+        in_span(run, span).boxed()
     }
 
     fn prepare_with<'e>(

@@ -61,6 +61,9 @@ pub(crate) enum Binding {
 struct SlotState {
     binding: Binding,
     pending: Vec<Pending>,
+    /// The buffer `pending` had before the last flush, emptied, kept for the next one (up to
+    /// [`MAX_SPARE_ROWS`]): a connection's row changes then need no allocation of their own.
+    spare: Vec<Pending>,
     /// Row changes the update hook reported while held, since the last bind.
     seen: u64,
     /// Row images from the preupdate hook, consumed by the update hook for the same row.
@@ -179,6 +182,10 @@ impl Writer {
 /// [design: behaviour under trouble](../../../../docs/design.md#6-behaviour-under-trouble)).
 pub(crate) const MAX_PENDING_ROWS: usize = 100_000;
 
+/// The largest emptied row buffer a connection keeps for its next transaction (rows): a
+/// bulk write's buffer is freed, not held by an idle connection.
+const MAX_SPARE_ROWS: usize = 64;
+
 impl Slot {
     fn lock(&self) -> MutexGuard<'_, SlotState> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
@@ -245,14 +252,20 @@ impl Slot {
 
     /// Records buffered changes as committed (`true`) or rolled back.
     fn flush(&self, committed: bool) {
-        let (pending, unbound) = {
+        let (mut pending, unbound) = {
             let mut s = self.lock();
+            let spare = std::mem::take(&mut s.spare);
             (
-                std::mem::take(&mut s.pending),
+                std::mem::replace(&mut s.pending, spare),
                 matches!(s.binding, Binding::Pool),
             )
         };
-        record(&self.columns, pending, committed);
+        if !pending.is_empty() {
+            record(&self.columns, pending.drain(..), committed);
+            if pending.capacity() <= MAX_SPARE_ROWS {
+                self.lock().spare = pending;
+            }
+        }
         if unbound {
             self.writer.settle(self as *const Slot as usize);
         }
@@ -270,37 +283,38 @@ impl Slot {
             .partition(|p| p.sink.as_ref().is_some_and(|x| x.same(sink)));
         s.pending = rest;
         drop(s);
-        record(&self.columns, mine, false);
+        record(&self.columns, mine.into_iter(), false);
     }
 }
 
-/// Hands row changes to the calls they were bound to; counts the unbound ones.
-fn record(columns: &Columns, pending: Vec<Pending>, committed: bool) {
+/// Hands row changes to the calls they were bound to, each run of one call's changes under
+/// one lock of its effects; counts the unbound ones.
+fn record(columns: &Columns, pending: impl Iterator<Item = Pending>, committed: bool) {
     let mut unbound = 0u64;
-    let mut batch: Vec<RowChange> = Vec::new();
-    let mut current: Option<Sink> = None;
-    for p in pending {
-        let Some(sink) = p.sink else {
+    let mut pending = pending.peekable();
+    while let Some(first) = pending.next() {
+        let Some(effects) = first.sink.as_ref().map(|s| s.effects.clone()) else {
             unbound += 1;
             continue;
         };
-        if let Some(c) = current.take_if(|c| !Arc::ptr_eq(&c.effects, &sink.effects)) {
-            c.effects.record_row_changes(std::mem::take(&mut batch));
-        }
-        let image = columns.resolve(&p.table, p.image);
-        batch.push(RowChange {
-            table: p.table.into(),
-            operation: p.operation,
-            statement: sink.index,
-            committed,
-            image,
-            nested: p.nested,
-            row_id: Some(p.row_id),
-        });
-        current = Some(sink);
-    }
-    if let Some(c) = current {
-        c.effects.record_row_changes(batch);
+        let same_call = |p: &Pending| {
+            p.sink
+                .as_ref()
+                .is_some_and(|s| Arc::ptr_eq(&s.effects, &effects))
+        };
+        let run = std::iter::once(first).chain(std::iter::from_fn(|| pending.next_if(same_call)));
+        effects.record_row_changes(run.map(|p| {
+            let image = columns.resolve(&p.table, p.image);
+            RowChange {
+                table: p.table.into(),
+                operation: p.operation,
+                statement: p.sink.and_then(|s| s.index),
+                committed,
+                image,
+                nested: p.nested,
+                row_id: Some(p.row_id),
+            }
+        }));
     }
     if unbound > 0 {
         stats().unattributed_rows(unbound);
