@@ -222,6 +222,20 @@ pub(crate) fn in_span<F: std::future::Future>(
     }
 }
 
+/// `future`, boxed, in `span` ([`in_span`]): boxed straight from its value, which a
+/// statement's future (3.6 KB on SQLite) is cheaper to copy once than twice.
+pub(crate) fn boxed_in_span<'a, F: std::future::Future + Send + 'a>(
+    future: F,
+    span: tracing::Span,
+) -> futures_core::future::BoxFuture<'a, F::Output> {
+    use tracing::Instrument;
+    if span.is_disabled() {
+        Box::pin(future)
+    } else {
+        Box::pin(future.instrument(span))
+    }
+}
+
 /// The `db.system.name` a backend records itself once its server said what it is: MySQL or
 /// MariaDB (`mysql`, `mariadb`). Statement spans of that backend leave the field empty.
 pub(crate) const SYSTEM_NAME_FROM_SERVER: &str = "mysql";

@@ -160,18 +160,17 @@ pub(crate) struct DetachableStream<T> {
 }
 
 impl<T> DetachableStream<T> {
-    /// Runs `f` as the producer, as [`TryStream::new`].
-    pub(crate) fn new<F, Fut>(f: F) -> Self
+    /// Runs `f` as the producer, as [`TryStream::new`]; `f` boxes it (a boxed future is
+    /// what a dropped stream can hand to a task of its own).
+    pub(crate) fn new<F>(f: F) -> Self
     where
-        F: FnOnce(Yielder<T>) -> Fut,
-        Fut: Future<Output = Result<(), sqlx::Error>> + Send + 'static,
+        F: FnOnce(Yielder<T>) -> BoxFuture<'static, Result<(), sqlx::Error>>,
     {
         let shared = Shared::new();
         let producer = f(Yielder {
             shared: shared.clone(),
             detachable: true,
-        })
-        .boxed();
+        });
         DetachableStream {
             shared,
             producer: Some(producer),
@@ -245,13 +244,16 @@ mod tests {
     #[tokio::test]
     async fn a_dropped_detachable_stream_finishes_its_producer_when_asked() {
         let (tx, rx) = tokio::sync::oneshot::channel();
-        let s = DetachableStream::new(|y: Yielder<u32>| async move {
-            y.finish_on_drop(true);
-            for i in 0..3 {
-                y.send(i).await;
+        let s = DetachableStream::new(|y: Yielder<u32>| {
+            async move {
+                y.finish_on_drop(true);
+                for i in 0..3 {
+                    y.send(i).await;
+                }
+                let _ = tx.send("finished");
+                Ok(())
             }
-            let _ = tx.send("finished");
-            Ok(())
+            .boxed()
         });
         let mut s = Box::pin(s);
         assert_eq!(s.try_next().await.unwrap(), Some(0));
@@ -259,11 +261,14 @@ mod tests {
         assert_eq!(rx.await, Ok("finished"));
 
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-        let s = DetachableStream::new(|y: Yielder<u32>| async move {
-            y.send(0).await;
-            y.send(1).await;
-            let _ = tx.send(());
-            Ok(())
+        let s = DetachableStream::new(|y: Yielder<u32>| {
+            async move {
+                y.send(0).await;
+                y.send(1).await;
+                let _ = tx.send(());
+                Ok(())
+            }
+            .boxed()
         });
         let mut s = Box::pin(s);
         assert_eq!(s.try_next().await.unwrap(), Some(0));

@@ -6,6 +6,8 @@
 use std::borrow::Cow;
 use std::collections::BTreeSet;
 
+use smallvec::SmallVec;
+
 use crate::effect::{Effect, Operation, StatementEffect, StatementOutcome};
 use crate::facts::collect::Collector;
 use crate::facts::evidence::rows;
@@ -58,9 +60,11 @@ fn record_statement<'e>(
             .map(|t| normalized_table(t))
             .filter(|t| !policy.is_ignored_table(t)),
     );
-    c.touched_all(targets(s, policy));
+    // The watched tables it writes, normalized once.
+    let written: SmallVec<[Cow<'e, str>; 2]> = targets(s, policy).collect();
+    c.touched_all(written.iter().cloned());
     let write_op = s.operation.is_write() || s.operation == Operation::Unknown;
-    if !write_op || (targets(s, policy).next().is_none() && !s.tables.is_empty()) {
+    if !write_op || (written.is_empty() && !s.tables.is_empty()) {
         return; // not a write, or a write to ignored tables only
     }
     if s.operation != Operation::Unknown {
@@ -73,21 +77,22 @@ fn record_statement<'e>(
         }
         return;
     }
-    let covered_by_oracle = targets(s, policy).any(|t| oracle_tables.contains(&t));
+    let covered_by_oracle =
+        !oracle_tables.is_empty() && written.iter().any(|t| oracle_tables.contains(t));
     match s.operation {
         Operation::Truncate => {
             let text = || format!("{what}: table truncated");
             c.write(Likely, text);
             c.destructive(Likely, text);
             c.net_change(Likely, text);
-            c.written_all(targets(s, policy));
+            c.written_all(written.iter().cloned());
         }
         Operation::Ddl => {
             c.write(Likely, || format!("{what}: schema change"));
             if s.drops {
                 c.destructive(Likely, || format!("{what}: DROP"));
             }
-            c.written_all(targets(s, policy));
+            c.written_all(written.iter().cloned());
         }
         Operation::Unknown if !s.observed => {
             c.write(Likely, || {
@@ -98,8 +103,8 @@ fn record_statement<'e>(
         _ if s.observed => observed(s, hooked, covered_by_oracle, c),
         _ => match s.rows_affected {
             Some(0) => c.attempt(Confirmed, || format!("{what}: 0 rows affected")),
-            Some(n) => rows_reported(s, n, policy, c),
-            None => rows_not_reported(s, policy, c),
+            Some(n) => rows_reported(s, n, &written, policy, c),
+            None => rows_not_reported(s, &written, c),
         },
     }
 }
@@ -119,15 +124,20 @@ fn observed(s: &StatementEffect, hooked: bool, covered_by_oracle: bool, c: &mut 
 }
 
 /// An unwatched write whose rows the driver counted (`n` > 0): a confirmed write.
-fn rows_reported<'e>(s: &'e StatementEffect, n: u64, policy: &Policy, c: &mut Collector<'e>) {
+/// `written`: the watched tables it writes, normalized.
+fn rows_reported<'e>(
+    s: &'e StatementEffect,
+    n: u64,
+    written: &[Cow<'e, str>],
+    policy: &Policy,
+    c: &mut Collector<'e>,
+) {
     let what = &*s.summary;
     let text = || format!("{what}: {} affected", rows(n as usize));
     c.write(Confirmed, text);
-    c.written_all(targets(s, policy));
-    let ignored = policy.all_columns_ignored(
-        &targets(s, policy).next().unwrap_or_default(),
-        &s.set_columns,
-    );
+    c.written_all(written.iter().cloned());
+    let first = written.first().map_or("", |t| &**t);
+    let ignored = policy.all_columns_ignored(first, &s.set_columns);
     let set_from_itself = |c: &mut Collector<'e>| {
         if let Some((col, expr)) = s.non_convergent.first() {
             c.net_change(Likely, || format!("{} (SET {col} = {expr})", text()));
@@ -153,12 +163,13 @@ fn rows_reported<'e>(s: &'e StatementEffect, n: u64, policy: &Policy, c: &mut Co
     }
 }
 
-/// An unwatched write whose rows nobody counted: a likely write.
-fn rows_not_reported<'e>(s: &'e StatementEffect, policy: &Policy, c: &mut Collector<'e>) {
+/// An unwatched write whose rows nobody counted: a likely write. `written`: the watched
+/// tables it writes, normalized.
+fn rows_not_reported<'e>(s: &'e StatementEffect, written: &[Cow<'e, str>], c: &mut Collector<'e>) {
     let what = &*s.summary;
     let text = || format!("{what}: a write (rows not reported)");
     c.write(Likely, text);
-    c.written_all(targets(s, policy));
+    c.written_all(written.iter().cloned());
     match s.operation {
         Operation::Delete => c.destructive(Likely, text),
         Operation::Update if !s.set_columns.is_empty() => c.destructive(Likely, text),

@@ -12,7 +12,7 @@ use sqlx::{Describe, Either, Error, Execute, Executor, SqlStr};
 
 use crate::backend::{Backend, describe_raw, prepare_raw};
 use crate::connection::AuditedConnection;
-use crate::execute::{Attribution, AuditedQuery, StatementEnd, in_span};
+use crate::execute::{Attribution, AuditedQuery, StatementEnd, boxed_in_span};
 use crate::pool::AuditedPool;
 use crate::pool::inner::Shared;
 use crate::stream::DetachableStream;
@@ -37,7 +37,7 @@ impl<'p, DB: Backend> Executor<'p> for &'_ AuditedPool<DB> {
                 let (mut conn, att, query) = statement.acquire().await?;
                 crate::enforce::run_into(conn.pooled_context(att), query, &y).await
             };
-            in_span(run, span)
+            boxed_in_span(run, span)
         }))
     }
 
@@ -55,7 +55,7 @@ impl<'p, DB: Backend> Executor<'p> for &'_ AuditedPool<DB> {
             let (mut conn, att, query) = statement.acquire().await?;
             crate::enforce::run_optional(conn.pooled_context(att), query).await
         };
-        in_span(run, span).boxed()
+        boxed_in_span(run, span)
     }
 
     fn prepare_with<'e>(
