@@ -34,6 +34,7 @@
 //!
 //! [`Shared::read_only_leaks`]: crate::pool::inner::Shared
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use futures_core::future::BoxFuture;
@@ -317,57 +318,62 @@ pub(crate) async fn run_optional<'e, DB: Backend>(
     }
 }
 
-/// [`run_into`] of a statement that is not plain: resets a leaked connection, then applies
-/// the call's enforcement around the statement.
+/// [`run_into`] of a statement that is not plain: see [`enter`].
 async fn enforced_into<'e, DB: Backend>(
-    mut ctx: Ctx<'e, DB>,
+    ctx: Ctx<'e, DB>,
     query: AuditedQuery<DB>,
     y: &'e Yielder<Step<DB>>,
 ) -> Result<(), Error> {
-    let leaks = ctx.leaks;
-    let e = ctx.att.enforcement;
-    reset_if_leaked::<DB>(ctx.conn, leaks, e).await;
-    if !e.is_active() {
-        return DB::run_into(ctx, query, y).await;
-    }
-    // Armed before the connection is made read-only: a drop from here on may leave it so.
-    let mut armed = Armed {
-        leaks,
-        armed: e.read_only,
-    };
-    let restore = match before(&mut ctx).await {
-        Plan::Refuse(e) => {
-            // Refused by hintaudit: nothing was applied. A failed apply may have applied.
-            armed.armed = !is_refused(&e);
-            return Err(e);
+    match enter(ctx).await? {
+        Entered::Plain(ctx) => DB::run_into(ctx, query, y).await,
+        Entered::Enforced(around, conn, parts) => {
+            let result = DB::run_into(parts.rebuild(&mut *conn), query, y).await;
+            around.leave::<DB, _>(conn, result).await
         }
-        Plan::Run { restore } => restore,
-    };
-    armed.armed = restore;
-    let (conn, sink, summary, inner) = split(ctx);
-    let result = DB::run_into(inner.rebuild(&mut *conn), query, y).await;
-    let (result, restored) = after::<DB, _>(
-        conn,
-        |what| record_sink(&sink, what),
-        &summary,
-        restore,
-        result,
-    )
-    .await;
-    armed.armed = !restored;
-    result
+    }
 }
 
-/// [`run_optional`] of a statement that is not plain; see [`enforced_into`].
+/// [`run_optional`] of a statement that is not plain: see [`enter`].
 async fn enforced_optional<'e, DB: Backend>(
-    mut ctx: Ctx<'e, DB>,
+    ctx: Ctx<'e, DB>,
     query: AuditedQuery<DB>,
 ) -> Result<Option<DB::Row>, Error> {
+    match enter(ctx).await? {
+        Entered::Plain(ctx) => DB::run_optional(ctx, query).await,
+        Entered::Enforced(around, conn, parts) => {
+            let result = DB::run_optional(parts.rebuild(&mut *conn), query).await;
+            around.leave::<DB, _>(conn, result).await
+        }
+    }
+}
+
+/// How a statement that is not plain goes on once [`enter`] has prepared its connection.
+enum Entered<'e, DB: Backend> {
+    /// Nothing to enforce (the connection was only reset): run it as it is.
+    Plain(Ctx<'e, DB>),
+    /// Run it on a reborrow of the connection, rebuilt from the parts, then
+    /// [`Around::leave`] with the connection.
+    Enforced(Around<'e>, &'e mut DB::Connection, parts::Parts<'e, DB>),
+}
+
+/// The enforcement around one statement, between [`enter`] and [`Around::leave`].
+struct Around<'e> {
+    /// Counts a leak if the statement is dropped while the connection may be read-only.
+    armed: Armed<'e>,
+    /// Whether the connection must be made read-write again after the statement.
+    restore: bool,
+    sink: Option<crate::execute::Sink>,
+    summary: Arc<str>,
+}
+
+/// Resets a leaked connection, then applies the call's enforcement before the statement:
+/// refuses it ([`Refused`], as the statement's error), or makes the connection read-only.
+async fn enter<'e, DB: Backend>(mut ctx: Ctx<'e, DB>) -> Result<Entered<'e, DB>, Error> {
     let leaks = ctx.leaks;
     let e = ctx.att.enforcement;
     reset_if_leaked::<DB>(ctx.conn, leaks, e).await;
     if !e.is_active() {
-        return DB::run_optional(ctx, query).await;
+        return Ok(Entered::Plain(ctx));
     }
     // Armed before the connection is made read-only: a drop from here on may leave it so.
     let mut armed = Armed {
@@ -383,18 +389,31 @@ async fn enforced_optional<'e, DB: Backend>(
         Plan::Run { restore } => restore,
     };
     armed.armed = restore;
-    let (conn, sink, summary, inner) = split(ctx);
-    let result = DB::run_optional(inner.rebuild(&mut *conn), query).await;
-    let (result, restored) = after::<DB, _>(
-        conn,
-        |what| record_sink(&sink, what),
-        &summary,
+    let (conn, sink, summary, parts) = split(ctx);
+    let around = Around {
+        armed,
         restore,
-        result,
-    )
-    .await;
-    armed.armed = !restored;
-    result
+        sink,
+        summary,
+    };
+    Ok(Entered::Enforced(around, conn, parts))
+}
+
+impl Around<'_> {
+    /// After the statement ([`after`]): restores read-write, turns the database's refusal
+    /// into [`Refused`], and disarms the leak count once the connection is read-write.
+    async fn leave<DB: Backend, T>(
+        mut self,
+        conn: &mut DB::Connection,
+        result: Result<T, Error>,
+    ) -> Result<T, Error> {
+        let sink = &self.sink;
+        let record = |what| record_sink(sink, what);
+        let (result, restored) =
+            after::<DB, _>(conn, record, &self.summary, self.restore, result).await;
+        self.armed.armed = !restored;
+        result
+    }
 }
 
 /// A refusal by the database, recorded into the statement's call.
