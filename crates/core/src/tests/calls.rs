@@ -2,10 +2,7 @@
 #![allow(clippy::type_complexity)]
 
 use super::*;
-use std::borrow::Cow;
-use std::collections::BTreeSet;
-
-use crate::facts::{Tables, Wanted};
+use super::readings::readings_agree;
 
 #[test]
 fn single_call_rules() {
@@ -454,75 +451,6 @@ fn single_call_rules() {
         for f in &v.findings {
             assert!(!f.evidence.is_empty(), "case {name}: empty evidence");
         }
-        // The judge reads the facts first in outline, then, when a rule fires, with the
-        // texts its rules can use; both must agree with the full facts in everything but the
-        // text.
-        let full = Facts::from_effect(&effect, judge.policy());
-        let wanted = Wanted::for_hints(h);
-        let lean = Facts::build(&effect, judge.policy(), wanted);
-        for (kind, full, lean, wanted) in [
-            ("writes", &full.writes, &lean.writes, wanted.writes),
-            ("attempts", &full.attempts, &lean.attempts, wanted.attempts),
-            (
-                "destructive",
-                &full.destructive,
-                &lean.destructive,
-                wanted.destructive,
-            ),
-            (
-                "net_changes",
-                &full.net_changes,
-                &lean.net_changes,
-                wanted.net_changes,
-            ),
-        ] {
-            let confidences = |e: &[Evidence]| e.iter().map(|e| e.confidence).collect::<Vec<_>>();
-            assert_eq!(confidences(full), confidences(lean), "case {name}: {kind}");
-            for (f, l) in full.iter().zip(lean) {
-                let expected = if wanted { f.text.as_str() } else { "" };
-                assert_eq!(l.text, expected, "case {name}: {kind}");
-            }
-        }
-        assert_eq!(
-            (&full.written_tables, &full.touched_tables, &full.hosts),
-            (&lean.written_tables, &lean.touched_tables, &lean.hosts),
-            "case {name}"
-        );
-        assert_eq!(
-            full.any_write_statement, lean.any_write_statement,
-            "case {name}"
-        );
-        let outline = Facts::outline(&effect, judge.policy());
-        assert_eq!(
-            [
-                outline.writes,
-                outline.attempts,
-                outline.destructive,
-                outline.net_changes,
-                outline.outside,
-                outline.outside_changes,
-            ],
-            [
-                full.writes.len(),
-                full.attempts.len(),
-                full.destructive.len(),
-                full.net_changes.len(),
-                full.outside.len(),
-                full.outside_changes.len(),
-            ],
-            "case {name}: the outline's counts"
-        );
-        let set = |t: &Tables<'_>| t.iter().map(str::to_owned).collect::<BTreeSet<_>>();
-        let names =
-            |t: &BTreeSet<Cow<'_, str>>| t.iter().map(|t| t.to_string()).collect::<BTreeSet<_>>();
-        assert_eq!(
-            (set(&outline.written_tables), set(&outline.touched_tables)),
-            (names(&full.written_tables), names(&full.touched_tables)),
-            "case {name}: the outline's tables"
-        );
-        assert_eq!(
-            outline.any_write_statement, full.any_write_statement,
-            "case {name}"
-        );
+        readings_agree(name, &effect, judge.policy(), h);
     }
 }

@@ -9,6 +9,7 @@ mod calls;
 mod evidence_texts;
 mod listing;
 mod own_rows;
+mod readings;
 mod repeats;
 
 /// Short for [`DeclaredHints::new`] in table rows: `hints(T, U, U, F)`.
