@@ -183,6 +183,32 @@ impl Attribution {
     }
 }
 
+/// Finishes a statement whose stream or future was dropped before it ended (PostgreSQL
+/// statements the oracle does not wrap, MySQL): the caller stopped reading, which is no
+/// failure of the statement. `rows`: affected so far, recorded for DML only.
+#[cfg_attr(not(any(feature = "postgres", feature = "mysql")), allow(dead_code))]
+pub(crate) struct FinishOnDrop<'a> {
+    pub(crate) att: &'a Attribution,
+    /// Rows affected so far.
+    pub(crate) rows: u64,
+    /// Cleared once the statement finished its attribution itself.
+    pub(crate) armed: bool,
+}
+
+impl Drop for FinishOnDrop<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            let att = self.att;
+            att.finish(StatementEnd {
+                outcome: StatementOutcome::Ok,
+                rows_affected: crate::classify::is_dml(att.class.effect.operation)
+                    .then_some(self.rows),
+                observed: false,
+            });
+        }
+    }
+}
+
 /// How a statement ended, as [`Attribution::finish`] records it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct StatementEnd {

@@ -1,8 +1,8 @@
 //! Rules judged on one call.
 #![allow(clippy::type_complexity)]
 
-use super::*;
 use super::readings::readings_agree;
+use super::*;
 
 #[test]
 fn single_call_rules() {

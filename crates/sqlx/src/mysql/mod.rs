@@ -23,6 +23,8 @@
 //! read with the catalog, before the pool's first statement.
 
 mod catalog;
+/// Rows a statement affected, as the OK packets count them.
+mod counted;
 mod derive;
 mod pending;
 mod split;
@@ -40,10 +42,12 @@ use sqlx::{Either, Error, Executor};
 
 use crate::backend::{Backend, Ctx, Step, TxEnd, sealed};
 use crate::classify::{Classification, SqlDialect, TxControl, is_dml};
+use crate::execute::FinishOnDrop as Guard;
 use crate::execute::{Attribution, AuditedQuery, Sink, StatementEnd};
 use crate::pool::options::PgOracle;
 use crate::stream::Yielder;
 use catalog::Catalog;
+use counted::Counted;
 use pending::Pending;
 
 /// A MySQL pool's audit state: the catalog of triggers and routines (and what the server
@@ -456,59 +460,4 @@ fn text_needed(class: &Classification) -> bool {
             .trim_end()
             .trim_end_matches(';')
             .contains(';')
-}
-
-/// Rows affected as the OK packets count them, per result; for a `… RETURNING` statement
-/// (MariaDB), whose result set ends without a count, the rows it returned.
-#[derive(Default)]
-struct Counted {
-    results: Vec<u64>,
-    returned: u64,
-}
-
-impl Counted {
-    fn add(&mut self, v: &Step<MySql>) {
-        match v {
-            Either::Left(r) => {
-                let n = match r.rows_affected() {
-                    0 => self.returned,
-                    n => n,
-                };
-                self.results.push(n);
-                self.returned = 0;
-            }
-            Either::Right(_) => self.returned += 1,
-        }
-    }
-
-    /// Rows so far, over all results.
-    fn get(&self) -> u64 {
-        self.results.iter().sum::<u64>() + self.returned
-    }
-
-    /// Rows per finished result.
-    fn results(&self) -> Vec<u64> {
-        self.results.clone()
-    }
-}
-
-/// Finishes a statement whose stream or future was dropped before it ended: the caller
-/// stopped reading, which is not a failure of the statement.
-struct Guard<'a> {
-    att: &'a Attribution,
-    rows: u64,
-    armed: bool,
-}
-
-impl Drop for Guard<'_> {
-    fn drop(&mut self) {
-        if self.armed {
-            let op = self.att.class.effect.operation;
-            self.att.finish(StatementEnd {
-                outcome: StatementOutcome::Ok,
-                rows_affected: is_dml(op).then_some(self.rows),
-                observed: false,
-            });
-        }
-    }
 }

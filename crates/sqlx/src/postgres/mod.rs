@@ -66,15 +66,18 @@ mod catalog;
 mod guard;
 mod lost;
 mod oracle;
+/// Which way a statement goes: wrapped in the oracle's transaction, a direct write, or past.
+mod route;
 mod tx;
 mod wrap;
 
 use std::sync::Arc;
 
+use crate::execute::FinishOnDrop as Guard;
 use catalog::{Catalog, Direct};
 use futures_core::future::BoxFuture;
 use futures_util::{FutureExt, TryStreamExt};
-use guard::{Guard, RolledBack};
+use guard::RolledBack;
 use hintaudit_core::{AuditStage, StatementOutcome, stats};
 use sqlx::postgres::{PgConnection, PgRow, Postgres};
 use sqlx::{Connection, Either, Error, Executor};
@@ -85,6 +88,7 @@ use crate::classify::{SqlDialect, TxControl, is_dml};
 use crate::execute::{Attribution, AuditedQuery, StatementEnd};
 use crate::pool::options::PgOracle;
 use crate::stream::Yielder;
+use route::{direct_write, wants_oracle, wrap};
 use wrap::{Item, collect, run_wrapped, stream_wrapped};
 
 /// A PostgreSQL pool's audit state: the catalog facts of the tables its statements write.
@@ -103,67 +107,6 @@ pub struct PgConnState {
 }
 
 impl sealed::Sealed for Postgres {}
-
-fn wants_oracle(mode: PgOracle, att: &Attribution) -> bool {
-    let c = &att.class;
-    match mode {
-        PgOracle::Off => false,
-        PgOracle::Writes => c.may_write(),
-        PgOracle::Always => true,
-    }
-}
-
-/// Whether an autocommit statement runs wrapped in the oracle's transaction.
-fn wrap(ctx: &Ctx<'_, Postgres>) -> bool {
-    let c = &ctx.att.class;
-    ctx.tx.is_none()
-        && !ctx.state.raw_transaction
-        && !ctx.conn.is_in_transaction()
-        && c.tx_control.is_none()
-        && !c.no_transaction_block
-        && wants_oracle(ctx.oracle, &ctx.att)
-}
-
-/// Whether `name` is a plain identifier, optionally schema-qualified: the only names the
-/// catalog is asked about (`to_regclass` raises on a malformed name, which would abort the
-/// caller's transaction).
-fn simple_name(name: &str) -> bool {
-    let part = |p: &str| {
-        p.chars()
-            .next()
-            .is_some_and(|c| c.is_ascii_lowercase() || c == '_')
-            && p.chars()
-                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '$')
-    };
-    let mut n = 0;
-    name.split('.').all(|p| {
-        n += 1;
-        part(p)
-    }) && n <= 2
-}
-
-/// The statement's direct write, if it is one on a plain table (see [`catalog`]), where the
-/// oracle would otherwise run: `eligible` when it would be wrapped in autocommit, or inside
-/// an audited transaction before the oracle's first snapshot. The error when the catalog
-/// lookup found the connection lost (see `lost`).
-async fn direct_write(
-    conn: &mut PgConnection,
-    pool: &PgPoolState,
-    att: &Attribution,
-    eligible: bool,
-) -> Result<Option<Direct>, Error> {
-    if !eligible {
-        return Ok(None);
-    }
-    let Some(name) = catalog::direct_target(&att.class).filter(|n| simple_name(n)) else {
-        return Ok(None);
-    };
-    let table = pool.catalog.table(conn, name).await?.filter(|t| t.plain);
-    Ok(table.map(|table| Direct {
-        table,
-        operation: att.class.effect.operation,
-    }))
-}
 
 /// A statement that succeeded: `rows` affected (recorded for DML only), `observed` by the
 /// oracle or not.

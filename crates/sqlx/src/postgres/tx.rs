@@ -14,7 +14,8 @@ use crate::execute::{Attribution, Sink};
 use crate::pool::options::PgOracle;
 
 use super::catalog::{self, Catalog, Direct};
-use super::{oracle, wants_oracle};
+use super::oracle;
+use super::route::wants_oracle;
 
 /// An [`crate::AuditedTransaction`]'s oracle state.
 #[doc(hidden)]

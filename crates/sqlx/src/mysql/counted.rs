@@ -1,0 +1,40 @@
+//! Rows a statement affected, as MySQL's OK packets count them ([`Counted`]).
+
+use sqlx::Either;
+use sqlx::mysql::MySql;
+
+use crate::backend::Step;
+
+/// Rows affected as the OK packets count them, per result; for a `… RETURNING` statement
+/// (MariaDB), whose result set ends without a count, the rows it returned.
+#[derive(Default)]
+pub(super) struct Counted {
+    results: Vec<u64>,
+    returned: u64,
+}
+
+impl Counted {
+    pub(super) fn add(&mut self, v: &Step<MySql>) {
+        match v {
+            Either::Left(r) => {
+                let n = match r.rows_affected() {
+                    0 => self.returned,
+                    n => n,
+                };
+                self.results.push(n);
+                self.returned = 0;
+            }
+            Either::Right(_) => self.returned += 1,
+        }
+    }
+
+    /// Rows so far, over all results.
+    pub(super) fn get(&self) -> u64 {
+        self.results.iter().sum::<u64>() + self.returned
+    }
+
+    /// Rows per finished result.
+    pub(super) fn results(&self) -> Vec<u64> {
+        self.results.clone()
+    }
+}
