@@ -240,11 +240,32 @@ pub const DEFAULT_CLASSIFY_CACHE: usize = 1024;
 /// inlined literals would only churn the cache). Bytes.
 const MAX_CACHED_SQL: usize = 16 * 1024;
 
-/// A per-pool LRU cache of classifications, keyed by SQL text.
+/// Slots of [`Classifier`]'s address-indexed memo of recent texts.
+const RECENT_SLOTS: usize = 16;
+
+/// A per-pool LRU cache of classifications, keyed by SQL text, with a memo in front of it
+/// indexed by the text's address: a query written as a `&'static str` comes back at the same
+/// address, and is found by one comparison of the text instead of a hash of it. The memo
+/// always compares the text itself, so an address another text reuses only misses.
 #[derive(Debug)]
 pub(crate) struct Classifier {
     dialect: SqlDialect,
-    cache: Mutex<LruCache<Box<str>, Arc<Classification>>>,
+    cache: Mutex<Cache>,
+}
+
+#[derive(Debug)]
+struct Cache {
+    lru: LruCache<Arc<str>, Arc<Classification>>,
+    /// Recent texts, each in slot `address / 8 % 16`.
+    recent: [Option<Recent>; RECENT_SLOTS],
+}
+
+/// A recent text in the memo: where it was, what it was, its classification.
+#[derive(Debug)]
+struct Recent {
+    address: usize,
+    text: Arc<str>,
+    class: Arc<Classification>,
 }
 
 impl Classifier {
@@ -252,7 +273,10 @@ impl Classifier {
         let cap = NonZeroUsize::new(capacity).unwrap_or(NonZeroUsize::MIN);
         Classifier {
             dialect,
-            cache: Mutex::new(LruCache::new(cap)),
+            cache: Mutex::new(Cache {
+                lru: LruCache::new(cap),
+                recent: Default::default(),
+            }),
         }
     }
 
@@ -261,15 +285,39 @@ impl Classifier {
         if sql.len() > MAX_CACHED_SQL {
             return Arc::new(classify(sql, self.dialect));
         }
-        if let Some(hit) = self.lock().get(sql) {
-            return hit.clone();
+        let address = sql.as_ptr() as usize;
+        let slot = address / 8 % RECENT_SLOTS;
+        {
+            let mut cache = self.lock();
+            if let Some(r) = &cache.recent[slot]
+                && r.address == address
+                && *r.text == *sql
+            {
+                return r.class.clone();
+            }
+            if let Some((text, class)) = cache.lru.get_key_value(sql) {
+                let (text, class) = (text.clone(), class.clone());
+                cache.recent[slot] = Some(Recent {
+                    address,
+                    text,
+                    class: class.clone(),
+                });
+                return class;
+            }
         }
-        let c = Arc::new(classify(sql, self.dialect));
-        self.lock().put(sql.into(), c.clone());
-        c
+        let class = Arc::new(classify(sql, self.dialect));
+        let text: Arc<str> = sql.into();
+        let mut cache = self.lock();
+        cache.recent[slot] = Some(Recent {
+            address,
+            text: text.clone(),
+            class: class.clone(),
+        });
+        cache.lru.put(text, class.clone());
+        class
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, LruCache<Box<str>, Arc<Classification>>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Cache> {
         self.cache.lock().unwrap_or_else(|e| e.into_inner())
     }
 }

@@ -295,8 +295,11 @@ fn cache_returns_the_same_classification() {
     let b = c.classify("SELECT * FROM t");
     assert!(Arc::ptr_eq(&a, &b));
     c.classify("SELECT 1");
-    c.classify("SELECT 2"); // evicts the first
-    assert!(!Arc::ptr_eq(&a, &c.classify("SELECT * FROM t")));
+    c.classify("SELECT 2"); // evicts the first from the LRU
+    // At another address, past the memo (which keeps up to 16 texts by address besides):
+    // classified anew.
+    let elsewhere = String::from("SELECT * FROM t");
+    assert!(!Arc::ptr_eq(&a, &c.classify(&elsewhere)));
 }
 
 #[test]
@@ -361,4 +364,27 @@ fn never_panics_on_garbage() {
     }
     let deep = format!("SELECT {}1{}", "(".repeat(5000), ")".repeat(5000));
     assert_eq!(classify(&deep, Pg).effect.operation, Operation::Unknown);
+}
+
+/// The classifier's memo by address never answers for another text at the same address, and
+/// texts at other addresses still find the cached classification.
+#[test]
+fn classifier_memo_compares_the_text() {
+    let classifier = Classifier::new(SqlDialect::Sqlite, 8);
+    let mut buffer = String::with_capacity(64);
+    buffer.push_str("SELECT name FROM items");
+    let read = classifier.classify(&buffer);
+    assert_eq!(read.effect.operation, Operation::Select);
+    // The same address, the same text: the memo's classification.
+    assert!(Arc::ptr_eq(&read, &classifier.classify(&buffer)));
+    // The same address, another text: classified anew.
+    buffer.clear();
+    buffer.push_str("DELETE FROM items");
+    let delete = classifier.classify(&buffer);
+    assert_eq!(delete.effect.operation, Operation::Delete);
+    // The first text again, at another address: from the cache, not the memo's slot.
+    let elsewhere = String::from("SELECT name FROM items");
+    assert!(Arc::ptr_eq(&read, &classifier.classify(&elsewhere)));
+    // And the buffer's text still answers for itself.
+    assert!(Arc::ptr_eq(&delete, &classifier.classify(&buffer)));
 }

@@ -84,7 +84,9 @@ impl<DB: Database> AuditedPoolOptions<DB> {
     }
 
     /// How many distinct SQL texts the pool keeps classified (LRU; default
-    /// [`DEFAULT_CLASSIFY_CACHE`] = 1024 entries; texts over 16 KiB are never cached).
+    /// [`DEFAULT_CLASSIFY_CACHE`] = 1024 entries; texts over 16 KiB are never cached). Up to
+    /// 16 recently used texts are kept besides, by their address, so that a query written as
+    /// a `&'static str` is found without hashing its text.
     pub fn with_classify_cache(mut self, entries: usize) -> Self {
         self.classify_cache = entries.max(1);
         self
