@@ -119,6 +119,29 @@ fn advice_after_enough_quiet_calls() {
             .advice("setter", cautious)
             .contains(&Advice::CouldBeReadOnly)
     );
+
+    // Each verdict carries the advice the judge gives right after the call (what the
+    // layer records): none before the threshold, the same as `Judge::advice` after it.
+    let fresh = Judge::new(Policy::default().with_advice_after_calls(2));
+    for (n, tool, effect) in [
+        (1, "reader", &reads),
+        (2, "reader", &reads),
+        (2, "appender", &inserts),
+    ] {
+        for _ in 0..n {
+            let v = fresh.judge(&ToolCall {
+                tool,
+                hints: cautious,
+                arguments: None,
+                effect,
+            });
+            assert_eq!(v.advice, fresh.advice(tool, cautious), "{tool}");
+        }
+    }
+    assert_eq!(
+        fresh.advice("reader", cautious),
+        vec![Advice::CouldBeReadOnly, Advice::CouldBeClosedWorld]
+    );
 }
 
 #[test]
