@@ -144,16 +144,26 @@ async fn grow(admin: &PgPool, have: usize, total: usize) {
     admin.execute("ANALYZE").await.expect("analyze");
 }
 
-/// Streams: time to the first row and to the last of `sql` read with `fetch`.
-async fn stream(pool: &Pool, sql: &'static str) -> (Duration, Duration) {
+/// Streams: time to the first row and to the last of `sql` read with `fetch`, on the pool
+/// or on a connection taken from it first (`held`: `fetch(&mut *conn)`).
+async fn stream(pool: &Pool, sql: &'static str, held: bool) -> (Duration, Duration) {
     use futures_util::TryStreamExt;
     let run = async {
-        let start = Instant::now();
         let mut first = None;
+        let mut start = Instant::now();
         on_pool!(pool, p => {
-            let mut rows = sqlx::query(sql).fetch(p);
-            while rows.try_next().await.expect("row").is_some() {
-                first.get_or_insert_with(|| start.elapsed());
+            if held {
+                let mut conn = p.acquire().await.expect("connection");
+                start = Instant::now();
+                let mut rows = sqlx::query(sql).fetch(&mut *conn);
+                while rows.try_next().await.expect("row").is_some() {
+                    first.get_or_insert_with(|| start.elapsed());
+                }
+            } else {
+                let mut rows = sqlx::query(sql).fetch(p);
+                while rows.try_next().await.expect("row").is_some() {
+                    first.get_or_insert_with(|| start.elapsed());
+                }
             }
         });
         (first.unwrap_or_default(), start.elapsed())
@@ -165,15 +175,23 @@ async fn stream(pool: &Pool, sql: &'static str) -> (Duration, Duration) {
 }
 
 /// The streamed queries: a plain read, and one calling a user function (opaque to the
-/// classifier, so the oracle wraps it and buffers its rows until `COMMIT`).
-const STREAMS: [(&str, &str); 2] = [
+/// classifier, so the oracle wraps it in a transaction), on the pool and on a held
+/// connection.
+const STREAMS: [(&str, &str, bool); 3] = [
     (
         "stream 300k rows, plain SELECT",
         "SELECT g FROM generate_series(1, 300000) AS g",
+        false,
     ),
     (
         "stream 300k rows, user function",
         "SELECT twice(g) FROM generate_series(1, 300000) AS g",
+        false,
+    ),
+    (
+        "the same, on a held connection",
+        "SELECT twice(g) FROM generate_series(1, 300000) AS g",
+        true,
     ),
 ];
 
@@ -182,13 +200,13 @@ async fn streams(bare: &Pool, audited: &Pool) {
         "{:<34} {:>14} {:>14} {:>10} {:>12} {:>12}",
         "stream (fetch)", "bare first ms", "audited first", "ratio", "bare all ms", "audited all"
     );
-    for (label, sql) in STREAMS {
+    for (label, sql, held) in STREAMS {
         let (mut bf, mut af, mut ba, mut aa) = (vec![], vec![], vec![], vec![]);
         for _ in 0..3 {
-            let (f, a) = stream(bare, sql).await;
+            let (f, a) = stream(bare, sql, held).await;
             bf.push(f.as_secs_f64());
             ba.push(a.as_secs_f64());
-            let (f, a) = stream(audited, sql).await;
+            let (f, a) = stream(audited, sql, held).await;
             af.push(f.as_secs_f64());
             aa.push(a.as_secs_f64());
         }
