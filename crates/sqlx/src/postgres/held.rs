@@ -42,10 +42,10 @@ impl Unfinished {
     /// The snapshot (in a savepoint), `COMMIT` (sqlx's, which keeps its count of open
     /// transactions right), and the observation recorded: as the pool's wrapped statements
     /// (see `wrap`); `ROLLBACK` instead after the statement failed. Whether the oracle
-    /// observed, or `COMMIT`'s error. By reference: the
-    /// state stays in the connection until this answered, so that a caller cancelled on
-    /// the way leaves it to the next [`settle`] (an oracle failure then, at worst, and
-    /// sqlx's `COMMIT`, which keeps its count of open transactions right).
+    /// observed, or `COMMIT`'s error. By reference: the state stays in the connection until
+    /// this answered, so that a caller cancelled on the way leaves it to the next
+    /// [`settle`] (an oracle failure then, at worst, and sqlx's `COMMIT`, which keeps its
+    /// count of open transactions right).
     async fn end(&self, conn: &mut PgConnection) -> Result<bool, Error> {
         if self.failed {
             return PgTransactionManager::rollback(conn).await.map(|()| false);
@@ -100,10 +100,11 @@ pub(super) async fn stream_held(
         Ok::<(), Error>(())
     }
     .await;
-    dropped.armed = false;
+    // Dropped while `COMMIT` is under way, the statement is finished as above.
     let end = match (streamed, state.unfinished.as_mut()) {
         (Ok(()), Some(u)) => u.end(conn).await.map(|observed| (dropped.rows, observed)),
         (Err(e), u) => {
+            dropped.armed = false; // failed: the caller finishes it so
             if let Some(u) = u {
                 u.failed = true;
                 let _ = u.end(conn).await;
@@ -113,6 +114,7 @@ pub(super) async fn stream_held(
         // Nothing else takes the state while the stream runs.
         (Ok(()), None) => Ok((dropped.rows, false)),
     };
+    dropped.armed = false;
     state.unfinished = None;
     end.map_err(|e| (e, None))
 }
