@@ -83,7 +83,7 @@ pub trait Backend: Database + sealed::Sealed + RawExecutor {
     ) -> impl Future<Output = Result<Option<Self::Row>, Error>> + Send + 'e;
 
     /// Called right before `BEGIN` of an outermost [`crate::AuditedTransaction`], with the
-    /// connection's audit state and the pool's oracle mode: the transaction's audit state to start from (PostgreSQL: asks the
+    /// pool's oracle mode: the transaction's audit state to start from (PostgreSQL: asks the
     /// server to flush the statistics of earlier transactions, one round trip, so that the
     /// oracle need not read every relation). By default, the empty state. An error only when
     /// that round trip found the connection lost: it is `begin`'s answer, as `BEGIN`'s would
@@ -91,27 +91,10 @@ pub trait Backend: Database + sealed::Sealed + RawExecutor {
     #[doc(hidden)]
     fn before_begin<'e>(
         _conn: &'e mut Self::Connection,
-        _state: &'e mut Self::ConnState,
         _oracle: PgOracle,
     ) -> BoxFuture<'e, Result<Self::TxState, Error>> {
         Box::pin(std::future::ready(Ok(Self::TxState::default())))
     }
-
-    /// Hands a held connection ([`crate::AuditedConnection`]) back to the pool when it is
-    /// dropped, with its audit state. By default the state is dropped first (SQLite: its
-    /// hooks unbound), then the connection. PostgreSQL first finishes an oracle transaction
-    /// a dropped stream left open, in a spawned task.
-    #[doc(hidden)]
-    fn release(state: Self::ConnState, conn: sqlx::pool::PoolConnection<Self>) {
-        drop(state);
-        drop(conn);
-    }
-
-    /// Lets go of a held connection's audit state before the driver's connection is handed
-    /// out unaudited (`AuditedConnection::into_inner`). Nothing by default; PostgreSQL
-    /// queues the `ROLLBACK` of an oracle transaction a dropped stream left open.
-    #[doc(hidden)]
-    fn detach(_state: &mut Self::ConnState, _conn: &mut Self::Connection) {}
 
     /// The statement that begins an outermost [`crate::AuditedTransaction`] the database keeps
     /// read-only, for a call whose enforcement says read-only (see [`crate::enforce`]):

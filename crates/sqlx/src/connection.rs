@@ -7,7 +7,7 @@ use std::sync::Arc;
 use sqlx::pool::PoolConnection;
 
 use crate::backend::Backend;
-use crate::conn::{AuditedConn, Link, Raw, delegate_held};
+use crate::conn::{AuditedConn, Raw, delegate_held};
 use crate::pool::inner::Shared;
 
 /// A connection taken from an [`crate::AuditedPool`] with [`crate::AuditedPool::acquire`].
@@ -20,46 +20,24 @@ use crate::pool::inner::Shared;
 /// later by a raw `COMMIT` still land in the call that made them. `conn.begin()` opens an
 /// audited transaction on it ([`AuditedConn::begin`]).
 pub struct AuditedConnection<DB: Backend> {
-    /// `None` only once dropped or detached.
-    conn: Option<AuditedConn<'static, DB>>,
+    conn: AuditedConn<'static, DB>,
 }
 
 impl<DB: Backend> AuditedConnection<DB> {
     pub(crate) fn new(conn: PoolConnection<DB>, shared: Arc<Shared<DB>>) -> Self {
         AuditedConnection {
-            conn: Some(AuditedConn::pooled(conn, shared)),
+            conn: AuditedConn::pooled(conn, shared),
         }
     }
 
-    /// Detaches the raw pooled connection; it is no longer audited. On PostgreSQL, an
-    /// oracle transaction a dropped stream left open on it cannot be finished then: sqlx's
-    /// `ROLLBACK` is queued (see [`crate::AuditedConn`]'s streams), and the loss is counted
-    /// as an audit error.
-    pub fn into_inner(mut self) -> PoolConnection<DB> {
-        let (mut state, mut conn) = self.take();
-        DB::detach(&mut state, &mut conn);
-        conn
-    }
-
-    /// The connection's own audit state and the pooled connection, taken out.
-    fn take(&mut self) -> (DB::ConnState, PoolConnection<DB>) {
-        let AuditedConn { state, tx, raw, .. } = self.conn.take().expect(HELD);
-        drop(tx);
-        match (state, raw) {
-            (Link::Own(state), Raw::Pooled(conn)) => (state, conn),
+    /// Detaches the raw pooled connection; it is no longer audited.
+    pub fn into_inner(self) -> PoolConnection<DB> {
+        let AuditedConn { state, tx, raw, .. } = self.conn;
+        drop((state, tx));
+        match raw {
+            Raw::Pooled(conn) => conn,
             // An `AuditedConnection` is only ever built from a pooled connection (`new`).
-            _ => unreachable!("an AuditedConnection holds a pooled connection"),
-        }
-    }
-}
-
-const HELD: &str = "an AuditedConnection holds its connection until dropped";
-
-impl<DB: Backend> Drop for AuditedConnection<DB> {
-    fn drop(&mut self) {
-        if self.conn.is_some() {
-            let (state, conn) = self.take();
-            DB::release(state, conn);
+            Raw::Tx(_) => unreachable!("an AuditedConnection holds a pooled connection"),
         }
     }
 }
@@ -67,19 +45,21 @@ impl<DB: Backend> Drop for AuditedConnection<DB> {
 impl<DB: Backend> Deref for AuditedConnection<DB> {
     type Target = AuditedConn<'static, DB>;
     fn deref(&self) -> &Self::Target {
-        self.conn.as_ref().expect(HELD)
+        &self.conn
     }
 }
 
 impl<DB: Backend> DerefMut for AuditedConnection<DB> {
     fn deref_mut(&mut self) -> &mut Self::Target {
-        self.conn.as_mut().expect(HELD)
+        &mut self.conn
     }
 }
 
 impl<DB: Backend> fmt::Debug for AuditedConnection<DB> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_tuple("AuditedConnection").field(&**self).finish()
+        f.debug_tuple("AuditedConnection")
+            .field(&self.conn)
+            .finish()
     }
 }
 

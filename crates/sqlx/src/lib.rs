@@ -123,15 +123,15 @@
 //! may write runs wrapped in a transaction whose table counts the oracle reads before
 //! `COMMIT`: 4 extra round trips, whose cost does not grow with the schema (see
 //! `docs/performance.md`); plain `SELECT`s run unwrapped at no cost. A wrapped statement
-//! streams its rows as they arrive, on the pool or on a held connection; one whose stream
-//! is dropped early is finished (`COMMIT` included) in a spawned task, or on a held
-//! connection at its next statement or when it goes back to the pool
-//! ([`AuditedConnection::into_inner`] rolls it back instead). An [`AuditedTransaction`]
-//! costs one round trip before `BEGIN` (the server flushes earlier transactions'
-//! statistics, PostgreSQL 15 and later), and the oracle reads the relations the
-//! transaction locked right before `COMMIT` or `ROLLBACK` (one more round trip for a
-//! transaction with a write that is not plain, nothing more for a read-only one or one
-//! with plain writes only), whatever the schema's size; end it with
+//! run on the pool streams its rows as they arrive, and one whose stream is dropped early
+//! is finished (`COMMIT` included) in a spawned task; on a held connection its rows are
+//! buffered until `COMMIT` answers: to stream a large `SELECT` that calls a function not
+//! known to be pure there, run it on the pool, in an [`AuditedTransaction`], or use
+//! [`PgOracle::Off`]. An [`AuditedTransaction`] costs one round trip before `BEGIN` (the
+//! server flushes earlier transactions' statistics, PostgreSQL 15 and later), and the
+//! oracle reads the relations the transaction locked right before `COMMIT` or `ROLLBACK`
+//! (one more round trip for a transaction with a write that is not plain, nothing more for
+//! a read-only one or one with plain writes only), whatever the schema's size; end it with
 //! [`AuditedTransaction::commit`] or [`AuditedTransaction::rollback`], since a dropped
 //! transaction cannot be asked.
 //! [`PgOracle::Always`] runs the oracle for reads too.

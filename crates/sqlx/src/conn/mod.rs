@@ -167,7 +167,7 @@ impl<'c, DB: Backend> AuditedConn<'c, DB> {
         let (own, statement) = match tx {
             Some(_) => (None, statement),
             None => {
-                let mut own = DB::before_begin(&mut **raw, &mut **state, shared.oracle).await?;
+                let mut own = DB::before_begin(&mut **raw, shared.oracle).await?;
                 let (statement, read_only) = crate::enforce::begin_statement::<DB>(statement);
                 if read_only {
                     DB::set_begun_read_only(&mut own);

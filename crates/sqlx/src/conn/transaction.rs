@@ -39,15 +39,14 @@ impl<DB: Backend> AuditedTransaction<'static, DB> {
         statement: Option<SqlStr>,
     ) -> Result<Self, Error> {
         let mut pooled = shared.pool.acquire().await?;
-        let mut state = DB::ConnState::default();
-        let mut txs = DB::before_begin(&mut pooled, &mut state, shared.oracle).await?;
+        let mut txs = DB::before_begin(&mut pooled, shared.oracle).await?;
         let (statement, read_only) = crate::enforce::begin_statement::<DB>(statement);
         let tx = Transaction::begin(pooled, statement).await?;
         if read_only {
             DB::set_begun_read_only(&mut txs);
         }
         let conn = AuditedConn {
-            state: Link::Own(state),
+            state: Link::Own(DB::ConnState::default()),
             tx: Some(Link::Own(txs)),
             raw: Raw::Tx(tx),
             shared,

@@ -34,11 +34,10 @@
 //! read and discarded, `COMMIT`, the observation), so that what the statement wrote stays,
 //! as in autocommit (without a tokio runtime to spawn on, sqlx rolls it back, and the
 //! statement is recorded as failed). A failing `COMMIT` then ends the stream with its error
-//! after the rows, as autocommit's implicit commit does. On a held connection
-//! (`fetch(&mut *conn)`) the rows stream too; the stream borrows the connection and cannot
-//! be finished after a drop, so a dropped stream's transaction is finished at the
-//! connection's next use: its next statement, `begin()`, or when it goes back to the pool
-//! (see `held`). Direct writes and plain reads stream as they arrive.
+//! after the rows, as autocommit's implicit commit does. On a held connection the stream
+//! cannot be finished after a drop (the connection is borrowed), so a wrapped statement's
+//! rows there are buffered until `COMMIT` answers. Direct writes and plain reads stream as
+//! they arrive.
 //!
 //! # Audited transactions
 //!
@@ -65,8 +64,6 @@
 
 mod catalog;
 mod guard;
-/// A wrapped statement streamed on a held connection.
-mod held;
 mod lost;
 mod oracle;
 /// Which way a statement goes: wrapped in the oracle's transaction, a direct write, or past.
@@ -80,8 +77,8 @@ use crate::execute::FinishOnDrop as Guard;
 use catalog::{Catalog, Direct};
 use futures_core::future::BoxFuture;
 use futures_util::{FutureExt, TryStreamExt};
+use guard::RolledBack;
 use hintaudit_core::{AuditStage, StatementOutcome, stats};
-use sqlx::pool::PoolConnection;
 use sqlx::postgres::{PgConnection, PgRow, Postgres};
 use sqlx::{Connection, Either, Error, Executor};
 pub use tx::PgTxState;
@@ -91,8 +88,8 @@ use crate::classify::{SqlDialect, TxControl, is_dml};
 use crate::execute::{Attribution, AuditedQuery, StatementEnd};
 use crate::pool::options::PgOracle;
 use crate::stream::Yielder;
-use route::{direct_write, stream_or_pass, wants_oracle, wrap, wrap_or_pass};
-use wrap::{Item, collect};
+use route::{direct_write, wants_oracle, wrap};
+use wrap::{Item, collect, run_wrapped, stream_wrapped};
 
 /// A PostgreSQL pool's audit state: the catalog facts of the tables its statements write.
 #[doc(hidden)]
@@ -102,13 +99,11 @@ pub struct PgPoolState {
 }
 
 /// A held PostgreSQL connection's audit state: whether the caller opened a transaction with
-/// a raw `BEGIN` (the oracle must not wrap statements then), and the oracle's transaction a
-/// dropped stream left open (see `held`).
+/// a raw `BEGIN` (the oracle must not wrap statements then).
 #[doc(hidden)]
 #[derive(Debug, Default)]
 pub struct PgConnState {
     raw_transaction: bool,
-    unfinished: Option<held::Unfinished>,
 }
 
 impl sealed::Sealed for Postgres {}
@@ -164,6 +159,65 @@ fn finish(st: &mut Rest<'_>, att: &Attribution, end: StatementEnd) {
     }
 }
 
+/// When wrapped, runs the statement in the oracle's transaction ([`run_wrapped`]) and
+/// finishes it: `Left` with its answer, or the error. Otherwise, or when the wrapping could
+/// not start, hands the statement back (`Right`) to run unwrapped.
+async fn wrap_or_pass(
+    wrapped: bool,
+    conn: &mut PgConnection,
+    st: &mut Rest<'_>,
+    att: &Attribution,
+    query: AuditedQuery<Postgres>,
+    one: bool,
+) -> Result<Either<Vec<Item>, AuditedQuery<Postgres>>, Error> {
+    if !wrapped {
+        return Ok(Either::Right(query));
+    }
+    match run_wrapped(conn, att, query, one).await {
+        Ok((items, rows, observed)) => {
+            finish(st, att, succeeded(att, rows, observed));
+            Ok(Either::Left(items))
+        }
+        Err((e, None)) => {
+            finish(st, att, StatementEnd::FAILED);
+            Err(e)
+        }
+        Err((_, Some(query))) => Ok(Either::Right(query)),
+    }
+}
+
+/// When wrapped and the stream can be finished after a drop ([`Yielder::detachable`]: a
+/// statement straight on the pool), streams the statement in the oracle's transaction
+/// ([`stream_wrapped`]) and finishes it: `Left` with how it ended. Otherwise hands the
+/// statement back (`Right`) with whether it is still to be wrapped (buffered): not when the
+/// wrapping could not start.
+async fn stream_or_pass(
+    wrapped: bool,
+    conn: &mut PgConnection,
+    st: &mut Rest<'_>,
+    att: &Attribution,
+    query: AuditedQuery<Postgres>,
+    y: &Yielder<Step<Postgres>>,
+) -> Either<Result<(), Error>, (bool, AuditedQuery<Postgres>)> {
+    if !wrapped || !y.detachable() {
+        return Either::Right((wrapped, query));
+    }
+    let mut guard = RolledBack { att, armed: true };
+    let r = stream_wrapped(conn, att, query, y).await;
+    guard.armed = false;
+    match r {
+        Ok((rows, observed)) => {
+            finish(st, att, succeeded(att, rows, observed));
+            Either::Left(Ok(()))
+        }
+        Err((e, None)) => {
+            finish(st, att, StatementEnd::FAILED);
+            Either::Left(Err(e))
+        }
+        Err((_, Some(query))) => Either::Right((false, query)),
+    }
+}
+
 /// A statement's connection and audit state, once it has started.
 struct Started<'e> {
     /// Whether the oracle wraps it (see [`wrap`]).
@@ -188,9 +242,6 @@ struct Rest<'e> {
 /// The start of both ways of running a statement: whether it is a direct write, whether to
 /// wrap it, and inside an audited transaction, what the oracle does before it.
 async fn start(ctx: Ctx<'_, Postgres>) -> Started<'_> {
-    if ctx.state.unfinished.is_some() {
-        held::settle(&mut *ctx.conn, &mut *ctx.state).await;
-    }
     let wrapped = wrap(&ctx);
     let Ctx {
         conn,
@@ -352,11 +403,9 @@ impl Backend for Postgres {
 
     fn before_begin<'e>(
         conn: &'e mut PgConnection,
-        state: &'e mut PgConnState,
         mode: PgOracle,
     ) -> BoxFuture<'e, Result<PgTxState, Error>> {
         async move {
-            held::settle(conn, state).await;
             let mut tx = PgTxState::default();
             if mode != PgOracle::Off
                 && !conn.is_in_transaction()
@@ -426,14 +475,6 @@ impl Backend for Postgres {
             }
         }
         .boxed()
-    }
-
-    fn release(state: PgConnState, conn: PoolConnection<Postgres>) {
-        held::release(state, conn);
-    }
-
-    fn detach(state: &mut PgConnState, conn: &mut PgConnection) {
-        held::detach(state, conn);
     }
 
     fn savepoint_rolled_back(tx: &mut PgTxState) {

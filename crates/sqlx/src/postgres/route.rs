@@ -6,17 +6,11 @@ use sqlx::Connection;
 use sqlx::Error;
 use sqlx::postgres::{PgConnection, Postgres};
 
-use sqlx::Either;
-
+use super::PgPoolState;
 use super::catalog::{self, Direct};
-use super::guard::RolledBack;
-use super::held::stream_held;
-use super::wrap::{Item, run_wrapped, stream_wrapped};
-use super::{PgPoolState, Rest, finish, succeeded};
-use crate::backend::{Ctx, Step};
-use crate::execute::{Attribution, AuditedQuery, StatementEnd};
+use crate::backend::Ctx;
+use crate::execute::Attribution;
 use crate::pool::options::PgOracle;
-use crate::stream::Yielder;
 
 /// Whether the configured oracle `mode` asks for the oracle around a statement of this
 /// attribution (with [`PgOracle::Writes`], one that may write).
@@ -79,68 +73,4 @@ pub(super) async fn direct_write(
         table,
         operation: att.class.effect.operation,
     }))
-}
-
-/// When wrapped, runs the statement in the oracle's transaction ([`run_wrapped`]) and
-/// finishes it: `Left` with its answer, or the error. Otherwise, or when the wrapping could
-/// not start, hands the statement back (`Right`) to run unwrapped.
-pub(super) async fn wrap_or_pass(
-    wrapped: bool,
-    conn: &mut PgConnection,
-    st: &mut Rest<'_>,
-    att: &Attribution,
-    query: AuditedQuery<Postgres>,
-    one: bool,
-) -> Result<Either<Vec<Item>, AuditedQuery<Postgres>>, Error> {
-    if !wrapped {
-        return Ok(Either::Right(query));
-    }
-    match run_wrapped(conn, att, query, one).await {
-        Ok((items, rows, observed)) => {
-            finish(st, att, succeeded(att, rows, observed));
-            Ok(Either::Left(items))
-        }
-        Err((e, None)) => {
-            finish(st, att, StatementEnd::FAILED);
-            Err(e)
-        }
-        Err((_, Some(query))) => Ok(Either::Right(query)),
-    }
-}
-
-/// When wrapped, streams the statement in the oracle's transaction and finishes it: `Left`
-/// with how it ended. Straight on the pool ([`Yielder::detachable`]) with [`stream_wrapped`];
-/// on a held connection with [`stream_held`]. Otherwise hands the statement back
-/// (`Right`) with whether it is still to be wrapped (buffered): not when the wrapping could
-/// not start.
-pub(super) async fn stream_or_pass(
-    wrapped: bool,
-    conn: &mut PgConnection,
-    st: &mut Rest<'_>,
-    att: &Attribution,
-    query: AuditedQuery<Postgres>,
-    y: &Yielder<Step<Postgres>>,
-) -> Either<Result<(), Error>, (bool, AuditedQuery<Postgres>)> {
-    if !wrapped {
-        return Either::Right((wrapped, query));
-    }
-    let mut guard = RolledBack { att, armed: true };
-    let r = if y.detachable() {
-        stream_wrapped(conn, att, query, y).await
-    } else {
-        guard.armed = false; // a dropped stream finishes its statement itself
-        stream_held(conn, st.state, att, query, y).await
-    };
-    guard.armed = false;
-    match r {
-        Ok((rows, observed)) => {
-            finish(st, att, succeeded(att, rows, observed));
-            Either::Left(Ok(()))
-        }
-        Err((e, None)) => {
-            finish(st, att, StatementEnd::FAILED);
-            Either::Left(Err(e))
-        }
-        Err((_, Some(query))) => Either::Right((false, query)),
-    }
 }

@@ -7,7 +7,7 @@ use sqlx::postgres::{PgConnection, PgQueryResult, PgRow, Postgres};
 use sqlx::{Connection, Either, Error, Executor, Transaction};
 
 use crate::classify::is_dml;
-use crate::execute::{Attribution, AuditedQuery, Sink};
+use crate::execute::{Attribution, AuditedQuery};
 use crate::stream::Yielder;
 
 use super::lost::connection_lost;
@@ -49,10 +49,10 @@ pub(super) async fn collect(
 }
 
 /// The oracle's transaction around an autocommit statement, open: `BEGIN` answered.
-pub(super) struct Opened<'c> {
-    pub(super) tx: Transaction<'c, Postgres>,
-    pub(super) before: oracle::Snapshot,
-    pub(super) scope: oracle::Scope,
+struct Opened<'c> {
+    tx: Transaction<'c, Postgres>,
+    before: oracle::Snapshot,
+    scope: oracle::Scope,
 }
 
 /// Opens the oracle's transaction: the flush of pending statistics ([`oracle::flush`]),
@@ -60,7 +60,7 @@ pub(super) struct Opened<'c> {
 /// relation right after `BEGIN`. Hands the statement back when it could not open; when one
 /// of these round trips finds the connection lost (see `lost`), its error is the
 /// statement's, which is not sent.
-pub(super) async fn open(
+async fn open(
     conn: &mut PgConnection,
     query: AuditedQuery<Postgres>,
 ) -> Result<(Opened<'_>, AuditedQuery<Postgres>), (Error, Option<AuditedQuery<Postgres>>)> {
@@ -95,50 +95,28 @@ pub(super) async fn open(
     Ok((Opened { tx, before, scope }, query))
 }
 
-/// The oracle's snapshot right before `COMMIT` (in a savepoint): `None` when the oracle
-/// failed, an error when that round trip found the connection lost (then `COMMIT` is not
-/// sent: its error is the statement's).
-pub(super) async fn before_commit(
-    conn: &mut PgConnection,
-    scope: oracle::Scope,
-) -> Result<Option<oracle::Snapshot>, Error> {
-    match oracle::snapshot_protected(conn, scope, false).await {
-        Ok(after) => Ok(Some(after)),
-        Err(e) => {
-            stats().audit_error(AuditStage::Oracle, &e);
-            if connection_lost(&e) {
-                Err(e)
-            } else {
-                Ok(None)
-            }
-        }
-    }
-}
-
-/// Once `COMMIT` answered: the observation recorded into `sink` and the statement marked
-/// observed. Whether the oracle observed, or `COMMIT`'s error: deferred constraints fail at
-/// `COMMIT`, and in autocommit the statement would have failed, so it is the statement's.
-pub(super) fn after_commit(
-    sink: Option<&Sink>,
-    before: &oracle::Snapshot,
-    after: Option<&oracle::Snapshot>,
-    committed: Result<(), Error>,
-) -> Result<bool, Error> {
-    if let (Some(after), Some(sink)) = (after, sink) {
-        let obs = oracle::observe(before, after, committed.is_ok());
-        sink.effects.record_transaction(obs);
-    }
-    committed.map(|()| after.is_some())
-}
-
 impl Opened<'_> {
     /// After the statement succeeded: the snapshot (in a savepoint), `COMMIT`, and the
     /// observation recorded. Whether the oracle observed, or `COMMIT`'s error (or the
     /// snapshot's, when it found the connection lost: not committed).
     async fn commit(mut self, att: &Attribution) -> Result<bool, Error> {
-        let after = before_commit(&mut self.tx, self.scope).await?;
+        let after = oracle::snapshot_protected(&mut self.tx, self.scope, false).await;
+        if let Err(e) = &after {
+            stats().audit_error(AuditStage::Oracle, e);
+        }
+        let after = match after {
+            // Not committed: the statement's error, as the COMMIT's would have been.
+            Err(e) if connection_lost(&e) => return Err(e),
+            after => after,
+        };
         let committed = self.tx.commit().await;
-        after_commit(att.sink.as_ref(), &self.before, after.as_ref(), committed)
+        if let (Ok(after), Some(sink)) = (&after, &att.sink) {
+            let obs = oracle::observe(&self.before, after, committed.is_ok());
+            sink.effects.record_transaction(obs);
+        }
+        // Deferred constraints fail at COMMIT: in autocommit the statement would have
+        // failed, so this is the statement's error.
+        committed.map(|()| after.is_ok())
     }
 }
 

@@ -1,7 +1,7 @@
-//! A statement the oracle wraps streams its rows as they arrive, run straight on the pool or
-//! on a held connection; a stream dropped early still commits what the statement wrote, as
-//! autocommit would: on the pool in a task of its own, on a held connection at its next use
-//! or when it goes back to the pool.
+//! A statement the oracle wraps, run straight on the pool, streams its rows as they arrive;
+//! a stream dropped early still commits what the statement wrote, as autocommit would. On a
+//! held connection its rows are buffered until `COMMIT`: a stream dropped there has
+//! committed already and holds no lock (see `docs/performance.md`, "Streaming").
 
 use super::*;
 
@@ -33,17 +33,6 @@ async fn count(admin: &sqlx::PgPool, schema: &str) -> i64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rows_arrive_before_the_wrapped_statement_completes() {
-    rows_arrive_before_the_end(false).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn rows_arrive_before_the_wrapped_statement_completes_on_a_held_connection() {
-    rows_arrive_before_the_end(true).await;
-}
-
-/// The first row of a wrapped statement arrives while the statement is still running
-/// (blocked on a lock the test holds), on the pool or on a held connection (`held`).
-async fn rows_arrive_before_the_end(held: bool) {
     let Some(db) = db(PgOracle::Writes, SETUP).await else {
         return;
     };
@@ -61,17 +50,9 @@ async fn rows_arrive_before_the_end(held: bool) {
          CASE WHEN g = 3 THEN pg_advisory_lock({key})::text END AS waited \
          FROM generate_series(1, 3) AS g"
     );
-    let mut conn = match held {
-        true => Some(db.pool.acquire().await.expect("held connection")),
-        false => None,
-    };
     scope
         .run(async {
-            let query = sqlx::query(sqlx::AssertSqlSafe(sql));
-            let mut rows = match conn.as_mut() {
-                Some(conn) => query.fetch(&mut **conn),
-                None => query.fetch(&db.pool),
-            };
+            let mut rows = sqlx::query(sqlx::AssertSqlSafe(sql)).fetch(&db.pool);
             // The third row waits for the lock this test holds: buffered until COMMIT, the
             // first row would never come.
             let first = tokio::time::timeout(Duration::from_secs(60), rows.try_next())
@@ -111,7 +92,7 @@ async fn rows_arrive_before_the_end(held: bool) {
             assert_eq!(n, 3);
         })
         .await;
-    drop((holder, conn));
+    drop(holder);
     let e = effects.snapshot();
     let t = table(&e, "page_views").unwrap_or_else(|| panic!("no observation: {e:?}"));
     assert_eq!(t.inserted, 3, "{e:?}");
@@ -146,23 +127,28 @@ async fn a_wrapped_stream_dropped_early_still_commits() {
         async move { table(&e, "page_views").is_some_and(|t| t.inserted == 50) }
     })
     .await;
-    assert_observed(&effects.snapshot());
+    assert_observed(&effects.snapshot(), 50);
     db.drop_schema().await;
 }
 
-/// A wrapped statement that inserted 50 rows, whose stream was dropped after its first row
-/// on a held connection, inside a call.
-struct DroppedEarly {
-    db: Db,
-    conn: hintaudit_sqlx::AuditedConnection<Postgres>,
-    effects: std::sync::Arc<hintaudit_core::CallEffects>,
-    /// The connection's server process.
-    pid: i32,
+/// The call's statements succeeded and the oracle observed `inserted` committed inserts.
+fn assert_observed(e: &Effect, inserted: u64) {
+    let t = table(e, "page_views").unwrap_or_else(|| panic!("no observation: {e:?}"));
+    assert_eq!(t.inserted, inserted, "{e:?}");
+    assert!(e.transactions.iter().all(|t| t.committed), "{e:?}");
+    assert!(
+        e.statements
+            .iter()
+            .all(|s| s.outcome == StatementOutcome::Ok && s.observed),
+        "{e:?}"
+    );
 }
 
-/// Runs [`DroppedEarly`]'s statement, or `None` when PostgreSQL is not there.
-async fn dropped_early_on_held() -> Option<DroppedEarly> {
-    let db = db(PgOracle::Writes, SETUP).await?;
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_held_connections_dropped_stream_has_committed_and_holds_no_lock() {
+    let Some(db) = db(PgOracle::Writes, SETUP).await else {
+        return;
+    };
     let scope = CallScope::new("views");
     let effects = scope.effects_handle();
     let sql = format!("SELECT mark_viewed(g) AS v, {PAD} AS pad FROM generate_series(1, 50) AS g");
@@ -178,113 +164,28 @@ async fn dropped_early_on_held() -> Option<DroppedEarly> {
             drop(rows);
         })
         .await;
-    // Not committed yet: the oracle's transaction waits for the connection's next use.
-    assert_eq!(count(&db.admin, &db.schema).await, 0);
-    Some(DroppedEarly {
-        db,
-        conn,
-        effects,
-        pid,
-    })
-}
-
-/// The call's one statement succeeded and the oracle observed its 50 committed inserts.
-fn assert_observed(e: &Effect) {
-    let t = table(e, "page_views").unwrap_or_else(|| panic!("no observation: {e:?}"));
-    assert_eq!(t.inserted, 50, "{e:?}");
-    assert!(e.transactions.iter().all(|t| t.committed), "{e:?}");
-    assert!(
-        e.statements
-            .iter()
-            .all(|s| s.outcome == StatementOutcome::Ok && s.observed),
-        "{e:?}"
-    );
-}
-
-/// The server's `state` of process `pid` (`idle`, `idle in transaction`, ...).
-async fn backend_state(admin: &sqlx::PgPool, pid: i32) -> String {
-    sqlx::query_scalar("SELECT state FROM pg_stat_activity WHERE pid = $1")
-        .bind(pid)
-        .fetch_one(admin)
-        .await
-        .expect("backend state")
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_held_connections_dropped_stream_commits_at_its_next_statement() {
-    let Some(DroppedEarly {
-        db,
-        mut conn,
-        effects,
-        pid,
-    }) = dropped_early_on_held().await
-    else {
-        return;
-    };
-    let one: i32 = sqlx::query_scalar("SELECT 1")
-        .fetch_one(&mut *conn)
-        .await
-        .expect("the next statement");
-    assert_eq!(one, 1);
+    // As bare autocommit: committed and observed before the first row came, with the
+    // connection held and unused since. An oracle transaction left open until the
+    // connection's next use would keep the rows' locks, and another connection of the same
+    // task waiting on them would wait forever.
     assert_eq!(count(&db.admin, &db.schema).await, 50);
-    assert_eq!(backend_state(&db.admin, pid).await, "idle");
-    assert_observed(&effects.snapshot());
-    // The connection goes on in autocommit: a later write is committed at once.
-    sqlx::query("SELECT mark_viewed(99)")
-        .execute(&mut *conn)
+    let state: String = sqlx::query_scalar("SELECT state FROM pg_stat_activity WHERE pid = $1")
+        .bind(pid)
+        .fetch_one(&db.admin)
         .await
-        .expect("a later wrapped write");
-    assert_eq!(count(&db.admin, &db.schema).await, 51);
+        .expect("backend state");
+    assert_eq!(state, "idle", "no transaction left open");
+    let mut other = db.admin.begin().await.expect("admin transaction");
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "LOCK TABLE {}.page_views IN EXCLUSIVE MODE NOWAIT",
+        db.schema
+    )))
+    .execute(&mut *other)
+    .await
+    .expect("no lock left on the table the statement wrote");
+    drop(other);
+    assert_observed(&effects.snapshot(), 50);
     drop(conn);
-    db.drop_schema().await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_held_connections_dropped_stream_commits_when_the_connection_is_dropped() {
-    let Some(DroppedEarly {
-        db,
-        conn,
-        effects,
-        pid,
-    }) = dropped_early_on_held().await
-    else {
-        return;
-    };
-    drop(conn);
-    eventually("the statement's writes are committed", || async {
-        count(&db.admin, &db.schema).await == 50
-    })
-    .await;
-    eventually("the oracle's observation is recorded", || {
-        let e = effects.snapshot();
-        async move { table(&e, "page_views").is_some() }
-    })
-    .await;
-    assert_observed(&effects.snapshot());
-    // Back in the pool outside any transaction.
-    assert_eq!(backend_state(&db.admin, pid).await, "idle");
-    db.drop_schema().await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_held_connection_detached_after_a_dropped_stream_is_rolled_back_not_left_open() {
-    let errors = hintaudit_core::stats().audit_errors(hintaudit_core::AuditStage::Oracle);
-    let Some(DroppedEarly { db, conn, pid, .. }) = dropped_early_on_held().await else {
-        return;
-    };
-    let mut raw = conn.into_inner();
-    let one: i32 = sqlx::query_scalar("SELECT 1")
-        .fetch_one(&mut *raw)
-        .await
-        .expect("the raw connection's next statement");
-    assert_eq!(one, 1);
-    assert_eq!(backend_state(&db.admin, pid).await, "idle");
-    assert_eq!(count(&db.admin, &db.schema).await, 0);
-    assert!(
-        hintaudit_core::stats().audit_errors(hintaudit_core::AuditStage::Oracle) > errors,
-        "the rolled-back statement is counted as an audit error"
-    );
-    drop(raw);
     db.drop_schema().await;
 }
 
@@ -320,7 +221,7 @@ async fn a_wrapped_statement_failing_mid_stream_on_a_held_connection_leaves_it_i
         "{e:?}"
     );
     assert_eq!(count(&db.admin, &db.schema).await, 0, "rolled back");
-    // The next wrapped statement on the connection is wrapped and observed again.
+    // The next wrapped statement on the connection is wrapped, observed and committed.
     let next = CallScope::new("views");
     let next_effects = next.effects_handle();
     next.run(async {
@@ -330,10 +231,7 @@ async fn a_wrapped_statement_failing_mid_stream_on_a_held_connection_leaves_it_i
             .expect("the next write")
     })
     .await;
-    let e = next_effects.snapshot();
-    let t = table(&e, "page_views").unwrap_or_else(|| panic!("no observation: {e:?}"));
-    assert_eq!(t.inserted, 1, "{e:?}");
-    assert!(e.statements.iter().all(|s| s.observed), "{e:?}");
+    assert_observed(&next_effects.snapshot(), 1);
     assert_eq!(count(&db.admin, &db.schema).await, 1);
     drop(conn);
     db.drop_schema().await;
