@@ -254,3 +254,57 @@ async fn a_non_destructive_calls_delete_never_reaches_postgres() {
     );
     db.drop_schema().await;
 }
+
+/// A read-only call whose stream is dropped early leaves its connection read-only
+/// (`default_transaction_read_only`, see `enforce`). A later call that is not read-only,
+/// beginning a transaction on that connection (from the pool, or held), gets a read-write
+/// transaction: its writes succeed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_transaction_begun_after_a_read_only_leak_is_read_write() {
+    let Some(db) = db(PgOracle::Writes, "leak_begin").await else {
+        return;
+    };
+    for held in [false, true] {
+        let reader = CallScope::new("get_appointment").with_enforcement(Enforcement {
+            read_only: true,
+            ..Enforcement::NONE
+        });
+        reader
+            .run(async {
+                use futures_util::TryStreamExt;
+                let mut rows =
+                    sqlx::query("SELECT g FROM generate_series(1, 100000) AS g").fetch(&db.pool);
+                assert!(rows.try_next().await.expect("a row").is_some());
+                drop(rows); // before the connection is made read-write again
+            })
+            .await;
+        let writer = CallScope::new("book_appointment");
+        writer
+            .run(async {
+                let insert = "INSERT INTO appointments (views) VALUES (9)";
+                if held {
+                    let mut conn = db.pool.acquire().await.expect("acquire");
+                    let mut tx = conn.begin().await.expect("begin on a held connection");
+                    sqlx::query(insert)
+                        .execute(&mut *tx)
+                        .await
+                        .expect("a write in a transaction begun on a held connection");
+                    tx.commit().await.expect("commit");
+                } else {
+                    let mut tx = db.pool.begin().await.expect("begin");
+                    sqlx::query(insert)
+                        .execute(&mut *tx)
+                        .await
+                        .expect("a write in a transaction begun on the pool");
+                    tx.commit().await.expect("commit");
+                }
+            })
+            .await;
+    }
+    let n: i64 = sqlx::query_scalar("SELECT count(*) FROM appointments WHERE views = 9")
+        .fetch_one(db.pool.inner())
+        .await
+        .unwrap();
+    assert_eq!(n, 2);
+    db.drop_schema().await;
+}

@@ -167,6 +167,7 @@ impl<'c, DB: Backend> AuditedConn<'c, DB> {
         let (own, statement) = match tx {
             Some(_) => (None, statement),
             None => {
+                crate::enforce::reset_before_begin::<DB>(&mut **raw, &shared.read_only_leaks).await;
                 let mut own = DB::before_begin(&mut **raw, shared.oracle).await?;
                 let (statement, read_only) = crate::enforce::begin_statement::<DB>(statement);
                 if read_only {

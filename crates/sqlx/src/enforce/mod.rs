@@ -28,9 +28,10 @@
 //! failed. When the statement's future is dropped first (the tool was cancelled or panicked
 //! while a statement or a stream was under way), the connection may go back to the pool
 //! read-only: the pool counts it ([`Shared::read_only_leaks`]) and, from then on, makes the
-//! connection read-write again before every audited statement that does not itself enforce
-//! read-only (one more round trip per statement, for the life of the pool). Statements through
-//! [`crate::AuditedPool::inner`] and sqlx's `Acquire` are not audited, so not reset.
+//! connection read-write again before every audited statement and every audited `begin()`
+//! that does not itself enforce read-only (one more round trip each, for the life of the
+//! pool). Statements through [`crate::AuditedPool::inner`] and sqlx's `Acquire` are not
+//! audited, so not reset.
 //!
 //! [`Shared::read_only_leaks`]: crate::pool::inner::Shared
 
@@ -156,6 +157,15 @@ pub(crate) async fn reset_if_leaked<DB: Backend>(
     if let Err(e) = raw::<DB>(conn, statements::<DB>().1).await {
         stats().audit_error(AuditStage::Hook, &format!("read-only reset failed: {e}"));
     }
+}
+
+/// Resets a connection that may have been left read-only before an outermost audited
+/// transaction is begun on it, unless the current call enforces read-only: on PostgreSQL a
+/// session left `default_transaction_read_only` would begin it read-only, and the reset
+/// before each of its statements could no longer change that.
+pub(crate) async fn reset_before_begin<DB: Backend>(conn: &mut DB::Connection, leaks: &AtomicU64) {
+    let enforcement = CallScope::current().map_or(Enforcement::NONE, |s| s.enforcement());
+    reset_if_leaked::<DB>(conn, leaks, enforcement).await;
 }
 
 /// Whether `e` is hintaudit's own refusal.
