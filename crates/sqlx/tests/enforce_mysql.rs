@@ -368,3 +368,55 @@ async fn a_non_destructive_calls_delete_never_reaches_mysql() {
     );
     db.drop_database().await;
 }
+
+/// A read-only call whose stream is dropped early leaves its connection read-only (`SET
+/// SESSION TRANSACTION READ ONLY`, see `enforce`). A later call that is not read-only,
+/// beginning a transaction on that connection (from the pool, or held), gets a read-write
+/// transaction: MySQL cannot change a running transaction's access mode, so the reset must
+/// come before `START TRANSACTION`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_transaction_begun_after_a_read_only_leak_is_read_write() {
+    let Some(db) = db().await else { return };
+    for held in [false, true] {
+        CallScope::new("get_appointment")
+            .with_enforcement(read_only())
+            .run(async {
+                use futures_util::TryStreamExt;
+                let mut rows = sqlx::query(
+                    "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 900) \
+                     SELECT i FROM n",
+                )
+                .fetch(&db.pool);
+                assert!(rows.try_next().await.expect("a row").is_some());
+                drop(rows); // before the connection is made read-write again
+            })
+            .await;
+        CallScope::new("book_appointment")
+            .run(async {
+                let insert = "INSERT INTO appointments (views) VALUES (9)";
+                if held {
+                    let mut conn = db.pool.acquire().await.expect("acquire");
+                    let mut tx = conn.begin().await.expect("begin on a held connection");
+                    sqlx::query(insert)
+                        .execute(&mut *tx)
+                        .await
+                        .expect("a write in a transaction begun on a held connection");
+                    tx.commit().await.expect("commit");
+                } else {
+                    let mut tx = db.pool.begin().await.expect("begin");
+                    sqlx::query(insert)
+                        .execute(&mut *tx)
+                        .await
+                        .expect("a write in a transaction begun on the pool");
+                    tx.commit().await.expect("commit");
+                }
+            })
+            .await;
+    }
+    let n: i64 = sqlx::query_scalar("SELECT count(*) FROM appointments WHERE views = 9")
+        .fetch_one(db.pool.inner())
+        .await
+        .unwrap();
+    assert_eq!(n, 2);
+    db.drop_database().await;
+}
