@@ -1,26 +1,4 @@
-//! The closed world: the hosts a tool declaring `openWorldHint: false` may reach.
-//!
-//! A [`ClosedWorld`] holds exact hosts, domain suffixes (`.internal`) and CIDR blocks
-//! (`10.0.0.0/8`), each optionally with a port (`db.internal:5432`, `127.0.0.1:8080`). A list of
-//! *outside* entries, of the same forms, wins over the closed ones: it lets a test or the demo
-//! stand a loopback server in for an outside service. By default the closed world is
-//! loopback: `localhost`, `127.0.0.0/8` and `::1`; the hosts of the audited databases are
-//! added by whoever knows them ([`ClosedWorld::with_host`]).
-//!
-//! ```
-//! use hintaudit_core::ClosedWorld;
-//! let world = ClosedWorld::default()
-//!     .with_entry(".internal").unwrap()
-//!     .with_entry("10.0.0.0/8").unwrap()
-//!     .with_outside("127.0.0.1:9999").unwrap();
-//! assert!(world.contains("localhost", Some(80)));
-//! assert!(world.contains("db.internal", None));
-//! assert!(world.contains("10.1.2.3", Some(443)));
-//! assert!(!world.contains("api.example.com", Some(443)));
-//! assert!(!world.contains("127.0.0.1", Some(9999))); // configured as outside
-//! assert!(world.contains("127.0.0.1", Some(8080)));
-//! assert!(ClosedWorld::default().with_entry("10.0.0.0/33").is_err());
-//! ```
+//! [`ClosedWorld`]: the hosts a tool declaring `openWorldHint: false` may reach.
 
 use std::fmt;
 use std::net::IpAddr;
@@ -176,7 +154,29 @@ impl fmt::Display for Entry {
     }
 }
 
-/// The closed world of `openWorldHint: false`: see the [module docs](self).
+/// The closed world: the hosts a tool declaring `openWorldHint: false` may reach.
+///
+/// It holds exact hosts, domain suffixes (`.internal`) and CIDR blocks
+/// (`10.0.0.0/8`), each optionally with a port (`db.internal:5432`, `127.0.0.1:8080`). A list of
+/// *outside* entries, of the same forms, wins over the closed ones: it lets a test or the demo
+/// stand a loopback server in for an outside service. By default the closed world is
+/// loopback: `localhost`, `127.0.0.0/8` and `::1`; the hosts of the audited databases are
+/// added by whoever knows them ([`ClosedWorld::with_host`]).
+///
+/// ```
+/// use hintaudit_core::ClosedWorld;
+/// let world = ClosedWorld::default()
+///     .with_entry(".internal").unwrap()
+///     .with_entry("10.0.0.0/8").unwrap()
+///     .with_outside("127.0.0.1:9999").unwrap();
+/// assert!(world.contains("localhost", Some(80)));
+/// assert!(world.contains("db.internal", None));
+/// assert!(world.contains("10.1.2.3", Some(443)));
+/// assert!(!world.contains("api.example.com", Some(443)));
+/// assert!(!world.contains("127.0.0.1", Some(9999))); // configured as outside
+/// assert!(world.contains("127.0.0.1", Some(8080)));
+/// assert!(ClosedWorld::default().with_entry("10.0.0.0/33").is_err());
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClosedWorld {
     closed: Vec<Entry>,

@@ -101,6 +101,23 @@
 //! `stats().audit_error(stage, ..)` and the statement's own result is returned. Statements
 //! through [`AuditedPool::inner`] or a detached connection are not audited.
 //!
+//! # Enforce mode
+//!
+//! In a call whose scope enforces its hints ([`hintaudit_core::Enforcement`], set by the
+//! layer in enforce mode), the pool makes them guarantees. Under `destructiveHint: false` a
+//! `DELETE`, `UPDATE`, overwriting upsert, `TRUNCATE` or `DROP` is refused before it reaches
+//! the database. Under `readOnlyHint: true` the database refuses writes, hidden ones
+//! included: a transaction the call begins is begun read-only (`BEGIN READ ONLY`, `START
+//! TRANSACTION READ ONLY`), and around each other statement the connection is made
+//! read-only and then read-write again (SQLite `PRAGMA query_only`, PostgreSQL
+//! `default_transaction_read_only`, MySQL/MariaDB `SET SESSION TRANSACTION`). Your own
+//! `begin_with` statement is kept as it is: in such a transaction PostgreSQL statements run
+//! after `SET TRANSACTION READ ONLY`; MySQL cannot change a running transaction's mode, so
+//! there statement analysis refuses what may write. A refusal reaches the tool as a
+//! `sqlx::Error::Database` holding a [`Refused`], whose message names the hint. A call
+//! cancelled mid-statement may leave its connection read-only: from then on the pool makes
+//! connections read-write again before each audited statement and `begin()`.
+//!
 //! # SQLite
 //!
 //! Row changes come from SQLite's update, commit and rollback hooks, buffered per connection

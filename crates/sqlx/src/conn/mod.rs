@@ -130,7 +130,8 @@ impl<'c, DB: Backend> AuditedConn<'c, DB> {
     /// as sqlx's `Connection::begin`. Statements in it are audited; a savepoint's statements
     /// belong to the enclosing transaction's oracle reading (PostgreSQL) and hooks (SQLite).
     /// An outermost transaction begun in a call that enforces readOnlyHint is begun read-only
-    /// (`BEGIN READ ONLY`, `START TRANSACTION READ ONLY`; see [`crate::enforce`]).
+    /// (`BEGIN READ ONLY`, `START TRANSACTION READ ONLY`; see
+    /// [enforce mode](crate#enforce-mode)).
     ///
     /// # Errors
     /// As sqlx's `Connection::begin`.
@@ -140,8 +141,8 @@ impl<'c, DB: Backend> AuditedConn<'c, DB> {
 
     /// Begins a transaction with your own statement (`BEGIN IMMEDIATE`, `START TRANSACTION
     /// READ ONLY`), as sqlx's `Connection::begin_with`. Your statement is kept in enforce mode
-    /// too (see [`crate::enforce`] for how a read-only call's transaction begun with it is
-    /// guarded).
+    /// too (see [enforce mode](crate#enforce-mode) for how a read-only call's transaction
+    /// begun with it is guarded).
     ///
     /// # Errors
     /// As sqlx's `Connection::begin_with`: among others, when this connection is already in a

@@ -118,7 +118,7 @@ impl<DB: Backend> AuditedPool<DB> {
     /// transaction's writes before `COMMIT` / `ROLLBACK` (see the crate docs for its cost).
     /// In a call that enforces readOnlyHint, the transaction is begun read-only (PostgreSQL
     /// `BEGIN READ ONLY`, MySQL `START TRANSACTION READ ONLY`), so that the database refuses
-    /// its writes (see [`crate::enforce`]).
+    /// its writes (see [enforce mode](crate#enforce-mode)).
     ///
     /// # Errors
     /// As [`Pool::begin`].
@@ -128,8 +128,8 @@ impl<DB: Backend> AuditedPool<DB> {
 
     /// Starts a transaction with your own statement (`BEGIN IMMEDIATE`, `START TRANSACTION
     /// READ ONLY`), as [`Pool::begin_with`]; audited as [`AuditedPool::begin`]. Your statement
-    /// is kept in enforce mode too (see [`crate::enforce`] for how a read-only call's
-    /// transaction begun with it is guarded).
+    /// is kept in enforce mode too (see [enforce mode](crate#enforce-mode) for how a
+    /// read-only call's transaction begun with it is guarded).
     ///
     /// # Errors
     /// As [`Pool::begin_with`]: among others, when `statement` does not open a transaction.
