@@ -11,7 +11,8 @@
 //! producer asks for it ([`Yielder::finish_on_drop`]), dropping the stream spawns the
 //! producer on the current tokio runtime, where its further items are discarded. The
 //! PostgreSQL oracle uses it so that a stream dropped early still commits its transaction,
-//! as the statement would have in autocommit.
+//! as the statement would have in autocommit. A producer that cannot be finished so (no
+//! runtime, or the runtime shuts down first) is counted as an audit error.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -86,7 +87,8 @@ impl<T> Yielder<T> {
     }
 
     /// While `on`, dropping a [`DetachableStream`] before its end spawns the producer on the
-    /// current tokio runtime instead of dropping it (without a runtime it is dropped).
+    /// current tokio runtime instead of dropping it. Without a runtime, or when the runtime
+    /// shuts down before the producer ends, it is dropped, and counted as an audit error.
     #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
     pub(crate) fn finish_on_drop(&self, on: bool) {
         self.shared.finish_on_drop.store(on, Ordering::Release);
@@ -202,13 +204,40 @@ impl<T> Drop for DetachableStream<T> {
         if !self.shared.finish_on_drop.load(Ordering::Acquire) {
             return;
         }
-        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            self.shared.detached.store(true, Ordering::Release);
-            drop(self.shared.take());
-            runtime.spawn(async move {
-                let _ = producer.await;
-            });
-        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            Unfinished.lost("no tokio runtime");
+            return;
+        };
+        self.shared.detached.store(true, Ordering::Release);
+        drop(self.shared.take());
+        // Made here and moved in: a task dropped before its first poll drops it too.
+        let unfinished = Unfinished;
+        runtime.spawn(async move {
+            let _ = producer.await;
+            std::mem::forget(unfinished);
+        });
+    }
+}
+
+/// A dropped stream's producer, asked to run to its end, that has not: dropped with it, it
+/// counts an audit error (stage `Oracle`, the one producer that asks), since the statement's
+/// transaction then rolls back where bare autocommit would have kept its writes. Forgotten
+/// once the producer ended.
+struct Unfinished;
+
+impl Unfinished {
+    fn lost(self, why: &str) {
+        std::mem::forget(self);
+        hintaudit_core::stats().audit_error(
+            hintaudit_core::AuditStage::Oracle,
+            &format!("a dropped stream's statement could not be finished ({why}): rolled back"),
+        );
+    }
+}
+
+impl Drop for Unfinished {
+    fn drop(&mut self) {
+        Unfinished.lost("its task ended first: the runtime shut down, or it panicked");
     }
 }
 
@@ -275,5 +304,62 @@ mod tests {
         drop(s);
         // Not asked: the producer is dropped, as `TryStream`'s.
         assert!(rx.await.is_err());
+    }
+
+    /// Sets its flag when dropped.
+    struct Flag(Arc<AtomicBool>);
+
+    impl Drop for Flag {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::SeqCst);
+        }
+    }
+
+    /// A stream whose producer asks to be finished, after its first item, and a flag set
+    /// when the producer is dropped (it never ends by itself).
+    fn half_read(rt: &tokio::runtime::Runtime) -> (DetachableStream<u32>, Arc<AtomicBool>) {
+        let dropped = Arc::new(AtomicBool::new(false));
+        let flag = Flag(dropped.clone());
+        let mut s = DetachableStream::new(|y: Yielder<u32>| {
+            async move {
+                let _flag = flag;
+                y.finish_on_drop(true);
+                y.send(0).await;
+                std::future::pending::<()>().await;
+                Ok(())
+            }
+            .boxed()
+        });
+        assert_eq!(rt.block_on(s.try_next()).unwrap(), Some(0));
+        (s, dropped)
+    }
+
+    fn oracle_errors() -> u64 {
+        hintaudit_core::stats().audit_errors(hintaudit_core::AuditStage::Oracle)
+    }
+
+    #[test]
+    fn a_producer_that_cannot_be_finished_counts_an_audit_error() {
+        // Dropped where no runtime runs.
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let (s, dropped) = half_read(&rt);
+        let before = oracle_errors();
+        drop(s);
+        assert!(dropped.load(Ordering::SeqCst), "the producer is dropped");
+        assert!(oracle_errors() > before, "the loss is counted");
+
+        // Spawned, then the runtime shuts down before the producer ends.
+        let (s, dropped) = half_read(&rt);
+        let before = oracle_errors();
+        rt.block_on(async move { drop(s) });
+        assert!(
+            !dropped.load(Ordering::SeqCst),
+            "the producer runs on in a task of its own"
+        );
+        drop(rt);
+        assert!(dropped.load(Ordering::SeqCst));
+        assert!(oracle_errors() > before, "the loss is counted");
     }
 }
