@@ -114,9 +114,10 @@
 //! `begin_with` statement is kept as it is: in such a transaction PostgreSQL statements run
 //! after `SET TRANSACTION READ ONLY`; MySQL cannot change a running transaction's mode, so
 //! there statement analysis refuses what may write. A refusal reaches the tool as a
-//! `sqlx::Error::Database` holding a [`Refused`], whose message names the hint. A call
-//! cancelled mid-statement may leave its connection read-only: from then on the pool makes
-//! connections read-write again before each audited statement and `begin()`.
+//! `sqlx::Error::Database` holding a [`Refused`], whose message names the hint. A session
+//! read-only already (a read-only role, a connect option) is left so, never made
+//! read-write. A call cancelled mid-statement may leave its connection read-only: from then
+//! on the pool resets connections before each audited statement and `begin()`.
 //!
 //! # SQLite
 //!

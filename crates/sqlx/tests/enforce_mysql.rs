@@ -86,6 +86,14 @@ async fn db() -> Option<Db> {
 }
 
 impl Db {
+    /// The appointments the tests' writer calls book (`views = 9`).
+    async fn booked(&self) -> i64 {
+        sqlx::query_scalar("SELECT count(*) FROM appointments WHERE views = 9")
+            .fetch_one(self.pool.inner())
+            .await
+            .expect("count")
+    }
+
     async fn views(&self) -> i64 {
         sqlx::query_scalar("SELECT count(*) FROM page_views")
             .fetch_one(self.pool.inner())
@@ -369,6 +377,26 @@ async fn a_non_destructive_calls_delete_never_reaches_mysql() {
     db.drop_database().await;
 }
 
+/// A read-only call reads 900 rows as a stream; `dropped`: the stream is dropped after the
+/// first.
+async fn read_only_call_reads(pool: &AuditedPool<MySql>, dropped: bool) {
+    use futures_util::TryStreamExt;
+    CallScope::new("get_appointment")
+        .with_enforcement(read_only())
+        .run(async {
+            let mut rows = sqlx::query(
+                "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 900) \
+                 SELECT i FROM n",
+            )
+            .fetch(pool);
+            assert!(rows.try_next().await.expect("a row").is_some());
+            if !dropped {
+                while rows.try_next().await.expect("a row").is_some() {}
+            }
+        })
+        .await;
+}
+
 /// A read-only call whose stream is dropped early leaves its connection read-only (`SET
 /// SESSION TRANSACTION READ ONLY`, see `enforce`). A later call that is not read-only,
 /// beginning a transaction on that connection (from the pool, or held), gets a read-write
@@ -378,19 +406,8 @@ async fn a_non_destructive_calls_delete_never_reaches_mysql() {
 async fn a_transaction_begun_after_a_read_only_leak_is_read_write() {
     let Some(db) = db().await else { return };
     for held in [false, true] {
-        CallScope::new("get_appointment")
-            .with_enforcement(read_only())
-            .run(async {
-                use futures_util::TryStreamExt;
-                let mut rows = sqlx::query(
-                    "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 900) \
-                     SELECT i FROM n",
-                )
-                .fetch(&db.pool);
-                assert!(rows.try_next().await.expect("a row").is_some());
-                drop(rows); // before the connection is made read-write again
-            })
-            .await;
+        // Dropped before the connection is made read-write again.
+        read_only_call_reads(&db.pool, true).await;
         CallScope::new("book_appointment")
             .run(async {
                 let insert = "INSERT INTO appointments (views) VALUES (9)";
@@ -413,10 +430,47 @@ async fn a_transaction_begun_after_a_read_only_leak_is_read_write() {
             })
             .await;
     }
-    let n: i64 = sqlx::query_scalar("SELECT count(*) FROM appointments WHERE views = 9")
-        .fetch_one(db.pool.inner())
+    assert_eq!(db.booked().await, 2);
+    db.drop_database().await;
+}
+
+/// A session the deployment made read-only (here by an init command) stays read-only: after
+/// a read-only call's statement, and after a read-only call's dropped stream, a call that
+/// enforces nothing still has its write refused by the database (error 1792), as on a bare
+/// pool.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_configured_read_only_is_never_made_read_write() {
+    let Some(db) = db().await else { return };
+    let url = std::env::var("HINTAUDIT_MYSQL_URL")
+        .unwrap_or_else(|_| "mysql://root@127.0.0.1:3306".to_owned());
+    let pool = AuditedPool::<MySql>::options()
+        .connect_with(
+            MySqlPoolOptions::new()
+                .max_connections(1)
+                .after_connect(|conn, _| {
+                    Box::pin(async move {
+                        conn.execute("SET SESSION TRANSACTION READ ONLY").await?;
+                        Ok(())
+                    })
+                }),
+            format!("{}/{}", url.trim_end_matches('/'), db.name)
+                .parse()
+                .expect("url"),
+        )
         .await
-        .unwrap();
-    assert_eq!(n, 2);
+        .expect("connect");
+    for dropped in [false, true] {
+        read_only_call_reads(&pool, dropped).await;
+        let r = CallScope::new("book_appointment")
+            .run(sqlx::query("INSERT INTO appointments (views) VALUES (9)").execute(&pool))
+            .await;
+        let e = r.expect_err("refused: the session is read-only");
+        let sqlx::Error::Database(d) = &e else {
+            panic!("{e:?}")
+        };
+        assert_eq!(d.code().as_deref(), Some("25006"), "{e}");
+    }
+    pool.close().await;
+    assert_eq!(db.booked().await, 0);
     db.drop_database().await;
 }

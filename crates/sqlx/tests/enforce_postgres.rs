@@ -78,6 +78,14 @@ async fn db(oracle: PgOracle, name: &str) -> Option<Db> {
 }
 
 impl Db {
+    /// The appointments the tests' writer calls book (`views = 9`).
+    async fn booked(&self) -> i64 {
+        sqlx::query_scalar("SELECT count(*) FROM appointments WHERE views = 9")
+            .fetch_one(self.pool.inner())
+            .await
+            .expect("count")
+    }
+
     async fn views(&self) -> i64 {
         sqlx::query_scalar("SELECT count(*) FROM page_views")
             .fetch_one(self.pool.inner())
@@ -301,10 +309,78 @@ async fn a_transaction_begun_after_a_read_only_leak_is_read_write() {
             })
             .await;
     }
-    let n: i64 = sqlx::query_scalar("SELECT count(*) FROM appointments WHERE views = 9")
-        .fetch_one(db.pool.inner())
+    assert_eq!(db.booked().await, 2);
+    db.drop_schema().await;
+}
+
+/// A session the deployment made read-only (here by a connect option; a read-only role's
+/// `default_transaction_read_only` is the same setting) stays read-only: after a read-only
+/// call's statement, and after a read-only call's dropped stream, a call that enforces
+/// nothing still has its writes refused by PostgreSQL (25006), in autocommit and in a
+/// transaction, as on a bare pool.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_configured_read_only_is_never_made_read_write() {
+    let Some(db) = db(PgOracle::Writes, "configured_ro").await else {
+        return;
+    };
+    let url = std::env::var("HINTAUDIT_PG_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned());
+    let opts = PgConnectOptions::from_str(&url).expect("url").options([
+        ("search_path", db.schema.as_str()),
+        ("default_transaction_read_only", "on"),
+    ]);
+    let pool = AuditedPool::<Postgres>::options()
+        .connect_with(PgPoolOptions::new().max_connections(1), opts)
         .await
-        .unwrap();
-    assert_eq!(n, 2);
+        .expect("connect");
+    let read_only_call = || {
+        CallScope::new("get_appointment").with_enforcement(Enforcement {
+            read_only: true,
+            ..Enforcement::NONE
+        })
+    };
+    let insert = "INSERT INTO appointments (views) VALUES (9)";
+    let refused = |r: Result<(), sqlx::Error>, what: &str| {
+        let e = r.expect_err(what);
+        let sqlx::Error::Database(d) = &e else {
+            panic!("{what}: {e:?}")
+        };
+        assert_eq!(d.code().as_deref(), Some("25006"), "{what}: {e}");
+    };
+    for round in [
+        "after a read-only call's statement",
+        "after a dropped stream",
+    ] {
+        read_only_call()
+            .run(async {
+                use futures_util::TryStreamExt;
+                let mut rows =
+                    sqlx::query("SELECT g FROM generate_series(1, 100000) AS g").fetch(&pool);
+                assert!(rows.try_next().await.expect("a row").is_some());
+                if round == "after a dropped stream" {
+                    drop(rows);
+                } else {
+                    while rows.try_next().await.expect("a row").is_some() {}
+                }
+            })
+            .await;
+        let writer = CallScope::new("book_appointment");
+        let (autocommit, in_tx) = writer
+            .run(async {
+                let autocommit = sqlx::query(insert).execute(&pool).await.map(drop);
+                let in_tx = async {
+                    let mut tx = pool.begin().await?;
+                    sqlx::query(insert).execute(&mut *tx).await?;
+                    tx.commit().await
+                }
+                .await;
+                (autocommit, in_tx)
+            })
+            .await;
+        refused(autocommit, &format!("autocommit, {round}"));
+        refused(in_tx, &format!("in a transaction, {round}"));
+    }
+    pool.close().await;
+    assert_eq!(db.booked().await, 0);
     db.drop_schema().await;
 }

@@ -289,3 +289,38 @@ async fn no_pooled_connection_is_handed_on_read_only() {
     })
     .await;
 }
+
+/// A connection the deployment made read-only (`query_only` in its connect options) stays
+/// read-only: after a read-only call's statement, and after a read-only call's dropped
+/// stream, a call that enforces nothing still has its write refused by SQLite, as on a bare
+/// pool.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_configured_read_only_is_never_made_read_write() {
+    let (dir, writable) = pool(1).await;
+    let options = SqliteConnectOptions::new()
+        .filename(dir.path().join("enforce.db"))
+        .pragma("query_only", "ON");
+    let pool = AuditedPool::<Sqlite>::options()
+        .connect_with(SqlitePoolOptions::new().max_connections(1), options)
+        .await
+        .expect("connect");
+    for dropped in [false, true] {
+        CallScope::new("reader")
+            .with_enforcement(read_only())
+            .run(async {
+                let mut rows = sqlx::query("SELECT id FROM appointments").fetch(&pool);
+                assert!(rows.try_next().await.expect("a row").is_some());
+                if !dropped {
+                    while rows.try_next().await.expect("a row").is_some() {}
+                }
+            })
+            .await;
+        let r = CallScope::new("writer")
+            .run(sqlx::query("INSERT INTO audit_log (what) VALUES ('w')").execute(&pool))
+            .await;
+        let e = r.expect_err("refused: the connection is read-only");
+        assert!(e.to_string().contains("readonly"), "{e}");
+    }
+    pool.close().await;
+    assert_eq!(count(&writable, "audit_log").await, 0);
+}

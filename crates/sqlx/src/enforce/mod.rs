@@ -8,12 +8,15 @@
 //!   connection) is begun read-only ([`begin_statement`]): PostgreSQL `BEGIN READ ONLY`,
 //!   MySQL/MariaDB `START TRANSACTION READ ONLY`; the mode ends with the transaction, however
 //!   it ends. Otherwise, before each statement the connection is made read-only, and after
-//!   it made read-write again:
+//!   it made read-write again, in the same round trip as before; a session that was
+//!   read-only already (a read-only role, a connect option, an init command: the
+//!   deployment's choice) is left as it is and never made read-write (see [`ReadOnlySql`]):
 //!   - SQLite: `PRAGMA query_only = ON` / `OFF` (a session setting, in or out of a
 //!     transaction);
-//!   - PostgreSQL: outside a transaction `SET default_transaction_read_only = on` / `off`
-//!     (the statement's own transaction, and the oracle's, are read-only); inside one not
-//!     begun read-only, `SET TRANSACTION READ ONLY`, which ends with the transaction;
+//!   - PostgreSQL: outside a transaction `default_transaction_read_only` on / off, with
+//!     `set_config` (the statement's own transaction, and the oracle's, are read-only);
+//!     inside one not begun read-only, `SET TRANSACTION READ ONLY`, which ends with the
+//!     transaction;
 //!   - MySQL/MariaDB: outside a transaction `SET SESSION TRANSACTION READ ONLY` / `READ
 //!     WRITE`. MySQL cannot change a running transaction's access mode, so inside one not
 //!     begun read-only (begun with your own `begin_with` statement, which is kept as it is,
@@ -27,11 +30,16 @@
 //! **Restoring.** The setting is restored right after the statement, whether it succeeded or
 //! failed. When the statement's future is dropped first (the tool was cancelled or panicked
 //! while a statement or a stream was under way), the connection may go back to the pool
-//! read-only: the pool counts it ([`Shared::read_only_leaks`]) and, from then on, makes the
-//! connection read-write again before every audited statement and every audited `begin()`
-//! that does not itself enforce read-only (one more round trip each, for the life of the
-//! pool). Statements through [`crate::AuditedPool::inner`] and sqlx's `Acquire` are not
-//! audited, so not reset.
+//! read-only: the pool counts it ([`Shared::read_only_leaks`]) and, from then on, resets
+//! connections before every audited statement and every audited `begin()` that does not
+//! itself enforce read-only (one more round trip each, for the life of the pool). On
+//! PostgreSQL the reset undoes only what enforcement did: making a session read-only also
+//! sets the custom setting `hintaudit.read_only_set`, which the restore and the reset
+//! clear. On SQLite and MySQL/MariaDB the reset makes the session read-write: in a pool
+//! whose sessions are all read-only by configuration nothing is ever made read-only, so
+//! nothing leaks, except a statement dropped while its session was being made read-only.
+//! Statements through [`crate::AuditedPool::inner`] and sqlx's `Acquire` are not audited,
+//! so not reset.
 //!
 //! [`Shared::read_only_leaks`]: crate::pool::inner::Shared
 
@@ -95,21 +103,66 @@ pub(crate) fn begin_statement<DB: Backend>(statement: Option<SqlStr>) -> (Option
     }
 }
 
-/// The backend's read-only statements: (session on, session off, inside a transaction).
-fn statements<DB: Backend>() -> (&'static str, &'static str, Option<&'static str>) {
+/// The backend's read-only statements, outside a transaction and in one.
+struct ReadOnlySql {
+    /// Makes the session read-only, and yields a row only when it was read-write before: a
+    /// session the deployment made read-only (a read-only role, a connect option, an
+    /// init command) is left as it is, and never made read-write afterwards.
+    on: &'static str,
+    /// Makes the session read-write again after `on` yielded a row.
+    off: &'static str,
+    /// After a leak, before a statement or `begin()` that does not enforce read-only: on
+    /// PostgreSQL undoes `on` only where `on` changed the session (it leaves a mark in it);
+    /// elsewhere as `off`.
+    reset: &'static str,
+    /// Inside a transaction not begun read-only, where the backend can make it so.
+    in_tx: Option<&'static str>,
+}
+
+/// [`ReadOnlySql`] for the backend.
+fn statements<DB: Backend>() -> ReadOnlySql {
     match DB::SYSTEM_NAME {
-        "sqlite" => ("PRAGMA query_only = ON", "PRAGMA query_only = OFF", None),
-        "postgresql" => (
-            "SET default_transaction_read_only = on",
-            "SET default_transaction_read_only = off",
-            Some("SET TRANSACTION READ ONLY"),
-        ),
-        _ => (
-            "SET SESSION TRANSACTION READ ONLY",
-            "SET SESSION TRANSACTION READ WRITE",
-            None,
-        ),
+        "sqlite" => ReadOnlySql {
+            on: "SELECT 1 FROM pragma_query_only WHERE query_only = 0; PRAGMA query_only = ON",
+            off: "PRAGMA query_only = OFF",
+            reset: "PRAGMA query_only = OFF",
+            in_tx: None,
+        },
+        "postgresql" => ReadOnlySql {
+            // `CASE` orders the evaluation; `OFFSET 0` keeps the old value's subquery apart.
+            on: "SELECT 1 FROM (SELECT current_setting('default_transaction_read_only') AS old \
+                 OFFSET 0) AS s WHERE CASE WHEN s.old = 'off' THEN \
+                 set_config('default_transaction_read_only', 'on', false) = 'on' \
+                 AND set_config('hintaudit.read_only_set', 'on', false) = 'on' ELSE false END",
+            off: "SELECT set_config('default_transaction_read_only', 'off', false), \
+                  set_config('hintaudit.read_only_set', '', false)",
+            reset: "SELECT CASE WHEN current_setting('hintaudit.read_only_set', true) = 'on' \
+                    THEN set_config('default_transaction_read_only', 'off', false) \
+                    || set_config('hintaudit.read_only_set', '', false) END",
+            in_tx: Some("SET TRANSACTION READ ONLY"),
+        },
+        _ => ReadOnlySql {
+            on: "SHOW SESSION VARIABLES WHERE Variable_name IN ('tx_read_only', \
+                 'transaction_read_only') AND Value = 'OFF'; SET SESSION TRANSACTION READ ONLY",
+            off: "SET SESSION TRANSACTION READ WRITE",
+            reset: "SET SESSION TRANSACTION READ WRITE",
+            in_tx: None,
+        },
     }
+}
+
+/// Runs `sql` on the raw connection, unaudited: whether it yielded a row.
+async fn raw_yields<DB: Backend>(
+    conn: &mut DB::Connection,
+    sql: &'static str,
+) -> Result<bool, Error> {
+    use futures_util::TryStreamExt;
+    let mut items = DB::raw(conn).fetch_many(sqlx::raw_sql(sql));
+    let mut row = false;
+    while let Some(item) = items.try_next().await? {
+        row |= item.is_right();
+    }
+    Ok(row)
 }
 
 /// Whether `e` is the database refusing a write because the session or transaction is
@@ -154,7 +207,7 @@ pub(crate) async fn reset_if_leaked<DB: Backend>(
     if leaks.load(Ordering::Relaxed) == 0 || enforcement.read_only {
         return;
     }
-    if let Err(e) = raw::<DB>(conn, statements::<DB>().1).await {
+    if let Err(e) = raw::<DB>(conn, statements::<DB>().reset).await {
         stats().audit_error(AuditStage::Hook, &format!("read-only reset failed: {e}"));
     }
 }
@@ -217,12 +270,13 @@ async fn before<DB: Backend>(ctx: &mut Ctx<'_, DB>) -> Plan {
     if !e.read_only {
         return Plan::Run { restore: false };
     }
-    let (on, _, in_tx) = statements::<DB>();
-    let (sql, restore) = match (ctx.tx.as_deref(), in_tx) {
+    let sql = statements::<DB>();
+    let in_tx = match (ctx.tx.as_deref(), sql.in_tx) {
+        (None, _) => None,
         // Begun `BEGIN READ ONLY` / `START TRANSACTION READ ONLY`: the database refuses
         // the writes.
         (Some(tx), _) if DB::begun_read_only(tx) => return Plan::Run { restore: false },
-        (Some(_), Some(tx)) => (tx, false),
+        (Some(_), Some(in_tx)) => Some(in_tx),
         // MySQL cannot make a running transaction read-only: statement analysis refuses
         // what may write (a write, `CALL`, an opaque function), the rest runs.
         (Some(_), None) if DB::SYSTEM_NAME != "sqlite" => {
@@ -236,10 +290,16 @@ async fn before<DB: Backend>(ctx: &mut Ctx<'_, DB>) -> Plan {
                  begun READ ONLY cannot be made read-only once it runs)",
             );
         }
-        _ => (on, true),
+        // SQLite: `query_only` is a session setting, in a transaction too.
+        (Some(_), None) => None,
     };
-    match raw::<DB>(ctx.conn, sql).await {
-        Ok(()) => Plan::Run { restore },
+    let applied = match in_tx {
+        Some(in_tx) => raw::<DB>(ctx.conn, in_tx).await.map(|()| false),
+        // Restored afterwards only where it was read-write.
+        None => raw_yields::<DB>(ctx.conn, sql.on).await,
+    };
+    match applied {
+        Ok(restore) => Plan::Run { restore },
         Err(e) => {
             ctx.att.finish(StatementEnd::FAILED);
             Plan::Refuse(e)
@@ -269,7 +329,7 @@ async fn after<DB: Backend, T>(
     result: Result<T, Error>,
 ) -> (Result<T, Error>, bool) {
     let restored = !restore
-        || match raw::<DB>(conn, statements::<DB>().1).await {
+        || match raw::<DB>(conn, statements::<DB>().off).await {
             Ok(()) => true,
             Err(e) => {
                 stats().audit_error(AuditStage::Hook, &format!("read-only restore failed: {e}"));
