@@ -82,6 +82,15 @@ pub trait Backend: Database + sealed::Sealed + RawExecutor {
         query: AuditedQuery<Self>,
     ) -> impl Future<Output = Result<Option<Self::Row>, Error>> + Send + 'e;
 
+    /// Whether `fetch_optional` (and so `fetch_one`) straight on the pool runs as
+    /// `fetch_many` does, through the statement's stream, which it reads to the end, keeping
+    /// the first row (as sqlx's PostgreSQL `fetch_optional` does): so that a caller dropped
+    /// mid-statement (a cancelled tool call) leaves the statement to finish in a task of its
+    /// own, as `fetch_many`'s (see [`crate::stream`]). PostgreSQL: the oracle's `COMMIT`,
+    /// which bare autocommit would have done. `false` by default.
+    #[doc(hidden)]
+    const OPTIONAL_AS_STREAM: bool = false;
+
     /// Called right before `BEGIN` of an outermost [`crate::AuditedTransaction`], with the
     /// pool's oracle mode: the transaction's audit state to start from (PostgreSQL: asks the
     /// server to flush the statistics of earlier transactions, one round trip, so that the

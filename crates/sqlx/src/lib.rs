@@ -141,8 +141,9 @@
 //! may write runs wrapped in a transaction whose table counts the oracle reads before
 //! `COMMIT`: 4 extra round trips, whose cost does not grow with the schema (see
 //! `docs/performance.md`); plain `SELECT`s run unwrapped at no cost. A wrapped statement
-//! run on the pool streams its rows as they arrive, and one whose stream is dropped early
-//! is finished (`COMMIT` included) in a spawned task; on a held connection its rows are
+//! run on the pool streams its rows as they arrive, and one whose stream (or `fetch_one`,
+//! `fetch_optional`) is dropped early is finished (`COMMIT` included) in a spawned task, as
+//! the server would have finished it in autocommit; on a held connection its rows are
 //! buffered until `COMMIT` answers: to stream a large `SELECT` that calls a function not
 //! known to be pure there, run it on the pool, in an [`AuditedTransaction`], or use
 //! [`PgOracle::Off`]. An [`AuditedTransaction`] costs one round trip before `BEGIN` (the

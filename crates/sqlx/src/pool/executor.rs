@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use futures_core::future::BoxFuture;
 use futures_core::stream::BoxStream;
-use futures_util::FutureExt;
+use futures_util::{FutureExt, TryStreamExt};
 use sqlx::{Describe, Either, Error, Execute, Executor, SqlStr};
 
 use crate::backend::{Backend, describe_raw, prepare_raw};
@@ -49,6 +49,18 @@ impl<'p, DB: Backend> Executor<'p> for &'_ AuditedPool<DB> {
         'p: 'e,
         E: 'q + Execute<'q, DB>,
     {
+        if DB::OPTIONAL_AS_STREAM {
+            let mut items = self.fetch_many(query);
+            return Box::pin(async move {
+                let mut first = None;
+                while let Some(item) = items.try_next().await? {
+                    if let (Either::Right(row), None) = (item, &first) {
+                        first = Some(row);
+                    }
+                }
+                Ok(first)
+            });
+        }
         let statement = Pooled::start(&self.shared, query);
         let span = statement.att.span.clone();
         let run = async move {

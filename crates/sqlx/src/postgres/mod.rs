@@ -287,6 +287,7 @@ impl Backend for Postgres {
     type ConnState = PgConnState;
     type TxState = PgTxState;
     const READ_ONLY_BEGIN: Option<&'static str> = Some("BEGIN READ ONLY");
+    const OPTIONAL_AS_STREAM: bool = true;
 
     fn set_begun_read_only(tx: &mut PgTxState) {
         tx.read_only = true;

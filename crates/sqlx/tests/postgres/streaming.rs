@@ -236,3 +236,34 @@ async fn a_wrapped_statement_failing_mid_stream_on_a_held_connection_leaves_it_i
     drop(conn);
     db.drop_schema().await;
 }
+
+/// A wrapped write run with `fetch_one` on the pool, whose caller is dropped while the
+/// statement runs (a cancelled tool call, here a timeout): the statement still commits, as
+/// bare autocommit would (the server finishes a statement it was sent), and the oracle
+/// observes it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wrapped_fetch_one_cancelled_mid_statement_still_commits() {
+    let Some(db) = db(PgOracle::Writes, SETUP).await else {
+        return;
+    };
+    let scope = CallScope::new("views");
+    let effects = scope.effects_handle();
+    let timed_out = scope
+        .run(tokio::time::timeout(
+            Duration::from_millis(300),
+            sqlx::query("SELECT mark_viewed(1) AS v, pg_sleep(1.5)::text AS s").fetch_one(&db.pool),
+        ))
+        .await;
+    assert!(timed_out.is_err(), "cancelled while the statement sleeps");
+    eventually("the statement's write is committed", || async {
+        count(&db.admin, &db.schema).await == 1
+    })
+    .await;
+    eventually("the oracle's observation is recorded", || {
+        let e = effects.snapshot();
+        async move { table(&e, "page_views").is_some() }
+    })
+    .await;
+    assert_observed(&effects.snapshot(), 1);
+    db.drop_schema().await;
+}
