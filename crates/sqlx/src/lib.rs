@@ -117,7 +117,8 @@
 //! `sqlx::Error::Database` holding a [`Refused`], whose message names the hint. A session
 //! read-only already (a read-only role, a connect option) is left so, never made
 //! read-write. A call cancelled mid-statement may leave its connection read-only: from then
-//! on the pool resets connections before each audited statement and `begin()`.
+//! on the pool resets connections before each audited statement and `begin()`, and before
+//! sqlx's `Acquire` hands one out.
 //!
 //! # SQLite
 //!

@@ -265,14 +265,27 @@ async fn a_non_destructive_calls_delete_never_reaches_postgres() {
 
 /// A read-only call whose stream is dropped early leaves its connection read-only
 /// (`default_transaction_read_only`, see `enforce`). A later call that is not read-only,
-/// beginning a transaction on that connection (from the pool, or held), gets a read-write
-/// transaction: its writes succeed.
+/// beginning a transaction on that connection (from the pool or held, audited or through
+/// sqlx's `Acquire`), gets a read-write transaction: its writes succeed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_transaction_begun_after_a_read_only_leak_is_read_write() {
     let Some(db) = db(PgOracle::Writes, "leak_begin").await else {
         return;
     };
-    for held in [false, true] {
+    /// A helper written against sqlx's `Acquire`, as a library's would be.
+    async fn book<'a>(a: impl sqlx::Acquire<'a, Database = Postgres>) -> Result<(), sqlx::Error> {
+        let mut tx = a.begin().await?;
+        sqlx::query(INSERT).execute(&mut *tx).await?;
+        tx.commit().await
+    }
+    const INSERT: &str = "INSERT INTO appointments (views) VALUES (9)";
+    let ways = [
+        "on the pool",
+        "on a held connection",
+        "by sqlx's Acquire on the pool",
+        "by sqlx's Acquire on a held connection",
+    ];
+    for way in ways {
         let reader = CallScope::new("get_appointment").with_enforcement(Enforcement {
             read_only: true,
             ..Enforcement::NONE
@@ -287,29 +300,32 @@ async fn a_transaction_begun_after_a_read_only_leak_is_read_write() {
             })
             .await;
         let writer = CallScope::new("book_appointment");
-        writer
+        let booked = writer
             .run(async {
-                let insert = "INSERT INTO appointments (views) VALUES (9)";
-                if held {
-                    let mut conn = db.pool.acquire().await.expect("acquire");
-                    let mut tx = conn.begin().await.expect("begin on a held connection");
-                    sqlx::query(insert)
-                        .execute(&mut *tx)
-                        .await
-                        .expect("a write in a transaction begun on a held connection");
-                    tx.commit().await.expect("commit");
-                } else {
-                    let mut tx = db.pool.begin().await.expect("begin");
-                    sqlx::query(insert)
-                        .execute(&mut *tx)
-                        .await
-                        .expect("a write in a transaction begun on the pool");
-                    tx.commit().await.expect("commit");
+                let mut conn = db.pool.acquire().await?;
+                match way {
+                    "on the pool" => {
+                        drop(conn);
+                        let mut tx = db.pool.begin().await?;
+                        sqlx::query(INSERT).execute(&mut *tx).await?;
+                        tx.commit().await
+                    }
+                    "on a held connection" => {
+                        let mut tx = conn.begin().await?;
+                        sqlx::query(INSERT).execute(&mut *tx).await?;
+                        tx.commit().await
+                    }
+                    "by sqlx's Acquire on the pool" => {
+                        drop(conn);
+                        book(&db.pool).await
+                    }
+                    _ => book(&mut *conn).await,
                 }
             })
             .await;
+        booked.unwrap_or_else(|e| panic!("a write in a transaction begun {way}: {e}"));
     }
-    assert_eq!(db.booked().await, 2);
+    assert_eq!(db.booked().await, 4);
     db.drop_schema().await;
 }
 

@@ -168,7 +168,7 @@ impl<'c, DB: Backend> AuditedConn<'c, DB> {
         let (own, statement) = match tx {
             Some(_) => (None, statement),
             None => {
-                crate::enforce::reset_before_begin::<DB>(&mut **raw, &shared.read_only_leaks).await;
+                crate::enforce::reset_for_call::<DB>(&mut **raw, &shared.read_only_leaks).await;
                 let mut own = DB::before_begin(&mut **raw, shared.oracle).await?;
                 let (statement, read_only) = crate::enforce::begin_statement::<DB>(statement);
                 if read_only {
@@ -286,12 +286,17 @@ impl<'a, DB: Backend> Acquire<'a> for &'a mut AuditedConn<'_, DB> {
 }
 
 impl<DB: Backend> AuditedConn<'_, DB> {
-    /// Before handing the driver's connection out through sqlx's `Acquire`: counts it and
-    /// marks it for set-up (outside any call) or for the current call (inside one: SQLite's
+    /// Before handing the driver's connection out through sqlx's `Acquire`: resets it after
+    /// a read-only leak (outside a transaction: see [`crate::enforce`]), counts it and marks
+    /// it for set-up (outside any call) or for the current call (inside one: SQLite's
     /// hooks are bound to the call until the next audited statement or until this connection
     /// drops).
     async fn mark_acquired(&mut self) {
         let call = crate::pool::acquire::note_acquire();
+        if self.tx.is_none() {
+            let leaks = &self.shared.read_only_leaks;
+            crate::enforce::reset_for_call::<DB>(&mut self.raw, leaks).await;
+        }
         DB::mark_acquired(&mut self.raw, &mut self.state, &self.shared.backend, call).await;
     }
 }

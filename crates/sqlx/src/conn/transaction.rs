@@ -39,7 +39,7 @@ impl<DB: Backend> AuditedTransaction<'static, DB> {
         statement: Option<SqlStr>,
     ) -> Result<Self, Error> {
         let mut pooled = shared.pool.acquire().await?;
-        crate::enforce::reset_before_begin::<DB>(&mut pooled, &shared.read_only_leaks).await;
+        crate::enforce::reset_for_call::<DB>(&mut pooled, &shared.read_only_leaks).await;
         let mut txs = DB::before_begin(&mut pooled, shared.oracle).await?;
         let (statement, read_only) = crate::enforce::begin_statement::<DB>(statement);
         let tx = Transaction::begin(pooled, statement).await?;

@@ -31,15 +31,15 @@
 //! failed. When the statement's future is dropped first (the tool was cancelled or panicked
 //! while a statement or a stream was under way), the connection may go back to the pool
 //! read-only: the pool counts it ([`Shared::read_only_leaks`]) and, from then on, resets
-//! connections before every audited statement and every audited `begin()` that does not
-//! itself enforce read-only (one more round trip each, for the life of the pool). On
+//! connections before every audited statement, every audited `begin()` and every
+//! connection sqlx's `Acquire` hands out, in a call that does not itself enforce read-only (one more round trip each, for the life of the pool). On
 //! PostgreSQL the reset undoes only what enforcement did: making a session read-only also
 //! sets the custom setting `hintaudit.read_only_set`, which the restore and the reset
 //! clear. On SQLite and MySQL/MariaDB the reset makes the session read-write: in a pool
 //! whose sessions are all read-only by configuration nothing is ever made read-only, so
 //! nothing leaks, except a statement dropped while its session was being made read-only.
-//! Statements through [`crate::AuditedPool::inner`] and sqlx's `Acquire` are not audited,
-//! so not reset.
+//! A connection sqlx's `Acquire` hands out is reset first (its statements are not audited);
+//! statements through [`crate::AuditedPool::inner`] are not reset.
 //!
 //! [`Shared::read_only_leaks`]: crate::pool::inner::Shared
 
@@ -212,11 +212,12 @@ pub(crate) async fn reset_if_leaked<DB: Backend>(
     }
 }
 
-/// Resets a connection that may have been left read-only before an outermost audited
-/// transaction is begun on it, unless the current call enforces read-only: on PostgreSQL a
-/// session left `default_transaction_read_only` would begin it read-only, and the reset
-/// before each of its statements could no longer change that.
-pub(crate) async fn reset_before_begin<DB: Backend>(conn: &mut DB::Connection, leaks: &AtomicU64) {
+/// Resets a connection that may have been left read-only before it begins a transaction or
+/// leaves the audit's hands, unless the current call enforces read-only: before an
+/// outermost audited transaction is begun on it (a session left read-only would begin it
+/// read-only, and the reset before each of its statements could no longer change that), and
+/// before sqlx's `Acquire` hands it out (its statements are not audited, so not reset).
+pub(crate) async fn reset_for_call<DB: Backend>(conn: &mut DB::Connection, leaks: &AtomicU64) {
     let enforcement = CallScope::current().map_or(Enforcement::NONE, |s| s.enforcement());
     reset_if_leaked::<DB>(conn, leaks, enforcement).await;
 }

@@ -94,6 +94,7 @@ impl<'a, DB: Backend> Acquire<'a> for &'_ AuditedPool<DB> {
             let conn = shared.pool.acquire().await?;
             let mut conn = AuditedConnection::new(conn, shared);
             let c = &mut *conn;
+            crate::enforce::reset_for_call::<DB>(&mut c.raw, &c.shared.read_only_leaks).await;
             DB::mark_acquired(&mut c.raw, &mut c.state, &c.shared.backend, call).await;
             Ok(AcquiredConnection { conn })
         })
@@ -101,9 +102,10 @@ impl<'a, DB: Backend> Acquire<'a> for &'_ AuditedPool<DB> {
 
     fn begin(self) -> BoxFuture<'static, Result<Transaction<'a, DB>, Error>> {
         note_acquire();
-        let pool = self.shared.pool.clone();
+        let shared = self.shared.clone();
         Box::pin(async move {
-            let conn = pool.acquire().await?;
+            let mut conn = shared.pool.acquire().await?;
+            crate::enforce::reset_for_call::<DB>(&mut conn, &shared.read_only_leaks).await;
             Transaction::begin(MaybePoolConnection::PoolConnection(conn), None).await
         })
     }
