@@ -459,8 +459,16 @@ async fn a_session_configured_read_only_is_never_made_read_write() {
         )
         .await
         .expect("connect");
-    for dropped in [false, true] {
-        read_only_call_reads(&pool, dropped).await;
+    for round in [
+        "read",
+        "dropped stream",
+        "dropped while being made read-only",
+    ] {
+        match round {
+            "read" => read_only_call_reads(&pool, false).await,
+            "dropped stream" => read_only_call_reads(&pool, true).await,
+            _ => read_only_call_dropped_at_once(&pool).await,
+        }
         let r = CallScope::new("book_appointment")
             .run(sqlx::query("INSERT INTO appointments (views) VALUES (9)").execute(&pool))
             .await;
@@ -468,9 +476,22 @@ async fn a_session_configured_read_only_is_never_made_read_write() {
         let sqlx::Error::Database(d) = &e else {
             panic!("{e:?}")
         };
-        assert_eq!(d.code().as_deref(), Some("25006"), "{e}");
+        assert_eq!(d.code().as_deref(), Some("25006"), "{round}: {e}");
     }
     pool.close().await;
     assert_eq!(db.booked().await, 0);
     db.drop_database().await;
+}
+
+/// A read-only call whose statement is dropped after its first poll, with enforcement's
+/// first round trip under way.
+async fn read_only_call_dropped_at_once(pool: &AuditedPool<MySql>) {
+    CallScope::new("get_appointment")
+        .with_enforcement(read_only())
+        .run(async {
+            let mut conn = pool.acquire().await.expect("acquire");
+            let mut f = (&mut *conn).fetch_optional(sqlx::query("SELECT 1"));
+            assert!(futures_util::poll!(&mut f).is_pending());
+        })
+        .await;
 }

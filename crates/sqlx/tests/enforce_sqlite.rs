@@ -304,13 +304,27 @@ async fn a_connection_configured_read_only_is_never_made_read_write() {
         .connect_with(SqlitePoolOptions::new().max_connections(1), options)
         .await
         .expect("connect");
-    for dropped in [false, true] {
+    for round in [
+        "dropped while being made read-only",
+        "read",
+        "dropped stream",
+    ] {
         CallScope::new("reader")
             .with_enforcement(read_only())
             .run(async {
+                if round == "dropped while being made read-only" {
+                    // Dropped after its first poll, with enforcement's first step under way.
+                    let mut conn = pool.acquire().await.expect("acquire");
+                    let mut f = (&mut *conn).fetch_optional(sqlx::query("SELECT 1"));
+                    assert!(futures_util::poll!(&mut f).is_pending());
+                    drop(f);
+                    // The worker finishes what was under way.
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    return;
+                }
                 let mut rows = sqlx::query("SELECT id FROM appointments").fetch(&pool);
                 assert!(rows.try_next().await.expect("a row").is_some());
-                if !dropped {
+                if round == "read" {
                     while rows.try_next().await.expect("a row").is_some() {}
                 }
             })
@@ -319,7 +333,7 @@ async fn a_connection_configured_read_only_is_never_made_read_write() {
             .run(sqlx::query("INSERT INTO audit_log (what) VALUES ('w')").execute(&pool))
             .await;
         let e = r.expect_err("refused: the connection is read-only");
-        assert!(e.to_string().contains("readonly"), "{e}");
+        assert!(e.to_string().contains("readonly"), "{round}: {e}");
     }
     pool.close().await;
     assert_eq!(count(&writable, "audit_log").await, 0);

@@ -8,9 +8,10 @@
 //!   connection) is begun read-only ([`begin_statement`]): PostgreSQL `BEGIN READ ONLY`,
 //!   MySQL/MariaDB `START TRANSACTION READ ONLY`; the mode ends with the transaction, however
 //!   it ends. Otherwise, before each statement the connection is made read-only, and after
-//!   it made read-write again, in the same round trip as before; a session that was
-//!   read-only already (a read-only role, a connect option, an init command: the
-//!   deployment's choice) is left as it is and never made read-write (see [`ReadOnlySql`]):
+//!   it made read-write again; a session that was read-only already (a read-only role, a
+//!   connect option, an init command: the deployment's choice) is left as it is and never
+//!   made read-write (see [`ReadOnlySql`]; on MySQL/MariaDB this costs a round trip to
+//!   ask):
 //!   - SQLite: `PRAGMA query_only = ON` / `OFF` (a session setting, in or out of a
 //!     transaction);
 //!   - PostgreSQL: outside a transaction `default_transaction_read_only` on / off, with
@@ -32,12 +33,13 @@
 //! while a statement or a stream was under way), the connection may go back to the pool
 //! read-only: the pool counts it ([`Shared::read_only_leaks`]) and, from then on, resets
 //! connections before every audited statement, every audited `begin()` and every
-//! connection sqlx's `Acquire` hands out, in a call that does not itself enforce read-only (one more round trip each, for the life of the pool). On
-//! PostgreSQL the reset undoes only what enforcement did: making a session read-only also
-//! sets the custom setting `hintaudit.read_only_set`, which the restore and the reset
-//! clear. On SQLite and MySQL/MariaDB the reset makes the session read-write: in a pool
-//! whose sessions are all read-only by configuration nothing is ever made read-only, so
-//! nothing leaks, except a statement dropped while its session was being made read-only.
+//! connection sqlx's `Acquire` hands out, in a call that does not itself enforce read-only
+//! (one more round trip each, for the life of the pool). On PostgreSQL the reset undoes
+//! only what enforcement did: making a session read-only also sets the custom setting
+//! `hintaudit.read_only_set`, which the restore and the reset clear (to `''`: once set in
+//! a session, PostgreSQL keeps the name). On SQLite and MySQL/MariaDB the reset makes the
+//! session read-write; a leak is counted only where enforcement found the session
+//! read-write, so a pool whose sessions are all read-only by configuration never leaks.
 //! A connection sqlx's `Acquire` hands out is reset first (its statements are not audited);
 //! statements through [`crate::AuditedPool::inner`] are not reset.
 //!
@@ -105,15 +107,20 @@ pub(crate) fn begin_statement<DB: Backend>(statement: Option<SqlStr>) -> (Option
 
 /// The backend's read-only statements, outside a transaction and in one.
 struct ReadOnlySql {
-    /// Makes the session read-only, and yields a row only when it was read-write before: a
-    /// session the deployment made read-only (a read-only role, a connect option, an
-    /// init command) is left as it is, and never made read-write afterwards.
+    /// Yields a row only when the session is read-write. Where the backend has it, run
+    /// first, and `on` only after it yielded a row: a session the deployment made read-only
+    /// (a read-only role, a connect option, an init command) is left as it is, and never
+    /// made read-write afterwards, even by a reset after a statement dropped on the way.
+    probe: Option<&'static str>,
+    /// Makes the session read-only. Without `probe`, yields a row only when the session was
+    /// read-write before, and marks the session so that `reset` finds what it changed.
     on: &'static str,
     /// Makes the session read-write again after `on` yielded a row.
     off: &'static str,
     /// After a leak, before a statement or `begin()` that does not enforce read-only: on
     /// PostgreSQL undoes `on` only where `on` changed the session (it leaves a mark in it);
-    /// elsewhere as `off`.
+    /// elsewhere as `off` (a leak is counted only where `probe` found the session
+    /// read-write).
     reset: &'static str,
     /// Inside a transaction not begun read-only, where the backend can make it so.
     in_tx: Option<&'static str>,
@@ -123,12 +130,14 @@ struct ReadOnlySql {
 fn statements<DB: Backend>() -> ReadOnlySql {
     match DB::SYSTEM_NAME {
         "sqlite" => ReadOnlySql {
-            on: "SELECT 1 FROM pragma_query_only WHERE query_only = 0; PRAGMA query_only = ON",
+            probe: Some("SELECT 1 FROM pragma_query_only WHERE query_only = 0"),
+            on: "PRAGMA query_only = ON",
             off: "PRAGMA query_only = OFF",
             reset: "PRAGMA query_only = OFF",
             in_tx: None,
         },
         "postgresql" => ReadOnlySql {
+            probe: None,
             // `CASE` orders the evaluation; `OFFSET 0` keeps the old value's subquery apart.
             on: "SELECT 1 FROM (SELECT current_setting('default_transaction_read_only') AS old \
                  OFFSET 0) AS s WHERE CASE WHEN s.old = 'off' THEN \
@@ -142,8 +151,12 @@ fn statements<DB: Backend>() -> ReadOnlySql {
             in_tx: Some("SET TRANSACTION READ ONLY"),
         },
         _ => ReadOnlySql {
-            on: "SHOW SESSION VARIABLES WHERE Variable_name IN ('tx_read_only', \
-                 'transaction_read_only') AND Value = 'OFF'; SET SESSION TRANSACTION READ ONLY",
+            // MariaDB names it `tx_read_only`, MySQL 8 `transaction_read_only`.
+            probe: Some(
+                "SHOW SESSION VARIABLES WHERE Variable_name IN ('tx_read_only', \
+                 'transaction_read_only') AND Value = 'OFF'",
+            ),
+            on: "SET SESSION TRANSACTION READ ONLY",
             off: "SET SESSION TRANSACTION READ WRITE",
             reset: "SET SESSION TRANSACTION READ WRITE",
             in_tx: None,
@@ -222,11 +235,6 @@ pub(crate) async fn reset_for_call<DB: Backend>(conn: &mut DB::Connection, leaks
     reset_if_leaked::<DB>(conn, leaks, enforcement).await;
 }
 
-/// Whether `e` is hintaudit's own refusal.
-fn is_refused(e: &Error) -> bool {
-    matches!(e, Error::Database(d) if d.try_downcast_ref::<Refused>().is_some())
-}
-
 /// Counts a connection that may go back to the pool read-only, unless disarmed.
 struct Armed<'a> {
     leaks: &'a AtomicU64,
@@ -262,8 +270,9 @@ fn refuse<DB: Backend>(ctx: &Ctx<'_, DB>, hint: Hint, why: &str) -> Plan {
     })))
 }
 
-/// Refuses the statement (destructive), or makes the connection read-only.
-async fn before<DB: Backend>(ctx: &mut Ctx<'_, DB>) -> Plan {
+/// Refuses the statement (destructive), or makes the connection read-only; `armed` from
+/// right before a statement that may leave the session read-only.
+async fn before<DB: Backend>(ctx: &mut Ctx<'_, DB>, armed: &mut Armed<'_>) -> Plan {
     let e = ctx.att.enforcement;
     if e.non_destructive && is_destructive(&ctx.att.class.effect) {
         return refuse(ctx, Hint::Destructive, " before it reached the database");
@@ -294,10 +303,20 @@ async fn before<DB: Backend>(ctx: &mut Ctx<'_, DB>) -> Plan {
         // SQLite: `query_only` is a session setting, in a transaction too.
         (Some(_), None) => None,
     };
-    let applied = match in_tx {
-        Some(in_tx) => raw::<DB>(ctx.conn, in_tx).await.map(|()| false),
-        // Restored afterwards only where it was read-write.
-        None => raw_yields::<DB>(ctx.conn, sql.on).await,
+    // Restored afterwards only where it was read-write.
+    let applied = match (in_tx, sql.probe) {
+        (Some(in_tx), _) => raw::<DB>(ctx.conn, in_tx).await.map(|()| false),
+        (None, Some(probe)) => match raw_yields::<DB>(ctx.conn, probe).await {
+            Ok(true) => {
+                armed.armed = true;
+                raw::<DB>(ctx.conn, sql.on).await.map(|()| true)
+            }
+            other => other,
+        },
+        (None, None) => {
+            armed.armed = true;
+            raw_yields::<DB>(ctx.conn, sql.on).await
+        }
     };
     match applied {
         Ok(restore) => Plan::Run { restore },
@@ -446,17 +465,14 @@ async fn enter<'e, DB: Backend>(mut ctx: Ctx<'e, DB>) -> Result<Entered<'e, DB>,
     if !e.is_active() {
         return Ok(Entered::Plain(ctx));
     }
-    // Armed before the connection is made read-only: a drop from here on may leave it so.
+    // Armed by `before` right before the connection is made read-only: a drop from there on
+    // may leave it so, and so may a failed attempt.
     let mut armed = Armed {
         leaks,
-        armed: e.read_only,
+        armed: false,
     };
-    let restore = match before(&mut ctx).await {
-        Plan::Refuse(e) => {
-            // Refused by hintaudit: nothing was applied. A failed apply may have applied.
-            armed.armed = !is_refused(&e);
-            return Err(e);
-        }
+    let restore = match before(&mut ctx, &mut armed).await {
+        Plan::Refuse(e) => return Err(e),
         Plan::Run { restore } => restore,
     };
     armed.armed = restore;
