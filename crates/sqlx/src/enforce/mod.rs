@@ -10,8 +10,8 @@
 //!   it ends. Otherwise, before each statement the connection is made read-only, and after
 //!   it made read-write again; a session that was read-only already (a read-only role, a
 //!   connect option, an init command: the deployment's choice) is left as it is and never
-//!   made read-write (see [`session::ReadOnlySql`]; on MySQL/MariaDB this costs a round trip to
-//!   ask):
+//!   made read-write (see [`session::ReadOnlySql`]; on MySQL/MariaDB this costs a round
+//!   trip to ask):
 //!   - SQLite: `PRAGMA query_only = ON` / `OFF` (a session setting, in or out of a
 //!     transaction);
 //!   - PostgreSQL: outside a transaction `default_transaction_read_only` on / off, with
