@@ -410,23 +410,21 @@ async fn a_transaction_begun_after_a_read_only_leak_is_read_write() {
         read_only_call_reads(&db.pool, true).await;
         CallScope::new("book_appointment")
             .run(async {
-                let insert = "INSERT INTO appointments (views) VALUES (9)";
-                if held {
-                    let mut conn = db.pool.acquire().await.expect("acquire");
-                    let mut tx = conn.begin().await.expect("begin on a held connection");
-                    sqlx::query(insert)
-                        .execute(&mut *tx)
-                        .await
-                        .expect("a write in a transaction begun on a held connection");
-                    tx.commit().await.expect("commit");
-                } else {
-                    let mut tx = db.pool.begin().await.expect("begin");
-                    sqlx::query(insert)
-                        .execute(&mut *tx)
-                        .await
-                        .expect("a write in a transaction begun on the pool");
-                    tx.commit().await.expect("commit");
-                }
+                let mut conn = db.pool.acquire().await.expect("acquire");
+                let mut tx = match held {
+                    true => conn.begin().await.expect("begin on a held connection"),
+                    false => {
+                        drop(conn);
+                        db.pool.begin().await.expect("begin on the pool")
+                    }
+                };
+                sqlx::query("INSERT INTO appointments (views) VALUES (9)")
+                    .execute(&mut *tx)
+                    .await
+                    .unwrap_or_else(|e| {
+                        panic!("a write in a transaction begun (held: {held}): {e}")
+                    });
+                tx.commit().await.expect("commit");
             })
             .await;
     }

@@ -118,17 +118,24 @@ async fn a_wrapped_stream_dropped_early_still_commits() {
         })
         .await;
     // Bare autocommit keeps the 50 rows the statement inserted: so must the audited pool.
+    finished_later(&db, &effects, 50).await;
+    db.drop_schema().await;
+}
+
+/// A statement finished in a task of its own after its caller let go: waits (up to a
+/// minute each) until its `inserted` rows are committed and the oracle's observation is in
+/// the call's `effects`, then checks it as [`assert_observed`].
+async fn finished_later(db: &Db, effects: &hintaudit_core::CallEffects, inserted: u64) {
     eventually("the statement's writes are committed", || async {
-        count(&db.admin, &db.schema).await == 50
+        count(&db.admin, &db.schema).await == i64::try_from(inserted).expect("count")
     })
     .await;
     eventually("the oracle's observation is recorded", || {
         let e = effects.snapshot();
-        async move { table(&e, "page_views").is_some_and(|t| t.inserted == 50) }
+        async move { table(&e, "page_views").is_some_and(|t| t.inserted == inserted) }
     })
     .await;
-    assert_observed(&effects.snapshot(), 50);
-    db.drop_schema().await;
+    assert_observed(&effects.snapshot(), inserted);
 }
 
 /// The call's statements succeeded and the oracle observed `inserted` committed inserts.
@@ -255,15 +262,6 @@ async fn a_wrapped_fetch_one_cancelled_mid_statement_still_commits() {
         ))
         .await;
     assert!(timed_out.is_err(), "cancelled while the statement sleeps");
-    eventually("the statement's write is committed", || async {
-        count(&db.admin, &db.schema).await == 1
-    })
-    .await;
-    eventually("the oracle's observation is recorded", || {
-        let e = effects.snapshot();
-        async move { table(&e, "page_views").is_some() }
-    })
-    .await;
-    assert_observed(&effects.snapshot(), 1);
+    finished_later(&db, &effects, 1).await;
     db.drop_schema().await;
 }
