@@ -103,6 +103,8 @@ pub enum StatementOutcome {
     Ok,
     /// The driver returned an error.
     Failed,
+    /// It ran, and the transaction it ran in rolled back: whatever it wrote was undone.
+    RolledBack,
 }
 
 /// One statement a call ran, with what statement analysis and the driver said of it.
@@ -139,6 +141,14 @@ pub struct StatementEffect {
     /// Whether row-level observation (SQLite hooks, the PostgreSQL oracle) covered this
     /// statement, so that the absence of row changes means it changed nothing.
     pub observed: bool,
+    /// Session-only objects the statement created (temporary tables): writes to them in the
+    /// same call are no effect on the environment.
+    pub session_tables: Arc<[String]>,
+    /// Set when the statement is not proved read-only and nothing observed it: why it may
+    /// write, and why it was not observed (`calls f, not known to be read-only; not
+    /// observed: the text ends its own transaction`). A statement that may write and was not
+    /// seen is reported (likely), never passed.
+    pub unobserved: Option<Arc<str>>,
     /// How the statement ended.
     pub outcome: StatementOutcome,
     /// A low-cardinality summary, as OpenTelemetry's `db.query.summary`: `SELECT appointments`.
@@ -164,6 +174,8 @@ impl StatementEffect {
             drops: false,
             rows_affected: None,
             observed: false,
+            session_tables: Arc::new([]),
+            unobserved: None,
             outcome: StatementOutcome::Ok,
             summary,
         }
@@ -239,16 +251,46 @@ pub struct TableWrites {
     pub deleted: u64,
 }
 
+/// Where a [`TransactionObservation`]'s counts come from: the words its evidence uses.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ObservationSource {
+    /// The PostgreSQL transaction oracle (`pg_stat_get_xact_tuples_*`), or a direct write's
+    /// command tag standing in for it: evidence reads `oracle: t +1 ~0 -0`.
+    #[default]
+    Oracle,
+    /// Rows affected as the driver counted them (MySQL's upsert convention): evidence reads
+    /// `rows affected: t +0 ~1 -0`.
+    RowsAffected,
+}
+
+impl ObservationSource {
+    /// `oracle` or `rows affected`: the evidence's words.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ObservationSource::Oracle => "oracle",
+            ObservationSource::RowsAffected => "rows affected",
+        }
+    }
+}
+
 /// What a transaction oracle said of one transaction (PostgreSQL; see
 /// [design: evidence](../../../docs/design.md#3-evidence)).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TransactionObservation {
     /// `pg_current_xact_id_if_assigned()` was non-NULL: the transaction wrote something.
     pub wrote: bool,
     /// Tables with non-zero counts.
     pub tables: Vec<TableWrites>,
+    /// Sequences the transaction took for a change (`nextval`, `setval`, `ALTER SEQUENCE`:
+    /// on PostgreSQL, a `ROW EXCLUSIVE` or stronger lock on the sequence), lower-cased,
+    /// unqualified; those owned by a table the transaction wrote are left out (an insert's
+    /// serial default). Sequences are not transactional: a rollback does not undo them.
+    pub sequences: Vec<String>,
     /// Whether the transaction committed (false: rolled back).
     pub committed: bool,
+    /// Where the counts come from.
+    pub source: ObservationSource,
 }
 
 /// An outbound request a tool made (from HTTP client instrumentation).
@@ -385,9 +427,16 @@ impl Effect {
         for t in &self.transactions {
             for w in &t.tables {
                 out.push_str(&format!(
-                    "; oracle: {} +{} ~{} -{}",
-                    w.table, w.inserted, w.updated, w.deleted
+                    "; {}: {} +{} ~{} -{}",
+                    t.source.as_str(),
+                    w.table,
+                    w.inserted,
+                    w.updated,
+                    w.deleted
                 ));
+            }
+            for q in &t.sequences {
+                out.push_str(&format!("; sequence {q} changed"));
             }
         }
         if !self.outbound.is_empty() {

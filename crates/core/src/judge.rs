@@ -25,7 +25,7 @@ use serde_json::Value;
 use crate::closed_world::OpenWorldReading;
 use crate::config::Mode;
 use crate::effect::Effect;
-use crate::enforce::{Enforcement, Refusal};
+use crate::enforce::{Enforcement, Refusal, RefusedBy};
 use crate::facts::{Evidence, Facts, Outline, Wanted, summarize};
 use crate::finding::{Advice, Confidence, Finding, Rule};
 use crate::hints::{DeclaredHints, Hint};
@@ -240,22 +240,33 @@ impl Judge {
                 findings.push(Finding::new(call.tool, rule, hint, e.confidence, e.text));
             }
         };
+        // What enforce mode refused still shows the hint was false: each hint's own rule is
+        // recorded for it as well as `enforced` (see `refused_evidence`).
+        let refused = |hint: Hint| refused_evidence(call, hint);
         if hints.read_only == Some(true) {
             if !facts.writes.is_empty() {
                 push(Rule::ReadOnlyWrite, Hint::ReadOnly, &facts.writes);
+            } else if let Some(e) = refused(Hint::ReadOnly) {
+                push(Rule::ReadOnlyWrite, Hint::ReadOnly, &[e]);
             } else {
                 push(Rule::ReadOnlyWriteAttempt, Hint::ReadOnly, &facts.attempts);
             }
         } else if hints.destructive == Some(false) {
-            push(
-                Rule::UndeclaredDestructive,
-                Hint::Destructive,
-                &facts.destructive,
-            );
+            match refused(Hint::Destructive) {
+                Some(e) if facts.destructive.is_empty() => {
+                    push(Rule::UndeclaredDestructive, Hint::Destructive, &[e]);
+                }
+                _ => push(
+                    Rule::UndeclaredDestructive,
+                    Hint::Destructive,
+                    &facts.destructive,
+                ),
+            }
         }
         findings.extend(enforced_findings(call));
         if hints.open_world == Some(false) {
-            let finding = open_world_finding(self.policy.open_world_reading(), facts);
+            let finding = open_world_finding(self.policy.open_world_reading(), facts)
+                .or_else(|| refused(Hint::OpenWorld).map(|e| (e.text, e.confidence)));
             if let Some((evidence, confidence)) = finding {
                 findings.push(Finding::new(
                     call.tool,
@@ -369,12 +380,7 @@ fn enforced_findings<'a>(call: &'a ToolCall<'_>) -> impl Iterator<Item = Finding
         .into_iter()
         .filter(enforced)
         .filter_map(move |hint| {
-            let refused: Vec<&Refusal> = call
-                .effect
-                .refusals
-                .iter()
-                .filter(|r| r.hint == hint)
-                .collect();
+            let refused = refused_for(call, hint);
             let first = refused.first()?;
             let mut text: Vec<String> = refused
                 .iter()
@@ -392,6 +398,43 @@ fn enforced_findings<'a>(call: &'a ToolCall<'_>) -> impl Iterator<Item = Finding
                 format!("{} enforced: {}", hint.spec_name(), text.join("; ")),
             ))
         })
+}
+
+/// What enforce mode refused in the call for `hint`, in order.
+fn refused_for<'a>(call: &'a ToolCall<'_>, hint: Hint) -> Vec<&'a Refusal> {
+    call.effect
+        .refusals
+        .iter()
+        .filter(|r| r.hint == hint)
+        .collect()
+}
+
+/// The evidence a hint's own rule rests on when enforce mode refused what that hint rules
+/// out: the tool's code tried it, and the hint is false whether or not the attempt got
+/// through. `confirmed` when the database refused (it found a write), `likely` when hintaudit
+/// refused on statement analysis or before a request was sent; `None` when nothing was
+/// refused for `hint`.
+fn refused_evidence(call: &ToolCall<'_>, hint: Hint) -> Option<Evidence> {
+    let refused = refused_for(call, hint);
+    let first = refused.first()?;
+    let confidence =
+        if refused.iter().any(|r| r.by == RefusedBy::Database) || hint == Hint::OpenWorld {
+            Confidence::Confirmed
+        } else {
+            Confidence::Likely
+        };
+    let more = match refused.len() {
+        1 => String::new(),
+        n => format!(" (and {} more)", n - 1),
+    };
+    Some(Evidence {
+        confidence,
+        text: format!(
+            "{} tried, refused by {} in enforce mode{more}",
+            first.what,
+            first.by.as_str()
+        ),
+    })
 }
 
 /// Whether a clean repeat changed something again (`net_changes` pieces of evidence of a

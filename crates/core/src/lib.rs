@@ -59,8 +59,8 @@ pub use config::{
     SETTINGS,
 };
 pub use effect::{
-    Effect, ExplicitChange, ExplicitEffect, Operation, OutboundReach, RowChange, RowImage,
-    RowOperation, StatementEffect, StatementOutcome, TableWrites, TransactionObservation,
+    Effect, ExplicitChange, ExplicitEffect, ObservationSource, Operation, OutboundReach, RowChange,
+    RowImage, RowOperation, StatementEffect, StatementOutcome, TableWrites, TransactionObservation,
 };
 pub use enforce::{Enforcement, Refusal, RefusedBy};
 pub use facts::{Evidence, Facts, summarize};

@@ -200,7 +200,11 @@ async fn rolled_back_writes_are_attempts() {
         .filter(|s| s.operation.is_write())
         .collect();
     assert_eq!(writes.len(), 2, "{:?}", e.statements);
-    assert!(writes.iter().all(|s| s.outcome == StatementOutcome::Failed));
+    assert!(
+        writes
+            .iter()
+            .all(|s| s.outcome == StatementOutcome::RolledBack)
+    );
     let f = Facts::from_effect(&e, &Policy::default());
     assert!(f.writes.is_empty(), "{:?}", texts(&f.writes));
     assert_eq!(f.attempts.len(), 2, "{:?}", texts(&f.attempts));

@@ -27,15 +27,30 @@ pub(super) fn record_transactions<'e>(
             c.touched(table.clone());
             oracle_tables.insert(table.clone());
             if t.committed {
-                committed(w, table, effect, policy, c);
+                committed(w, t.source.as_str(), table, effect, policy, c);
             } else {
                 c.attempt(Confidence::Confirmed, || {
                     format!(
-                        "transaction on {table} rolled back (oracle: +{} ~{} -{})",
-                        w.inserted, w.updated, w.deleted
+                        "transaction on {table} rolled back ({}: +{} ~{} -{})",
+                        t.source.as_str(),
+                        w.inserted,
+                        w.updated,
+                        w.deleted
                     )
                 });
             }
+        }
+        // A sequence moved is a write whether or not the transaction committed (sequences are
+        // not transactional). The lock says a sequence function ran on it, not which one:
+        // likely.
+        for q in &t.sequences {
+            let seq = normalized_table(q);
+            if policy.is_ignored_table(&seq) {
+                continue;
+            }
+            c.write(Confidence::Likely, || {
+                format!("sequence {seq} advanced or set (oracle: the transaction locked it for a change)")
+            });
         }
         if !t.committed && t.wrote && t.tables.is_empty() {
             c.attempt(Confidence::Confirmed, || {
@@ -51,6 +66,7 @@ pub(super) fn record_transactions<'e>(
 /// statement on the table sets a column from itself.
 fn committed<'e>(
     w: &TableWrites,
+    source: &'static str,
     table: Cow<'e, str>,
     effect: &Effect,
     policy: &Policy,
@@ -75,7 +91,7 @@ fn committed<'e>(
     }
     let text = || {
         format!(
-            "oracle: {table} +{} ~{} -{} (committed)",
+            "{source}: {table} +{} ~{} -{} (committed)",
             w.inserted, updated, w.deleted
         )
     };
@@ -118,6 +134,7 @@ mod tests {
             wrote,
             tables,
             committed,
+            ..Default::default()
         }
     }
 

@@ -26,6 +26,13 @@ pub(super) fn record_statements<'e>(
     oracle_tables: &BTreeSet<Cow<'e, str>>,
     c: &mut Collector<'e>,
 ) {
+    // Session-only objects the call created (temporary tables): writes to them are no
+    // effect on the environment.
+    let session: SmallVec<[Cow<'e, str>; 2]> = effect
+        .statements
+        .iter()
+        .flat_map(|s| s.session_tables.iter().map(|t| normalized_table(t)))
+        .collect();
     for (i, s) in effect.statements.iter().enumerate() {
         // A statement enforce mode refused is an `enforced` finding, not a write attempt;
         // its tables still count as touched.
@@ -35,7 +42,7 @@ pub(super) fn record_statements<'e>(
             );
             continue;
         }
-        record_statement(s, hooked.get(i), policy, oracle_tables, c);
+        record_statement(s, hooked.get(i), policy, &session, oracle_tables, c);
     }
 }
 
@@ -51,6 +58,7 @@ fn record_statement<'e>(
     s: &'e StatementEffect,
     hooked: bool,
     policy: &Policy,
+    session: &[Cow<'e, str>],
     oracle_tables: &BTreeSet<Cow<'e, str>>,
     c: &mut Collector<'e>,
 ) {
@@ -60,22 +68,38 @@ fn record_statement<'e>(
             .map(|t| normalized_table(t))
             .filter(|t| !policy.is_ignored_table(t)),
     );
-    // The watched tables it writes, normalized once.
-    let written: SmallVec<[Cow<'e, str>; 2]> = targets(s, policy).collect();
+    // The watched tables it writes, normalized once; the session's own objects are not
+    // watched.
+    let written: SmallVec<[Cow<'e, str>; 2]> = targets(s, policy)
+        .filter(|t| !session.contains(t))
+        .collect();
     c.touched_all(written.iter().cloned());
     let write_op = s.operation.is_write() || s.operation == Operation::Unknown;
+    if let (false, Some(why), StatementOutcome::Ok) = (write_op, &s.unobserved, s.outcome) {
+        let what = &*s.summary;
+        c.write(Likely, || {
+            format!("{what}: may write, not observed ({why})")
+        });
+        return;
+    }
     if !write_op || (written.is_empty() && !s.tables.is_empty()) {
-        return; // not a write, or a write to ignored tables only
+        return; // not a write, or a write to ignored or session-only tables only
     }
     if s.operation != Operation::Unknown {
         c.write_statement();
     }
     let what = &*s.summary;
-    if s.outcome == StatementOutcome::Failed {
-        if s.operation != Operation::Unknown {
+    match s.outcome {
+        StatementOutcome::Failed if s.operation != Operation::Unknown => {
             c.attempt(Confirmed, || format!("{what}: failed"));
+            return;
         }
-        return;
+        StatementOutcome::RolledBack if s.operation != Operation::Unknown => {
+            c.attempt(Confirmed, || format!("{what}: rolled back"));
+            return;
+        }
+        StatementOutcome::Failed | StatementOutcome::RolledBack => return,
+        StatementOutcome::Ok => {}
     }
     let covered_by_oracle =
         !oracle_tables.is_empty() && written.iter().any(|t| oracle_tables.contains(t));

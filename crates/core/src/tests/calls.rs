@@ -35,6 +35,7 @@ fn single_call_rules() {
             deleted: 0,
         }],
         committed,
+        ..Default::default()
     };
     let image = |img: RowImage| {
         let mut e = hooked(Operation::Update, RowOperation::Update, "appointments", 1);
@@ -170,6 +171,7 @@ fn single_call_rules() {
                     wrote: true,
                     tables: vec![],
                     committed: true,
+                    ..Default::default()
                 }],
                 ..Default::default()
             },

@@ -1,9 +1,11 @@
-//! The evidence texts of the `enforced` and `undeclared_open_world` findings.
+//! The evidence texts of the `enforced` and `undeclared_open_world` findings, and of the
+//! hint rules recorded beside `enforced`.
 
 use crate::*;
 
-/// A statement enforce mode refused is an `enforced` finding, not a write attempt; an
-/// outbound request refused is not open-world reach.
+/// A statement enforce mode refused is an `enforced` finding, and the hint's own rule too:
+/// the tool's code writes, so `readOnlyHint: true` is false (critical), whether or not the
+/// write got through; an outbound request refused the same.
 #[test]
 fn refusals_are_enforced_findings() {
     let mut update = StatementEffect::new(Operation::Update, vec!["appointments".into()]);
@@ -43,6 +45,18 @@ fn refusals_are_enforced_findings() {
         got,
         [
             (
+                Rule::ReadOnlyWrite,
+                Hint::ReadOnly,
+                Confidence::Confirmed,
+                "UPDATE appointments tried, refused by the database in enforce mode"
+            ),
+            (
+                Rule::UndeclaredOpenWorld,
+                Hint::OpenWorld,
+                Confidence::Confirmed,
+                "POST to notify.example.com:443 tried, refused by hintaudit in enforce mode"
+            ),
+            (
                 Rule::Enforced,
                 Hint::ReadOnly,
                 Confidence::Confirmed,
@@ -56,7 +70,7 @@ fn refusals_are_enforced_findings() {
             ),
         ]
     );
-    assert_eq!(v.label(), "warning");
+    assert_eq!(v.label(), "critical");
 }
 
 /// The finding's evidence names what the other reading makes of the call.

@@ -91,6 +91,18 @@ const NON_DETERMINISTIC: &[&str] = &[
     "nextval",
 ];
 
+/// Built-ins that change only the session (settings, advisory locks, the session's own
+/// sleep): no table, sequence or file changes. Never opaque to the read-only proof.
+#[rustfmt::skip]
+const SESSION: &[&str] = &[
+    "set_config", "current_setting", "pg_advisory_lock", "pg_advisory_lock_shared",
+    "pg_try_advisory_lock", "pg_try_advisory_lock_shared", "pg_advisory_unlock",
+    "pg_advisory_unlock_shared", "pg_advisory_unlock_all", "pg_advisory_xact_lock",
+    "pg_advisory_xact_lock_shared", "pg_try_advisory_xact_lock",
+    "pg_try_advisory_xact_lock_shared", "pg_sleep", "get_lock", "release_lock",
+    "release_all_locks", "is_free_lock", "is_used_lock", "sleep",
+];
+
 /// Functions that, given a column, return a value that applying them again leaves as it is
 /// (`trim(trim(x)) = trim(x)`), or that pick among their arguments.
 #[rustfmt::skip]
@@ -145,9 +157,17 @@ pub(crate) fn is_clock_when_now(name: &str) -> bool {
     SQLITE_CLOCK.contains(&name)
 }
 
-/// Whether a call may write or has effects beyond its result: neither a pure built-in nor a
-/// non-deterministic read of the clock or a random source. `nextval` counts as opaque: it
-/// advances a sequence.
+/// Whether `name` (lower-case, unqualified) is a built-in known not to write tables,
+/// sequences or files: pure, non-deterministic reads of the clock or a random source, or
+/// session-only (settings, advisory locks). The read-only proof's allowlist (see
+/// `proof`); `nextval` and `setval` are not on it.
+pub(crate) fn is_known_read_only(name: &str) -> bool {
+    (is_pure(name) || is_non_deterministic(name) || SESSION.contains(&name))
+        && !matches!(name, "nextval" | "setval")
+}
+
+/// Whether a call may write or has effects beyond its result or the session: anything not
+/// [`is_known_read_only`]. `nextval` and `setval` count as opaque: they change a sequence.
 pub(crate) fn is_opaque(name: &str) -> bool {
-    (!is_pure(name) && !is_non_deterministic(name)) || matches!(name, "nextval" | "setval")
+    !is_known_read_only(name)
 }

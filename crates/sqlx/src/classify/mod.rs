@@ -16,6 +16,7 @@ mod converge;
 mod functions;
 mod names;
 mod pragma;
+mod proof;
 mod sanitize;
 mod transaction;
 mod walk;
@@ -27,6 +28,7 @@ use std::sync::{Arc, Mutex};
 
 use hintaudit_core::{Operation, StatementEffect};
 use lru::LruCache;
+use sqlparser::ast::Statement;
 use sqlparser::dialect::{Dialect, MySqlDialect, PostgreSqlDialect, SQLiteDialect};
 use sqlparser::parser::Parser;
 
@@ -76,17 +78,27 @@ pub struct Classification {
     pub delete_without_where: bool,
     /// Whether the text was parsed (false: [`Operation::Unknown`]).
     pub parsed: bool,
+    /// Why the text is not proved read-only (`None`: proved). The proof is an allowlist of
+    /// statement kinds and built-in functions (see [`Classification::proved_read_only`]).
+    pub not_proved: Option<Arc<str>>,
+    /// Whether the driver's row count is the write's own: the text is one `INSERT`,
+    /// `UPDATE`, `DELETE` or `MERGE` at its top level, so its command tag (PostgreSQL) or OK
+    /// packet (MySQL) counts that statement's rows. Not `EXPLAIN ANALYZE DELETE` (the tag
+    /// is `EXPLAIN`'s), not a writable CTE, not several statements.
+    pub own_row_count: bool,
 }
 
 impl Classification {
-    /// Whether the statement may write: a write operation, an unparseable or unknown text,
-    /// a procedure call, or any statement calling an opaque function. This decides when the
-    /// PostgreSQL oracle runs under [`crate::PgOracle::Writes`].
-    pub fn may_write(&self) -> bool {
-        let op = self.effect.operation;
-        op.is_write()
-            || matches!(op, Operation::Unknown | Operation::Call)
-            || !self.effect.opaque_calls.is_empty()
+    /// Whether the text is *proved* read-only: every statement is a query without `INTO`
+    /// or nested writes, `EXPLAIN` without `ANALYZE` (in any spelling), `SHOW`, a session or
+    /// transaction-control statement, `LOCK` or `COPY … TO STDOUT`, and every function it
+    /// calls is a built-in known not to write (no user function, whatever volatility it
+    /// declares; no `nextval`/`setval`), with no custom operator and no cast to an unknown
+    /// type. Only a proved text may skip the database's own evidence (the PostgreSQL
+    /// oracle); a backend must still prove the relations it reads (views) from its catalog.
+    /// [design: evidence](../../../../docs/design.md#3-evidence).
+    pub fn proved_read_only(&self) -> bool {
+        self.not_proved.is_none()
     }
 }
 
@@ -98,7 +110,10 @@ pub fn classify(sql: &str, dialect: SqlDialect) -> Classification {
     let sanitized = sanitize::sanitize(d, sql);
     let statements = match Parser::parse_sql(d, sql) {
         Ok(s) if !s.is_empty() => s,
-        _ => return unknown(sql, sanitized),
+        _ if dialect == SqlDialect::MySql && analyzed(sql).is_some() => {
+            return mariadb_analyze(sql, sanitized);
+        }
+        _ => return unknown(d, sql, sanitized),
     };
     let mut w = walk::Walk::default();
     let mut keywords: Vec<String> = Vec::new();
@@ -122,6 +137,15 @@ pub fn classify(sql: &str, dialect: SqlDialect) -> Classification {
         });
     }
     let operation = w.operation.unwrap_or(Operation::Unknown);
+    let not_proved = proof::not_proved(&statements).map(Arc::from);
+    let own_row_count =
+        matches!(
+            statements.as_slice(),
+            [Statement::Insert(_)
+                | Statement::Update(_)
+                | Statement::Delete(_)
+                | Statement::Merge(_)]
+        );
     let read_tables: Vec<String> = w
         .read_tables
         .iter()
@@ -153,6 +177,7 @@ pub fn classify(sql: &str, dialect: SqlDialect) -> Classification {
     effect.non_convergent = w.non_convergent.into();
     effect.opaque_calls = opaque.into();
     effect.drops = w.drops;
+    effect.session_tables = w.session_tables.into();
     effect.summary = summary.into();
     Classification {
         effect,
@@ -166,6 +191,8 @@ pub fn classify(sql: &str, dialect: SqlDialect) -> Classification {
         no_transaction_block: w.no_transaction_block || (tx_controls > 0 && statements.len() > 1),
         delete_without_where: w.delete_without_where,
         parsed: true,
+        not_proved,
+        own_row_count,
     }
 }
 
@@ -200,14 +227,52 @@ fn summary(operation_name: &str, tables: &[String]) -> String {
     out
 }
 
-fn unknown(sql: &str, sanitized: String) -> Classification {
+/// The statement MariaDB's `ANALYZE [FORMAT=JSON] <statement>` runs (it executes the
+/// statement and reports its plan), when the text is one.
+fn analyzed(sql: &str) -> Option<&str> {
+    let mut rest = strip_word(sql.trim_start(), "ANALYZE")?.trim_start();
+    if rest
+        .get(..6)
+        .is_some_and(|h| h.eq_ignore_ascii_case("FORMAT"))
+    {
+        let after = rest[6..].trim_start().strip_prefix('=')?.trim_start();
+        rest = after.get(4..)?.trim_start(); // JSON
+    }
+    let next = rest.split_whitespace().next()?.to_uppercase();
+    matches!(
+        next.as_str(),
+        "SELECT" | "INSERT" | "UPDATE" | "DELETE" | "REPLACE" | "WITH"
+    )
+    .then_some(rest)
+}
+
+/// `text` without its leading `word` (case-insensitive) and the whitespace after it.
+fn strip_word<'t>(text: &'t str, word: &str) -> Option<&'t str> {
+    let head = text.get(..word.len())?;
+    let rest = &text[word.len()..];
+    (head.eq_ignore_ascii_case(word) && rest.starts_with(char::is_whitespace)).then_some(rest)
+}
+
+/// MariaDB's `ANALYZE <statement>`: the statement's classification, which it runs, with no
+/// row count of its own (the answer is a plan) and no proof.
+fn mariadb_analyze(sql: &str, sanitized: String) -> Classification {
+    let inner = analyzed(sql).unwrap_or(sql);
+    let mut c = classify(inner, SqlDialect::MySql);
+    c.operation_name = "ANALYZE".into();
+    c.sanitized = sanitized;
+    c.own_row_count = false;
+    c.not_proved = Some(Arc::from("ANALYZE runs the statement"));
+    c.tx_control = None;
+    c
+}
+
+fn unknown(d: &dyn Dialect, sql: &str, sanitized: String) -> Classification {
     let keyword = sql
         .split_whitespace()
         .next()
         .map(|w| w.to_uppercase())
         .filter(|w| w.len() <= 16 && w.chars().all(|c| c.is_ascii_alphabetic()))
         .unwrap_or_default();
-    let upper = sql.to_uppercase();
     let no_tx = transaction::cannot_run_in_transaction(sql);
     // sqlparser reads `PRAGMA name = value` with literal values only; of the other forms,
     // those of a setting or a read (`PRAGMA table_info(t)`, `PRAGMA foreign_keys = ON`) are
@@ -227,9 +292,11 @@ fn unknown(sql: &str, sanitized: String) -> Classification {
         operation_name: keyword,
         sanitized,
         tx_control: None,
-        no_transaction_block: no_tx || upper.contains("COMMIT") || upper.contains("BEGIN"),
+        no_transaction_block: no_tx || transaction::controls_transaction(d, sql),
         delete_without_where: false,
         parsed: false,
+        not_proved: (op != Operation::Session).then(|| Arc::from("the text could not be parsed")),
+        own_row_count: false,
     }
 }
 

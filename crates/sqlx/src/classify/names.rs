@@ -1,19 +1,56 @@
 //! Names the classifier reads off a statement: object names (lower-cased, quotes removed)
 //! from the AST, and the keyword of a statement from its text.
 
-use sqlparser::ast::{ObjectName, ObjectNamePart, TableFactor, TableWithJoins};
+use sqlparser::ast::{ObjectName, ObjectNamePart, Statement, TableFactor, TableWithJoins};
 
 /// Lower-cased dotted name, quotes removed.
 pub(crate) fn object_name(name: &ObjectName) -> String {
-    let parts: Vec<String> = name
-        .0
+    name_parts(name).join(".")
+}
+
+/// The parts of a dotted name, lower-cased, quotes removed.
+pub(crate) fn name_parts(name: &ObjectName) -> Vec<String> {
+    name.0
         .iter()
         .map(|p| match p {
             ObjectNamePart::Identifier(i) => i.value.to_lowercase(),
             other => other.to_string().to_lowercase(),
         })
-        .collect();
-    parts.join(".")
+        .collect()
+}
+
+/// Whether a statement changes only the session's settings or subscriptions: `SET`,
+/// `RESET`, `USE`, `DISCARD`, `LISTEN`, `UNLISTEN`, `DEALLOCATE`.
+pub(crate) fn is_session_setting(s: &Statement) -> bool {
+    matches!(
+        s,
+        Statement::Set(_)
+            | Statement::Use(_)
+            | Statement::Reset(_)
+            | Statement::Discard { .. }
+            | Statement::LISTEN { .. }
+            | Statement::UNLISTEN { .. }
+            | Statement::Deallocate { .. }
+    )
+}
+
+/// Whether a statement only shows something: `SHOW …`, `DESCRIBE t`.
+pub(crate) fn is_show(s: &Statement) -> bool {
+    matches!(
+        s,
+        Statement::ShowVariable { .. }
+            | Statement::ShowStatus { .. }
+            | Statement::ShowVariables { .. }
+            | Statement::ShowCreate { .. }
+            | Statement::ShowColumns { .. }
+            | Statement::ShowDatabases { .. }
+            | Statement::ShowSchemas { .. }
+            | Statement::ShowTables { .. }
+            | Statement::ShowViews { .. }
+            | Statement::ShowFunctions { .. }
+            | Statement::ShowCollation { .. }
+            | Statement::ExplainTable { .. }
+    )
 }
 
 /// The last part of a dotted name, lower-cased: `public.Posts` → `posts`.

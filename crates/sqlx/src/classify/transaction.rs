@@ -1,6 +1,9 @@
 //! Transaction control: which statements begin or end a transaction, and which cannot run
 //! inside a transaction block at all (the PostgreSQL oracle must not wrap those).
 
+use sqlparser::dialect::Dialect;
+use sqlparser::tokenizer::{Token, Tokenizer};
+
 /// Transaction control a statement performs, so the audited connection can follow the
 /// transaction state of statements it did not open itself.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,4 +51,42 @@ pub(crate) fn cannot_run_in_transaction(sql: &str) -> bool {
             _ => anywhere("CONCURRENTLY"),
         }
     })
+}
+
+/// Whether a text holds transaction control of its own: a statement (at the text's start or
+/// after a `;`) that begins with `BEGIN`, `START`, `COMMIT`, `END`, `ROLLBACK`, `ABORT`,
+/// `SAVEPOINT` or `RELEASE`, as sqlparser's tokenizer reads the text. A PL/pgSQL body
+/// (`DO $$ BEGIN … END $$`) is one dollar-quoted string token, not control. When the text
+/// cannot be tokenized, any of those words anywhere counts (wrapping a text that commits by
+/// itself would end the oracle's transaction under it).
+pub(crate) fn controls_transaction(d: &dyn Dialect, sql: &str) -> bool {
+    const CONTROL: &[&str] = &[
+        "BEGIN",
+        "START",
+        "COMMIT",
+        "END",
+        "ROLLBACK",
+        "ABORT",
+        "SAVEPOINT",
+        "RELEASE",
+    ];
+    let Ok(tokens) = Tokenizer::new(d, sql).tokenize() else {
+        let upper = sql.to_uppercase();
+        return CONTROL.iter().any(|w| upper.contains(w));
+    };
+    let mut at_start = true;
+    for t in &tokens {
+        match t {
+            Token::Whitespace(_) => {}
+            Token::SemiColon => at_start = true,
+            Token::Word(w) if at_start => {
+                if CONTROL.iter().any(|c| w.value.eq_ignore_ascii_case(c)) {
+                    return true;
+                }
+                at_start = false;
+            }
+            _ => at_start = false,
+        }
+    }
+    false
 }

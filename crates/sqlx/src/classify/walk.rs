@@ -11,8 +11,12 @@ use sqlparser::ast::{
 };
 
 use super::converge::is_non_convergent;
-use super::names::{first_relation, first_word, keyword_of, last_of, last_part, object_name};
+use super::names::{
+    first_relation, first_word, is_session_setting, is_show, keyword_of, last_of, last_part,
+    object_name,
+};
 use super::pragma;
+use super::proof::{Nesting, explain_runs};
 use super::transaction::{TxControl, cannot_run_in_transaction};
 
 /// What one statement does, before merging with the other statements of the same text.
@@ -32,6 +36,8 @@ pub(crate) struct Walk {
     pub tx_control: Option<TxControl>,
     pub no_transaction_block: bool,
     pub delete_without_where: bool,
+    /// Session-only objects the text creates (temporary tables).
+    pub session_tables: Vec<String>,
 }
 
 /// Rank of a write operation when several appear in one text: the strongest is reported.
@@ -196,7 +202,12 @@ impl Walk {
                 self.write(Operation::Ddl, "DROP", vec![]);
             }
             Statement::CreateTable(c) => {
-                self.write(Operation::Ddl, "CREATE TABLE", vec![object_name(&c.name)]);
+                if c.temporary {
+                    // A session-only object: it lives and dies with the session.
+                    self.session_object("CREATE TEMPORARY TABLE", object_name(&c.name));
+                } else {
+                    self.write(Operation::Ddl, "CREATE TABLE", vec![object_name(&c.name)]);
+                }
                 if let Some(q) = &c.query {
                     self.query(q);
                 }
@@ -266,39 +277,21 @@ impl Walk {
                     self.write(Operation::Ddl, "PRAGMA", vec![]);
                 }
             }
-            Statement::Set(_)
-            | Statement::Use(_)
-            | Statement::Reset(_)
-            | Statement::Discard { .. }
-            | Statement::LISTEN { .. }
-            | Statement::UNLISTEN { .. }
-            | Statement::Prepare { .. }
-            | Statement::Deallocate { .. }
-            | Statement::Analyze(_) => {
+            s if is_session_setting(s)
+                || matches!(s, Statement::Prepare { .. } | Statement::Analyze(_)) =>
+            {
                 let text = statement.to_string();
                 // `DISCARD ALL`: a session statement, so never wrapped anyway.
                 self.no_transaction_block |= cannot_run_in_transaction(&text);
                 self.set(Operation::Session, &first_word(&text));
             }
-            Statement::ShowVariable { .. }
-            | Statement::ShowStatus { .. }
-            | Statement::ShowVariables { .. }
-            | Statement::ShowCreate { .. }
-            | Statement::ShowColumns { .. }
-            | Statement::ShowDatabases { .. }
-            | Statement::ShowSchemas { .. }
-            | Statement::ShowTables { .. }
-            | Statement::ShowViews { .. }
-            | Statement::ShowFunctions { .. }
-            | Statement::ShowCollation { .. }
-            | Statement::ExplainTable { .. } => self.set(Operation::Session, "SHOW"),
+            s if is_show(s) => self.set(Operation::Session, "SHOW"),
             Statement::Explain {
-                analyze, statement, ..
+                analyze, options, ..
             } => {
-                if *analyze {
-                    // EXPLAIN ANALYZE runs the statement; the nested walk reports it.
-                    let _ = statement;
-                } else {
+                // EXPLAIN ANALYZE, in any spelling, runs the statement: the nested walk
+                // reports it.
+                if !explain_runs(*analyze, options.as_deref()) {
                     self.set(Operation::Select, "EXPLAIN");
                 }
             }
@@ -330,7 +323,38 @@ impl Walk {
         }
     }
 
+    /// A statement that creates a session-only object (a temporary table): a session
+    /// statement, unless the text also writes; the object is listed in `tables`, where the
+    /// judge finds the session's own objects (writes to them are no effect).
+    fn session_object(&mut self, keyword: &str, name: String) {
+        if self.operation.is_none_or(|o| !o.is_write()) {
+            self.set(Operation::Session, keyword);
+        }
+        self.session_tables.push(name);
+    }
+
     fn query(&mut self, q: &Query) {
+        if let SetExpr::Select(s) = q.body.as_ref()
+            && let Some(into) = &s.into
+        {
+            let target = into
+                .targets
+                .first()
+                .map(|t| t.to_string().to_lowercase())
+                .unwrap_or_default();
+            if target.starts_with('@') || target.is_empty() {
+                // MySQL `SELECT … INTO @var`: a session variable.
+                if self.operation.is_none() {
+                    self.set(Operation::Session, "SELECT");
+                }
+            } else if into.temporary {
+                self.session_object("SELECT INTO", target);
+            } else {
+                // PostgreSQL `SELECT … INTO new_table`: `CREATE TABLE … AS`.
+                self.write(Operation::Ddl, "SELECT INTO", vec![target]);
+            }
+            return;
+        }
         let locks = !q.locks.is_empty();
         match q.body.as_ref() {
             // The nested walk reports these: `WITH d AS (...) DELETE ... RETURNING`.
@@ -351,8 +375,7 @@ impl Walk {
     pub(crate) fn nested(&mut self, statement: &Statement) {
         let mut v = Nested {
             walk: self,
-            depth: 0,
-            skip_below: None,
+            nesting: Nesting::default(),
         };
         let _ = statement.visit(&mut v);
     }
@@ -371,9 +394,8 @@ fn copy_table(statement: &Statement) -> Vec<String> {
 /// Visits every nested node: tables read, CTE names, function calls, nested writes.
 struct Nested<'a> {
     walk: &'a mut Walk,
-    depth: usize,
-    /// Inside `EXPLAIN` without `ANALYZE`: nested statements do not run.
-    skip_below: Option<usize>,
+    /// Statements below `EXPLAIN` without `ANALYZE`, or `PREPARE`, do not run.
+    nesting: Nesting,
 }
 
 impl Visitor for Nested<'_> {
@@ -381,23 +403,15 @@ impl Visitor for Nested<'_> {
 
     fn pre_visit_statement(&mut self, statement: &Statement) -> ControlFlow<()> {
         // Statements nested in CTEs or set expressions: `WITH d AS (DELETE ...) SELECT`.
-        if self.depth > 0 && self.skip_below.is_none() {
+        let (depth, planned) = self.nesting.enter(statement);
+        if depth > 0 && !planned {
             self.walk.statement(statement);
         }
-        if self.skip_below.is_none()
-            && matches!(statement, Statement::Explain { analyze: false, .. })
-        {
-            self.skip_below = Some(self.depth);
-        }
-        self.depth += 1;
         ControlFlow::Continue(())
     }
 
     fn post_visit_statement(&mut self, _: &Statement) -> ControlFlow<()> {
-        self.depth = self.depth.saturating_sub(1);
-        if self.skip_below == Some(self.depth) {
-            self.skip_below = None;
-        }
+        self.nesting.leave();
         ControlFlow::Continue(())
     }
 

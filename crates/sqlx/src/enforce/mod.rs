@@ -22,7 +22,7 @@
 //!     WRITE`. MySQL cannot change a running transaction's access mode, so inside one not
 //!     begun read-only (begun with your own `begin_with` statement, which is kept as it is,
 //!     or outside the call) statement analysis refuses what may write
-//!     ([`crate::Classification::may_write`]).
+//!     (what [`crate::Classification::proved_read_only`] does not prove).
 //!
 //!   The database's refusal (SQLite `SQLITE_READONLY`, SQLSTATE `25006`: PostgreSQL
 //!   `read_only_sql_transaction`, MySQL/MariaDB error 1792) reaches the tool as a database
@@ -175,7 +175,7 @@ async fn before<DB: Backend>(ctx: &mut Ctx<'_, DB>, armed: &mut Armed<'_>) -> Pl
         // MySQL cannot make a running transaction read-only: statement analysis refuses
         // what may write (a write, `CALL`, an opaque function), the rest runs.
         (Some(_), None) if DB::SYSTEM_NAME != "sqlite" => {
-            if !ctx.att.class.may_write() {
+            if ctx.att.class.proved_read_only() {
                 return Plan::Run { restore: false };
             }
             return refuse(

@@ -35,7 +35,8 @@ use std::sync::{Arc, Mutex};
 use futures_core::future::BoxFuture;
 use futures_util::{FutureExt, TryStreamExt};
 use hintaudit_core::{
-    AuditStage, CallEffects, Operation, StatementOutcome, TransactionObservation, semconv, stats,
+    AuditStage, CallEffects, ObservationSource, Operation, StatementOutcome,
+    TransactionObservation, semconv, stats,
 };
 use sqlx::mysql::{MySql, MySqlConnection, MySqlRow};
 use sqlx::{Either, Error, Executor};
@@ -247,7 +248,7 @@ impl Run<'_> {
         };
         let end = StatementEnd {
             outcome: StatementOutcome::Ok,
-            rows_affected: is_dml(op).then_some(rows),
+            rows_affected: class.own_row_count.then_some(rows),
             observed: overwrote.is_some(),
         };
         if let Some(sink) = sink {
@@ -260,6 +261,8 @@ impl Run<'_> {
                     wrote: true,
                     tables: vec![w],
                     committed: true,
+                    source: ObservationSource::RowsAffected,
+                    ..Default::default()
                 };
                 match self.pending() {
                     Some(p) => p.counts(effects.clone(), obs),

@@ -32,7 +32,7 @@ impl Pending {
         if !committed {
             for (sink, write) in self.statements.drain(..) {
                 if write {
-                    sink.update(|s| s.outcome = StatementOutcome::Failed);
+                    sink.update(|s| s.outcome = StatementOutcome::RolledBack);
                 }
             }
         }

@@ -26,9 +26,10 @@ use crate::classify::DEFAULT_CLASSIFY_CACHE;
 pub enum PgOracle {
     /// Never: PostgreSQL evidence is statement analysis and rows affected only.
     Off,
-    /// For statements that may write: write operations, unparseable text, `CALL`, and any
-    /// statement calling a function that is not a known pure built-in
-    /// ([`crate::Classification::may_write`]). Plain `SELECT`s skip it. The default.
+    /// For every statement not proved read-only: by its text
+    /// ([`crate::Classification::proved_read_only`]), and by the catalog for each relation
+    /// it reads (a plain table, or a view whose definition is itself proved). Plain
+    /// `SELECT`s over tables and such views skip it. The default.
     #[default]
     Writes,
     /// For every statement and every transaction, reads included.

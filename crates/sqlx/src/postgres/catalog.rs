@@ -32,7 +32,7 @@ use crate::classify::Classification;
 pub(crate) const TTL: Duration = Duration::from_secs(10);
 
 /// At most this many tables are cached per pool; the cache is cleared when it is full.
-const CAPACITY: usize = 4096;
+pub(crate) const CAPACITY: usize = 4096;
 
 /// One query (one round trip, prepared): the table's oid, name, whether it is temporary,
 /// and whether it is plain (see the module docs). No row when the name does not resolve.
@@ -56,6 +56,24 @@ const LOOKUP: &str = "SELECT c.oid::int8 AS relid, c.relname::text AS relname, \
   FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace \
   WHERE c.oid = to_regclass($1)";
 
+/// Whether `name` is a plain identifier, optionally schema-qualified: the only names the
+/// catalog is asked about (`to_regclass` raises on a malformed name, which would abort the
+/// caller's transaction).
+pub(crate) fn simple_name(name: &str) -> bool {
+    let part = |p: &str| {
+        p.chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_lowercase() || c == '_')
+            && p.chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '$')
+    };
+    let mut n = 0;
+    name.split('.').all(|p| {
+        n += 1;
+        part(p)
+    }) && n <= 2
+}
+
 /// A written table's catalog facts.
 #[derive(Debug, Clone)]
 pub(crate) struct Table {
@@ -78,6 +96,9 @@ pub(crate) struct Direct {
 #[derive(Debug, Default)]
 pub(crate) struct Catalog {
     tables: Mutex<HashMap<Box<str>, (Table, Instant)>>,
+    /// Relations read by proved read-only texts: whether reading them can write nothing
+    /// (see `reads`).
+    pub(super) reads: Mutex<HashMap<Box<str>, (bool, Instant)>>,
 }
 
 impl Catalog {
@@ -87,6 +108,7 @@ impl Catalog {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clear();
+        self.reads.lock().unwrap_or_else(|e| e.into_inner()).clear();
     }
 
     fn cached(&self, name: &str) -> Option<Table> {
@@ -144,8 +166,11 @@ pub(crate) fn changes_catalog(class: &Classification) -> bool {
 
 /// The one table a statement writes directly, when the statement is a candidate for the
 /// command tag as evidence: a single `INSERT`, `UPDATE`, `DELETE` or `INSERT ... ON
-/// CONFLICT DO NOTHING`, writing exactly one table, calling no opaque function. An upsert
-/// that may update is not one: its command tag does not tell inserted from updated rows.
+/// CONFLICT DO NOTHING` at the text's top level, so that the command tag is its own
+/// ([`Classification::own_row_count`]: not `EXPLAIN ANALYZE DELETE`, whose tag is
+/// `EXPLAIN`'s, nor a data-modifying `WITH`, whose other writes the tag does not count),
+/// writing exactly one table, calling no opaque function. An upsert that may update is not
+/// one: its command tag does not tell inserted from updated rows.
 pub(crate) fn direct_target(class: &Classification) -> Option<&str> {
     let e = &class.effect;
     let op_ok = match e.operation {
@@ -153,14 +178,7 @@ pub(crate) fn direct_target(class: &Classification) -> Option<&str> {
         Operation::Upsert => !e.overwrites,
         _ => false,
     };
-    let text = class.sanitized.trim();
-    let single = !text.trim_end_matches(';').contains(';');
-    // A data-modifying `WITH` (top level only, in PostgreSQL) writes rows the command tag
-    // does not count.
-    let with = text
-        .get(..4)
-        .is_some_and(|w| w.eq_ignore_ascii_case("with"));
-    (op_ok && single && !with && e.tables.len() == 1 && e.opaque_calls.is_empty())
+    (op_ok && class.own_row_count && e.tables.len() == 1 && e.opaque_calls.is_empty())
         .then(|| e.tables[0].as_str())
 }
 
@@ -189,6 +207,7 @@ pub(crate) fn observation(
         wrote: !tables.is_empty(),
         tables,
         committed,
+        ..Default::default()
     }
 }
 
@@ -225,6 +244,10 @@ mod tests {
             ),
             ("  insert into t (a) values (1);", Some("t")),
             ("CREATE TABLE x (a int)", None),
+            // The command tag is EXPLAIN's, not the DELETE's.
+            ("EXPLAIN ANALYZE DELETE FROM t WHERE id = 1", None),
+            ("EXPLAIN (ANALYZE) DELETE FROM t WHERE id = 1", None),
+            ("PREPARE p AS DELETE FROM t", None),
         ];
         for (sql, want) in rows {
             let c = classify(sql, SqlDialect::Postgres);

@@ -66,6 +66,8 @@ mod catalog;
 mod guard;
 mod lost;
 mod oracle;
+/// Whether reading a relation can write: plain tables, and views proved read-only.
+mod reads;
 /// Which way a statement goes: wrapped in the oracle's transaction, a direct write, or past.
 mod route;
 mod tx;
@@ -88,7 +90,7 @@ use crate::classify::{SqlDialect, TxControl, is_dml};
 use crate::execute::{Attribution, AuditedQuery, StatementEnd};
 use crate::pool::options::PgOracle;
 use crate::stream::Yielder;
-use route::{direct_write, wants_oracle, wrap};
+use route::{direct_write, wants_oracle, why_unwrapped, wrappable};
 use wrap::{Item, collect, run_wrapped, stream_wrapped};
 
 /// A PostgreSQL pool's audit state: the catalog facts of the tables its statements write.
@@ -108,12 +110,12 @@ pub struct PgConnState {
 
 impl sealed::Sealed for Postgres {}
 
-/// A statement that succeeded: `rows` affected (recorded for DML only), `observed` by the
-/// oracle or not.
+/// A statement that succeeded: `rows` affected (recorded only where the command tag is the
+/// write's own, [`crate::Classification::own_row_count`]), `observed` by the oracle or not.
 fn succeeded(att: &Attribution, rows: u64, observed: bool) -> StatementEnd {
     StatementEnd {
         outcome: StatementOutcome::Ok,
-        rows_affected: is_dml(att.class.effect.operation).then_some(rows),
+        rows_affected: att.class.own_row_count.then_some(rows),
         observed,
     }
 }
@@ -239,32 +241,52 @@ struct Rest<'e> {
     pool: &'e PgPoolState,
 }
 
-/// The start of both ways of running a statement: whether it is a direct write, whether to
-/// wrap it, and inside an audited transaction, what the oracle does before it.
+/// The start of both ways of running a statement: whether it needs the oracle, whether it
+/// is a direct write, whether to wrap it, and inside an audited transaction, what the
+/// oracle does before it. A statement not proved read-only that cannot be wrapped in
+/// autocommit is marked unobserved, with why (see
+/// [`hintaudit_core::StatementEffect::unobserved`]).
 async fn start(ctx: Ctx<'_, Postgres>) -> Started<'_> {
-    let wrapped = wrap(&ctx);
+    let wrappable = wrappable(&ctx);
+    let unwrapped = (!wrappable && ctx.tx.is_none()).then(|| why_unwrapped(&ctx));
     let Ctx {
         conn,
         state,
         mut tx,
         pool,
         att,
+        oracle,
         ..
     } = ctx;
-    let eligible = match tx.as_deref() {
-        None => wrapped,
-        Some(tx) => {
-            tx.before.is_none() && !tx.failed && !tx.aborted && wants_oracle(tx.oracle, &att)
-        }
+    let mode = tx.as_deref().map_or(oracle, |tx| tx.oracle);
+    let (wants, mut lost) = match wants_oracle(conn, pool, mode, &att).await {
+        Ok(wants) => (wants, None),
+        Err(e) => (true, Some(e)),
     };
-    let (direct, mut lost) = match direct_write(conn, pool, &att, eligible).await {
-        Ok(direct) => (direct, None),
-        Err(e) => (None, Some(e)),
+    let wrapped = wrappable && wants;
+    let eligible = lost.is_none()
+        && match tx.as_deref() {
+            None => wrapped,
+            Some(tx) => tx.before.is_none() && !tx.failed && !tx.aborted && wants,
+        };
+    let direct = match direct_write(conn, pool, &att, eligible).await {
+        Ok(direct) => direct,
+        Err(e) => {
+            lost = lost.or(Some(e));
+            None
+        }
     };
     if let Some(tx) = tx.as_deref_mut() {
         lost = lost.or(tx.lost.take());
-        let snapshot = tx::before(conn, tx, &att, direct.is_some(), lost.is_some()).await;
+        let snapshot = tx::before(conn, tx, &att, direct.is_some() || !wants, lost.is_some()).await;
         lost = lost.or(snapshot.err());
+    }
+    let unwrapped = unwrapped.or((wrappable && !wants).then_some("the oracle is off"));
+    if let (Some(why), Some(not_proved), Some(sink)) =
+        (unwrapped, att.class.not_proved.as_deref(), &att.sink)
+    {
+        let text: Arc<str> = format!("{not_proved}; {why}").into();
+        sink.update(|s| s.unobserved = Some(text.clone()));
     }
     Started {
         wrapped: wrapped && direct.is_none(),

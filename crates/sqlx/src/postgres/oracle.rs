@@ -6,13 +6,16 @@
 //!
 //! Pitfalls handled here: the transaction id is also assigned by `SELECT ... FOR UPDATE` and
 //! by temp-table creation, so `wrote` is reported only when some user table's counts moved;
-//! temp tables (`pg_temp_*` schemas) are ignored; `nextval()` is invisible to the oracle
-//! (statement analysis lists it in `opaque_calls`).
+//! temp tables (`pg_temp_*` schemas) are ignored. Sequences have no tuple counts: a
+//! sequence the transaction locked for a change (`nextval`, `setval`) is read from
+//! `pg_locks` (see `locked_sequences`), and reported unless its owner table was written in
+//! the same transaction (a serial default). `currval` takes the same lock, so this is
+//! `likely`, and a text calling only `currval` is proved read-only and never wrapped.
 //!
 //! [design: evidence]: ../../../../docs/design.md#3-evidence
 //! [design: pitfalls]: ../../../../docs/design.md#7-known-pitfalls-checked-against-rmcp-311-sqlx-09-postgresql-15
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use hintaudit_core::{TableWrites, TransactionObservation};
 use sqlx::postgres::{PgConnection, PgRow};
@@ -25,7 +28,9 @@ macro_rules! snapshot_over {
     ($candidates:expr) => {
         concat!(
             "SELECT pg_current_xact_id_if_assigned()::text AS xid, w.relid, w.relname, \
-             w.ins, w.upd, w.del FROM (SELECT 1) AS one LEFT JOIN (\
+             w.ins, w.upd, w.del, ",
+            locked_sequences!(),
+            " AS seqs FROM (SELECT 1) AS one LEFT JOIN (\
              SELECT c.oid::int8 AS relid, c.relname::text AS relname, \
              pg_stat_get_xact_tuples_inserted(c.oid) AS ins, \
              pg_stat_get_xact_tuples_updated(c.oid) AS upd, \
@@ -37,6 +42,25 @@ macro_rules! snapshot_over {
              AND n.nspname !~ '^pg_toast' AND n.nspname !~ '^pg_temp_') AS w \
              ON w.ins + w.upd + w.del > 0"
         )
+    };
+}
+
+/// The sequences this backend holds locked for a change (`ROW EXCLUSIVE` or stronger:
+/// `nextval`, `setval`, `currval`, `ALTER SEQUENCE`; a plain read of the sequence relation
+/// takes `ACCESS SHARE`), outside temporary schemas, each as `name US owner` (the table whose
+/// column owns it, serial or identity, or nothing), joined by RS: one text, NULL for none.
+/// Locks are held to the transaction's end, so this reads the transaction's sequences.
+macro_rules! locked_sequences {
+    () => {
+        "(SELECT string_agg(s.relname || chr(31) || coalesce(o.relname, ''), chr(30)) \
+         FROM pg_locks AS l JOIN pg_class AS s ON s.oid = l.relation AND s.relkind = 'S' \
+         JOIN pg_namespace AS sn ON sn.oid = s.relnamespace AND sn.nspname !~ '^pg_temp_' \
+         LEFT JOIN pg_depend AS d ON d.classid = 'pg_class'::regclass AND d.objid = s.oid \
+         AND d.refclassid = 'pg_class'::regclass AND d.deptype IN ('a', 'i') \
+         LEFT JOIN pg_class AS o ON o.oid = d.refobjid \
+         WHERE l.locktype = 'relation' AND l.pid = pg_backend_pid() AND l.granted \
+         AND l.mode IN ('RowExclusiveLock', 'ShareRowExclusiveLock', 'ExclusiveLock', \
+         'AccessExclusiveLock'))"
     };
 }
 
@@ -117,6 +141,8 @@ pub(crate) struct Snapshot {
     pub(crate) xid: bool,
     /// relid → (relname, inserted, updated, deleted).
     counts: HashMap<i64, (String, i64, i64, i64)>,
+    /// Sequences locked for a change: name → the table owning it, if any.
+    sequences: BTreeMap<String, Option<String>>,
 }
 
 fn parse(rows: &[PgRow]) -> Result<Snapshot, sqlx::Error> {
@@ -124,6 +150,12 @@ fn parse(rows: &[PgRow]) -> Result<Snapshot, sqlx::Error> {
     for row in rows {
         let xid: Option<String> = row.try_get("xid")?;
         snap.xid |= xid.is_some();
+        let seqs: Option<String> = row.try_get("seqs")?;
+        for entry in seqs.iter().flat_map(|s| s.split('\u{1e}')) {
+            let (name, owner) = entry.split_once('\u{1f}').unwrap_or((entry, ""));
+            let owner = (!owner.is_empty()).then(|| owner.to_lowercase());
+            snap.sequences.insert(name.to_lowercase(), owner);
+        }
         let relid: Option<i64> = row.try_get("relid")?;
         if let Some(relid) = relid {
             let name: Option<String> = row.try_get("relname")?;
@@ -208,10 +240,25 @@ pub(crate) fn observe(
         }
     }
     tables.sort_by(|a, b| a.table.cmp(&b.table));
+    // A sequence its owner's insert advanced (a serial default) is that insert's; the
+    // others are writes of their own.
+    let sequences = after
+        .sequences
+        .iter()
+        .filter(|(name, _)| !before.sequences.contains_key(*name))
+        .filter(|(_, owner)| {
+            !owner
+                .as_ref()
+                .is_some_and(|o| tables.iter().any(|t| t.table == *o))
+        })
+        .map(|(name, _)| name.clone())
+        .collect();
     TransactionObservation {
         wrote: after.xid && !tables.is_empty(),
         tables,
+        sequences,
         committed,
+        ..Default::default()
     }
 }
 

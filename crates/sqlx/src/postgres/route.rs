@@ -12,44 +12,56 @@ use crate::backend::Ctx;
 use crate::execute::Attribution;
 use crate::pool::options::PgOracle;
 
-/// Whether the configured oracle `mode` asks for the oracle around a statement of this
-/// attribution (with [`PgOracle::Writes`], one that may write).
-pub(super) fn wants_oracle(mode: PgOracle, att: &Attribution) -> bool {
+/// Whether the configured oracle `mode` asks for the database's evidence around a statement
+/// of this attribution. With [`PgOracle::Writes`], every statement not proved read-only: by
+/// its text ([`crate::Classification::proved_read_only`]), and by the catalog for each
+/// relation it reads (a view, or a table under row security, can call a function the text
+/// does not name; see [`catalog::Catalog::read_only`]). The error when a catalog lookup
+/// found the connection lost (see `lost`).
+pub(super) async fn wants_oracle(
+    conn: &mut PgConnection,
+    pool: &PgPoolState,
+    mode: PgOracle,
+    att: &Attribution,
+) -> Result<bool, Error> {
     let c = &att.class;
     match mode {
-        PgOracle::Off => false,
-        PgOracle::Writes => c.may_write(),
-        PgOracle::Always => true,
+        PgOracle::Off => Ok(false),
+        PgOracle::Always => Ok(true),
+        PgOracle::Writes if !c.proved_read_only() => Ok(true),
+        PgOracle::Writes => {
+            for t in c.effect.read_tables.iter() {
+                if !catalog::simple_name(t) || !pool.catalog.read_only(conn, t).await? {
+                    return Ok(true);
+                }
+            }
+            Ok(false)
+        }
     }
 }
 
-/// Whether an autocommit statement runs wrapped in the oracle's transaction.
-pub(super) fn wrap(ctx: &Ctx<'_, Postgres>) -> bool {
+/// Whether an autocommit statement can run wrapped in the oracle's transaction: not in a
+/// transaction, not transaction control, not a text that cannot run in a transaction block.
+pub(super) fn wrappable(ctx: &Ctx<'_, Postgres>) -> bool {
     let c = &ctx.att.class;
     ctx.tx.is_none()
         && !ctx.state.raw_transaction
         && !ctx.conn.is_in_transaction()
         && c.tx_control.is_none()
         && !c.no_transaction_block
-        && wants_oracle(ctx.oracle, &ctx.att)
 }
 
-/// Whether `name` is a plain identifier, optionally schema-qualified: the only names the
-/// catalog is asked about (`to_regclass` raises on a malformed name, which would abort the
-/// caller's transaction).
-fn simple_name(name: &str) -> bool {
-    let part = |p: &str| {
-        p.chars()
-            .next()
-            .is_some_and(|c| c.is_ascii_lowercase() || c == '_')
-            && p.chars()
-                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '$')
-    };
-    let mut n = 0;
-    name.split('.').all(|p| {
-        n += 1;
-        part(p)
-    }) && n <= 2
+/// Why a statement that is not proved read-only ran unwrapped in autocommit: the words of
+/// its evidence (see [`hintaudit_core::StatementEffect::unobserved`]).
+pub(super) fn why_unwrapped(ctx: &Ctx<'_, Postgres>) -> &'static str {
+    let c = &ctx.att.class;
+    if ctx.state.raw_transaction || ctx.conn.is_in_transaction() {
+        "in a transaction begun outside the audit (a raw BEGIN), which the oracle cannot wrap"
+    } else if c.no_transaction_block {
+        "the text ends its own transaction or cannot run in one, so the oracle cannot wrap it"
+    } else {
+        "the oracle is off"
+    }
 }
 
 /// The statement's direct write, if it is one on a plain table (see [`catalog`]), where the
@@ -65,7 +77,7 @@ pub(super) async fn direct_write(
     if !eligible {
         return Ok(None);
     }
-    let Some(name) = catalog::direct_target(&att.class).filter(|n| simple_name(n)) else {
+    let Some(name) = catalog::direct_target(&att.class).filter(|n| catalog::simple_name(n)) else {
         return Ok(None);
     };
     let table = pool.catalog.table(conn, name).await?.filter(|t| t.plain);

@@ -15,7 +15,6 @@ use crate::pool::options::PgOracle;
 
 use super::catalog::{self, Catalog, Direct};
 use super::oracle;
-use super::route::wants_oracle;
 
 /// An [`crate::AuditedTransaction`]'s oracle state.
 #[doc(hidden)]
@@ -61,7 +60,7 @@ impl PgTxState {
     fn mark_rolled_back(&self) {
         for (sink, write) in &self.statements {
             if *write {
-                sink.update(|s| s.outcome = StatementOutcome::Failed);
+                sink.update(|s| s.outcome = StatementOutcome::RolledBack);
             }
         }
     }
@@ -74,24 +73,19 @@ impl PgTxState {
 }
 
 /// Before a statement inside an audited transaction: the oracle's first snapshot, taken
-/// lazily before the first statement that may write and is not a direct write (a direct
-/// write's command tag is its evidence); none when the connection is already known `lost`.
-/// The snapshot's error when it found the connection lost (see `lost`): the statement's.
+/// lazily before the first statement that needs it (`skip`: it is a direct write, whose
+/// command tag is its evidence, or it is proved read-only); none when the connection is
+/// already known `lost`. The snapshot's error when it found the connection lost (see
+/// `lost`): the statement's.
 pub(super) async fn before(
     conn: &mut PgConnection,
     tx: &mut PgTxState,
     att: &Attribution,
-    direct: bool,
+    skip: bool,
     lost: bool,
 ) -> Result<(), sqlx::Error> {
     let mut answer = Ok(());
-    if !lost
-        && tx.before.is_none()
-        && !tx.failed
-        && !tx.aborted
-        && !direct
-        && wants_oracle(tx.oracle, att)
-    {
+    if !lost && tx.before.is_none() && !tx.failed && !tx.aborted && !skip {
         match first_snapshot(conn, tx).await {
             Ok(s) => tx.before = Some(s),
             Err(e) => {
@@ -145,11 +139,13 @@ pub(super) fn ended(tx: &mut PgTxState, committed: bool) {
     // its COMMIT rolled back.
     let direct = std::mem::take(&mut tx.direct);
     let oracle_ran = tx.observation.is_some();
-    let mut obs = tx.observation.take().unwrap_or(TransactionObservation {
-        wrote: false,
-        tables: Vec::new(),
-        committed,
-    });
+    let mut obs = tx
+        .observation
+        .take()
+        .unwrap_or_else(|| TransactionObservation {
+            committed,
+            ..Default::default()
+        });
     obs.committed = committed && (oracle_ran || !tx.aborted);
     // After a flush before BEGIN the oracle's delta starts at BEGIN and already holds the
     // direct writes' counts.

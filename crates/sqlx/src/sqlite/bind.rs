@@ -29,8 +29,8 @@ pub(super) enum Bound {
 
 /// Binds the statement's row changes to its call (scoped) or to nobody (unscoped).
 ///
-/// A statement run straight on the pool (`pooled`) that cannot write (a SELECT without opaque
-/// function calls, a session statement) is not bound: no hook fires for it. One that may write
+/// A statement run straight on the pool (`pooled`) proved read-only
+/// ([`crate::Classification::proved_read_only`]) is not bound: no hook fires for it. One that may write
 /// claims the pool's writer when the pool's connections are hooked at connect time and no
 /// other statement holds the writer; otherwise it finds its connection's slot, which costs a
 /// round trip to sqlx's worker thread (`lock_handle()`), and binds it (to nobody, unscoped, so
@@ -47,7 +47,7 @@ pub(super) async fn bind(
     pooled: bool,
     defer: bool,
 ) -> Bound {
-    let may_write = att.class.may_write();
+    let may_write = !att.class.proved_read_only();
     if pooled && !may_write {
         return Bound::Nothing;
     }

@@ -7,7 +7,8 @@
 //! a transaction commits, including the implicit transaction of an autocommit statement
 //! (before the statement returns); the rollback hook on `ROLLBACK` or an implicit rollback.
 //! The update hook is blind to `DELETE` without `WHERE` (truncate optimisation), to rows
-//! `REPLACE` deletes on conflict, and to `WITHOUT ROWID` tables.
+//! `REPLACE` deletes on conflict, and to `WITHOUT ROWID` tables. Rows of the `temp` schema
+//! (temporary tables, the session's own objects) are left out.
 //!
 //! The hooks run on sqlx's worker thread, where the caller's task-locals are invisible, so
 //! each connection has a [`Slot`], and every row change is tagged with the binding current
@@ -383,7 +384,13 @@ impl Registry {
 /// `preupdate-hook` feature). Any hooks set before on this connection are replaced.
 fn install(handle: &mut LockedSqliteHandle<'_>, slot: &Arc<Slot>) {
     let s = slot.clone();
-    handle.set_update_hook(move |r| s.on_update(&r.operation, r.table, r.rowid));
+    // Rows of the `temp` schema are the session's own objects (temporary tables), no
+    // effect on the environment: not buffered.
+    handle.set_update_hook(move |r| {
+        if r.database != "temp" {
+            s.on_update(&r.operation, r.table, r.rowid);
+        }
+    });
     let s = slot.clone();
     handle.set_commit_hook(move || {
         s.flush(true);
@@ -395,6 +402,9 @@ fn install(handle: &mut LockedSqliteHandle<'_>, slot: &Arc<Slot>) {
     {
         let s = slot.clone();
         handle.set_preupdate_hook(move |r| {
+            if r.database == "temp" {
+                return;
+            }
             let (image, nested) = super::images::image(&r);
             s.on_preupdate(image, nested);
         });

@@ -217,9 +217,13 @@ impl Drop for Finish<'_> {
         let observed = seen.is_some_and(|seen| {
             let truncate = class.delete_without_where && !cfg!(feature = "preupdate-hook");
             // The hooks are blind to some writes (truncate optimisation, WITHOUT ROWID):
-            // sqlite3_changes() reporting rows the hook never saw says so.
-            let blind =
-                seen == 0 && (truncate || (is_dml(class.effect.operation) && self.rows > 0));
+            // sqlite3_changes() reporting rows the hook never saw says so, for every
+            // statement that is not proved read-only, parsed or not (a `DELETE` without
+            // `WHERE` in a text sqlparser cannot read). After a statement that is not DML the
+            // count may be stale (it is the last DML's): such a text is then unobserved
+            // (likely), never passed.
+            let counted = self.rows > 0 && (is_dml(class.effect.operation) || !class.parsed);
+            let blind = seen == 0 && (truncate || counted);
             !blind
         });
         if let (StatementOutcome::Failed, Some(sink)) = (self.outcome, &self.att.sink) {

@@ -140,6 +140,7 @@ pub fn planted() -> PrometheusRecorder {
             updated: 3,
             deleted: 0,
         }],
+        ..Default::default()
     });
     e.transactions.push(TransactionObservation {
         wrote: true,
@@ -150,6 +151,7 @@ pub fn planted() -> PrometheusRecorder {
             updated: 0,
             deleted: 5,
         }],
+        ..Default::default()
     });
     call(
         &r,
