@@ -113,6 +113,15 @@ pub fn classify(sql: &str, dialect: SqlDialect) -> Classification {
         _ if dialect == SqlDialect::MySql && analyzed(sql).is_some() => {
             return mariadb_analyze(sql, sanitized);
         }
+        // PostgreSQL also spells `ANALYZE` `ANALYSE` (`EXPLAIN ANALYSE DELETE …`), which
+        // sqlparser does not read: classified as the text with the word respelled.
+        _ if dialect == SqlDialect::Postgres
+            && let Some(respelled) = analyse(sql) =>
+        {
+            let mut c = classify(&respelled, dialect);
+            c.sanitized = sanitized;
+            return c;
+        }
         _ => return unknown(d, sql, sanitized),
     };
     let mut w = walk::Walk::default();
@@ -244,6 +253,30 @@ fn analyzed(sql: &str) -> Option<&str> {
         "SELECT" | "INSERT" | "UPDATE" | "DELETE" | "REPLACE" | "WITH"
     )
     .then_some(rest)
+}
+
+/// `sql` with each whole word `ANALYSE` (any case) spelled `ANALYZE`, when it has one.
+fn analyse(sql: &str) -> Option<String> {
+    let lower = sql.to_ascii_lowercase();
+    let word = |i: usize| {
+        let before = lower[..i].chars().next_back();
+        let after = lower[i + 7..].chars().next();
+        let edge = |c: Option<char>| !c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+        edge(before) && edge(after)
+    };
+    let at: Vec<usize> = lower
+        .match_indices("analyse")
+        .map(|(i, _)| i)
+        .filter(|i| word(*i))
+        .collect();
+    if at.is_empty() {
+        return None;
+    }
+    let mut out = sql.to_owned();
+    for i in at {
+        out.replace_range(i..i + 7, "ANALYZE");
+    }
+    Some(out)
 }
 
 /// `text` without its leading `word` (case-insensitive) and the whitespace after it.

@@ -177,13 +177,15 @@ impl Proof {
 }
 
 /// Whether an `EXPLAIN` runs its statement: `ANALYZE` as a keyword (`EXPLAIN ANALYZE`), or
-/// as an option not turned off (`EXPLAIN (ANALYZE)`, `EXPLAIN (FORMAT JSON, ANALYZE true)`).
+/// as an option not turned off (`EXPLAIN (ANALYZE)`, `EXPLAIN (FORMAT JSON, ANALYZE true)`),
+/// in either of PostgreSQL's spellings (`ANALYSE`).
 pub(crate) fn explain_runs(analyze: bool, options: Option<&[UtilityOption]>) -> bool {
     analyze
-        || options
-            .unwrap_or_default()
-            .iter()
-            .any(|o| o.name.value.eq_ignore_ascii_case("analyze") && !off(&o.arg))
+        || options.unwrap_or_default().iter().any(|o| {
+            let name = &o.name.value;
+            (name.eq_ignore_ascii_case("analyze") || name.eq_ignore_ascii_case("analyse"))
+                && !off(&o.arg)
+        })
 }
 
 /// Whether an option's argument turns it off: `ANALYZE false`, `ANALYZE off`, `ANALYZE 0`.

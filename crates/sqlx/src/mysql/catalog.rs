@@ -34,6 +34,23 @@ const ROUTINES: &str = "SELECT CONVERT(ROUTINE_NAME USING utf8mb4), \
      CONVERT(ROUTINE_TYPE USING utf8mb4), CONVERT(ROUTINE_DEFINITION USING utf8mb4) \
      FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = DATABASE()";
 
+/// The views of the current database: name, definition (NULL or empty when the user may not
+/// read it).
+const VIEWS: &str = "SELECT CONVERT(TABLE_NAME USING utf8mb4), \
+     CONVERT(VIEW_DEFINITION USING utf8mb4) \
+     FROM information_schema.VIEWS WHERE TABLE_SCHEMA = DATABASE()";
+
+/// What reading a view runs: the functions its definition calls that are not known built-ins
+/// (stored functions, expanded like a statement's), and the relations it reads (views among
+/// them are expanded in turn). A definition the user may not read, or that does not parse,
+/// is `opaque`.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct View {
+    pub(crate) functions: Vec<String>,
+    pub(crate) reads: Vec<String>,
+    pub(crate) opaque: bool,
+}
+
 /// One write a trigger or routine body holds.
 #[derive(Debug, Clone)]
 pub(crate) struct BodyWrite {
@@ -64,6 +81,8 @@ pub(crate) struct Catalog {
     pub(crate) triggers: Vec<Trigger>,
     /// Procedures and functions by lower-cased name: what their bodies write.
     pub(crate) routines: HashMap<String, (RoutineKind, Vec<BodyWrite>)>,
+    /// Views by lower-cased name: what reading them calls.
+    pub(crate) views: HashMap<String, View>,
 }
 
 /// A stored procedure (`CALL p`) or a stored function (called inside a statement).
@@ -91,8 +110,8 @@ pub(crate) fn system_name(version: &str) -> &'static str {
     }
 }
 
-/// Reads the server's name, and the triggers and routines of the connection's database
-/// (none when no database is selected): three queries.
+/// Reads the server's name, and the triggers, routines and views of the connection's
+/// database (none when no database is selected): four queries.
 pub(crate) async fn load(conn: &mut MySqlConnection) -> Result<Catalog, sqlx::Error> {
     let row = conn.fetch_one(sqlx::raw_sql(IDENTITY)).await?;
     let version: Option<String> = row.try_get(0)?;
@@ -135,7 +154,31 @@ pub(crate) async fn load(conn: &mut MySqlConnection) -> Result<Catalog, sqlx::Er
             .routines
             .insert(name.unwrap_or_default().to_lowercase(), (kind, writes));
     }
+    for row in conn.fetch_all(sqlx::raw_sql(VIEWS)).await? {
+        let name: Option<String> = row.try_get(0)?;
+        let definition: Option<String> = row.try_get(1)?;
+        catalog.views.insert(
+            name.unwrap_or_default().to_lowercase(),
+            view(definition.as_deref().unwrap_or("")),
+        );
+    }
     Ok(catalog)
+}
+
+/// What reading a view of this definition runs.
+fn view(definition: &str) -> View {
+    let c = classify(definition, SqlDialect::MySql);
+    if !c.parsed || definition.trim().is_empty() {
+        return View {
+            opaque: true,
+            ..View::default()
+        };
+    }
+    View {
+        functions: c.effect.opaque_calls.to_vec(),
+        reads: c.effect.read_tables.to_vec(),
+        opaque: false,
+    }
 }
 
 /// The leading keywords of a write statement.

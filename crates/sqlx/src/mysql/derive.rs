@@ -7,7 +7,8 @@
 //! affected 0 rows fires nothing. `INSERT` fires the table's `INSERT` triggers; `INSERT …
 //! ON DUPLICATE KEY UPDATE` also its `UPDATE` triggers; `REPLACE` its `INSERT` and `DELETE`
 //! triggers. Derived writes fire triggers in turn, up to [`MAX_DEPTH`] levels, each trigger
-//! and routine once per statement.
+//! and routine once per statement. A statement that reads a view is expanded through the
+//! stored functions the view's definition calls (views in views too).
 
 use std::collections::HashSet;
 
@@ -46,9 +47,13 @@ pub(crate) fn derived(
             }
         }
     }
-    // Stored functions called from any statement (`SELECT reserve(?)`).
+    // Stored functions called from any statement (`SELECT reserve(?)`), and from the
+    // definitions of the views it reads.
     for f in e.opaque_calls.iter() {
         x.routine(unqualified(f), RoutineKind::Function, 0);
+    }
+    for t in e.read_tables.iter() {
+        x.view(t, 0);
     }
     x.out
 }
@@ -112,6 +117,31 @@ impl Expand<'_> {
         }
         let how = format!("via {} {name}", found.as_str());
         self.body(writes, &how, depth);
+    }
+
+    /// Reading `name`, when it is a view: the stored functions its definition calls, and
+    /// the views it reads in turn. A definition that cannot be read is a possible write.
+    fn view(&mut self, name: &str, depth: usize) {
+        let name = unqualified(name).trim_matches('`');
+        if depth >= MAX_DEPTH || !self.seen.insert(format!("v:{name}")) {
+            return;
+        }
+        let catalog = self.catalog;
+        let Some(v) = catalog.views.get(name) else {
+            return;
+        };
+        if v.opaque {
+            let mut effect = StatementEffect::new(Operation::Unknown, vec![]);
+            effect.summary =
+                format!("SELECT {name} (via view {name}, definition not readable)").into();
+            self.out.push(effect);
+        }
+        for f in &v.functions {
+            self.routine(unqualified(f), RoutineKind::Function, depth + 1);
+        }
+        for t in &v.reads {
+            self.view(t, depth + 1);
+        }
     }
 
     fn body(&mut self, writes: &[BodyWrite], how: &str, depth: usize) {

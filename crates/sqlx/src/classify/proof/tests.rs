@@ -46,6 +46,8 @@ const NOT_PROVED: &[(SqlDialect, &str)] = &[
     (Pg, "EXPLAIN (FORMAT JSON, ANALYZE true) UPDATE t SET a = 1"),
     (Pg, "EXPLAIN (analyze on, buffers) INSERT INTO t VALUES (1)"),
     (Pg, "EXPLAIN ANALYZE VERBOSE DELETE FROM t"),
+    (Pg, "explain analyse delete from t"),
+    (Pg, "EXPLAIN (ANALYSE) DELETE FROM t"),
     (Pg, "EXPLAIN ANALYZE SELECT evil()"),
     // Writes hidden in a read's shape.
     (Pg, "SELECT 1; DELETE FROM t WHERE id = 2"),
