@@ -1,5 +1,6 @@
 //! Classification and summary of any text, in every dialect in use: never a panic, an
-//! unparsed text is judged by the cautious fallback (unknown, may write), and a sanitized
+//! unparsed text is judged by the cautious fallback (unknown, may write), a text proved
+//! read-only holds no write by statement analysis, and a sanitized
 //! text never holds more than its source's structure (no literal survives). The seed corpus
 //! (`fuzz/corpus/classify`) holds real statements; libFuzzer mutates them.
 #![no_main]
@@ -21,6 +22,10 @@ fuzz_target!(|data: &[u8]| {
         if !c.parsed && !exempt {
             assert_eq!(c.effect.operation, Operation::Unknown, "{d:?} {sql:?}");
             assert!(!c.proved_read_only(), "{d:?} {sql:?}");
+        }
+        // What is proved read-only holds no write by statement analysis.
+        if let Some(broken) = fallback::proof_broken(&c) {
+            panic!("{d:?} {sql:?}: {broken}");
         }
         // A literal never survives sanitizing: the sanitized text of `SELECT '<literal>'` is
         // the same whatever the literal (comparing texts, not searching one in the other, so

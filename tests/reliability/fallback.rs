@@ -66,3 +66,23 @@ pub fn session_allowed(sql: &str) -> bool {
     !name.is_empty()
         && (value.is_empty() || value == ";" || SESSION_PRAGMAS.contains(&name.as_str()))
 }
+
+/// What a text proved read-only must never be, stated apart from the proof's own allowlist:
+/// a write, an unknown text or a procedure call by its operation, a write to any table, or a
+/// call of a function statement analysis finds opaque. `None` when it holds (or the text is
+/// not proved), else what broke it.
+pub fn proof_broken(c: &hintaudit_sqlx::Classification) -> Option<String> {
+    use hintaudit_core::Operation;
+    let e = &c.effect;
+    let broken = c.proved_read_only()
+        && (e.operation.is_write()
+            || matches!(e.operation, Operation::Unknown | Operation::Call)
+            || !e.tables.is_empty()
+            || !e.opaque_calls.is_empty());
+    broken.then(|| {
+        format!(
+            "proved read-only, yet {:?} writing {:?} calling {:?}",
+            e.operation, e.tables, e.opaque_calls
+        )
+    })
+}

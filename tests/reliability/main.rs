@@ -20,5 +20,6 @@ mod late_rows;
 mod outage;
 mod outcome;
 mod privacy;
+mod proof;
 mod properties;
 mod support;
