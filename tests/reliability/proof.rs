@@ -61,7 +61,7 @@ fn analyze_options() -> impl Strategy<Value = String> {
     );
     (word, on, others, any::<prop::sample::Index>()).prop_map(|(w, on, mut others, at)| {
         let i = at.index(others.len() + 1);
-        others.insert(i, &"");
+        others.insert(i, "");
         let mut list: Vec<String> = others.iter().map(|s| s.to_string()).collect();
         list[i] = format!("{w}{on}");
         format!("({})", list.join(", "))
