@@ -252,6 +252,39 @@ mod tests {
                 vec!["t"],
             ),
             (
+                "a sequence moved: a likely write, committed or not",
+                vec![],
+                vec![
+                    TransactionObservation {
+                        sequences: vec!["s".into()],
+                        ..tx(true, false, vec![])
+                    },
+                    TransactionObservation {
+                        sequences: vec!["access_log".into()],
+                        ..tx(false, false, vec![])
+                    },
+                ],
+                vec![
+                    "writes: sequence s advanced or set (oracle: the transaction locked it for a change) (likely)",
+                ],
+                vec![],
+            ),
+            (
+                "rows affected, not an oracle: the evidence says so",
+                vec![],
+                vec![TransactionObservation {
+                    source: crate::effect::ObservationSource::RowsAffected,
+                    ..tx(true, true, vec![counts("t", (0, 1, 0))])
+                }],
+                vec![
+                    "writes: rows affected: t +0 ~1 -0 (committed) (confirmed)",
+                    "destructive: rows affected: t +0 ~1 -0 (committed) (confirmed)",
+                    "written: t",
+                    "touched: t",
+                ],
+                vec!["t"],
+            ),
+            (
                 "rolled back, wrote, no table counts: one attempt",
                 vec![],
                 vec![tx(false, true, vec![]), tx(false, false, vec![])],

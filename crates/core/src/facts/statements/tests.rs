@@ -279,6 +279,38 @@ fn statement_evidence() {
             &[],
             vec![],
         ),
+        (
+            "rolled back: an attempt, in those words",
+            StatementEffect {
+                outcome: StatementOutcome::RolledBack,
+                ..st(Delete, "t")
+            },
+            false,
+            &[],
+            vec!["attempts: DELETE t: rolled back (confirmed)"],
+        ),
+        (
+            "not proved read-only and not observed: a likely write, with why",
+            StatementEffect {
+                unobserved: Some("calls f, not known to be read-only; the oracle is off".into()),
+                ..read()
+            },
+            false,
+            &[],
+            vec![
+                "writes: SELECT: may write, not observed (calls f, not known to be read-only; the oracle is off) (likely)",
+            ],
+        ),
+        (
+            "not observed but failed: none",
+            StatementEffect {
+                unobserved: Some("why".into()),
+                ..failed(read())
+            },
+            false,
+            &[],
+            vec![],
+        ),
     ];
     for (name, statement, hooked, oracle, want) in cases {
         let (evidence, _) = collect(statement, hooked, oracle);
@@ -329,6 +361,38 @@ fn statement_tables() {
         let (_, tables) = collect(statement, false, &[]);
         assert_eq!(tables, want, "{name}");
     }
+}
+
+/// A temporary table is the session's own object: a write to it in the same call is no
+/// effect, a write to another table still is.
+#[test]
+fn session_objects_are_not_the_environment() {
+    let create = StatementEffect {
+        session_tables: vec!["tmp".to_owned()].into(),
+        ..st(Operation::Session, "")
+    };
+    let effect = Effect {
+        statements: vec![
+            create,
+            affected(2, st(Insert, "tmp")),
+            affected(1, st(Insert, "t")),
+        ],
+        ..Default::default()
+    };
+    let mut c = Collector::facts(Wanted::ALL);
+    record_statements(
+        &effect,
+        &Policy::default(),
+        &Marks::default(),
+        &Default::default(),
+        &mut c,
+    );
+    let got = lines(&c.finish());
+    assert!(
+        got.contains(&"writes: INSERT t: 1 row affected (confirmed)".to_owned()),
+        "{got:?}"
+    );
+    assert!(!got.iter().any(|l| l.contains("tmp")), "{got:?}");
 }
 
 fn read() -> StatementEffect {
