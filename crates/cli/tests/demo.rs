@@ -103,15 +103,20 @@ fn demo_in_enforce_mode_shows_the_refusals_and_exits_0() {
         );
         assert!(stdout.contains(evidence), "{evidence}:\n{stdout}");
     }
+    // The hint was still false: its own rule is recorded beside `enforced`, from the
+    // refusal, never from a write (nothing was written).
     for (tool, rule) in [
         ("get_appointment", "read_only_write"),
         ("purge_cancelled", "undeclared_destructive"),
         ("notify_patient", "undeclared_open_world"),
     ] {
-        assert!(
-            !row(tool, rule),
-            "{tool} {rule} despite enforce mode:\n{stdout}"
-        );
+        assert!(row(tool, rule), "no {rule} row for {tool}:\n{stdout}");
+    }
+    for evidence in [
+        "UPDATE appointments tried, refused by",
+        "DELETE appointments tried, refused by",
+    ] {
+        assert!(stdout.contains(evidence), "{evidence}:\n{stdout}");
     }
     assert!(row("create_appointment", "idempotency_broken"), "{stdout}");
     assert!(
@@ -124,7 +129,7 @@ fn demo_in_enforce_mode_shows_the_refusals_and_exits_0() {
     );
     assert_eq!(
         stdout.lines().last(),
-        Some("hintaudit: 11 tools, 17 calls judged: 1 critical, 4 warning, 1 info; 5 tools clean"),
+        Some("hintaudit: 11 tools, 17 calls judged: 3 critical, 5 warning, 1 info; 5 tools clean"),
         "stdout:\n{stdout}"
     );
 }

@@ -100,15 +100,23 @@ async fn the_middleware_refuses_requests_outside_the_closed_world() {
         arguments: None,
         effect: &effect,
     });
+    // `undeclared_open_world` too: the tool's hint was false, though nothing was sent.
     let rules: Vec<Rule> = verdict.findings.iter().map(|f| f.rule).collect();
-    assert_eq!(rules, [Rule::Enforced]);
+    assert_eq!(rules, [Rule::UndeclaredOpenWorld, Rule::Enforced]);
     assert!(
-        verdict.findings[0].evidence.contains(&format!(
+        verdict.findings[0]
+            .evidence
+            .contains("tried, refused by hintaudit in enforce mode"),
+        "{}",
+        verdict.findings[0].evidence
+    );
+    assert!(
+        verdict.findings[1].evidence.contains(&format!(
             "POST to 127.0.0.1:{} refused by hintaudit",
             addr.port()
         )),
         "{}",
-        verdict.findings[0].evidence
+        verdict.findings[1].evidence
     );
 
     // Not enforced (observe mode): sent and recorded, as before.

@@ -74,7 +74,17 @@ const PURE: &[&str] = &[
     "col_description", "pg_get_serial_sequence", "currval", "lastval", "crc32", "to_tsvector",
     "to_tsquery", "plainto_tsquery", "phraseto_tsquery", "websearch_to_tsquery", "ts_rank",
     "ts_rank_cd", "ts_headline", "setweight", "similarity", "word_similarity",
-    "pg_current_xact_id_if_assigned", "pg_current_xact_id", "txid_current_if_assigned", "host",
+    "pg_current_xact_id_if_assigned", "pg_current_xact_id", "txid_current_if_assigned",
+    // catalog reads (introspection tools, and the catalog's own views)
+    "pg_has_role", "has_column_privilege", "has_any_column_privilege",
+    "has_schema_privilege", "has_database_privilege", "has_sequence_privilege",
+    "has_function_privilege", "pg_get_expr", "pg_get_constraintdef", "pg_get_indexdef",
+    "pg_get_viewdef", "pg_get_functiondef", "pg_get_function_arguments",
+    "pg_get_function_result", "pg_get_triggerdef", "pg_get_userbyid", "pg_table_is_visible",
+    "pg_type_is_visible", "pg_function_is_visible", "pg_relation_filenode",
+    "pg_indexes_size", "pg_table_size", "pg_database_size", "pg_get_keywords",
+    "pg_postmaster_start_time", "pg_is_in_recovery", "current_schemas", "to_regproc",
+    "to_regnamespace", "host",
     "inet", "cidr", "family", "masklen", "netmask", "point", "box", "circle", "st_distance",
     "st_makepoint", "st_setsrid",
 ];
