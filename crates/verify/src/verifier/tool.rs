@@ -33,6 +33,7 @@ struct Run {
     setup: Vec<String>,
     arguments: Value,
     made_up: Vec<String>,
+    generated: Vec<(String, String)>,
 }
 
 /// How a case ended, beyond its report.
@@ -175,6 +176,7 @@ impl Verifier {
                 setup: c.setup.clone(),
                 arguments: c.arguments.clone(),
                 made_up: Vec::new(),
+                generated: Vec::new(),
             })
             .collect();
         if !file_runs.is_empty() {
@@ -207,23 +209,35 @@ impl Verifier {
                 expansion
                     .sets
                     .into_iter()
-                    .map(|(label, mut args, made_up)| {
+                    .map(|set| {
+                        let mut args = set.arguments;
                         for field in &plan.sql {
                             if let (Some(sql), Some(v)) = (&probe_sql, args.get_mut(field.as_str()))
                             {
                                 *v = Value::String(sql.clone());
                             }
                         }
+                        let mut generated = set.sources;
+                        generated.extend(plan.ids.iter().map(|f| {
+                            let source = if fresh_id(&tool.name, &f.name, &f.ty) {
+                                "one past the largest value in the database (a new row)"
+                            } else {
+                                "a value from the database"
+                            };
+                            (f.name.clone(), source.to_owned())
+                        }));
+                        generated.sort();
                         Run {
                             label: if k == 0 {
-                                label
+                                set.label
                             } else {
-                                format!("{label} (database value #{})", k + 1)
+                                format!("{} (database value #{})", set.label, k + 1)
                             },
                             from_file: false,
                             setup: Vec::new(),
                             arguments: args,
-                            made_up,
+                            made_up: set.made_up,
+                            generated,
                         }
                     })
                     .collect(),
@@ -250,6 +264,7 @@ impl Verifier {
             setup,
             arguments: args,
             made_up,
+            generated,
         } = run;
         for script in &setup {
             snaps.db().execute_script(script).await.map_err(|e| {
@@ -327,6 +342,7 @@ impl Verifier {
             label,
             from_file,
             made_up,
+            generated,
             calls,
         };
         Ok((case, ended))
@@ -338,6 +354,12 @@ impl Verifier {
 /// tool error, and still the tool's doing).
 fn exercised(c: &CallRecord) -> bool {
     c.error.is_none() || !c.changes.is_empty() || !c.outbound.is_empty()
+}
+
+/// Whether an id-like field gets a fresh value (one past the largest): a non-string `id`
+/// of a tool whose name says it creates rows.
+fn fresh_id(tool: &str, field: &str, ty: &str) -> bool {
+    creates(tool) && field.eq_ignore_ascii_case("id") && ty != "string"
 }
 
 /// Whether a tool's name says it creates rows (`create_*`, `add_*`, `insert_*`, `new_*`,
@@ -387,7 +409,7 @@ async fn fill_ids(
     let mut per_field: Vec<Vec<Value>> = Vec::new();
     for field in &plan.ids {
         let mut values = Vec::new();
-        if creates(tool) && field.name.eq_ignore_ascii_case("id") && field.ty != "string" {
+        if fresh_id(tool, &field.name, &field.ty) {
             // The id of the row a create-style tool makes: one past the largest.
             if let Some((table, column)) = id_sources(&field.name, tool, &tables).first() {
                 let max = db
