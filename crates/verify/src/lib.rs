@@ -18,6 +18,7 @@ mod outcome;
 mod proxy;
 mod report;
 mod secrets;
+mod sequences;
 mod snapshot;
 mod suggest;
 mod suggestion;

@@ -189,10 +189,12 @@ impl TableSnapshot {
     }
 }
 
-/// Every watched table at one moment.
+/// Every watched table and sequence at one moment.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Snapshot {
     pub tables: BTreeMap<String, TableSnapshot>,
+    /// Each readable sequence's state hash (`crate::sequences`), by name.
+    pub sequences: BTreeMap<String, u128>,
 }
 
 impl Snapshot {
@@ -203,11 +205,17 @@ impl Snapshot {
     }
 }
 
-/// What changed in one table between two snapshots.
+/// What changed in one table, or one sequence, between two snapshots.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct TableDiff {
-    /// The table.
+    /// The table (or the sequence, when `sequence` is set).
     pub table: String,
+    /// The object is a sequence, not a table: it has no rows; `moved`, `created` and
+    /// `dropped` say what changed.
+    pub sequence: bool,
+    /// A sequence's value moved (`nextval`, `setval`, `ALTER SEQUENCE … RESTART`): a write,
+    /// not a destructive one.
+    pub moved: bool,
     /// Rows present after and not before (by key, or by whole row without a key).
     pub added: u64,
     /// Rows present before and not after.
@@ -231,10 +239,12 @@ impl TableDiff {
             && !self.created
             && !self.dropped
             && !self.altered
+            && !self.moved
     }
 }
 
-/// The difference between two snapshots: tables with changes only, by name.
+/// The difference between two snapshots: tables with changes only, by name, then
+/// sequences that moved, appeared or disappeared, by name.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Diff {
     pub tables: Vec<TableDiff>,
@@ -269,6 +279,7 @@ impl Diff {
                 tables.push(d);
             }
         }
+        tables.extend(crate::sequences::diff(&before.sequences, &after.sequences));
         Diff { tables }
     }
 

@@ -1,9 +1,11 @@
-//! The test database: one connection per run, table discovery from the catalog, streamed
-//! scans into [`Snapshot`]s, setup SQL and value samples for generated arguments.
+//! The test database: one connection per run, table and sequence discovery from the
+//! catalog, streamed scans into [`Snapshot`]s, setup SQL and value samples for generated
+//! arguments.
 //!
 //! Backends: SQLite, PostgreSQL, MySQL/MariaDB, through sqlx. A cheap change marker
 //! (SQLite's `PRAGMA data_version`, PostgreSQL's WAL insert position) lets a snapshot be
-//! reused when nothing was written since the last one; MySQL has none and always rescans.
+//! reused when nothing was written since the last one (PostgreSQL's also covers sequences,
+//! whose `nextval` writes WAL only every 32 values); MySQL has none and always rescans.
 
 mod mysql;
 mod postgres;
@@ -17,6 +19,7 @@ use hintaudit_core::Policy;
 use sqlx::{Connection, mysql::MySqlConnection, postgres::PgConnection, sqlite::SqliteConnection};
 
 use crate::error::VerifyError;
+use crate::sequences::{RawSequence, state_hash};
 use crate::snapshot::{Snapshot, TableShape, TableSnapshot};
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
@@ -117,6 +120,24 @@ impl Database {
             .collect();
         out.sort_by(|a, b| a.name.cmp(&b.name));
         Ok(out)
+    }
+
+    /// Watched sequences (not ignored by `policy`, which names them as tables), by name:
+    /// PostgreSQL's (in `schemas` when not empty), MariaDB's, SQLite's `AUTOINCREMENT`
+    /// counters. Read outside a read transaction: sequences are not transactional.
+    pub async fn sequences(
+        &mut self,
+        policy: &Policy,
+        schemas: &[String],
+    ) -> Result<Vec<RawSequence>, sqlx::Error> {
+        let mut raw = match self {
+            Database::Sqlite(c) => sqlite::sequences(c).await?,
+            Database::Postgres(c) => postgres::sequences(c, schemas).await?,
+            Database::MySql(c) => mysql::sequences(c).await?,
+        };
+        raw.retain(|s| !policy.is_ignored_table(&s.name));
+        raw.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(raw)
     }
 
     /// Streams one table into its snapshot.
@@ -297,6 +318,9 @@ pub(crate) struct Snapshotter {
     schemas: Vec<String>,
     last: Option<(Option<String>, Arc<Snapshot>)>,
     stats: SnapshotStats,
+    /// What the snapshots so far could not fully see (sequences whose moves may not show),
+    /// one reason each.
+    blind: std::collections::BTreeSet<String>,
 }
 
 impl Snapshotter {
@@ -307,6 +331,7 @@ impl Snapshotter {
             schemas: Vec::new(),
             last: None,
             stats: SnapshotStats::default(),
+            blind: Default::default(),
         }
     }
 
@@ -334,6 +359,12 @@ impl Snapshotter {
 
     pub fn stats(&self) -> SnapshotStats {
         self.stats
+    }
+
+    /// What the snapshots taken so far could not fully see, one reason each (a sequence
+    /// whose moves may not show): effects of that kind may have gone unseen.
+    pub fn blind_spots(&self) -> impl Iterator<Item = &str> {
+        self.blind.iter().map(String::as_str)
     }
 
     /// Forgets the last snapshot: the next one rescans (after our own writes, which a
@@ -377,6 +408,17 @@ impl Snapshotter {
             .end_read()
             .await
             .map_err(|e| VerifyError::db("ending a read transaction", e))?;
+        let sequences = self
+            .db
+            .sequences(&self.policy, &self.schemas)
+            .await
+            .map_err(|e| VerifyError::db("reading sequences", e))?;
+        for s in sequences {
+            if let Some(state) = &s.state {
+                snap.sequences.insert(s.name, state_hash(state));
+            }
+            self.blind.extend(s.blind);
+        }
         self.stats.scans += 1;
         self.stats.scan_millis += started.elapsed().as_millis() as u64;
         let snap = Arc::new(snap);

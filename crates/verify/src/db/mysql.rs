@@ -6,6 +6,7 @@ use sqlx::mysql::MySqlConnection;
 use sqlx::{AssertSqlSafe, Row};
 
 use super::{RawTable, quote_ident};
+use crate::sequences::RawSequence;
 use crate::snapshot::{Cell, TableScan, TableShape, TableSnapshot};
 
 const BINARY_TYPES: &[&str] = &[
@@ -26,13 +27,20 @@ const BINARY_TYPES: &[&str] = &[
     "geometrycollection",
 ];
 
-pub(super) async fn tables(c: &mut MySqlConnection) -> Result<Vec<RawTable>, sqlx::Error> {
-    let names: Vec<String> = sqlx::query_scalar(
+/// The names of this database's `information_schema.tables` entries of `table_type` (`BASE
+/// TABLE`, `SEQUENCE`), sorted.
+async fn names_of_type(c: &mut MySqlConnection, ty: &str) -> Result<Vec<String>, sqlx::Error> {
+    sqlx::query_scalar(
         "SELECT CAST(table_name AS CHAR) FROM information_schema.tables \
-         WHERE table_schema = DATABASE() AND table_type = 'BASE TABLE' ORDER BY 1",
+         WHERE table_schema = DATABASE() AND table_type = ? ORDER BY 1",
     )
+    .bind(ty)
     .fetch_all(&mut *c)
-    .await?;
+    .await
+}
+
+pub(super) async fn tables(c: &mut MySqlConnection) -> Result<Vec<RawTable>, sqlx::Error> {
+    let names = names_of_type(c, "BASE TABLE").await?;
     let mut out = Vec::with_capacity(names.len());
     for name in names {
         let columns: Vec<(String, String)> = sqlx::query_as(
@@ -61,6 +69,37 @@ pub(super) async fn tables(c: &mut MySqlConnection) -> Result<Vec<RawTable>, sql
             columns: columns.into_iter().map(|(col, _)| col).collect(),
             key,
             binary,
+        });
+    }
+    Ok(out)
+}
+
+/// MariaDB's sequences (`CREATE SEQUENCE`; MySQL has none): state `next_not_cached_value`
+/// and `cycle_count`, read from the sequence itself. With a cache (the default, 1000) a
+/// session's `NEXTVAL` inside its cache leaves them unchanged: a blind spot.
+pub(super) async fn sequences(c: &mut MySqlConnection) -> Result<Vec<RawSequence>, sqlx::Error> {
+    let names = names_of_type(c, "SEQUENCE").await?;
+    let mut out = Vec::with_capacity(names.len());
+    for name in names {
+        let sql = format!(
+            "SELECT CAST(CONCAT(next_not_cached_value, '/', cycle_count) AS CHAR), \
+                    CAST(cache_size AS SIGNED) \
+             FROM {}",
+            quote_ident(&name, '`')
+        );
+        let (state, cache): (String, i64) = sqlx::query_as(AssertSqlSafe(sql))
+            .fetch_one(&mut *c)
+            .await?;
+        let blind = (cache > 1).then(|| {
+            format!(
+                "sequence {name} caches {cache} values per session (CACHE {cache}): a NEXTVAL \
+                 inside a session's cache moves nothing verify can read"
+            )
+        });
+        out.push(RawSequence {
+            name,
+            state: Some(state),
+            blind,
         });
     }
     Ok(out)

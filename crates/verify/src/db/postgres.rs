@@ -6,6 +6,7 @@ use sqlx::postgres::PgConnection;
 use sqlx::{AssertSqlSafe, Row};
 
 use super::{RawTable, quote_ident};
+use crate::sequences::RawSequence;
 use crate::snapshot::{Cell, TableScan, TableShape, TableSnapshot};
 
 const TABLES: &str = "SELECT n.nspname::text, c.relname::text, c.oid::int8, \
@@ -80,6 +81,63 @@ pub(super) async fn scan(
     Ok(scan.finish())
 }
 
+const SEQUENCES: &str = "SELECT s.schemaname::text, s.sequencename::text, \
+            s.schemaname = current_schema(), s.last_value::text, s.cache_size::int8, \
+            has_sequence_privilege(c.oid, 'SELECT,USAGE') \
+     FROM pg_sequences s \
+     JOIN pg_namespace n ON n.nspname = s.schemaname \
+     JOIN pg_class c ON c.relnamespace = n.oid AND c.relname = s.sequencename \
+     WHERE s.schemaname NOT IN ('pg_catalog', 'information_schema') \
+       AND s.schemaname NOT LIKE 'pg\\_temp%' \
+       AND (cardinality($1::text[]) = 0 OR s.schemaname = ANY ($1::text[])) \
+     ORDER BY 1, 2";
+
+/// Sequences of every non-system schema, or of `schemas` when it is not empty: state
+/// `last_value` (NULL until called, and after `setval(…, false)`). With `CACHE` above 1 a
+/// session's `nextval` inside its cache leaves it unchanged, and without privilege it reads
+/// NULL: both are blind spots.
+pub(super) async fn sequences(
+    c: &mut PgConnection,
+    schemas: &[String],
+) -> Result<Vec<RawSequence>, sqlx::Error> {
+    type Row = (String, String, bool, Option<String>, i64, bool);
+    let rows: Vec<Row> = sqlx::query_as(SEQUENCES)
+        .bind(schemas)
+        .fetch_all(&mut *c)
+        .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(schema, name, current, last, cache, readable)| {
+            let name = if current {
+                name
+            } else {
+                format!("{schema}.{name}")
+            };
+            let blind = if !readable {
+                Some(format!(
+                    "sequence {name} cannot be read (no SELECT or USAGE privilege): its moves are not seen"
+                ))
+            } else if cache > 1 {
+                Some(format!(
+                    "sequence {name} caches {cache} values per session (CACHE {cache}): a nextval \
+                     inside a session's cache moves nothing verify can read"
+                ))
+            } else {
+                None
+            };
+            RawSequence {
+                // Unreadable: its moves are not seen, its creation and drop are.
+                state: Some(match (readable, last) {
+                    (false, _) => "unreadable".to_owned(),
+                    (true, last) => last.unwrap_or_else(|| "-".to_owned()),
+                }),
+                name,
+                blind,
+            }
+        })
+        .collect())
+}
+
 /// Other client sessions connected to this database now (the server's, when it is
 /// connected): `pg_stat_activity`, our own session left out.
 pub(super) async fn other_sessions(c: &mut PgConnection) -> Result<i64, sqlx::Error> {
@@ -91,11 +149,15 @@ pub(super) async fn other_sessions(c: &mut PgConnection) -> Result<i64, sqlx::Er
     .await
 }
 
-/// The WAL insert position: it moves on every logged write in the cluster. Unlogged tables
-/// write no WAL, so with any of them watched there is no marker.
+/// The WAL insert position: it moves on every logged write in the cluster; and a digest of
+/// every sequence's `last_value`, since `nextval` writes WAL only every 32 values. Unlogged
+/// tables write no WAL, so with any of them watched there is no marker.
 pub(super) async fn change_marker(c: &mut PgConnection) -> Result<Option<String>, sqlx::Error> {
     let row: (Option<String>, bool) = sqlx::query_as(
-        "SELECT CASE WHEN pg_is_in_recovery() THEN NULL ELSE pg_current_wal_insert_lsn()::text END, \
+        "SELECT CASE WHEN pg_is_in_recovery() THEN NULL ELSE pg_current_wal_insert_lsn()::text \
+                || ' ' || (SELECT md5(coalesce(string_agg(schemaname || '.' || sequencename \
+                           || '=' || coalesce(last_value::text, '-'), ',' \
+                           ORDER BY schemaname, sequencename), '')) FROM pg_sequences) END, \
          EXISTS (SELECT 1 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace \
                  WHERE c.relkind IN ('r', 'p') AND c.relpersistence = 'u' \
                    AND n.nspname NOT IN ('pg_catalog', 'information_schema'))",

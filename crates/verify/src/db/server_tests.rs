@@ -62,6 +62,24 @@ async fn pg_schema(prefix: &str) -> Option<(PgConnection, String, String)> {
     Some((admin, schema, url))
 }
 
+/// An admin connection, a fresh database and its URL; `None` (with the reason printed) when
+/// MariaDB/MySQL is unreachable and not required.
+async fn my_database(prefix: &str) -> Option<(MySqlConnection, String, String)> {
+    let server_url = my_server();
+    let Ok(mut admin) = MySqlConnection::connect(&server_url).await else {
+        assert!(
+            !required("HINTAUDIT_REQUIRE_MYSQL"),
+            "MariaDB required at {server_url}"
+        );
+        eprintln!("skipped: MariaDB/MySQL unreachable at {server_url}");
+        return None;
+    };
+    let db = unique(prefix);
+    exec(&mut admin, &format!("CREATE DATABASE {db}")).await;
+    let url = format!("{}/{db}", server_url.trim_end_matches('/'));
+    Some((admin, db, url))
+}
+
 async fn exec<C>(c: &mut C, sql: &str)
 where
     for<'c> &'c mut C: sqlx::Executor<'c>,
@@ -165,18 +183,9 @@ async fn postgres_snapshots_and_diffs() {
 
 #[tokio::test]
 async fn mariadb_snapshots_and_diffs() {
-    let server_url = my_server();
-    let Ok(mut admin) = MySqlConnection::connect(&server_url).await else {
-        assert!(
-            !required("HINTAUDIT_REQUIRE_MYSQL"),
-            "MariaDB required at {server_url}"
-        );
-        eprintln!("skipped: MariaDB/MySQL unreachable at {server_url}");
+    let Some((mut admin, db, url)) = my_database("hv_snap").await else {
         return;
     };
-    let db = unique("hv_snap");
-    exec(&mut admin, &format!("CREATE DATABASE {db}")).await;
-    let url = format!("{}/{db}", server_url.trim_end_matches('/'));
     let mut server = MySqlConnection::connect(&url).await.unwrap();
     exec(
         &mut server,
@@ -216,6 +225,100 @@ async fn mariadb_snapshots_and_diffs() {
         .unwrap();
     assert_eq!(conn.sample(b, "id", 1).await.unwrap(), ["0"]);
     drop(conn);
+    drop(server);
+    exec(&mut admin, &format!("DROP DATABASE {db}")).await;
+}
+
+/// Runs `steps` (SQL by the "server", whether sequence `s` moved) between snapshots of
+/// `snaps`, with no blind spot on the way; then `cached` (DDL creating sequence `c` with a
+/// cache, and the blind spot it must give): `c` appears, and is the one blind spot.
+async fn sequence_steps<C>(
+    server: &mut C,
+    snaps: &mut Snapshotter,
+    steps: &[(&str, bool)],
+    cached: (&str, &str),
+) where
+    for<'c> &'c mut C: sqlx::Executor<'c>,
+{
+    let mut before = snaps.take().await.unwrap();
+    assert_eq!(before.tables.len(), 1, "a sequence is no table");
+    for (sql, want) in steps.iter().chain([&(cached.0, false)]) {
+        exec(&mut *server, sql).await;
+        let after = snaps.take().await.unwrap();
+        let d = Diff::between(&before, &after).tables;
+        let moved: Vec<&str> = d
+            .iter()
+            .filter(|d| d.sequence && d.moved)
+            .map(|d| d.table.as_str())
+            .collect();
+        let want: Vec<&str> = if *want { vec!["s"] } else { vec![] };
+        assert_eq!(moved, want, "{sql}");
+        let blind: Vec<&str> = snaps.blind_spots().collect();
+        if *sql == cached.0 {
+            assert!(d.iter().any(|d| d.table == "c" && d.created), "{d:?}");
+            assert!(blind.len() == 1 && blind[0].contains(cached.1), "{blind:?}");
+        } else {
+            assert!(blind.is_empty(), "{sql}: {blind:?}");
+        }
+        before = after;
+    }
+}
+
+#[tokio::test]
+async fn postgres_sequences_move_and_cached_ones_are_blind_spots() {
+    let Some((mut admin, schema, url)) = pg_schema("hv_seq").await else {
+        return;
+    };
+    let mut server = PgConnection::connect(&url).await.unwrap();
+    exec(
+        &mut server,
+        "CREATE TABLE t (id int PRIMARY KEY); CREATE SEQUENCE s; SELECT nextval('s');",
+    )
+    .await;
+    let mut snaps = Snapshotter::new(Database::connect(&url).await.unwrap(), Policy::default())
+        .with_schemas(schema_of(&url));
+    // nextval writes WAL only every 32 values: the WAL marker alone would have reused the
+    // last snapshot.
+    sequence_steps(
+        &mut server,
+        &mut snaps,
+        &[
+            ("SELECT nextval('s')", true),
+            ("SELECT currval('s')", false),
+            ("SELECT setval('s', 100)", true),
+            ("SELECT setval('s', 100)", false),
+            ("SELECT setval('s', 100, false)", true),
+        ],
+        ("CREATE SEQUENCE c CACHE 20", "sequence c caches 20"),
+    )
+    .await;
+    drop(server);
+    exec(&mut admin, &format!("DROP SCHEMA {schema} CASCADE")).await;
+}
+
+#[tokio::test]
+async fn mariadb_sequences_move_and_cached_ones_are_blind_spots() {
+    let Some((mut admin, db, url)) = my_database("hv_seq").await else {
+        return;
+    };
+    let mut server = MySqlConnection::connect(&url).await.unwrap();
+    exec(
+        &mut server,
+        "CREATE TABLE t (id INT PRIMARY KEY); CREATE SEQUENCE s NOCACHE;",
+    )
+    .await;
+    let mut snaps = Snapshotter::new(Database::connect(&url).await.unwrap(), Policy::default());
+    sequence_steps(
+        &mut server,
+        &mut snaps,
+        &[
+            ("SELECT NEXTVAL(s)", true),
+            ("SELECT LASTVAL(s)", false),
+            ("SELECT SETVAL(s, 100)", true),
+        ],
+        ("CREATE SEQUENCE c", "sequence c caches 1000"),
+    )
+    .await;
     drop(server);
     exec(&mut admin, &format!("DROP DATABASE {db}")).await;
 }

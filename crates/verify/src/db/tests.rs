@@ -219,3 +219,31 @@ async fn snapshot_of_100k_rows() {
         eprintln!("snapshot of 100,000 rows: {:?}", t.elapsed());
     }
 }
+
+#[tokio::test]
+async fn autoincrement_counters_are_sequences() {
+    let mut f = fixture(
+        "CREATE TABLE t (id INTEGER PRIMARY KEY AUTOINCREMENT, v TEXT);
+         CREATE TABLE plain (id INTEGER PRIMARY KEY);",
+    )
+    .await;
+    // An insert and a delete of the same row: no row changed, the counter moved.
+    let d = diff_after(
+        &mut f,
+        "INSERT INTO t (v) VALUES ('x'); DELETE FROM t; INSERT INTO plain VALUES (1); DELETE FROM plain",
+    )
+    .await;
+    let got: Vec<(&str, bool, bool)> = d
+        .iter()
+        .map(|d| (d.table.as_str(), d.sequence, d.moved))
+        .collect();
+    assert_eq!(got, [("sqlite_sequence.t", true, true)]);
+    assert_eq!(counts(&d[0]), (0, 0, 0), "a counter has no rows");
+    let mut s = f.snapshotter(Policy::default()).await;
+    s.take().await.unwrap();
+    assert_eq!(
+        s.blind_spots().count(),
+        0,
+        "SQLite counters are always seen"
+    );
+}

@@ -3,11 +3,12 @@
 
 use std::time::Duration;
 
-use hintaudit_core::{Finding, Judge, Policy, ToolCall, lint_hints};
+use hintaudit_core::{Judge, Policy, ToolCall, lint_hints};
 use serde_json::{Map, Value};
 
 use super::Verifier;
 use super::advice::advice;
+use super::evidence::{Judged, merge};
 use super::session::Session;
 use super::watch::Watch;
 use crate::arguments::{self, MAX_GENERATED_CASES, Plan};
@@ -65,7 +66,7 @@ impl Verifier {
         let (attempts, mut not_exercised) = self.attempts(snaps, tool, &mut notes).await?;
 
         let mut cases: Vec<CaseReport> = Vec::new();
-        let mut behaviour: Vec<Finding> = Vec::new();
+        let mut behaviour: Vec<Judged> = Vec::new();
         let mut stop = None;
         'attempts: for attempt in attempts {
             let first = cases.len();
@@ -113,7 +114,7 @@ impl Verifier {
         } else {
             not_exercised = None;
         }
-        for f in behaviour {
+        for f in merge(tool, &self.policy, &behaviour) {
             if !findings
                 .iter()
                 .any(|x| x.rule == f.rule && x.hint == f.hint)
@@ -256,7 +257,7 @@ impl Verifier {
         watch: &mut Watch,
         tool: &ToolInfo,
         run: Run,
-        behaviour: &mut Vec<Finding>,
+        behaviour: &mut Vec<Judged>,
     ) -> Result<(CaseReport, Ended), VerifyError> {
         let Run {
             label,
@@ -279,7 +280,7 @@ impl Verifier {
         let mut before = snaps.take().await?;
         let mut calls = Vec::new();
         let mut ended = Ended::Done;
-        for _ in 0..if repeat { 2 } else { 1 } {
+        for n in 0..if repeat { 2 } else { 1 } {
             let (sent, result) = {
                 let call = session.call(&tool.name, &args);
                 tokio::pin!(call);
@@ -312,12 +313,8 @@ impl Verifier {
                 arguments: Some(&args),
                 effect: &effect,
             });
-            behaviour.extend(
-                verdict
-                    .findings
-                    .into_iter()
-                    .filter(|f| is_behaviour_rule(f.rule)),
-            );
+            let moved = crate::sequences::moved(&diff.tables);
+            behaviour.extend(Judged::call(tool, verdict.findings, effect, &moved, n == 1));
             let error = match outcome {
                 CallOutcome::Ok => None,
                 CallOutcome::Error(e) => Some(e),
