@@ -34,6 +34,10 @@ pub(crate) struct RawSequence {
     pub state: Option<String>,
     /// Why some of its moves cannot be seen, if so.
     pub blind: Option<String>,
+    /// The table it belongs to (a PostgreSQL `serial` or identity column's, a SQLite
+    /// table's `AUTOINCREMENT` counter), named as reports name tables: ignoring the table
+    /// ignores its sequence too.
+    pub owner: Option<String>,
 }
 
 /// The hash a snapshot keeps of a sequence's state.

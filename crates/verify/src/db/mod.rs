@@ -122,7 +122,8 @@ impl Database {
         Ok(out)
     }
 
-    /// Watched sequences (not ignored by `policy`, which names them as tables), by name:
+    /// Watched sequences (not ignored by `policy`, which names them as tables, and not
+    /// belonging to an ignored table), by name:
     /// PostgreSQL's (in `schemas` when not empty), MariaDB's, SQLite's `AUTOINCREMENT`
     /// counters. Read outside a read transaction: sequences are not transactional.
     pub async fn sequences(
@@ -135,7 +136,10 @@ impl Database {
             Database::Postgres(c) => postgres::sequences(c, schemas).await?,
             Database::MySql(c) => mysql::sequences(c).await?,
         };
-        raw.retain(|s| !policy.is_ignored_table(&s.name));
+        raw.retain(|s| {
+            !policy.is_ignored_table(&s.name)
+                && s.owner.as_ref().is_none_or(|t| !policy.is_ignored_table(t))
+        });
         raw.sort_by(|a, b| a.name.cmp(&b.name));
         Ok(raw)
     }

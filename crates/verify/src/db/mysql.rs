@@ -100,6 +100,7 @@ pub(super) async fn sequences(c: &mut MySqlConnection) -> Result<Vec<RawSequence
             name,
             state: Some(state),
             blind,
+            owner: None,
         });
     }
     Ok(out)

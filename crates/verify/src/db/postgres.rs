@@ -83,16 +83,23 @@ pub(super) async fn scan(
 
 const SEQUENCES: &str = "SELECT s.schemaname::text, s.sequencename::text, \
             s.schemaname = current_schema(), s.last_value::text, s.cache_size::int8, \
-            has_sequence_privilege(c.oid, 'SELECT,USAGE') \
+            has_sequence_privilege(c.oid, 'SELECT,USAGE'), \
+            CASE WHEN tn.nspname = current_schema() THEN t.relname::text \
+                 ELSE tn.nspname || '.' || t.relname END \
      FROM pg_sequences s \
      JOIN pg_namespace n ON n.nspname = s.schemaname \
      JOIN pg_class c ON c.relnamespace = n.oid AND c.relname = s.sequencename \
+     LEFT JOIN pg_depend d ON d.classid = 'pg_class'::regclass AND d.objid = c.oid \
+       AND d.refclassid = 'pg_class'::regclass AND d.deptype IN ('a', 'i') \
+     LEFT JOIN pg_class t ON t.oid = d.refobjid \
+     LEFT JOIN pg_namespace tn ON tn.oid = t.relnamespace \
      WHERE s.schemaname NOT IN ('pg_catalog', 'information_schema') \
        AND s.schemaname NOT LIKE 'pg\\_temp%' \
        AND (cardinality($1::text[]) = 0 OR s.schemaname = ANY ($1::text[])) \
      ORDER BY 1, 2";
 
-/// Sequences of every non-system schema, or of `schemas` when it is not empty: state
+/// Sequences of every non-system schema, or of `schemas` when it is not empty, with the
+/// table a `serial` or identity column ties them to: state
 /// `last_value` (NULL until called, and after `setval(…, false)`). With `CACHE` above 1 a
 /// session's `nextval` inside its cache leaves it unchanged, and without privilege it reads
 /// NULL: both are blind spots.
@@ -100,14 +107,22 @@ pub(super) async fn sequences(
     c: &mut PgConnection,
     schemas: &[String],
 ) -> Result<Vec<RawSequence>, sqlx::Error> {
-    type Row = (String, String, bool, Option<String>, i64, bool);
+    type Row = (
+        String,
+        String,
+        bool,
+        Option<String>,
+        i64,
+        bool,
+        Option<String>,
+    );
     let rows: Vec<Row> = sqlx::query_as(SEQUENCES)
         .bind(schemas)
         .fetch_all(&mut *c)
         .await?;
     Ok(rows
         .into_iter()
-        .map(|(schema, name, current, last, cache, readable)| {
+        .map(|(schema, name, current, last, cache, readable, owner)| {
             let name = if current {
                 name
             } else {
@@ -133,6 +148,7 @@ pub(super) async fn sequences(
                 }),
                 name,
                 blind,
+                owner,
             }
         })
         .collect())

@@ -275,8 +275,21 @@ async fn postgres_sequences_move_and_cached_ones_are_blind_spots() {
         "CREATE TABLE t (id int PRIMARY KEY); CREATE SEQUENCE s; SELECT nextval('s');",
     )
     .await;
-    let mut snaps = Snapshotter::new(Database::connect(&url).await.unwrap(), Policy::default())
+    // A serial column's sequence belongs to its table: ignoring the table ignores it.
+    exec(&mut server, "CREATE TABLE log (id serial PRIMARY KEY)").await;
+    let policy = Policy::default().with_ignored_table("log");
+    let mut snaps = Snapshotter::new(Database::connect(&url).await.unwrap(), policy)
         .with_schemas(schema_of(&url));
+    let seen = snaps
+        .db()
+        .sequences(&Policy::default(), &schema_of(&url))
+        .await
+        .unwrap();
+    let owners: Vec<(&str, Option<&str>)> = seen
+        .iter()
+        .map(|s| (s.name.as_str(), s.owner.as_deref()))
+        .collect();
+    assert_eq!(owners, [("log_id_seq", Some("log")), ("s", None)]);
     // nextval writes WAL only every 32 values: the WAL marker alone would have reused the
     // last snapshot.
     sequence_steps(

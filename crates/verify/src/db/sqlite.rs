@@ -63,6 +63,7 @@ pub(super) async fn sequences(c: &mut SqliteConnection) -> Result<Vec<RawSequenc
             name: format!("sqlite_sequence.{table}"),
             state: Some(seq.unwrap_or_else(|| "-".to_owned())),
             blind: None,
+            owner: Some(table),
         })
         .collect())
 }
