@@ -130,7 +130,16 @@ impl Verifier {
             (false, None) => ToolStatus::Passed,
         };
         let (advice, advice_basis) = if status == ToolStatus::Passed {
-            advice(tool, &cases, &self.policy, session.watches_outbound())
+            let blind: Vec<&str> = snaps.blind_spots().collect();
+            let (advice, basis, withheld) = advice(
+                tool,
+                &cases,
+                &self.policy,
+                session.watches_outbound(),
+                &blind,
+            );
+            notes.extend(withheld);
+            (advice, basis)
         } else {
             (Vec::new(), Vec::new())
         };
