@@ -15,7 +15,7 @@ pub(crate) fn effect_of(diff: &Diff) -> Effect {
         push_rows(&mut effect, t, RowOperation::Delete, t.removed);
         push_rows(&mut effect, t, RowOperation::Update, t.changed);
         if t.created || t.dropped || t.altered {
-            let object = if t.sequence { "SEQUENCE" } else { "TABLE" };
+            let object = t.kind.sql();
             let verb = if t.created {
                 "CREATE"
             } else if t.dropped {

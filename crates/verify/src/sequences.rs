@@ -7,7 +7,7 @@
 //! keeps one 16-byte hash of each sequence's state, never its value.
 //!
 //! hintaudit-core has no effect type for a sequence, so a moved sequence stays in verify:
-//! a [`TableDiff`] with `sequence` and `moved` set, and the findings of
+//! a [`TableDiff`] of kind `sequence` with `moved` set, and the findings of
 //! [`sequence_findings`] (the core rule ids: `read_only_write` for a tool declaring
 //! readOnlyHint true, `idempotency_broken` when a clean repeat moved it again). A moved
 //! sequence is a write, not a destructive one. A created or dropped sequence is DDL, which
@@ -19,10 +19,11 @@
 //! sequences are *blind spots*: advice that the hint readOnlyHint or idempotentHint could be
 //! loosened is withheld while any exists (`crate::verifier`).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use hintaudit_core::{Confidence, DeclaredHints, Finding, Hint, Rule};
 
+use crate::objects::{ObjectKind, ObjectState};
 use crate::snapshot::TableDiff;
 
 /// One sequence as a backend read it.
@@ -40,15 +41,24 @@ pub(crate) struct RawSequence {
     pub owner: Option<String>,
 }
 
-/// The hash a snapshot keeps of a sequence's state.
-pub(crate) fn state_hash(state: &str) -> u128 {
-    xxhash_rust::xxh3::xxh3_128(state.as_bytes())
+impl RawSequence {
+    /// What a snapshot keeps of it, when it could be read: the hash of its state, and its
+    /// table.
+    pub fn state(&self) -> Option<ObjectState> {
+        Some(ObjectState {
+            hash: xxhash_rust::xxh3::xxh3_128(self.state.as_ref()?.as_bytes()),
+            owner: self.owner.clone(),
+        })
+    }
 }
 
-/// The sequences that moved, appeared or disappeared between two snapshots, by name.
+/// The sequences that moved, appeared or disappeared between two snapshots, by name;
+/// leaving out one that appeared or disappeared with its table (in
+/// `tables_made_or_dropped`).
 pub(crate) fn diff(
-    before: &BTreeMap<String, u128>,
-    after: &BTreeMap<String, u128>,
+    before: &BTreeMap<String, ObjectState>,
+    after: &BTreeMap<String, ObjectState>,
+    tables_made_or_dropped: &BTreeSet<&str>,
 ) -> Vec<TableDiff> {
     let mut names: Vec<&String> = before.keys().chain(after.keys()).collect();
     names.sort();
@@ -57,10 +67,18 @@ pub(crate) fn diff(
         .into_iter()
         .filter_map(|name| {
             let (b, a) = (before.get(name), after.get(name));
-            (b != a).then(|| TableDiff {
+            let with_its_table = a
+                .or(b)
+                .and_then(|s| s.owner.as_deref())
+                .is_some_and(|t| tables_made_or_dropped.contains(t));
+            let appeared_or_went = b.is_none() || a.is_none();
+            if b.map(|s| s.hash) == a.map(|s| s.hash) || (with_its_table && appeared_or_went) {
+                return None;
+            }
+            Some(TableDiff {
                 table: name.clone(),
-                sequence: true,
-                moved: b.is_some() && a.is_some(),
+                kind: ObjectKind::Sequence,
+                moved: !appeared_or_went,
                 created: b.is_none(),
                 dropped: a.is_none(),
                 ..TableDiff::default()
@@ -128,19 +146,30 @@ pub(crate) fn sequence_findings(
 mod tests {
     use super::*;
 
+    fn sequences(list: &[(&str, &str, Option<&str>)]) -> BTreeMap<String, ObjectState> {
+        list.iter()
+            .filter_map(|(name, state, owner)| {
+                let raw = RawSequence {
+                    name: (*name).to_owned(),
+                    state: Some((*state).to_owned()),
+                    blind: None,
+                    owner: owner.map(str::to_owned),
+                };
+                Some((raw.name.clone(), raw.state()?))
+            })
+            .collect()
+    }
+
     #[test]
     fn moves_appearances_and_findings() {
-        let before: BTreeMap<String, u128> = [
-            ("a_seq".into(), state_hash("1")),
-            ("b_seq".into(), state_hash("5")),
-        ]
-        .into();
-        let after: BTreeMap<String, u128> = [
-            ("a_seq".into(), state_hash("2")),
-            ("c_seq".into(), state_hash("1")),
-        ]
-        .into();
-        let d = diff(&before, &after);
+        let before = sequences(&[("a_seq", "1", None), ("b_seq", "5", None)]);
+        let after = sequences(&[
+            ("a_seq", "2", None),
+            ("c_seq", "1", None),
+            ("t_id_seq", "-", Some("t")),
+        ]);
+        // t_id_seq came with its table t: part of that table's DDL.
+        let d = diff(&before, &after, &["t"].into());
         let got: Vec<(&str, bool, bool, bool)> = d
             .iter()
             .map(|d| (d.table.as_str(), d.moved, d.created, d.dropped))
@@ -153,8 +182,11 @@ mod tests {
                 ("c_seq", false, true, false)
             ]
         );
-        assert!(d.iter().all(|d| d.sequence && !d.is_empty()));
-        assert!(diff(&before, &before).is_empty());
+        assert!(
+            d.iter()
+                .all(|d| d.kind == ObjectKind::Sequence && !d.is_empty())
+        );
+        assert!(diff(&before, &before, &BTreeSet::new()).is_empty());
         assert_eq!(moved(&d), ["a_seq"]);
         // (hints, repeat) -> rules
         let read_only = DeclaredHints {

@@ -6,7 +6,9 @@
 //! of row hashes). Cells are hashed with their column names, the columns sorted by name, so a
 //! table rebuilt with its columns in another order snapshots the same.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::objects::{ObjectKind, ObjectState};
 
 /// One cell value as a backend decoded it, before hashing.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -189,12 +191,14 @@ impl TableSnapshot {
     }
 }
 
-/// Every watched table and sequence at one moment.
+/// Every watched table, sequence and other schema object at one moment.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Snapshot {
     pub tables: BTreeMap<String, TableSnapshot>,
-    /// Each readable sequence's state hash (`crate::sequences`), by name.
-    pub sequences: BTreeMap<String, u128>,
+    /// Each sequence's state hash (`crate::sequences`), by name.
+    pub sequences: BTreeMap<String, ObjectState>,
+    /// Each other schema object's definition hash (`crate::objects`), by kind and name.
+    pub objects: BTreeMap<(ObjectKind, String), ObjectState>,
 }
 
 impl Snapshot {
@@ -205,14 +209,16 @@ impl Snapshot {
     }
 }
 
-/// What changed in one table, or one sequence, between two snapshots.
+/// What changed in one table, or in one other schema object (a sequence, an index, a
+/// view, …), between two snapshots.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct TableDiff {
-    /// The table (or the sequence, when `sequence` is set).
+    /// The table, or the object of `kind`.
     pub table: String,
-    /// The object is a sequence, not a table: it has no rows; `moved`, `created` and
-    /// `dropped` say what changed.
-    pub sequence: bool,
+    /// What the object is: a table (the default), or an object without rows, whose
+    /// `created`, `dropped`, `altered` (its definition changed) and, for a sequence,
+    /// `moved` say what changed.
+    pub kind: ObjectKind,
     /// A sequence's value moved (`nextval`, `setval`, `ALTER SEQUENCE … RESTART`): a write,
     /// not a destructive one.
     pub moved: bool,
@@ -244,7 +250,8 @@ impl TableDiff {
 }
 
 /// The difference between two snapshots: tables with changes only, by name, then
-/// sequences that moved, appeared or disappeared, by name.
+/// sequences that moved, appeared or disappeared, by name, then other objects created,
+/// dropped or altered, by kind and name (not those of a table created or dropped here).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Diff {
     pub tables: Vec<TableDiff>,
@@ -279,7 +286,14 @@ impl Diff {
                 tables.push(d);
             }
         }
-        tables.extend(crate::sequences::diff(&before.sequences, &after.sequences));
+        let made: BTreeSet<&str> = tables
+            .iter()
+            .filter(|d| d.created || d.dropped)
+            .map(|d| d.table.as_str())
+            .collect();
+        let mut more = crate::sequences::diff(&before.sequences, &after.sequences, &made);
+        more.extend(crate::objects::diff(&before.objects, &after.objects, &made));
+        tables.extend(more);
         Diff { tables }
     }
 

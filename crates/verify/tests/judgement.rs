@@ -15,7 +15,7 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
 use hintaudit_core::{Advice, Rule, lint_hints};
-use hintaudit_verify::{Cases, Report, ServerSpec, ToolReport, ToolStatus, Verifier};
+use hintaudit_verify::{Cases, ObjectKind, Report, ServerSpec, ToolReport, ToolStatus, Verifier};
 use sqlx::Connection;
 use sqlx::postgres::PgConnection;
 
@@ -141,7 +141,10 @@ async fn postgres_mcp_behaviours_without_a_cases_file() {
     assert_eq!(f.rule, Rule::ReadOnlyWrite);
     assert!(f.evidence.contains("tickets_seq moved"), "{}", f.evidence);
     let change = &next.cases[0].calls[0].changes[0];
-    assert!(change.sequence && change.moved, "{change:?}");
+    assert!(
+        change.kind == ObjectKind::Sequence && change.moved,
+        "{change:?}"
+    );
 
     // A successful report whose first word is "Invalid" is a call that ran.
     let health = tool(&report, "health_report");
@@ -230,7 +233,7 @@ async fn sequence_moves_and_counts_across_cases() {
     assert!(
         changes
             .iter()
-            .any(|d| d.sequence && d.moved && d.table.ends_with("tickets_seq")),
+            .any(|d| d.kind == ObjectKind::Sequence && d.moved && d.table.ends_with("tickets_seq")),
         "{run:#?}"
     );
     assert!(

@@ -19,7 +19,8 @@ use hintaudit_core::Policy;
 use sqlx::{Connection, mysql::MySqlConnection, postgres::PgConnection, sqlite::SqliteConnection};
 
 use crate::error::VerifyError;
-use crate::sequences::{RawSequence, state_hash};
+use crate::objects::RawObject;
+use crate::sequences::RawSequence;
 use crate::snapshot::{Snapshot, TableShape, TableSnapshot};
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
@@ -141,6 +142,23 @@ impl Database {
                 && s.owner.as_ref().is_none_or(|t| !policy.is_ignored_table(t))
         });
         raw.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(raw)
+    }
+
+    /// Schema objects other than tables and sequences (indexes, views, functions and
+    /// procedures, triggers, PostgreSQL types), in the same schemas as [`Database::tables`],
+    /// those of ignored tables left out.
+    pub async fn objects(
+        &mut self,
+        policy: &Policy,
+        schemas: &[String],
+    ) -> Result<Vec<RawObject>, sqlx::Error> {
+        let mut raw = match self {
+            Database::Sqlite(c) => sqlite::objects(c).await?,
+            Database::Postgres(c) => postgres::objects(c, schemas).await?,
+            Database::MySql(c) => mysql::objects(c).await?,
+        };
+        raw.retain(|o| o.owner.as_ref().is_none_or(|t| !policy.is_ignored_table(t)));
         Ok(raw)
     }
 
@@ -408,6 +426,14 @@ impl Snapshotter {
             self.stats.rows_scanned += table.row_count();
             snap.tables.insert(name, table);
         }
+        let objects = self
+            .db
+            .objects(&self.policy, &self.schemas)
+            .await
+            .map_err(|e| {
+                VerifyError::db("listing indexes, views, functions, triggers, types", e)
+            })?;
+        snap.objects = objects.into_iter().map(Into::into).collect();
         self.db
             .end_read()
             .await
@@ -418,8 +444,8 @@ impl Snapshotter {
             .await
             .map_err(|e| VerifyError::db("reading sequences", e))?;
         for s in sequences {
-            if let Some(state) = &s.state {
-                snap.sequences.insert(s.name, state_hash(state));
+            if let Some(state) = s.state() {
+                snap.sequences.insert(s.name, state);
             }
             self.blind.extend(s.blind);
         }

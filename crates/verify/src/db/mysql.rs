@@ -6,6 +6,7 @@ use sqlx::mysql::MySqlConnection;
 use sqlx::{AssertSqlSafe, Row};
 
 use super::{RawTable, quote_ident};
+use crate::objects::RawObject;
 use crate::sequences::RawSequence;
 use crate::snapshot::{Cell, TableScan, TableShape, TableSnapshot};
 
@@ -104,6 +105,34 @@ pub(super) async fn sequences(c: &mut MySqlConnection) -> Result<Vec<RawSequence
         });
     }
     Ok(out)
+}
+
+const OBJECTS: &str = "\
+    SELECT 'index' AS k, CONCAT(index_name, ' on ', table_name) AS n, table_name AS t, \
+           GROUP_CONCAT(CONCAT(column_name, ':', non_unique, ':', index_type) ORDER BY seq_in_index) AS d \
+      FROM information_schema.statistics WHERE table_schema = DATABASE() \
+      GROUP BY table_name, index_name \
+    UNION ALL SELECT 'view', table_name, NULL, view_definition \
+      FROM information_schema.views WHERE table_schema = DATABASE() \
+    UNION ALL SELECT 'function', CONCAT(LOWER(routine_type), ' ', routine_name), NULL, \
+           CONCAT(COALESCE(routine_definition, ''), '|', COALESCE(dtd_identifier, '')) \
+      FROM information_schema.routines WHERE routine_schema = DATABASE() \
+    UNION ALL SELECT 'trigger', CONCAT(trigger_name, ' on ', event_object_table), \
+           event_object_table, CONCAT(action_timing, ' ', event_manipulation, ' ', action_statement) \
+      FROM information_schema.triggers WHERE trigger_schema = DATABASE()";
+
+/// Indexes, views, functions and procedures, triggers of this database, from
+/// `information_schema`.
+pub(super) async fn objects(c: &mut MySqlConnection) -> Result<Vec<RawObject>, sqlx::Error> {
+    let sql = format!(
+        "SELECT CAST(k AS CHAR), CAST(n AS CHAR), CAST(t AS CHAR), CAST(d AS CHAR) \
+         FROM ({OBJECTS}) AS o"
+    );
+    let rows: Vec<(String, String, Option<String>, Option<String>)> =
+        sqlx::query_as(AssertSqlSafe(sql))
+            .fetch_all(&mut *c)
+            .await?;
+    Ok(rows.into_iter().filter_map(RawObject::from_row).collect())
 }
 
 /// Other sessions whose default database is this one (the server's, when it is connected):

@@ -6,6 +6,7 @@ use sqlx::postgres::PgConnection;
 use sqlx::{AssertSqlSafe, Row};
 
 use super::{RawTable, quote_ident};
+use crate::objects::RawObject;
 use crate::sequences::RawSequence;
 use crate::snapshot::{Cell, TableScan, TableShape, TableSnapshot};
 
@@ -152,6 +153,60 @@ pub(super) async fn sequences(
             }
         })
         .collect())
+}
+
+/// Catalog columns only (no `pg_get_*def`, which open relations and fail on an object
+/// another session drops meanwhile); each definition as the text of its catalog row.
+const OBJECTS: &str = "\
+    WITH ns AS ( \
+      SELECT oid, nspname::text AS schema, nspname = current_schema() AS cur FROM pg_namespace \
+       WHERE nspname NOT IN ('pg_catalog', 'information_schema') \
+         AND nspname NOT LIKE 'pg\\_toast%' AND nspname NOT LIKE 'pg\\_temp%' \
+         AND (cardinality($1::text[]) = 0 OR nspname = ANY ($1::text[]))) \
+    SELECT o.kind, CASE WHEN ns.cur THEN o.name ELSE ns.schema || '.' || o.name END, \
+           CASE WHEN o.owner IS NULL OR ns.cur THEN o.owner ELSE ns.schema || '.' || o.owner END, \
+           md5(coalesce(o.def, '')) \
+    FROM ns JOIN ( \
+      SELECT 'index' AS kind, c.relnamespace AS nsp, c.relname::text AS name, \
+             t.relname::text AS owner, concat_ws('|', c.relam, i.indkey::text, i.indclass::text, \
+             i.indisunique, i.indexprs::text, i.indpred::text) AS def \
+        FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_class t ON t.oid = i.indrelid \
+      UNION ALL \
+      SELECT 'view', c.relnamespace, c.relname::text, NULL, r.ev_action::text \
+        FROM pg_class c JOIN pg_rewrite r ON r.ev_class = c.oid AND r.rulename = '_RETURN' \
+       WHERE c.relkind IN ('v', 'm') \
+      UNION ALL \
+      SELECT 'function', p.pronamespace, p.proname || '(' || oidvectortypes(p.proargtypes) || ')', \
+             NULL, concat_ws('|', p.prosrc, p.probin, p.prorettype, p.prolang, p.provolatile, \
+             p.proretset, p.proargnames::text, p.proconfig::text, p.prokind) \
+        FROM pg_proc p WHERE p.prokind IN ('f', 'p') \
+      UNION ALL \
+      SELECT 'trigger', c.relnamespace, t.tgname || ' on ' || c.relname, c.relname::text, \
+             concat_ws('|', t.tgfoid, t.tgtype, t.tgenabled, t.tgattr::text, encode(t.tgargs, 'hex'), \
+             t.tgqual::text) \
+        FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid WHERE NOT t.tgisinternal \
+      UNION ALL \
+      SELECT 'type', ty.typnamespace, ty.typname::text, NULL, concat_ws('|', ty.typtype, \
+             ty.typbasetype, ty.typtypmod, ty.typnotnull, ty.typdefault, \
+             (SELECT string_agg(e.enumlabel::text, ',' ORDER BY e.enumsortorder) \
+                FROM pg_enum e WHERE e.enumtypid = ty.oid), \
+             (SELECT string_agg(k.conbin::text, ',' ORDER BY k.conname) \
+                FROM pg_constraint k WHERE k.contypid = ty.oid)) \
+        FROM pg_type ty WHERE ty.typtype IN ('e', 'd') \
+    ) o ON o.nsp = ns.oid";
+
+/// Indexes, views and materialized views (their definitions), functions and procedures
+/// (named with their argument types), triggers, enum and domain types of every non-system
+/// schema, or of `schemas` when it is not empty; definitions as md5 digests.
+pub(super) async fn objects(
+    c: &mut PgConnection,
+    schemas: &[String],
+) -> Result<Vec<RawObject>, sqlx::Error> {
+    let rows: Vec<(String, String, Option<String>, Option<String>)> = sqlx::query_as(OBJECTS)
+        .bind(schemas)
+        .fetch_all(&mut *c)
+        .await?;
+    Ok(rows.into_iter().filter_map(RawObject::from_row).collect())
 }
 
 /// Other client sessions connected to this database now (the server's, when it is

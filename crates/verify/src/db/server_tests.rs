@@ -10,7 +10,9 @@ use sqlx::Connection;
 use sqlx::mysql::MySqlConnection;
 use sqlx::postgres::PgConnection;
 
+use super::tests::object_steps;
 use super::{Database, Snapshotter};
+use crate::objects::ObjectKind;
 use crate::snapshot::{Diff, TableDiff};
 
 fn pg_admin() -> String {
@@ -248,7 +250,7 @@ async fn sequence_steps<C>(
         let d = Diff::between(&before, &after).tables;
         let moved: Vec<&str> = d
             .iter()
-            .filter(|d| d.sequence && d.moved)
+            .filter(|d| d.kind == crate::objects::ObjectKind::Sequence && d.moved)
             .map(|d| d.table.as_str())
             .collect();
         let want: Vec<&str> = if *want { vec!["s"] } else { vec![] };
@@ -330,6 +332,80 @@ async fn mariadb_sequences_move_and_cached_ones_are_blind_spots() {
             ("SELECT SETVAL(s, 100)", true),
         ],
         ("CREATE SEQUENCE c", "sequence c caches 1000"),
+    )
+    .await;
+    drop(server);
+    exec(&mut admin, &format!("DROP DATABASE {db}")).await;
+}
+
+#[tokio::test]
+async fn postgres_indexes_views_functions_triggers_types_are_objects() {
+    use ObjectKind::*;
+    let Some((mut admin, schema, url)) = pg_schema("hv_obj").await else {
+        return;
+    };
+    let mut server = PgConnection::connect(&url).await.unwrap();
+    exec(&mut server, "CREATE TABLE t (id int PRIMARY KEY, v text)").await;
+    let mut snaps = Snapshotter::new(Database::connect(&url).await.unwrap(), Policy::default())
+        .with_schemas(schema_of(&url));
+    object_steps(
+        &mut server,
+        &mut snaps,
+        &[
+            ("CREATE INDEX t_v ON t (v)", &[(Index, "t_v", '+')]),
+            ("CREATE VIEW w AS SELECT id FROM t", &[(View, "w", '+')]),
+            (
+                "CREATE OR REPLACE VIEW w AS SELECT id FROM t WHERE id > 1",
+                &[(View, "w", '~')],
+            ),
+            (
+                "CREATE FUNCTION f(x int) RETURNS int LANGUAGE sql AS 'SELECT x'",
+                &[(Function, "f(integer)", '+')],
+            ),
+            (
+                "CREATE FUNCTION tf() RETURNS trigger LANGUAGE plpgsql AS 'BEGIN RETURN NEW; END';
+                 CREATE TRIGGER tr BEFORE INSERT ON t FOR EACH ROW EXECUTE FUNCTION tf()",
+                &[(Function, "tf()", '+'), (Trigger, "tr on t", '+')],
+            ),
+            ("CREATE TYPE mood AS ENUM ('a')", &[(Type, "mood", '+')]),
+            ("ALTER TYPE mood ADD VALUE 'b'", &[(Type, "mood", '~')]),
+            ("DROP INDEX t_v", &[(Index, "t_v", '-')]),
+            ("CREATE TABLE n (id serial PRIMARY KEY)", &[]),
+            ("INSERT INTO t VALUES (1, 'x')", &[]),
+        ],
+    )
+    .await;
+    drop(server);
+    exec(&mut admin, &format!("DROP SCHEMA {schema} CASCADE")).await;
+}
+
+#[tokio::test]
+async fn mariadb_indexes_views_routines_triggers_are_objects() {
+    use ObjectKind::*;
+    let Some((mut admin, db, url)) = my_database("hv_obj").await else {
+        return;
+    };
+    let mut server = MySqlConnection::connect(&url).await.unwrap();
+    exec(&mut server, "CREATE TABLE t (id INT PRIMARY KEY, v TEXT)").await;
+    let mut snaps = Snapshotter::new(Database::connect(&url).await.unwrap(), Policy::default());
+    object_steps(
+        &mut server,
+        &mut snaps,
+        &[
+            ("CREATE INDEX t_v ON t (v(10))", &[(Index, "t_v on t", '+')]),
+            ("CREATE VIEW w AS SELECT id FROM t", &[(View, "w", '+')]),
+            (
+                "CREATE FUNCTION f(x INT) RETURNS INT DETERMINISTIC RETURN x",
+                &[(Function, "function f", '+')],
+            ),
+            (
+                "CREATE TRIGGER tr BEFORE INSERT ON t FOR EACH ROW SET NEW.v = 'x'",
+                &[(Trigger, "tr on t", '+')],
+            ),
+            ("DROP INDEX t_v ON t", &[(Index, "t_v on t", '-')]),
+            ("CREATE TABLE n (id INT PRIMARY KEY)", &[]),
+            ("INSERT INTO t VALUES (1, 'y')", &[]),
+        ],
     )
     .await;
     drop(server);

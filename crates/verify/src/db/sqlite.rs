@@ -5,6 +5,7 @@ use sqlx::sqlite::{Sqlite, SqliteConnection, SqliteValueRef};
 use sqlx::{AssertSqlSafe, Decode, Row, TypeInfo, ValueRef};
 
 use super::{RawTable, quote_ident};
+use crate::objects::{ObjectKind, RawObject};
 use crate::sequences::RawSequence;
 use crate::snapshot::{Cell, TableScan, TableShape, TableSnapshot};
 
@@ -64,6 +65,28 @@ pub(super) async fn sequences(c: &mut SqliteConnection) -> Result<Vec<RawSequenc
             state: Some(seq.unwrap_or_else(|| "-".to_owned())),
             blind: None,
             owner: Some(table),
+        })
+        .collect())
+}
+
+/// Indexes (automatic ones too), views and triggers, from `sqlite_master`.
+pub(super) async fn objects(c: &mut SqliteConnection) -> Result<Vec<RawObject>, sqlx::Error> {
+    let rows: Vec<(String, String, String, String)> = sqlx::query_as(
+        "SELECT type, name, tbl_name, coalesce(sql, '') FROM sqlite_master \
+         WHERE type IN ('index', 'view', 'trigger') ORDER BY type, name",
+    )
+    .fetch_all(&mut *c)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .filter_map(|(kind, name, table, sql)| {
+            let kind = ObjectKind::from_catalog(&kind)?;
+            Some(RawObject {
+                owner: (kind != ObjectKind::View).then_some(table),
+                kind,
+                name,
+                definition: sql,
+            })
         })
         .collect())
 }
