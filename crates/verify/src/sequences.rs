@@ -1,7 +1,7 @@
 //! Sequences: state the live audit counts as a write (a read-only tool's `nextval()` or
 //! `setval()`) that no table row shows.
 //!
-//! Watched per backend: PostgreSQL's sequences (`pg_sequences.last_value`), MariaDB's
+//! Watched per backend: PostgreSQL's sequences (`last_value`, `is_called`), MariaDB's
 //! `CREATE SEQUENCE` objects (`next_not_cached_value`, `cycle_count`), SQLite's
 //! `AUTOINCREMENT` counters (`sqlite_sequence`, named `sqlite_sequence.<table>`). A snapshot
 //! keeps one 16-byte hash of each sequence's state, never its value.

@@ -82,77 +82,83 @@ pub(super) async fn scan(
     Ok(scan.finish())
 }
 
-const SEQUENCES: &str = "SELECT s.schemaname::text, s.sequencename::text, \
-            s.schemaname = current_schema(), s.last_value::text, s.cache_size::int8, \
-            has_sequence_privilege(c.oid, 'SELECT,USAGE'), \
+/// The catalog rows of the watched sequences; their values are read one by one.
+const SEQUENCES: &str = "SELECT n.nspname::text, c.relname::text, n.nspname = current_schema(), \
+            s.seqcache, coalesce(has_sequence_privilege(c.oid, 'SELECT,USAGE'), false), \
             CASE WHEN tn.nspname = current_schema() THEN t.relname::text \
                  ELSE tn.nspname || '.' || t.relname END \
-     FROM pg_sequences s \
-     JOIN pg_namespace n ON n.nspname = s.schemaname \
-     JOIN pg_class c ON c.relnamespace = n.oid AND c.relname = s.sequencename \
+     FROM pg_class c \
+     JOIN pg_namespace n ON n.oid = c.relnamespace \
+     JOIN pg_sequence s ON s.seqrelid = c.oid \
      LEFT JOIN pg_depend d ON d.classid = 'pg_class'::regclass AND d.objid = c.oid \
        AND d.refclassid = 'pg_class'::regclass AND d.deptype IN ('a', 'i') \
      LEFT JOIN pg_class t ON t.oid = d.refobjid \
      LEFT JOIN pg_namespace tn ON tn.oid = t.relnamespace \
-     WHERE s.schemaname NOT IN ('pg_catalog', 'information_schema') \
-       AND s.schemaname NOT LIKE 'pg\\_temp%' \
-       AND (cardinality($1::text[]) = 0 OR s.schemaname = ANY ($1::text[])) \
+     WHERE c.relkind = 'S' AND n.nspname NOT IN ('pg_catalog', 'information_schema') \
+       AND n.nspname NOT LIKE 'pg\\_temp%' \
+       AND (cardinality($1::text[]) = 0 OR n.nspname = ANY ($1::text[])) \
      ORDER BY 1, 2";
 
 /// Sequences of every non-system schema, or of `schemas` when it is not empty, with the
-/// table a `serial` or identity column ties them to: state
-/// `last_value` (NULL until called, and after `setval(…, false)`). With `CACHE` above 1 a
-/// session's `nextval` inside its cache leaves it unchanged, and without privilege it reads
-/// NULL: both are blind spots.
+/// table a `serial` or identity column ties them to: state `last_value` and `is_called`,
+/// read from each sequence (one that another session drops meanwhile is left out). With
+/// `CACHE` above 1 a session's `nextval` inside its cache leaves them unchanged, and
+/// without privilege they cannot be read: both are blind spots.
 pub(super) async fn sequences(
     c: &mut PgConnection,
     schemas: &[String],
 ) -> Result<Vec<RawSequence>, sqlx::Error> {
-    type Row = (
-        String,
-        String,
-        bool,
-        Option<String>,
-        i64,
-        bool,
-        Option<String>,
-    );
+    type Row = (String, String, bool, i64, bool, Option<String>);
     let rows: Vec<Row> = sqlx::query_as(SEQUENCES)
         .bind(schemas)
         .fetch_all(&mut *c)
         .await?;
-    Ok(rows
-        .into_iter()
-        .map(|(schema, name, current, last, cache, readable, owner)| {
-            let name = if current {
-                name
-            } else {
-                format!("{schema}.{name}")
-            };
-            let blind = if !readable {
-                Some(format!(
-                    "sequence {name} cannot be read (no SELECT or USAGE privilege): its moves are not seen"
-                ))
-            } else if cache > 1 {
-                Some(format!(
-                    "sequence {name} caches {cache} values per session (CACHE {cache}): a nextval \
-                     inside a session's cache moves nothing verify can read"
-                ))
-            } else {
-                None
-            };
-            RawSequence {
-                // Unreadable: its moves are not seen, its creation and drop are.
-                state: Some(match (readable, last) {
-                    (false, _) => "unreadable".to_owned(),
-                    (true, last) => last.unwrap_or_else(|| "-".to_owned()),
-                }),
-                name,
-                blind,
-                owner,
+    let mut out = Vec::with_capacity(rows.len());
+    for (schema, name, current, cache, readable, owner) in rows {
+        let state = if readable {
+            let sql = format!(
+                "SELECT last_value::text || '/' || is_called::text FROM {}.{}",
+                quote_ident(&schema, '"'),
+                quote_ident(&name, '"')
+            );
+            match sqlx::query_scalar::<_, String>(AssertSqlSafe(sql))
+                .fetch_one(&mut *c)
+                .await
+            {
+                Ok(state) => state,
+                // Dropped since the catalog was read: as if it had not been listed.
+                Err(sqlx::Error::Database(e)) if e.code().as_deref() == Some("42P01") => continue,
+                Err(e) => return Err(e),
             }
-        })
-        .collect())
+        } else {
+            // Its moves are not seen; its creation and drop are.
+            "unreadable".to_owned()
+        };
+        let name = if current {
+            name
+        } else {
+            format!("{schema}.{name}")
+        };
+        let blind = if !readable {
+            Some(format!(
+                "sequence {name} cannot be read (no SELECT or USAGE privilege): its moves are not seen"
+            ))
+        } else if cache > 1 {
+            Some(format!(
+                "sequence {name} caches {cache} values per session (CACHE {cache}): a nextval \
+                 inside a session's cache moves nothing verify can read"
+            ))
+        } else {
+            None
+        };
+        out.push(RawSequence {
+            name,
+            state: Some(state),
+            blind,
+            owner,
+        });
+    }
+    Ok(out)
 }
 
 /// Catalog columns only (no `pg_get_*def`, which open relations and fail on an object
