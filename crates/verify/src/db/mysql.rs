@@ -76,7 +76,7 @@ pub(super) async fn tables(c: &mut MySqlConnection) -> Result<Vec<RawTable>, sql
 }
 
 /// MariaDB's sequences (`CREATE SEQUENCE`; MySQL has none): state `next_not_cached_value`
-/// and `cycle_count`, read from the sequence itself. With a cache (the default, 1000) a
+/// and `cycle_count`, read from the sequence itself (one dropped meanwhile is left out). With a cache (the default, 1000) a
 /// session's `NEXTVAL` inside its cache leaves them unchanged: a blind spot.
 pub(super) async fn sequences(c: &mut MySqlConnection) -> Result<Vec<RawSequence>, sqlx::Error> {
     let names = names_of_type(c, "SEQUENCE").await?;
@@ -88,9 +88,13 @@ pub(super) async fn sequences(c: &mut MySqlConnection) -> Result<Vec<RawSequence
              FROM {}",
             quote_ident(&name, '`')
         );
-        let (state, cache): (String, i64) = sqlx::query_as(AssertSqlSafe(sql))
-            .fetch_one(&mut *c)
-            .await?;
+        let (state, cache): (String, i64) =
+            match sqlx::query_as(AssertSqlSafe(sql)).fetch_one(&mut *c).await {
+                Ok(row) => row,
+                // Dropped since it was listed: as if it had not been.
+                Err(sqlx::Error::Database(e)) if e.code().as_deref() == Some("42S02") => continue,
+                Err(e) => return Err(e),
+            };
         let blind = (cache > 1).then(|| {
             format!(
                 "sequence {name} caches {cache} values per session (CACHE {cache}): a NEXTVAL \
