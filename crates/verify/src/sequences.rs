@@ -6,18 +6,21 @@
 //! `AUTOINCREMENT` counters (`sqlite_sequence`, named `sqlite_sequence.<table>`). A snapshot
 //! keeps one 16-byte hash of each sequence's state, never its value.
 //!
-//! hintaudit-core has no effect type for a sequence, so a moved sequence stays in verify:
-//! a [`TableDiff`] of kind `sequence` with `moved` set, and the findings of
-//! [`sequence_findings`] (the core rule ids: `read_only_write` for a tool declaring
-//! readOnlyHint true, `idempotency_broken` when a clean repeat moved it again). A moved
-//! sequence is a write, not a destructive one. A created or dropped sequence is DDL, which
-//! the core judge reads (`crate::effect`).
+//! hintaudit-core's only sequence effect is the PostgreSQL oracle's
+//! (`TransactionObservation::sequences`: a lock taken for a change, likely evidence, worded
+//! `sequence s advanced or set (oracle: …)`), which is not what a snapshot sees; so a moved
+//! sequence stays in verify: a [`TableDiff`] of kind `sequence` with `moved` set, and the
+//! finding of [`sequence_findings`], named as the core names the effect: `read_only_write`
+//! for a tool declaring readOnlyHint true, `sequence s advanced or set (snapshot: its value
+//! moved)`, confirmed. As in the core, a moved sequence is a write, neither destructive nor
+//! a net change a repeat is judged by (a value a repeat burns is no further effect). A
+//! created or dropped sequence is DDL, which the core judge reads (`crate::effect`).
 //!
 //! Not every move can be seen: a PostgreSQL sequence with `CACHE` above 1 hands out values
 //! from a session's cache without touching the value verify reads, and so does a MariaDB
 //! sequence with a cache (its default); a sequence verify may not read shows nothing. Such
-//! sequences are *blind spots*: advice that the hint readOnlyHint or idempotentHint could be
-//! loosened is withheld while any exists (`crate::verifier`).
+//! sequences are *blind spots*: advice that readOnlyHint could be loosened is withheld
+//! while any exists (`crate::verifier`).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -96,50 +99,38 @@ pub(crate) fn moved(changes: &[TableDiff]) -> Vec<&str> {
         .collect()
 }
 
-/// The evidence text of moved sequences: `sequence orders_id_seq moved (nextval or
-/// setval)`.
+/// The evidence text of moved sequences, worded as the core words a sequence effect:
+/// `sequence orders_id_seq advanced or set (snapshot: its value moved)`.
 pub(crate) fn evidence(moved: &[&str]) -> Option<String> {
     match moved {
         [] => None,
-        [one] => Some(format!("sequence {one} moved (nextval or setval)")),
+        [one] => Some(format!(
+            "sequence {one} advanced or set (snapshot: its value moved)"
+        )),
         many => Some(format!(
-            "sequences {} moved (nextval or setval)",
+            "sequences {} advanced or set (snapshot: their values moved)",
             many.join(", ")
         )),
     }
 }
 
-/// The findings a call's moved sequences give under `hints`: `read_only_write` for a tool
-/// declaring readOnlyHint true; `idempotency_broken` for one declaring idempotentHint true
-/// (readOnlyHint not true) when the call was a clean repeat (`repeat`).
+/// The finding a call's moved sequences give under `hints`: `read_only_write` for a tool
+/// declaring readOnlyHint true, confirmed; none otherwise.
 pub(crate) fn sequence_findings(
     tool: &str,
     hints: DeclaredHints,
     moved: &[&str],
-    repeat: bool,
-) -> Vec<Finding> {
-    let Some(text) = evidence(moved) else {
-        return Vec::new();
-    };
-    let mut out = Vec::new();
-    if hints.read_only == Some(true) {
-        out.push(Finding::new(
+) -> Option<Finding> {
+    let text = evidence(moved)?;
+    (hints.read_only == Some(true)).then(|| {
+        Finding::new(
             tool,
             Rule::ReadOnlyWrite,
             Hint::ReadOnly,
             Confidence::Confirmed,
             text,
-        ));
-    } else if repeat && hints.idempotent == Some(true) {
-        out.push(Finding::new(
-            tool,
-            Rule::IdempotencyBroken,
-            Hint::Idempotent,
-            Confidence::Confirmed,
-            format!("repeat with the same arguments: {text}"),
-        ));
-    }
-    out
+        )
+    })
 }
 
 #[cfg(test)]
@@ -188,33 +179,29 @@ mod tests {
         );
         assert!(diff(&before, &before, &BTreeSet::new()).is_empty());
         assert_eq!(moved(&d), ["a_seq"]);
-        // (hints, repeat) -> rules
+        // hints -> the finding's rule: a write, never destructive nor a net change.
         let read_only = DeclaredHints {
             read_only: Some(true),
             ..Default::default()
         };
-        let idempotent = DeclaredHints {
+        let non_destructive_idempotent = DeclaredHints {
             read_only: Some(false),
+            destructive: Some(false),
             idempotent: Some(true),
             ..Default::default()
         };
         let rows = [
-            (read_only, false, vec![Rule::ReadOnlyWrite]),
-            (idempotent, false, vec![]),
-            (idempotent, true, vec![Rule::IdempotencyBroken]),
-            (DeclaredHints::default(), true, vec![]),
+            (read_only, Some(Rule::ReadOnlyWrite)),
+            (non_destructive_idempotent, None),
+            (DeclaredHints::default(), None),
         ];
-        for (hints, repeat, want) in rows {
-            let f = sequence_findings("t", hints, &["a_seq"], repeat);
-            assert_eq!(
-                f.iter().map(|f| f.rule).collect::<Vec<_>>(),
-                want,
-                "{hints:?}"
-            );
+        for (hints, want) in rows {
+            let f = sequence_findings("t", hints, &["a_seq"]);
+            assert_eq!(f.map(|f| f.rule), want, "{hints:?}");
         }
         assert_eq!(
-            sequence_findings("t", read_only, &["a_seq"], false)[0].evidence,
-            "sequence a_seq moved (nextval or setval)"
+            sequence_findings("t", read_only, &["a_seq"]).map(|f| f.evidence),
+            Some("sequence a_seq advanced or set (snapshot: its value moved)".to_owned())
         );
     }
 }

@@ -20,21 +20,19 @@ pub(super) struct Judged {
 }
 
 impl Judged {
-    /// A call's behaviour findings: the judge's, and those of the sequences it moved
-    /// (`repeat`: the call was the clean repeat of an identical one), merged per (rule,
-    /// hint). `None` when there are none.
+    /// A call's behaviour findings: the judge's, and that of the sequences it moved, merged
+    /// per (rule, hint). `None` when there are none.
     pub fn call(
         tool: &ToolInfo,
         judge_findings: Vec<Finding>,
         effect: Effect,
         moved: &[&str],
-        repeat: bool,
     ) -> Option<Judged> {
         let mut findings: Vec<Finding> = judge_findings
             .into_iter()
             .filter(|f| is_behaviour_rule(f.rule))
             .collect();
-        for s in sequence_findings(&tool.name, tool.hints, moved, repeat) {
+        if let Some(s) = sequence_findings(&tool.name, tool.hints, moved) {
             match findings
                 .iter_mut()
                 .find(|f| f.rule == s.rule && f.hint == s.hint)
@@ -145,15 +143,10 @@ fn merged_evidence(
         .into_iter()
         .find(|f| f.rule == rule && f.hint == hint)
         .map(|f| f.evidence);
-    let seqs = sequence_findings(&tool.name, tool.hints, &moved, true)
-        .into_iter()
-        .find(|f| f.rule == rule && f.hint == hint)
+    let seqs = sequence_findings(&tool.name, tool.hints, &moved)
+        .filter(|f| f.rule == rule && f.hint == hint)
         .map(|f| f.evidence);
     match (rows, seqs) {
-        (Some(r), Some(s)) if rule == Rule::IdempotencyBroken => Some(format!(
-            "{r}; {}",
-            s.trim_start_matches("repeat with the same arguments: ")
-        )),
         (Some(r), Some(s)) => Some(format!("{r}; {s}")),
         (r, s) => r.or(s),
     }

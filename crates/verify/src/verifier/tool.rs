@@ -289,7 +289,7 @@ impl Verifier {
         let mut before = snaps.take().await?;
         let mut calls = Vec::new();
         let mut ended = Ended::Done;
-        for n in 0..if repeat { 2 } else { 1 } {
+        for _ in 0..if repeat { 2 } else { 1 } {
             let (sent, result) = {
                 let call = session.call(&tool.name, &args);
                 tokio::pin!(call);
@@ -323,7 +323,7 @@ impl Verifier {
                 effect: &effect,
             });
             let moved = crate::sequences::moved(&diff.tables);
-            behaviour.extend(Judged::call(tool, verdict.findings, effect, &moved, n == 1));
+            behaviour.extend(Judged::call(tool, verdict.findings, effect, &moved));
             let error = match outcome {
                 CallOutcome::Ok => None,
                 CallOutcome::Error(e) => Some(e),
