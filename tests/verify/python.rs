@@ -94,14 +94,19 @@ fn check(report: &Report) {
     // The honest reader appends to the bookkeeping table, which is ignored.
     let list = report.tool("list_items").unwrap();
     assert!(list.cases[0].calls[0].changes.is_empty());
-    // Advice: stats wrote nothing and declares nothing.
+    // Advice: stats wrote nothing and declares nothing; over HTTP (a `--url` server) its
+    // outbound requests are not seen, so no advice that it is read-only, and a note why.
     let stats = report.tool("stats").unwrap();
-    assert!(
-        stats
-            .advice
-            .iter()
-            .any(|a| a.as_str() == "could_be_read_only")
-    );
+    let advised = stats
+        .advice
+        .iter()
+        .any(|a| a.as_str() == "could_be_read_only");
+    assert_eq!(advised, report.outbound_watched, "{stats:#?}");
+    let withheld = stats
+        .notes
+        .iter()
+        .any(|n| n.starts_with("no could_be_read_only advice") && n.contains("--url"));
+    assert_eq!(withheld, !report.outbound_watched, "{:?}", stats.notes);
 }
 
 #[tokio::test]

@@ -9,6 +9,9 @@
 //! | advice `could_be_read_only` | `readOnlyHint: true` |
 //! | advice `could_be_non_destructive` | `destructiveHint: false` |
 //! | `hint_contradiction` on a tool that passed without writing | `destructiveHint: false` |
+//!
+//! The corrected hints are one consistent set: when readOnlyHint ends up true,
+//! destructiveHint is never left true (`hint_contradiction`); it becomes false.
 
 use crate::effect::{Effect, Operation, RowOperation};
 use crate::finding::{Advice, Finding, Rule};
@@ -106,6 +109,16 @@ impl SuggestedHints {
                 }
                 _ => {}
             }
+        }
+        // One consistent set: a read-only tool destroys nothing, so a suggestion never keeps
+        // the pair `hint_contradiction` flags (a tool declared destructive that only read).
+        if corrected.read_only == Some(true) && corrected.destructive == Some(true) {
+            set(&mut corrected, Hint::Destructive, false);
+            evidence.push(
+                "destructiveHint false: readOnlyHint true rules out destructive updates \
+                 (hint_contradiction otherwise)"
+                    .to_owned(),
+            );
         }
         let s = SuggestedHints {
             declared,
@@ -236,5 +249,57 @@ mod tests {
             SuggestedHints::from_evidence(declared, &SuggestionEvidence::default()),
             None
         );
+    }
+
+    /// (declared read_only, destructive; advice) -> corrected (read_only, destructive): never
+    /// the pair `lint_hints` calls `hint_contradiction`.
+    #[test]
+    fn corrections_never_contradict_each_other() {
+        let rows = [
+            (
+                (None, Some(true)),
+                Advice::CouldBeReadOnly,
+                (Some(true), Some(false)),
+            ),
+            (
+                (Some(false), Some(true)),
+                Advice::CouldBeReadOnly,
+                (Some(true), Some(false)),
+            ),
+            ((None, None), Advice::CouldBeReadOnly, (Some(true), None)),
+            (
+                (Some(false), Some(true)),
+                Advice::CouldBeNonDestructive,
+                (Some(false), Some(false)),
+            ),
+        ];
+        for ((r, d), advice, want) in rows {
+            let declared = DeclaredHints {
+                read_only: r,
+                destructive: d,
+                ..Default::default()
+            };
+            let s = SuggestedHints::from_evidence(
+                declared,
+                &SuggestionEvidence {
+                    advice: &[advice],
+                    advice_basis: "cases: generated",
+                    ..Default::default()
+                },
+            )
+            .expect("a change");
+            assert_eq!(
+                (s.corrected.read_only, s.corrected.destructive),
+                want,
+                "{declared:?}"
+            );
+            assert!(
+                crate::lint_hints("t", s.corrected)
+                    .iter()
+                    .all(|f| f.rule != Rule::HintContradiction),
+                "{declared:?} -> {}",
+                s.rmcp_attribute()
+            );
+        }
     }
 }

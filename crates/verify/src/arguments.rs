@@ -99,24 +99,37 @@ fn mode_values(name: &str, schema: &Value) -> Option<Vec<Value>> {
 
 /// A value of the schema's own making (examples, default, const, enum), if it has one.
 fn declared_value(schema: &Value) -> Option<Value> {
+    declared(schema).map(|(v, _)| v)
+}
+
+/// [`declared_value`] with where it came from, as reports say it (`the schema's default`).
+fn declared(schema: &Value) -> Option<(Value, &'static str)> {
     if let Some(e) = schema
         .get("examples")
         .and_then(Value::as_array)
         .and_then(|a| a.first())
     {
-        return Some(e.clone());
+        return Some((e.clone(), "the schema's example"));
     }
-    for key in ["example", "default", "const"] {
+    for (key, source) in [
+        ("example", "the schema's example"),
+        ("default", "the schema's default"),
+        ("const", "the schema's const"),
+    ] {
         if let Some(v) = schema.get(key) {
-            return Some(v.clone());
+            return Some((v.clone(), source));
         }
     }
     schema
         .get("enum")
         .and_then(Value::as_array)
         .and_then(|a| a.first())
-        .cloned()
+        .map(|v| (v.clone(), "the schema's first enum value"))
 }
+
+/// Where a generated SQL argument comes from.
+pub(crate) const PROBE_SOURCE: &str = "a probe statement (a one-row read of a watched table)";
+const PLACEHOLDER_SOURCE: &str = "a placeholder of its type";
 
 /// A plain value of a schema's type; `None` when the schema says too little.
 fn plain_value(root: &Value, schema: &Value, depth: usize) -> Option<Value> {
@@ -196,8 +209,12 @@ pub(crate) struct Plan {
     /// Fields of `base` whose values are made up (no example, default, const or enum).
     pub made_up: Vec<String>,
     /// String fields that take SQL (by name or description): the verifier puts a harmless
-    /// statement against a watched table in them.
+    /// statement against a watched table in them, even when the schema has a default or
+    /// an example (a default such as `"all"` is no statement). They count as made up.
     pub sql: Vec<String>,
+    /// Where each generated field's value comes from, for reports (`the schema's default`,
+    /// `a probe statement …`); id-like fields are filled by the verifier.
+    pub sources: Vec<(String, &'static str)>,
     /// When no field is required: the optional fields that can be filled, tried as a
     /// second argument set after the empty one.
     pub optional: Map<String, Value>,
@@ -230,6 +247,7 @@ pub(crate) fn plan(input_schema: &Value) -> Result<Plan, String> {
         modes: Vec::new(),
         made_up: Vec::new(),
         sql: Vec::new(),
+        sources: Vec::new(),
         optional: Map::new(),
     };
     let required = required(root);
@@ -237,6 +255,12 @@ pub(crate) fn plan(input_schema: &Value) -> Result<Plan, String> {
         for (name, prop) in props {
             let prop = resolve(root, prop);
             if let Some(values) = mode_values(name, prop) {
+                let source = if prop.get("enum").is_some() {
+                    "each enum value in turn"
+                } else {
+                    "true and false in turn"
+                };
+                plan.sources.push((name.clone(), source));
                 plan.modes.push((name.clone(), values));
             }
         }
@@ -259,12 +283,7 @@ pub(crate) fn plan(input_schema: &Value) -> Result<Plan, String> {
             });
             continue;
         }
-        if declared_value(prop).is_none() {
-            plan.made_up.push(name.clone());
-            if is_sql_field(name, prop) {
-                plan.sql.push(name.clone());
-            }
-        }
+        plan.note(name, prop);
         let value = plain_value(root, prop, 0)
             .ok_or_else(|| format!("cannot generate a value for required field {name:?}"))?;
         plan.base.insert(name.clone(), value);
@@ -278,12 +297,7 @@ pub(crate) fn plan(input_schema: &Value) -> Result<Plan, String> {
             }
             let prop = resolve(root, prop);
             if let Some(v) = plain_value(root, prop, 0) {
-                if declared_value(prop).is_none() {
-                    plan.made_up.push(name.clone());
-                    if is_sql_field(name, prop) {
-                        plan.sql.push(name.clone());
-                    }
-                }
+                plan.note(name, prop);
                 plan.optional.insert(name.clone(), v);
             }
         }
@@ -304,14 +318,46 @@ pub(crate) fn typed(text: &str, ty: &str) -> Value {
     }
 }
 
-/// Generated argument sets: (label, arguments, made-up fields), and how many combinations
-/// there were before [`MAX_GENERATED_CASES`] cut them.
+/// One generated argument set.
+pub(crate) struct ArgumentSet {
+    /// `generated`, `generated mode=apply`, `generated +optional`.
+    pub label: String,
+    pub arguments: Value,
+    /// Fields whose values are made up.
+    pub made_up: Vec<String>,
+    /// Each field present and where its value comes from (id-like fields: added by the
+    /// verifier, which fills them).
+    pub sources: Vec<(String, String)>,
+}
+
+/// Generated argument sets, and how many combinations there were before
+/// [`MAX_GENERATED_CASES`] cut them.
 pub(crate) struct Expansion {
-    pub sets: Vec<(String, Value, Vec<String>)>,
+    pub sets: Vec<ArgumentSet>,
     pub combinations: usize,
 }
 
 impl Plan {
+    /// Records where a generated field's value comes from: a probe statement for a field
+    /// that takes SQL (made up, whatever the schema declares), the schema's own value, or a
+    /// placeholder (made up).
+    fn note(&mut self, name: &str, prop: &Value) {
+        let declared = declared(prop).map(|(_, source)| source);
+        let sql = is_sql_field(name, prop);
+        if sql {
+            self.sql.push(name.to_owned());
+        }
+        if sql || declared.is_none() {
+            self.made_up.push(name.to_owned());
+        }
+        let source = if sql {
+            PROBE_SOURCE
+        } else {
+            declared.unwrap_or(PLACEHOLDER_SOURCE)
+        };
+        self.sources.push((name.to_owned(), source));
+    }
+
     /// Argument sets: the base with ids filled, times every combination of mode values
     /// (at most [`MAX_GENERATED_CASES`]), each with a label such as `mode=apply`. When no
     /// field is required and some optional ones can be filled, every set comes twice:
@@ -362,7 +408,18 @@ impl Plan {
                     .filter(|f| args.contains_key(f.as_str()))
                     .cloned()
                     .collect();
-                (label, Value::Object(args), made_up)
+                let sources = self
+                    .sources
+                    .iter()
+                    .filter(|(f, _)| args.contains_key(f.as_str()))
+                    .map(|(f, source)| (f.clone(), (*source).to_owned()))
+                    .collect();
+                ArgumentSet {
+                    label,
+                    arguments: Value::Object(args),
+                    made_up,
+                    sources,
+                }
             })
             .collect();
         Expansion { sets, combinations }
@@ -370,94 +427,4 @@ impl Plan {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn required_fields_defaults_examples_enums() {
-        let schema = json!({
-            "type": "object",
-            "properties": {
-                "guest": {"type": "string", "examples": ["Ada"]},
-                "nights": {"type": "integer", "default": 2},
-                "room": {"type": "string", "enum": ["single"]},
-                "email": {"type": "string", "format": "email"},
-                "note": {"type": "string"},
-                "when": {"anyOf": [{"$ref": "#/$defs/Day"}, {"type": "null"}]},
-                "tags": {"type": "array", "items": {"type": "string"}, "minItems": 1}
-            },
-            "required": ["guest", "nights", "room", "email", "when", "tags"],
-            "$defs": {"Day": {"type": "string", "format": "date"}}
-        });
-        let p = plan(&schema).unwrap();
-        assert_eq!(
-            Value::Object(p.base.clone()),
-            json!({"guest": "Ada", "nights": 2, "room": "single",
-                   "email": "hintaudit@example.com", "when": "2030-01-01", "tags": ["hintaudit"]})
-        );
-        assert!(p.ids.is_empty() && p.modes.is_empty());
-        assert_eq!(p.expand(&Map::new()).sets.len(), 1);
-        assert_eq!(p.made_up, ["email", "when", "tags"]);
-    }
-
-    #[test]
-    fn modes_expand_and_ids_wait_for_the_database() {
-        let schema = json!({
-            "type": "object",
-            "properties": {
-                "booking_id": {"type": "integer"},
-                "mode": {"type": "string", "enum": ["preview", "apply"]},
-                "dry_run": {"type": "boolean"}
-            },
-            "required": ["booking_id"]
-        });
-        let p = plan(&schema).unwrap();
-        assert_eq!(
-            p.ids,
-            vec![IdField {
-                name: "booking_id".into(),
-                ty: "integer".into()
-            }]
-        );
-        let mut ids = Map::new();
-        ids.insert("booking_id".into(), typed("7", "integer"));
-        let e = p.expand(&ids);
-        assert_eq!((e.sets.len(), e.combinations), (4, 4));
-        assert_eq!(e.sets[0].0, "generated dry_run=true mode=preview");
-        assert_eq!(e.sets[0].1["booking_id"], json!(7));
-        assert!(e.sets[0].2.is_empty(), "nothing made up");
-    }
-
-    #[test]
-    fn generation_limits_are_counted_and_sql_and_optional_fields_found() {
-        let modes: Map<String, Value> = (0..5)
-            .map(|i| (format!("m{i}"), json!({"enum": ["a", "b"]})))
-            .collect();
-        let p = plan(&json!({"type": "object", "properties": modes})).unwrap();
-        let e = p.expand(&Map::new());
-        assert_eq!((e.sets.len(), e.combinations), (MAX_GENERATED_CASES, 32));
-        let p = plan(&json!({"type": "object",
-            "properties": {"query": {"type": "string", "description": "SQL to run"}},
-            "required": ["query"]}))
-        .unwrap();
-        assert_eq!(
-            (p.sql.clone(), p.made_up.clone()),
-            (vec!["query".into()], vec!["query".into()])
-        );
-        let p = plan(&json!({"type": "object",
-            "properties": {"limit": {"type": "integer", "default": 5}, "name": {"type": "string"}}}))
-        .unwrap();
-        let e = p.expand(&Map::new());
-        assert_eq!(e.sets.len(), 2);
-        assert_eq!(e.sets[1].1, json!({"limit": 5, "name": "hintaudit"}));
-        assert_eq!(e.sets[1].2, ["name"]);
-        assert!(e.sets[0].2.is_empty());
-    }
-
-    #[test]
-    fn unknowable_required_fields_are_reported() {
-        let schema = json!({"type": "object", "properties": {"x": {}}, "required": ["x"]});
-        assert!(plan(&schema).unwrap_err().contains("\"x\""));
-        assert!(plan(&json!({})).is_ok());
-    }
-}
+mod tests;

@@ -6,7 +6,8 @@ use hintaudit_core::{Effect, Operation, RowChange, RowImage, RowOperation, State
 use crate::snapshot::{Diff, TableDiff};
 
 /// The diff as the core judge's effect: one committed row change per row, confirmed; DDL
-/// for created, dropped and altered tables.
+/// for created, dropped and altered tables, and created and dropped sequences. A moved
+/// sequence has no core effect type: `crate::sequences` judges it.
 pub(crate) fn effect_of(diff: &Diff) -> Effect {
     let mut effect = Effect::default();
     for t in &diff.tables {
@@ -14,13 +15,15 @@ pub(crate) fn effect_of(diff: &Diff) -> Effect {
         push_rows(&mut effect, t, RowOperation::Delete, t.removed);
         push_rows(&mut effect, t, RowOperation::Update, t.changed);
         if t.created || t.dropped || t.altered {
+            let object = t.kind.sql();
             let verb = if t.created {
-                "CREATE TABLE"
+                "CREATE"
             } else if t.dropped {
-                "DROP TABLE"
+                "DROP"
             } else {
-                "ALTER TABLE"
+                "ALTER"
             };
+            let verb = format!("{verb} {object}");
             let mut s = StatementEffect::new(Operation::Ddl, vec![t.table.clone()]);
             s.drops = t.dropped;
             s.summary = format!("{verb} {}", t.table).into();

@@ -14,10 +14,12 @@ mod effect;
 mod error;
 mod format;
 mod ids;
+mod objects;
 mod outcome;
 mod proxy;
 mod report;
 mod secrets;
+mod sequences;
 mod snapshot;
 mod suggest;
 mod suggestion;
@@ -30,6 +32,7 @@ pub use client::ServerSpec;
 pub use db::SnapshotStats;
 pub use error::VerifyError;
 pub use format::Format;
+pub use objects::ObjectKind;
 pub use proxy::UnattributedRequest;
 pub use report::{
     CallRecord, CaseReport, Report, ToolReport, ToolStatus, VERIFY_RULES, is_behaviour_rule,

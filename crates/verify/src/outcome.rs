@@ -7,13 +7,19 @@
 //!
 //! 1. a JSON object with a truthy `error`/`errors` member, or `success`/`ok` false;
 //! 2. text whose first word is an error word (`error`, `failed`, `exception`, `traceback`,
-//!    `fatal`, `denied`, ...), case-insensitively, optionally after `[`;
+//!    `fatal`, `denied`, `invalid`, ...), case-insensitively, optionally after `[`, when the
+//!    answer reads as that error as a whole: the word stands alone as its label (`Error:
+//!    …`, `[ERROR] …`, `FAILED`), or the answer is one message rather than a report. A
+//!    report is a text of several lines of which at least two are headed `Some words: …`
+//!    (`Invalid index check: No invalid indexes found.` then `Duplicate index check: …`):
+//!    its first word heads its first line, not the answer;
 //! 3. a database error phrase in the first 300 characters (`syntax error`, `permission
 //!    denied`, `password authentication failed`, `access denied for user`, `no such table`,
-//!    `does not exist`, `sqlstate`, ...).
+//!    `does not exist`, `sqlstate`, `traceback (most recent call last)`, ...).
 //!
 //! A false positive only makes a call count as failed: the tool can end up "not exercised",
-//! never "passed" by mistake.
+//! never "passed" by mistake; a successful report that merely starts with an error word is
+//! not one.
 
 use serde_json::Value;
 
@@ -56,6 +62,7 @@ const DB_PHRASES: &[&str] = &[
     "you have an error in your sql syntax",
     "read-only transaction",
     "database is locked",
+    "traceback (most recent call last)",
 ];
 
 /// Whether a result's text reads as an error (see the module docs); `None` when it does not,
@@ -81,18 +88,58 @@ pub(crate) fn reads_as_error(text: &str) -> Option<&'static str> {
         return None;
     }
     let lower: String = trimmed.chars().take(300).collect::<String>().to_lowercase();
-    let first = lower
-        .trim_start_matches(['[', '(', '*', '!', ' '])
+    let opening = lower.trim_start_matches(['[', '(', '*', '!', ' ']);
+    let first = opening
         .split(|c: char| !(c.is_alphanumeric() || c == '\'' || c == '_'))
         .next()
         .unwrap_or("");
-    if LEADING_WORDS.contains(&first) {
+    if LEADING_WORDS.contains(&first) && !heads_a_report(first, &opening[first.len()..], trimmed) {
         return Some("the result text starts with an error word");
     }
     if DB_PHRASES.iter().any(|p| lower.contains(p)) {
         return Some("the result text holds a database error");
     }
     None
+}
+
+/// Words after a leading error word that make it a message about a failure (`Error
+/// while …`, `Failed to …`) rather than the first word of a heading (`Invalid index check`).
+const MESSAGE_LINKS: &[&str] = &[
+    "to", "while", "in", "on", "during", "when", "for", "at", "with", "from", "of", "by",
+];
+
+/// Whether an answer whose first word is the error word `word`, followed by `rest` (the
+/// answer lower-cased from there), is a report that merely starts with it: the word heads
+/// a longer heading of the first line (not `Error: …`, `[ERROR] …`, `FAILED`; not a
+/// message such as `Error executing …`, `Failed to …`, `Cannot …`), and the answer is a
+/// report ([`is_report`]).
+fn heads_a_report(word: &str, rest: &str, answer: &str) -> bool {
+    let rest = rest.trim_start_matches([' ', '\t']);
+    let next = rest
+        .split(|c: char| !(c.is_alphanumeric() || c == '\'' || c == '_'))
+        .next()
+        .unwrap_or("");
+    let labels_the_answer = next.is_empty();
+    let message = MESSAGE_LINKS.contains(&next)
+        || next.ends_with("ing")
+        || matches!(word, "cannot" | "can't" | "unable");
+    !labels_the_answer && !message && is_report(answer)
+}
+
+/// Whether a text is a report of several headed lines rather than one message: at least two
+/// of its lines (not indented) open with a heading of one to six words and a colon.
+fn is_report(text: &str) -> bool {
+    let headed = |line: &&str| {
+        !line.starts_with([' ', '\t'])
+            && line.split_once(':').is_some_and(|(head, _)| {
+                let words = head.split_whitespace().count();
+                (1..=6).contains(&words)
+                    && head
+                        .chars()
+                        .all(|c| c.is_alphanumeric() || " _-'".contains(c))
+            })
+    };
+    text.lines().filter(headed).take(2).count() == 2
 }
 
 #[cfg(test)]
@@ -131,6 +178,35 @@ mod tests {
             ("3", false),
             ("", false),
             ("errand list: milk", false),
+            // One message whose first word is an error word: an error.
+            ("Invalid input: id must be an integer", true),
+            ("Cannot connect to the server", true),
+            (
+                "Error: duplicate key value\nDETAIL: Key (id)=(1) already exists.",
+                true,
+            ),
+            ("ERROR\nsomething went wrong", true),
+            (
+                "Traceback (most recent call last):\n  File \"x.py\", line 1\nValueError: x",
+                true,
+            ),
+            (
+                "Error calculating database health: boom\nLINE 1: SELECT",
+                true,
+            ),
+            ("Failed to execute: boom\nQuery: SELECT 1", true),
+            ("Errors: 3\nWarnings: 0", true),
+            // A report whose first heading starts with an error word: no error (postgres-mcp's
+            // analyze_db_health).
+            (
+                "Invalid index check: No invalid indexes found.\nDuplicate index check: No \
+                 duplicate indexes found.\nConnection health: Connections healthy: 3 total\n",
+                false,
+            ),
+            ("Failed jobs: none\nQueued jobs: 2", false),
+            ("Error rate: 0.0%\nLatency: 3 ms", false),
+            // One line headed by an error word is one message, not a report.
+            ("Invalid index check: No invalid indexes found.", true),
         ];
         for (text, want) in rows {
             assert_eq!(reads_as_error(text).is_some(), *want, "{text:?}");

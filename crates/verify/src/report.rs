@@ -78,6 +78,10 @@ pub struct CaseReport {
     /// database. A case with any is a probe: its writes are evidence, but its harmless
     /// calls never support advice that loosens a hint.
     pub made_up: Vec<String>,
+    /// Generated arguments only: each argument and where its value came from (`the
+    /// schema's default`, `a value from the database`, `a probe statement …`, `a
+    /// placeholder of its type`), by name. Empty for cases from the cases file.
+    pub generated: Vec<(String, String)>,
     /// The calls, in order.
     pub calls: Vec<CallRecord>,
 }

@@ -6,7 +6,9 @@
 //! of row hashes). Cells are hashed with their column names, the columns sorted by name, so a
 //! table rebuilt with its columns in another order snapshots the same.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::objects::{ObjectKind, ObjectState};
 
 /// One cell value as a backend decoded it, before hashing.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -189,10 +191,14 @@ impl TableSnapshot {
     }
 }
 
-/// Every watched table at one moment.
+/// Every watched table, sequence and other schema object at one moment.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Snapshot {
     pub tables: BTreeMap<String, TableSnapshot>,
+    /// Each sequence's state hash (`crate::sequences`), by name.
+    pub sequences: BTreeMap<String, ObjectState>,
+    /// Each other schema object's definition hash (`crate::objects`), by kind and name.
+    pub objects: BTreeMap<(ObjectKind, String), ObjectState>,
 }
 
 impl Snapshot {
@@ -203,11 +209,19 @@ impl Snapshot {
     }
 }
 
-/// What changed in one table between two snapshots.
+/// What changed in one table, or in one other schema object (a sequence, an index, a
+/// view, …), between two snapshots.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct TableDiff {
-    /// The table.
+    /// The table, or the object of `kind`.
     pub table: String,
+    /// What the object is: a table (the default), or an object without rows, whose
+    /// `created`, `dropped`, `altered` (its definition changed) and, for a sequence,
+    /// `moved` say what changed.
+    pub kind: ObjectKind,
+    /// A sequence's value moved (`nextval`, `setval`, `ALTER SEQUENCE … RESTART`): a write,
+    /// not a destructive one.
+    pub moved: bool,
     /// Rows present after and not before (by key, or by whole row without a key).
     pub added: u64,
     /// Rows present before and not after.
@@ -231,10 +245,13 @@ impl TableDiff {
             && !self.created
             && !self.dropped
             && !self.altered
+            && !self.moved
     }
 }
 
-/// The difference between two snapshots: tables with changes only, by name.
+/// The difference between two snapshots: tables with changes only, by name, then
+/// sequences that moved, appeared or disappeared, by name, then other objects created,
+/// dropped or altered, by kind and name (not those of a table created or dropped here).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Diff {
     pub tables: Vec<TableDiff>,
@@ -269,6 +286,14 @@ impl Diff {
                 tables.push(d);
             }
         }
+        let made: BTreeSet<&str> = tables
+            .iter()
+            .filter(|d| d.created || d.dropped)
+            .map(|d| d.table.as_str())
+            .collect();
+        let mut more = crate::sequences::diff(&before.sequences, &after.sequences, &made);
+        more.extend(crate::objects::diff(&before.objects, &after.objects, &made));
+        tables.extend(more);
         Diff { tables }
     }
 

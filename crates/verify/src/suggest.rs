@@ -83,7 +83,7 @@ mod tests {
     }
 
     #[test]
-    fn patch_and_rmcp_text_carry_only_the_corrections() {
+    fn patch_and_rmcp_text_name_the_same_hints() {
         let declared = DeclaredHints {
             read_only: Some(true),
             open_world: Some(false),
@@ -104,6 +104,7 @@ mod tests {
             vec![
                 json!({"op": "add", "path": "/tools/2/annotations/readOnlyHint", "value": false}),
                 json!({"op": "add", "path": "/tools/2/annotations/destructiveHint", "value": true}),
+                json!({"op": "add", "path": "/tools/2/annotations/openWorldHint", "value": false}),
             ]
         );
         assert_eq!(
@@ -117,7 +118,8 @@ mod tests {
         assert_eq!(
             bare.json_patch(),
             vec![json!({"op": "add", "path": "/tools/2/annotations",
-                        "value": {"readOnlyHint": false, "destructiveHint": true}})]
+                        "value": {"readOnlyHint": false, "destructiveHint": true,
+                                  "openWorldHint": false}})]
         );
     }
 }

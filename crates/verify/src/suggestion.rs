@@ -33,18 +33,29 @@ impl Suggestion {
         self.hints().changes()
     }
 
-    /// RFC 6902 operations over the tools/list result (`/tools/<index>/annotations/...`).
+    /// The hints the suggestion names (the corrected ones that are set), in schema order:
+    /// what [`Suggestion::rmcp_attribute`] prints and [`Suggestion::json_patch`] sets.
+    pub fn named(&self) -> Vec<(Hint, bool)> {
+        Hint::ALL
+            .into_iter()
+            .filter_map(|h| Some((h, self.corrected.get(h)?)))
+            .collect()
+    }
+
+    /// RFC 6902 operations over the tools/list result (`/tools/<index>/annotations/...`):
+    /// one `add` per hint the suggestion names, kept ones included, so the patched
+    /// annotations are exactly the suggested set whatever else the answer held.
     pub fn json_patch(&self) -> Vec<Value> {
         let base = format!("/tools/{}/annotations", self.index);
         if !self.annotated {
             let value: serde_json::Map<String, Value> = self
-                .changes()
+                .named()
                 .into_iter()
                 .map(|(h, v)| (h.spec_name().to_owned(), json!(v)))
                 .collect();
             return vec![json!({"op": "add", "path": base, "value": value})];
         }
-        self.changes()
+        self.named()
             .into_iter()
             .map(|(h, v)| json!({"op": "add", "path": format!("{base}/{}", h.spec_name()), "value": v}))
             .collect()

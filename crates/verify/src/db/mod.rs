@@ -1,9 +1,11 @@
-//! The test database: one connection per run, table discovery from the catalog, streamed
-//! scans into [`Snapshot`]s, setup SQL and value samples for generated arguments.
+//! The test database: one connection per run, table and sequence discovery from the
+//! catalog, streamed scans into [`Snapshot`]s, setup SQL and value samples for generated
+//! arguments.
 //!
 //! Backends: SQLite, PostgreSQL, MySQL/MariaDB, through sqlx. A cheap change marker
 //! (SQLite's `PRAGMA data_version`, PostgreSQL's WAL insert position) lets a snapshot be
-//! reused when nothing was written since the last one; MySQL has none and always rescans.
+//! reused when nothing was written since the last one (PostgreSQL's also covers sequences,
+//! whose `nextval` writes WAL only every 32 values); MySQL has none and always rescans.
 
 mod mysql;
 mod postgres;
@@ -17,6 +19,8 @@ use hintaudit_core::Policy;
 use sqlx::{Connection, mysql::MySqlConnection, postgres::PgConnection, sqlite::SqliteConnection};
 
 use crate::error::VerifyError;
+use crate::objects::RawObject;
+use crate::sequences::RawSequence;
 use crate::snapshot::{Snapshot, TableShape, TableSnapshot};
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
@@ -117,6 +121,45 @@ impl Database {
             .collect();
         out.sort_by(|a, b| a.name.cmp(&b.name));
         Ok(out)
+    }
+
+    /// Watched sequences (not ignored by `policy`, which names them as tables, and not
+    /// belonging to an ignored table), by name:
+    /// PostgreSQL's (in `schemas` when not empty), MariaDB's, SQLite's `AUTOINCREMENT`
+    /// counters. Read outside a read transaction: sequences are not transactional.
+    pub async fn sequences(
+        &mut self,
+        policy: &Policy,
+        schemas: &[String],
+    ) -> Result<Vec<RawSequence>, sqlx::Error> {
+        let mut raw = match self {
+            Database::Sqlite(c) => sqlite::sequences(c).await?,
+            Database::Postgres(c) => postgres::sequences(c, schemas).await?,
+            Database::MySql(c) => mysql::sequences(c).await?,
+        };
+        raw.retain(|s| {
+            !policy.is_ignored_table(&s.name)
+                && s.owner.as_ref().is_none_or(|t| !policy.is_ignored_table(t))
+        });
+        raw.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(raw)
+    }
+
+    /// Schema objects other than tables and sequences (indexes, views, functions and
+    /// procedures, triggers, PostgreSQL types), in the same schemas as [`Database::tables`],
+    /// those of ignored tables left out.
+    pub async fn objects(
+        &mut self,
+        policy: &Policy,
+        schemas: &[String],
+    ) -> Result<Vec<RawObject>, sqlx::Error> {
+        let mut raw = match self {
+            Database::Sqlite(c) => sqlite::objects(c).await?,
+            Database::Postgres(c) => postgres::objects(c, schemas).await?,
+            Database::MySql(c) => mysql::objects(c).await?,
+        };
+        raw.retain(|o| o.owner.as_ref().is_none_or(|t| !policy.is_ignored_table(t)));
+        Ok(raw)
     }
 
     /// Streams one table into its snapshot.
@@ -297,6 +340,9 @@ pub(crate) struct Snapshotter {
     schemas: Vec<String>,
     last: Option<(Option<String>, Arc<Snapshot>)>,
     stats: SnapshotStats,
+    /// What the snapshots so far could not fully see (sequences whose moves may not show),
+    /// one reason each.
+    blind: std::collections::BTreeSet<String>,
 }
 
 impl Snapshotter {
@@ -307,6 +353,7 @@ impl Snapshotter {
             schemas: Vec::new(),
             last: None,
             stats: SnapshotStats::default(),
+            blind: Default::default(),
         }
     }
 
@@ -334,6 +381,12 @@ impl Snapshotter {
 
     pub fn stats(&self) -> SnapshotStats {
         self.stats
+    }
+
+    /// What the snapshots taken so far could not fully see, one reason each (a sequence
+    /// whose moves may not show): effects of that kind may have gone unseen.
+    pub fn blind_spots(&self) -> impl Iterator<Item = &str> {
+        self.blind.iter().map(String::as_str)
     }
 
     /// Forgets the last snapshot: the next one rescans (after our own writes, which a
@@ -373,10 +426,29 @@ impl Snapshotter {
             self.stats.rows_scanned += table.row_count();
             snap.tables.insert(name, table);
         }
+        let objects = self
+            .db
+            .objects(&self.policy, &self.schemas)
+            .await
+            .map_err(|e| {
+                VerifyError::db("listing indexes, views, functions, triggers, types", e)
+            })?;
+        snap.objects = objects.into_iter().map(Into::into).collect();
         self.db
             .end_read()
             .await
             .map_err(|e| VerifyError::db("ending a read transaction", e))?;
+        let sequences = self
+            .db
+            .sequences(&self.policy, &self.schemas)
+            .await
+            .map_err(|e| VerifyError::db("reading sequences", e))?;
+        for s in sequences {
+            if let Some(state) = s.state() {
+                snap.sequences.insert(s.name, state);
+            }
+            self.blind.extend(s.blind);
+        }
         self.stats.scans += 1;
         self.stats.scan_millis += started.elapsed().as_millis() as u64;
         let snap = Arc::new(snap);

@@ -6,6 +6,8 @@ use sqlx::mysql::MySqlConnection;
 use sqlx::{AssertSqlSafe, Row};
 
 use super::{RawTable, quote_ident};
+use crate::objects::RawObject;
+use crate::sequences::RawSequence;
 use crate::snapshot::{Cell, TableScan, TableShape, TableSnapshot};
 
 const BINARY_TYPES: &[&str] = &[
@@ -26,13 +28,20 @@ const BINARY_TYPES: &[&str] = &[
     "geometrycollection",
 ];
 
-pub(super) async fn tables(c: &mut MySqlConnection) -> Result<Vec<RawTable>, sqlx::Error> {
-    let names: Vec<String> = sqlx::query_scalar(
+/// The names of this database's `information_schema.tables` entries of `table_type` (`BASE
+/// TABLE`, `SEQUENCE`), sorted.
+async fn names_of_type(c: &mut MySqlConnection, ty: &str) -> Result<Vec<String>, sqlx::Error> {
+    sqlx::query_scalar(
         "SELECT CAST(table_name AS CHAR) FROM information_schema.tables \
-         WHERE table_schema = DATABASE() AND table_type = 'BASE TABLE' ORDER BY 1",
+         WHERE table_schema = DATABASE() AND table_type = ? ORDER BY 1",
     )
+    .bind(ty)
     .fetch_all(&mut *c)
-    .await?;
+    .await
+}
+
+pub(super) async fn tables(c: &mut MySqlConnection) -> Result<Vec<RawTable>, sqlx::Error> {
+    let names = names_of_type(c, "BASE TABLE").await?;
     let mut out = Vec::with_capacity(names.len());
     for name in names {
         let columns: Vec<(String, String)> = sqlx::query_as(
@@ -64,6 +73,70 @@ pub(super) async fn tables(c: &mut MySqlConnection) -> Result<Vec<RawTable>, sql
         });
     }
     Ok(out)
+}
+
+/// MariaDB's sequences (`CREATE SEQUENCE`; MySQL has none): state `next_not_cached_value`
+/// and `cycle_count`, read from the sequence itself (one dropped meanwhile is left out). With a cache (the default, 1000) a
+/// session's `NEXTVAL` inside its cache leaves them unchanged: a blind spot.
+pub(super) async fn sequences(c: &mut MySqlConnection) -> Result<Vec<RawSequence>, sqlx::Error> {
+    let names = names_of_type(c, "SEQUENCE").await?;
+    let mut out = Vec::with_capacity(names.len());
+    for name in names {
+        let sql = format!(
+            "SELECT CAST(CONCAT(next_not_cached_value, '/', cycle_count) AS CHAR), \
+                    CAST(cache_size AS SIGNED) \
+             FROM {}",
+            quote_ident(&name, '`')
+        );
+        let (state, cache): (String, i64) =
+            match sqlx::query_as(AssertSqlSafe(sql)).fetch_one(&mut *c).await {
+                Ok(row) => row,
+                // Dropped since it was listed: as if it had not been.
+                Err(sqlx::Error::Database(e)) if e.code().as_deref() == Some("42S02") => continue,
+                Err(e) => return Err(e),
+            };
+        let blind = (cache > 1).then(|| {
+            format!(
+                "sequence {name} caches {cache} values per session (CACHE {cache}): a NEXTVAL \
+                 inside a session's cache moves nothing verify can read"
+            )
+        });
+        out.push(RawSequence {
+            name,
+            state: Some(state),
+            blind,
+            owner: None,
+        });
+    }
+    Ok(out)
+}
+
+const OBJECTS: &str = "\
+    SELECT 'index' AS k, CONCAT(index_name, ' on ', table_name) AS n, table_name AS t, \
+           GROUP_CONCAT(CONCAT(column_name, ':', non_unique, ':', index_type) ORDER BY seq_in_index) AS d \
+      FROM information_schema.statistics WHERE table_schema = DATABASE() \
+      GROUP BY table_name, index_name \
+    UNION ALL SELECT 'view', table_name, NULL, view_definition \
+      FROM information_schema.views WHERE table_schema = DATABASE() \
+    UNION ALL SELECT 'function', CONCAT(LOWER(routine_type), ' ', routine_name), NULL, \
+           CONCAT(COALESCE(routine_definition, ''), '|', COALESCE(dtd_identifier, '')) \
+      FROM information_schema.routines WHERE routine_schema = DATABASE() \
+    UNION ALL SELECT 'trigger', CONCAT(trigger_name, ' on ', event_object_table), \
+           event_object_table, CONCAT(action_timing, ' ', event_manipulation, ' ', action_statement) \
+      FROM information_schema.triggers WHERE trigger_schema = DATABASE()";
+
+/// Indexes, views, functions and procedures, triggers of this database, from
+/// `information_schema`.
+pub(super) async fn objects(c: &mut MySqlConnection) -> Result<Vec<RawObject>, sqlx::Error> {
+    let sql = format!(
+        "SELECT CAST(k AS CHAR), CAST(n AS CHAR), CAST(t AS CHAR), CAST(d AS CHAR) \
+         FROM ({OBJECTS}) AS o"
+    );
+    let rows: Vec<(String, String, Option<String>, Option<String>)> =
+        sqlx::query_as(AssertSqlSafe(sql))
+            .fetch_all(&mut *c)
+            .await?;
+    Ok(rows.into_iter().filter_map(RawObject::from_row).collect())
 }
 
 /// Other sessions whose default database is this one (the server's, when it is connected):

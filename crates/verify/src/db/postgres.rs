@@ -6,6 +6,8 @@ use sqlx::postgres::PgConnection;
 use sqlx::{AssertSqlSafe, Row};
 
 use super::{RawTable, quote_ident};
+use crate::objects::RawObject;
+use crate::sequences::RawSequence;
 use crate::snapshot::{Cell, TableScan, TableShape, TableSnapshot};
 
 const TABLES: &str = "SELECT n.nspname::text, c.relname::text, c.oid::int8, \
@@ -80,6 +82,139 @@ pub(super) async fn scan(
     Ok(scan.finish())
 }
 
+/// The catalog rows of the watched sequences; their values are read one by one.
+const SEQUENCES: &str = "SELECT n.nspname::text, c.relname::text, n.nspname = current_schema(), \
+            s.seqcache, coalesce(has_sequence_privilege(c.oid, 'SELECT,USAGE'), false), \
+            CASE WHEN tn.nspname = current_schema() THEN t.relname::text \
+                 ELSE tn.nspname || '.' || t.relname END \
+     FROM pg_class c \
+     JOIN pg_namespace n ON n.oid = c.relnamespace \
+     JOIN pg_sequence s ON s.seqrelid = c.oid \
+     LEFT JOIN pg_depend d ON d.classid = 'pg_class'::regclass AND d.objid = c.oid \
+       AND d.refclassid = 'pg_class'::regclass AND d.deptype IN ('a', 'i') \
+     LEFT JOIN pg_class t ON t.oid = d.refobjid \
+     LEFT JOIN pg_namespace tn ON tn.oid = t.relnamespace \
+     WHERE c.relkind = 'S' AND n.nspname NOT IN ('pg_catalog', 'information_schema') \
+       AND n.nspname NOT LIKE 'pg\\_temp%' \
+       AND (cardinality($1::text[]) = 0 OR n.nspname = ANY ($1::text[])) \
+     ORDER BY 1, 2";
+
+/// Sequences of every non-system schema, or of `schemas` when it is not empty, with the
+/// table a `serial` or identity column ties them to: state `last_value` and `is_called`,
+/// read from each sequence (one that another session drops meanwhile is left out). With
+/// `CACHE` above 1 a session's `nextval` inside its cache leaves them unchanged, and
+/// without privilege they cannot be read: both are blind spots.
+pub(super) async fn sequences(
+    c: &mut PgConnection,
+    schemas: &[String],
+) -> Result<Vec<RawSequence>, sqlx::Error> {
+    type Row = (String, String, bool, i64, bool, Option<String>);
+    let rows: Vec<Row> = sqlx::query_as(SEQUENCES)
+        .bind(schemas)
+        .fetch_all(&mut *c)
+        .await?;
+    let mut out = Vec::with_capacity(rows.len());
+    for (schema, name, current, cache, readable, owner) in rows {
+        let state = if readable {
+            let sql = format!(
+                "SELECT last_value::text || '/' || is_called::text FROM {}.{}",
+                quote_ident(&schema, '"'),
+                quote_ident(&name, '"')
+            );
+            match sqlx::query_scalar::<_, String>(AssertSqlSafe(sql))
+                .fetch_one(&mut *c)
+                .await
+            {
+                Ok(state) => state,
+                // Dropped since the catalog was read: as if it had not been listed.
+                Err(sqlx::Error::Database(e)) if e.code().as_deref() == Some("42P01") => continue,
+                Err(e) => return Err(e),
+            }
+        } else {
+            // Its moves are not seen; its creation and drop are.
+            "unreadable".to_owned()
+        };
+        let name = if current {
+            name
+        } else {
+            format!("{schema}.{name}")
+        };
+        let blind = if !readable {
+            Some(format!(
+                "sequence {name} cannot be read (no SELECT or USAGE privilege): its moves are not seen"
+            ))
+        } else if cache > 1 {
+            Some(format!(
+                "sequence {name} caches {cache} values per session (CACHE {cache}): a nextval \
+                 inside a session's cache moves nothing verify can read"
+            ))
+        } else {
+            None
+        };
+        out.push(RawSequence {
+            name,
+            state: Some(state),
+            blind,
+            owner,
+        });
+    }
+    Ok(out)
+}
+
+/// Catalog columns only (no `pg_get_*def`, which open relations and fail on an object
+/// another session drops meanwhile); each definition as the text of its catalog row.
+const OBJECTS: &str = "\
+    WITH ns AS ( \
+      SELECT oid, nspname::text AS schema, nspname = current_schema() AS cur FROM pg_namespace \
+       WHERE nspname NOT IN ('pg_catalog', 'information_schema') \
+         AND nspname NOT LIKE 'pg\\_toast%' AND nspname NOT LIKE 'pg\\_temp%' \
+         AND (cardinality($1::text[]) = 0 OR nspname = ANY ($1::text[]))) \
+    SELECT o.kind, CASE WHEN ns.cur THEN o.name ELSE ns.schema || '.' || o.name END, \
+           CASE WHEN o.owner IS NULL OR ns.cur THEN o.owner ELSE ns.schema || '.' || o.owner END, \
+           md5(coalesce(o.def, '')) \
+    FROM ns JOIN ( \
+      SELECT 'index' AS kind, c.relnamespace AS nsp, c.relname::text AS name, \
+             t.relname::text AS owner, concat_ws('|', c.relam, i.indkey::text, i.indclass::text, \
+             i.indisunique, i.indexprs::text, i.indpred::text) AS def \
+        FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_class t ON t.oid = i.indrelid \
+      UNION ALL \
+      SELECT 'view', c.relnamespace, c.relname::text, NULL, r.ev_action::text \
+        FROM pg_class c JOIN pg_rewrite r ON r.ev_class = c.oid AND r.rulename = '_RETURN' \
+       WHERE c.relkind IN ('v', 'm') \
+      UNION ALL \
+      SELECT 'function', p.pronamespace, p.proname || '(' || oidvectortypes(p.proargtypes) || ')', \
+             NULL, concat_ws('|', p.prosrc, p.probin, p.prorettype, p.prolang, p.provolatile, \
+             p.proretset, p.proargnames::text, p.proconfig::text, p.prokind) \
+        FROM pg_proc p WHERE p.prokind IN ('f', 'p') \
+      UNION ALL \
+      SELECT 'trigger', c.relnamespace, t.tgname || ' on ' || c.relname, c.relname::text, \
+             concat_ws('|', t.tgfoid, t.tgtype, t.tgenabled, t.tgattr::text, encode(t.tgargs, 'hex'), \
+             t.tgqual::text) \
+        FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid WHERE NOT t.tgisinternal \
+      UNION ALL \
+      SELECT 'type', ty.typnamespace, ty.typname::text, NULL, concat_ws('|', ty.typtype, \
+             ty.typbasetype, ty.typtypmod, ty.typnotnull, ty.typdefault, \
+             (SELECT string_agg(e.enumlabel::text, ',' ORDER BY e.enumsortorder) \
+                FROM pg_enum e WHERE e.enumtypid = ty.oid), \
+             (SELECT string_agg(k.conbin::text, ',' ORDER BY k.conname) \
+                FROM pg_constraint k WHERE k.contypid = ty.oid)) \
+        FROM pg_type ty WHERE ty.typtype IN ('e', 'd') \
+    ) o ON o.nsp = ns.oid";
+
+/// Indexes, views and materialized views (their definitions), functions and procedures
+/// (named with their argument types), triggers, enum and domain types of every non-system
+/// schema, or of `schemas` when it is not empty; definitions as md5 digests.
+pub(super) async fn objects(
+    c: &mut PgConnection,
+    schemas: &[String],
+) -> Result<Vec<RawObject>, sqlx::Error> {
+    let rows: Vec<(String, String, Option<String>, Option<String>)> = sqlx::query_as(OBJECTS)
+        .bind(schemas)
+        .fetch_all(&mut *c)
+        .await?;
+    Ok(rows.into_iter().filter_map(RawObject::from_row).collect())
+}
+
 /// Other client sessions connected to this database now (the server's, when it is
 /// connected): `pg_stat_activity`, our own session left out.
 pub(super) async fn other_sessions(c: &mut PgConnection) -> Result<i64, sqlx::Error> {
@@ -91,11 +226,15 @@ pub(super) async fn other_sessions(c: &mut PgConnection) -> Result<i64, sqlx::Er
     .await
 }
 
-/// The WAL insert position: it moves on every logged write in the cluster. Unlogged tables
-/// write no WAL, so with any of them watched there is no marker.
+/// The WAL insert position: it moves on every logged write in the cluster; and a digest of
+/// every sequence's `last_value`, since `nextval` writes WAL only every 32 values. Unlogged
+/// tables write no WAL, so with any of them watched there is no marker.
 pub(super) async fn change_marker(c: &mut PgConnection) -> Result<Option<String>, sqlx::Error> {
     let row: (Option<String>, bool) = sqlx::query_as(
-        "SELECT CASE WHEN pg_is_in_recovery() THEN NULL ELSE pg_current_wal_insert_lsn()::text END, \
+        "SELECT CASE WHEN pg_is_in_recovery() THEN NULL ELSE pg_current_wal_insert_lsn()::text \
+                || ' ' || (SELECT md5(coalesce(string_agg(schemaname || '.' || sequencename \
+                           || '=' || coalesce(last_value::text, '-'), ',' \
+                           ORDER BY schemaname, sequencename), '')) FROM pg_sequences) END, \
          EXISTS (SELECT 1 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace \
                  WHERE c.relkind IN ('r', 'p') AND c.relpersistence = 'u' \
                    AND n.nspname NOT IN ('pg_catalog', 'information_schema'))",

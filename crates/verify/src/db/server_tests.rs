@@ -10,7 +10,9 @@ use sqlx::Connection;
 use sqlx::mysql::MySqlConnection;
 use sqlx::postgres::PgConnection;
 
+use super::tests::object_steps;
 use super::{Database, Snapshotter};
+use crate::objects::ObjectKind;
 use crate::snapshot::{Diff, TableDiff};
 
 fn pg_admin() -> String {
@@ -60,6 +62,24 @@ async fn pg_schema(prefix: &str) -> Option<(PgConnection, String, String)> {
     let sep = if admin_url.contains('?') { '&' } else { '?' };
     let url = format!("{admin_url}{sep}options=-c%20search_path%3D{schema}");
     Some((admin, schema, url))
+}
+
+/// An admin connection, a fresh database and its URL; `None` (with the reason printed) when
+/// MariaDB/MySQL is unreachable and not required.
+async fn my_database(prefix: &str) -> Option<(MySqlConnection, String, String)> {
+    let server_url = my_server();
+    let Ok(mut admin) = MySqlConnection::connect(&server_url).await else {
+        assert!(
+            !required("HINTAUDIT_REQUIRE_MYSQL"),
+            "MariaDB required at {server_url}"
+        );
+        eprintln!("skipped: MariaDB/MySQL unreachable at {server_url}");
+        return None;
+    };
+    let db = unique(prefix);
+    exec(&mut admin, &format!("CREATE DATABASE {db}")).await;
+    let url = format!("{}/{db}", server_url.trim_end_matches('/'));
+    Some((admin, db, url))
 }
 
 async fn exec<C>(c: &mut C, sql: &str)
@@ -165,18 +185,9 @@ async fn postgres_snapshots_and_diffs() {
 
 #[tokio::test]
 async fn mariadb_snapshots_and_diffs() {
-    let server_url = my_server();
-    let Ok(mut admin) = MySqlConnection::connect(&server_url).await else {
-        assert!(
-            !required("HINTAUDIT_REQUIRE_MYSQL"),
-            "MariaDB required at {server_url}"
-        );
-        eprintln!("skipped: MariaDB/MySQL unreachable at {server_url}");
+    let Some((mut admin, db, url)) = my_database("hv_snap").await else {
         return;
     };
-    let db = unique("hv_snap");
-    exec(&mut admin, &format!("CREATE DATABASE {db}")).await;
-    let url = format!("{}/{db}", server_url.trim_end_matches('/'));
     let mut server = MySqlConnection::connect(&url).await.unwrap();
     exec(
         &mut server,
@@ -216,6 +227,187 @@ async fn mariadb_snapshots_and_diffs() {
         .unwrap();
     assert_eq!(conn.sample(b, "id", 1).await.unwrap(), ["0"]);
     drop(conn);
+    drop(server);
+    exec(&mut admin, &format!("DROP DATABASE {db}")).await;
+}
+
+/// Runs `steps` (SQL by the "server", whether sequence `s` moved) between snapshots of
+/// `snaps`, with no blind spot on the way; then `cached` (DDL creating sequence `c` with a
+/// cache, and the blind spot it must give): `c` appears, and is the one blind spot.
+async fn sequence_steps<C>(
+    server: &mut C,
+    snaps: &mut Snapshotter,
+    steps: &[(&str, bool)],
+    cached: (&str, &str),
+) where
+    for<'c> &'c mut C: sqlx::Executor<'c>,
+{
+    let mut before = snaps.take().await.unwrap();
+    assert_eq!(before.tables.len(), 1, "a sequence is no table");
+    for (sql, want) in steps.iter().chain([&(cached.0, false)]) {
+        exec(&mut *server, sql).await;
+        let after = snaps.take().await.unwrap();
+        let d = Diff::between(&before, &after).tables;
+        let moved: Vec<&str> = d
+            .iter()
+            .filter(|d| d.kind == crate::objects::ObjectKind::Sequence && d.moved)
+            .map(|d| d.table.as_str())
+            .collect();
+        let want: Vec<&str> = if *want { vec!["s"] } else { vec![] };
+        assert_eq!(moved, want, "{sql}");
+        let blind: Vec<&str> = snaps.blind_spots().collect();
+        if *sql == cached.0 {
+            assert!(d.iter().any(|d| d.table == "c" && d.created), "{d:?}");
+            assert!(blind.len() == 1 && blind[0].contains(cached.1), "{blind:?}");
+        } else {
+            assert!(blind.is_empty(), "{sql}: {blind:?}");
+        }
+        before = after;
+    }
+}
+
+#[tokio::test]
+async fn postgres_sequences_move_and_cached_ones_are_blind_spots() {
+    let Some((mut admin, schema, url)) = pg_schema("hv_seq").await else {
+        return;
+    };
+    let mut server = PgConnection::connect(&url).await.unwrap();
+    exec(
+        &mut server,
+        "CREATE TABLE t (id int PRIMARY KEY); CREATE SEQUENCE s; SELECT nextval('s');",
+    )
+    .await;
+    // A serial column's sequence belongs to its table: ignoring the table ignores it.
+    exec(&mut server, "CREATE TABLE log (id serial PRIMARY KEY)").await;
+    let policy = Policy::default().with_ignored_table("log");
+    let mut snaps = Snapshotter::new(Database::connect(&url).await.unwrap(), policy)
+        .with_schemas(schema_of(&url));
+    let seen = snaps
+        .db()
+        .sequences(&Policy::default(), &schema_of(&url))
+        .await
+        .unwrap();
+    let owners: Vec<(&str, Option<&str>)> = seen
+        .iter()
+        .map(|s| (s.name.as_str(), s.owner.as_deref()))
+        .collect();
+    assert_eq!(owners, [("log_id_seq", Some("log")), ("s", None)]);
+    // nextval writes WAL only every 32 values: the WAL marker alone would have reused the
+    // last snapshot.
+    sequence_steps(
+        &mut server,
+        &mut snaps,
+        &[
+            ("SELECT nextval('s')", true),
+            ("SELECT currval('s')", false),
+            ("SELECT setval('s', 100)", true),
+            ("SELECT setval('s', 100)", false),
+            ("SELECT setval('s', 100, false)", true),
+        ],
+        ("CREATE SEQUENCE c CACHE 20", "sequence c caches 20"),
+    )
+    .await;
+    drop(server);
+    exec(&mut admin, &format!("DROP SCHEMA {schema} CASCADE")).await;
+}
+
+#[tokio::test]
+async fn mariadb_sequences_move_and_cached_ones_are_blind_spots() {
+    let Some((mut admin, db, url)) = my_database("hv_seq").await else {
+        return;
+    };
+    let mut server = MySqlConnection::connect(&url).await.unwrap();
+    exec(
+        &mut server,
+        "CREATE TABLE t (id INT PRIMARY KEY); CREATE SEQUENCE s NOCACHE;",
+    )
+    .await;
+    let mut snaps = Snapshotter::new(Database::connect(&url).await.unwrap(), Policy::default());
+    sequence_steps(
+        &mut server,
+        &mut snaps,
+        &[
+            ("SELECT NEXTVAL(s)", true),
+            ("SELECT LASTVAL(s)", false),
+            ("SELECT SETVAL(s, 100)", true),
+        ],
+        ("CREATE SEQUENCE c", "sequence c caches 1000"),
+    )
+    .await;
+    drop(server);
+    exec(&mut admin, &format!("DROP DATABASE {db}")).await;
+}
+
+#[tokio::test]
+async fn postgres_indexes_views_functions_triggers_types_are_objects() {
+    use ObjectKind::*;
+    let Some((mut admin, schema, url)) = pg_schema("hv_obj").await else {
+        return;
+    };
+    let mut server = PgConnection::connect(&url).await.unwrap();
+    exec(&mut server, "CREATE TABLE t (id int PRIMARY KEY, v text)").await;
+    let mut snaps = Snapshotter::new(Database::connect(&url).await.unwrap(), Policy::default())
+        .with_schemas(schema_of(&url));
+    object_steps(
+        &mut server,
+        &mut snaps,
+        &[
+            ("CREATE INDEX t_v ON t (v)", &[(Index, "t_v", '+')]),
+            ("CREATE VIEW w AS SELECT id FROM t", &[(View, "w", '+')]),
+            (
+                "CREATE OR REPLACE VIEW w AS SELECT id FROM t WHERE id > 1",
+                &[(View, "w", '~')],
+            ),
+            (
+                "CREATE FUNCTION f(x int) RETURNS int LANGUAGE sql AS 'SELECT x'",
+                &[(Function, "f(integer)", '+')],
+            ),
+            (
+                "CREATE FUNCTION tf() RETURNS trigger LANGUAGE plpgsql AS 'BEGIN RETURN NEW; END';
+                 CREATE TRIGGER tr BEFORE INSERT ON t FOR EACH ROW EXECUTE FUNCTION tf()",
+                &[(Function, "tf()", '+'), (Trigger, "tr on t", '+')],
+            ),
+            ("CREATE TYPE mood AS ENUM ('a')", &[(Type, "mood", '+')]),
+            ("ALTER TYPE mood ADD VALUE 'b'", &[(Type, "mood", '~')]),
+            ("DROP INDEX t_v", &[(Index, "t_v", '-')]),
+            ("CREATE TABLE n (id serial PRIMARY KEY)", &[]),
+            ("INSERT INTO t VALUES (1, 'x')", &[]),
+        ],
+    )
+    .await;
+    drop(server);
+    exec(&mut admin, &format!("DROP SCHEMA {schema} CASCADE")).await;
+}
+
+#[tokio::test]
+async fn mariadb_indexes_views_routines_triggers_are_objects() {
+    use ObjectKind::*;
+    let Some((mut admin, db, url)) = my_database("hv_obj").await else {
+        return;
+    };
+    let mut server = MySqlConnection::connect(&url).await.unwrap();
+    exec(&mut server, "CREATE TABLE t (id INT PRIMARY KEY, v TEXT)").await;
+    let mut snaps = Snapshotter::new(Database::connect(&url).await.unwrap(), Policy::default());
+    object_steps(
+        &mut server,
+        &mut snaps,
+        &[
+            ("CREATE INDEX t_v ON t (v(10))", &[(Index, "t_v on t", '+')]),
+            ("CREATE VIEW w AS SELECT id FROM t", &[(View, "w", '+')]),
+            (
+                "CREATE FUNCTION f(x INT) RETURNS INT DETERMINISTIC RETURN x",
+                &[(Function, "function f", '+')],
+            ),
+            (
+                "CREATE TRIGGER tr BEFORE INSERT ON t FOR EACH ROW SET NEW.v = 'x'",
+                &[(Trigger, "tr on t", '+')],
+            ),
+            ("DROP INDEX t_v ON t", &[(Index, "t_v on t", '-')]),
+            ("CREATE TABLE n (id INT PRIMARY KEY)", &[]),
+            ("INSERT INTO t VALUES (1, 'y')", &[]),
+        ],
+    )
+    .await;
     drop(server);
     exec(&mut admin, &format!("DROP DATABASE {db}")).await;
 }

@@ -5,6 +5,8 @@ use sqlx::sqlite::{Sqlite, SqliteConnection, SqliteValueRef};
 use sqlx::{AssertSqlSafe, Decode, Row, TypeInfo, ValueRef};
 
 use super::{RawTable, quote_ident};
+use crate::objects::{ObjectKind, RawObject};
+use crate::sequences::RawSequence;
 use crate::snapshot::{Cell, TableScan, TableShape, TableSnapshot};
 
 pub(super) async fn tables(c: &mut SqliteConnection) -> Result<Vec<RawTable>, sqlx::Error> {
@@ -35,6 +37,58 @@ pub(super) async fn tables(c: &mut SqliteConnection) -> Result<Vec<RawTable>, sq
         });
     }
     Ok(out)
+}
+
+/// The `AUTOINCREMENT` counter of every table that has one (`sqlite_sequence`, which exists
+/// once such a table does), named `sqlite_sequence.<table>`; a table not inserted into yet
+/// has none (state `-`).
+pub(super) async fn sequences(c: &mut SqliteConnection) -> Result<Vec<RawSequence>, sqlx::Error> {
+    let exists: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'sqlite_sequence'",
+    )
+    .fetch_one(&mut *c)
+    .await?;
+    if exists == 0 {
+        return Ok(Vec::new());
+    }
+    let rows: Vec<(String, Option<String>)> = sqlx::query_as(
+        "SELECT m.name, CAST(s.seq AS TEXT) FROM sqlite_master m \
+         LEFT JOIN sqlite_sequence s ON s.name = m.name \
+         WHERE m.type = 'table' AND m.sql LIKE '%AUTOINCREMENT%' ORDER BY m.name",
+    )
+    .fetch_all(&mut *c)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(table, seq)| RawSequence {
+            name: format!("sqlite_sequence.{table}"),
+            state: Some(seq.unwrap_or_else(|| "-".to_owned())),
+            blind: None,
+            owner: Some(table),
+        })
+        .collect())
+}
+
+/// Indexes (automatic ones too), views and triggers, from `sqlite_master`.
+pub(super) async fn objects(c: &mut SqliteConnection) -> Result<Vec<RawObject>, sqlx::Error> {
+    let rows: Vec<(String, String, String, String)> = sqlx::query_as(
+        "SELECT type, name, tbl_name, coalesce(sql, '') FROM sqlite_master \
+         WHERE type IN ('index', 'view', 'trigger') ORDER BY type, name",
+    )
+    .fetch_all(&mut *c)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .filter_map(|(kind, name, table, sql)| {
+            let kind = ObjectKind::from_catalog(&kind)?;
+            Some(RawObject {
+                owner: (kind != ObjectKind::View).then_some(table),
+                kind,
+                name,
+                definition: sql,
+            })
+        })
+        .collect())
 }
 
 fn decode_err(e: sqlx::error::BoxDynError) -> sqlx::Error {

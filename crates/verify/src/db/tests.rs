@@ -5,6 +5,7 @@ use hintaudit_core::Policy;
 use sqlx::{Connection, sqlite::SqliteConnection};
 
 use super::{Database, Snapshotter, redact};
+use crate::objects::ObjectKind;
 use crate::snapshot::{Diff, TableDiff};
 
 struct Fixture {
@@ -218,4 +219,113 @@ async fn snapshot_of_100k_rows() {
         assert_eq!(s.take().await.unwrap().row_count(), 100_000);
         eprintln!("snapshot of 100,000 rows: {:?}", t.elapsed());
     }
+}
+
+#[tokio::test]
+async fn autoincrement_counters_are_sequences() {
+    let mut f = fixture(
+        "CREATE TABLE t (id INTEGER PRIMARY KEY AUTOINCREMENT, v TEXT);
+         CREATE TABLE plain (id INTEGER PRIMARY KEY);",
+    )
+    .await;
+    // An insert and a delete of the same row: no row changed, the counter moved.
+    let d = diff_after(
+        &mut f,
+        "INSERT INTO t (v) VALUES ('x'); DELETE FROM t; INSERT INTO plain VALUES (1); DELETE FROM plain",
+    )
+    .await;
+    let got: Vec<(&str, bool, bool)> = d
+        .iter()
+        .map(|d| {
+            let sequence = d.kind == crate::objects::ObjectKind::Sequence;
+            (d.table.as_str(), sequence, d.moved)
+        })
+        .collect();
+    assert_eq!(got, [("sqlite_sequence.t", true, true)]);
+    assert_eq!(counts(&d[0]), (0, 0, 0), "a counter has no rows");
+    let mut s = f.snapshotter(Policy::default()).await;
+    s.take().await.unwrap();
+    assert_eq!(
+        s.blind_spots().count(),
+        0,
+        "SQLite counters are always seen"
+    );
+    // An ignored table's counter is ignored with it.
+    let mut s = f
+        .snapshotter(Policy::default().with_ignored_table("t"))
+        .await;
+    let before = s.take().await.unwrap();
+    f.write("INSERT INTO t (v) VALUES ('y')").await;
+    let after = s.take().await.unwrap();
+    assert!(Diff::between(&before, &after).tables.is_empty());
+}
+
+/// One step of [`object_steps`]: SQL, and the objects it changes (kind, name, `+`, `-`, `~`).
+pub(super) type ObjectStep<'a> = (&'a str, &'a [(ObjectKind, &'a str, char)]);
+
+/// Runs `steps` (SQL by the "server", then the objects it created `+`, dropped `-` or
+/// altered `~`: none for a table's own index or sequence, which come with the table)
+/// between snapshots of `snaps`.
+pub(super) async fn object_steps<C>(
+    server: &mut C,
+    snaps: &mut Snapshotter,
+    steps: &[ObjectStep<'_>],
+) where
+    for<'c> &'c mut C: sqlx::Executor<'c>,
+{
+    let mut before = snaps.take().await.unwrap();
+    for (sql, want) in steps {
+        sqlx::raw_sql(sqlx::AssertSqlSafe(sql.to_string()))
+            .execute(&mut *server)
+            .await
+            .unwrap_or_else(|e| panic!("{sql}: {e}"));
+        let after = snaps.take().await.unwrap();
+        let got: Vec<(ObjectKind, String, char)> = Diff::between(&before, &after)
+            .tables
+            .into_iter()
+            .filter(|d| d.kind != ObjectKind::Table)
+            .map(|d| {
+                let how = if d.created {
+                    '+'
+                } else if d.dropped {
+                    '-'
+                } else {
+                    '~'
+                };
+                (d.kind, d.table, how)
+            })
+            .collect();
+        let want: Vec<(ObjectKind, String, char)> = want
+            .iter()
+            .map(|(k, n, how)| (*k, (*n).to_owned(), *how))
+            .collect();
+        assert_eq!(got, want, "{sql}");
+        before = after;
+    }
+}
+
+#[tokio::test]
+async fn indexes_views_and_triggers_are_objects() {
+    use ObjectKind::*;
+    let mut f = fixture("CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT UNIQUE);").await;
+    let mut snaps = f.snapshotter(Policy::default()).await;
+    object_steps(
+        &mut f.server,
+        &mut snaps,
+        &[
+            ("CREATE INDEX t_v ON t (v)", &[(Index, "t_v", '+')]),
+            ("CREATE VIEW w AS SELECT id FROM t", &[(View, "w", '+')]),
+            (
+                "CREATE TRIGGER tr AFTER INSERT ON t BEGIN SELECT 1; END",
+                &[(Trigger, "tr", '+')],
+            ),
+            ("DROP INDEX t_v", &[(Index, "t_v", '-')]),
+            (
+                "CREATE TABLE n (id INTEGER PRIMARY KEY, k TEXT UNIQUE)",
+                &[],
+            ),
+            ("INSERT INTO t (v) VALUES ('x')", &[]),
+        ],
+    )
+    .await;
 }

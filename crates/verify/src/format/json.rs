@@ -48,6 +48,7 @@ pub(super) fn render(report: &Report) -> String {
                     "label": c.label,
                     "from_cases_file": c.from_file,
                     "made_up_arguments": c.made_up,
+                    "generated_arguments": c.generated.iter().map(|(a, from)| json!({"argument": a, "from": from})).collect::<Vec<_>>(),
                     "calls": c.calls.iter().map(|call| json!({
                         "error": call.error,
                         "changes": call.changes,

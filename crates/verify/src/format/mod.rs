@@ -98,6 +98,7 @@ mod tests {
             label: "generated".into(),
             from_file: false,
             made_up: vec![],
+            generated: vec![("id".into(), "a value from the database".into())],
             calls: vec![CallRecord {
                 error: None,
                 outbound: if changes.is_empty() {
@@ -280,6 +281,10 @@ mod tests {
         );
         assert!(table.contains("not exercised  report"), "{table}");
         assert!(table.contains("advice         stats"), "{table}");
+        assert!(
+            table.contains("arguments      stats  generated: id from a value from the database"),
+            "{table}"
+        );
         assert!(
             table.contains("outbound       view <&> item  POST notify.example:80, not forwarded"),
             "{table}"

@@ -83,6 +83,21 @@ pub(super) fn render(report: &Report) -> String {
         for n in &t.notes {
             let _ = writeln!(notes, "note           {}  {n}", t.name);
         }
+        let mut generated: Vec<String> = Vec::new();
+        for (argument, from) in t.cases.iter().flat_map(|c| c.generated.iter()) {
+            let line = format!("{argument} from {from}");
+            if !generated.contains(&line) {
+                generated.push(line);
+            }
+        }
+        if !generated.is_empty() {
+            let _ = writeln!(
+                notes,
+                "arguments      {}  generated: {}",
+                t.name,
+                generated.join("; ")
+            );
+        }
         let mut sent: Vec<(String, usize)> = Vec::new();
         for o in t
             .cases

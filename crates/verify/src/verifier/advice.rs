@@ -1,9 +1,17 @@
-//! Advice that loosens a hint, from trusted calls only.
+//! Advice that loosens a hint, from trusted calls only, and only where verify could see
+//! every kind of effect the hint rules out.
 //!
 //! A call supports advice only when it ran (no error, no error text) and its arguments were
 //! not made up: they came from the cases file, the schema (examples, defaults, enums) or
 //! the database. A generated placeholder (`hintaudit` as SQL text, say) that changed
 //! nothing shows nothing about what the tool does with real arguments.
+//!
+//! What each advice needs observed: `could_be_read_only` rules out every write, so it needs
+//! the outbound requests (a `--stdio` server behind the recording proxy) and every
+//! sequence's moves (no blind spot of the snapshots: `crate::sequences`);
+//! `could_be_closed_world` needs the outbound requests; `could_be_non_destructive` rules
+//! out deletes, overwrites and drops, which the snapshots always see. Advice withheld for a
+//! blind spot is a note saying why.
 
 use hintaudit_core::{Advice, Hint, OpenWorldReading, OutboundReach, Policy};
 
@@ -16,12 +24,15 @@ use crate::report::CaseReport;
 /// `could_be_closed_world` when the server ran behind the recording proxy (`watched`), a
 /// trusted call ran, and no call reached outside `policy`'s closed world under its alerting
 /// reading of openWorldHint.
+/// `blind`: what the snapshots could not fully see (one reason each). The third list holds
+/// a note for each advice withheld for what verify could not see.
 pub(super) fn advice(
     tool: &ToolInfo,
     cases: &[CaseReport],
     policy: &Policy,
     watched: bool,
-) -> (Vec<Advice>, Vec<String>) {
+    blind: &[&str],
+) -> (Vec<Advice>, Vec<String>, Vec<String>) {
     let e = tool.hints.effective();
     let changes = || {
         cases
@@ -42,9 +53,24 @@ pub(super) fn advice(
         .collect();
     let mut out = Vec::new();
     let mut basis: Vec<&CaseReport> = Vec::new();
+    let mut withheld = Vec::new();
+    const UNSEEN_OUTBOUND: &str = "the server's outbound HTTP requests are not seen (a --url \
+        server is not started behind the recording proxy)";
     if !e.read_only && !wrote && !trusted.is_empty() {
-        out.push(Advice::CouldBeReadOnly);
-        basis.extend(&trusted);
+        let mut unseen: Vec<&str> = blind.to_vec();
+        if !watched {
+            unseen.push(UNSEEN_OUTBOUND);
+        }
+        if unseen.is_empty() {
+            out.push(Advice::CouldBeReadOnly);
+            basis.extend(&trusted);
+        } else {
+            withheld.push(format!(
+                "no could_be_read_only advice: no call wrote, but not every write could be \
+                 seen: {}",
+                unseen.join("; ")
+            ));
+        }
     }
     if !e.read_only && e.destructive && wrote && !destroyed && !trusted_wrote.is_empty() {
         out.push(Advice::CouldBeNonDestructive);
@@ -55,9 +81,15 @@ pub(super) fn advice(
         .flat_map(|c| c.calls.iter())
         .flat_map(|c| c.outbound.iter())
         .any(|o| reaches_out(policy, o));
-    if e.open_world && watched && !reached && !trusted.is_empty() {
-        out.push(Advice::CouldBeClosedWorld);
-        basis.extend(&trusted);
+    if e.open_world && !reached && !trusted.is_empty() {
+        if watched {
+            out.push(Advice::CouldBeClosedWorld);
+            basis.extend(&trusted);
+        } else {
+            withheld.push(format!(
+                "no could_be_closed_world advice: {UNSEEN_OUTBOUND}"
+            ));
+        }
     }
     let mut labels: Vec<String> = Vec::new();
     for c in basis {
@@ -65,7 +97,7 @@ pub(super) fn advice(
             labels.push(c.label.clone());
         }
     }
-    (out, labels)
+    (out, labels, withheld)
 }
 
 /// Whether a request counts against openWorldHint false under `policy`'s alerting reading:

@@ -6,6 +6,7 @@
 //! returns the report it has, with [`Report::incomplete`] saying why.
 
 mod advice;
+mod evidence;
 mod reset;
 mod session;
 mod tool;

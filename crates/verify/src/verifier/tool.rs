@@ -3,11 +3,12 @@
 
 use std::time::Duration;
 
-use hintaudit_core::{Finding, Judge, Policy, ToolCall, lint_hints};
+use hintaudit_core::{Judge, Policy, ToolCall, lint_hints};
 use serde_json::{Map, Value};
 
 use super::Verifier;
 use super::advice::advice;
+use super::evidence::{Judged, merge};
 use super::session::Session;
 use super::watch::Watch;
 use crate::arguments::{self, MAX_GENERATED_CASES, Plan};
@@ -33,6 +34,7 @@ struct Run {
     setup: Vec<String>,
     arguments: Value,
     made_up: Vec<String>,
+    generated: Vec<(String, String)>,
 }
 
 /// How a case ended, beyond its report.
@@ -64,7 +66,7 @@ impl Verifier {
         let (attempts, mut not_exercised) = self.attempts(snaps, tool, &mut notes).await?;
 
         let mut cases: Vec<CaseReport> = Vec::new();
-        let mut behaviour: Vec<Finding> = Vec::new();
+        let mut behaviour: Vec<Judged> = Vec::new();
         let mut stop = None;
         'attempts: for attempt in attempts {
             let first = cases.len();
@@ -112,7 +114,7 @@ impl Verifier {
         } else {
             not_exercised = None;
         }
-        for f in behaviour {
+        for f in merge(tool, &self.policy, &behaviour) {
             if !findings
                 .iter()
                 .any(|x| x.rule == f.rule && x.hint == f.hint)
@@ -128,7 +130,16 @@ impl Verifier {
             (false, None) => ToolStatus::Passed,
         };
         let (advice, advice_basis) = if status == ToolStatus::Passed {
-            advice(tool, &cases, &self.policy, session.watches_outbound())
+            let blind: Vec<&str> = snaps.blind_spots().collect();
+            let (advice, basis, withheld) = advice(
+                tool,
+                &cases,
+                &self.policy,
+                session.watches_outbound(),
+                &blind,
+            );
+            notes.extend(withheld);
+            (advice, basis)
         } else {
             (Vec::new(), Vec::new())
         };
@@ -175,6 +186,7 @@ impl Verifier {
                 setup: c.setup.clone(),
                 arguments: c.arguments.clone(),
                 made_up: Vec::new(),
+                generated: Vec::new(),
             })
             .collect();
         if !file_runs.is_empty() {
@@ -207,23 +219,35 @@ impl Verifier {
                 expansion
                     .sets
                     .into_iter()
-                    .map(|(label, mut args, made_up)| {
+                    .map(|set| {
+                        let mut args = set.arguments;
                         for field in &plan.sql {
                             if let (Some(sql), Some(v)) = (&probe_sql, args.get_mut(field.as_str()))
                             {
                                 *v = Value::String(sql.clone());
                             }
                         }
+                        let mut generated = set.sources;
+                        generated.extend(plan.ids.iter().map(|f| {
+                            let source = if fresh_id(&tool.name, &f.name, &f.ty) {
+                                "one past the largest value in the database (a new row)"
+                            } else {
+                                "a value from the database"
+                            };
+                            (f.name.clone(), source.to_owned())
+                        }));
+                        generated.sort();
                         Run {
                             label: if k == 0 {
-                                label
+                                set.label
                             } else {
-                                format!("{label} (database value #{})", k + 1)
+                                format!("{} (database value #{})", set.label, k + 1)
                             },
                             from_file: false,
                             setup: Vec::new(),
                             arguments: args,
-                            made_up,
+                            made_up: set.made_up,
+                            generated,
                         }
                     })
                     .collect(),
@@ -242,7 +266,7 @@ impl Verifier {
         watch: &mut Watch,
         tool: &ToolInfo,
         run: Run,
-        behaviour: &mut Vec<Finding>,
+        behaviour: &mut Vec<Judged>,
     ) -> Result<(CaseReport, Ended), VerifyError> {
         let Run {
             label,
@@ -250,6 +274,7 @@ impl Verifier {
             setup,
             arguments: args,
             made_up,
+            generated,
         } = run;
         for script in &setup {
             snaps.db().execute_script(script).await.map_err(|e| {
@@ -297,12 +322,8 @@ impl Verifier {
                 arguments: Some(&args),
                 effect: &effect,
             });
-            behaviour.extend(
-                verdict
-                    .findings
-                    .into_iter()
-                    .filter(|f| is_behaviour_rule(f.rule)),
-            );
+            let moved = crate::sequences::moved(&diff.tables);
+            behaviour.extend(Judged::call(tool, verdict.findings, effect, &moved));
             let error = match outcome {
                 CallOutcome::Ok => None,
                 CallOutcome::Error(e) => Some(e),
@@ -327,6 +348,7 @@ impl Verifier {
             label,
             from_file,
             made_up,
+            generated,
             calls,
         };
         Ok((case, ended))
@@ -338,6 +360,12 @@ impl Verifier {
 /// tool error, and still the tool's doing).
 fn exercised(c: &CallRecord) -> bool {
     c.error.is_none() || !c.changes.is_empty() || !c.outbound.is_empty()
+}
+
+/// Whether an id-like field gets a fresh value (one past the largest): a non-string `id`
+/// of a tool whose name says it creates rows.
+fn fresh_id(tool: &str, field: &str, ty: &str) -> bool {
+    creates(tool) && field.eq_ignore_ascii_case("id") && ty != "string"
 }
 
 /// Whether a tool's name says it creates rows (`create_*`, `add_*`, `insert_*`, `new_*`,
@@ -387,7 +415,7 @@ async fn fill_ids(
     let mut per_field: Vec<Vec<Value>> = Vec::new();
     for field in &plan.ids {
         let mut values = Vec::new();
-        if creates(tool) && field.name.eq_ignore_ascii_case("id") && field.ty != "string" {
+        if fresh_id(tool, &field.name, &field.ty) {
             // The id of the row a create-style tool makes: one past the largest.
             if let Some((table, column)) = id_sources(&field.name, tool, &tables).first() {
                 let max = db
