@@ -149,7 +149,12 @@ async fn the_wrong_database_stops_the_run_with_exit_2() {
         err.to_string().contains("not the database the server uses"),
         "{err}"
     );
-    let out = hintaudit(&["--stdio", &cmd, "--database", &other_url]);
+    // The command, on fresh files: the run above changed server.db, and the evidence is
+    // a change there.
+    let (server_db, _) = seeded(&py, dir.path(), "server2.db");
+    let (_, other_url) = seeded(&py, dir.path(), "other2.db");
+    let fresh = sql_cmd(&py, &server_db, &[], &[]);
+    let out = hintaudit(&["--stdio", &fresh, "--database", &other_url]);
     assert_eq!(out.status.code(), Some(2));
     assert!(out.stdout.is_empty(), "no report");
 

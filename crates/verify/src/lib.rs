@@ -15,6 +15,7 @@ mod error;
 mod format;
 mod ids;
 mod outcome;
+mod procfs;
 mod proxy;
 mod report;
 mod secrets;

@@ -14,6 +14,9 @@ public; every statement names the schema). Planted findings:
 Honest: read_query, list_tables (read-only), write_query (arbitrary SQL: destructive),
 create_table (DDL, destructiveHint false), add_note (INSERT with a caller-chosen id).
 
+On PostgreSQL it keeps one connection for the process (as servers with a pool do); on SQLite
+it opens the file for each statement and closes it (as mcp-server-sqlite does).
+
 Switches for tests:
 - SQL_FIXTURE_PASSWORD: the database password; anything but `right-hunter2` makes every
   call answer "Error: password authentication failed" as text. The server logs the
@@ -55,13 +58,26 @@ def q(table: str) -> str:
     return f'"{ARGS.schema}".{table}' if is_pg() else table
 
 
+PG_CONN = None
+
+
 def connect():
+    """PostgreSQL: the one connection the process keeps, as servers with a pool do. SQLite: a
+    new connection, closed after its statement (as mcp-server-sqlite does)."""
+    global PG_CONN
     if is_pg():
         import psycopg
 
-        return psycopg.connect(ARGS.db, autocommit=True)
+        if PG_CONN is None or PG_CONN.closed:
+            PG_CONN = psycopg.connect(ARGS.db, autocommit=True)
+        return PG_CONN
     conn = sqlite3.connect(ARGS.db, timeout=10, isolation_level=None)
     return conn
+
+
+def release(conn) -> None:
+    if not is_pg():
+        conn.close()
 
 
 def run(sql: str, params=()):
@@ -78,7 +94,7 @@ def run(sql: str, params=()):
         rows = cur.fetchall() if cur.description else None
         return rows, cur.rowcount
     finally:
-        conn.close()
+        release(conn)
 
 
 def as_text(f):
@@ -192,7 +208,7 @@ def init_db() -> None:
             for stmt in SEED:
                 cur.execute(stmt.format(items=q("items"), notes=q("notes")))
     finally:
-        conn.close()
+        release(conn)
 
 
 def main() -> None:

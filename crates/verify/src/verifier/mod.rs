@@ -249,8 +249,8 @@ impl Verifier {
             Snapshotter::new(db, self.policy.clone()).with_schemas(self.schemas.clone());
         let first = snaps.take().await?;
         Watch::require_tables(first.tables.len(), &shown_db)?;
-        let mut watch = Watch::default();
-        watch.poll(snaps.db()).await;
+        let mut watch = Watch::new(session.spec(), snaps.db()).await;
+        watch.poll(snaps.db(), session.server_pid()).await;
         let total = tools.len();
         let mut reports: Vec<ToolReport> = Vec::with_capacity(total);
         let mut incomplete = None;
@@ -303,7 +303,7 @@ impl Verifier {
                 incomplete = incomplete.map(|m| format!("{m}; not run: {}", left.join(", ")));
             }
         }
-        let database_check = match watch.verdict(&reports, &shown_db) {
+        let database_check = match watch.verdict(&shown_db) {
             Ok(text) => text,
             Err(e) if incomplete.is_none() => return Err(e),
             Err(e) => format!("failed: {e}"),
