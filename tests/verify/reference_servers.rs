@@ -73,7 +73,12 @@ async fn the_reference_sqlite_server_gets_a_report_not_a_refusal() {
         check.starts_with("confirmed:") || check.starts_with("unconfirmed:"),
         "{check}"
     );
-    for t in ["list_tables", "read_query", "describe_table", "append_insight"] {
+    for t in [
+        "list_tables",
+        "read_query",
+        "describe_table",
+        "append_insight",
+    ] {
         let tool = report.tool(t).unwrap_or_else(|| panic!("{t} listed"));
         assert_eq!(tool.status, ToolStatus::Passed, "{tool:#?}");
     }

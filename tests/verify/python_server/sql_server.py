@@ -5,6 +5,9 @@ servers on PyPI and npm: tools take SQL text, and every error comes back as ordi
 Usage: python sql_server.py --db (PATH | postgres://...) [--schema NAME]
        [--http PORT | --sse PORT | --init-only]
 
+Without --db it is configured by parts, as many servers are: DB_HOST, DB_PORT, DB_USER and
+DB_NAME name a PostgreSQL database.
+
 The database gets the tables below when it has none (PostgreSQL: in --schema, default
 public; every statement names the schema). Planted findings:
 
@@ -214,12 +217,20 @@ def init_db() -> None:
 def main() -> None:
     global ARGS
     p = argparse.ArgumentParser()
-    p.add_argument("--db", required=True)
+    p.add_argument("--db")
     p.add_argument("--schema", default="public")
     p.add_argument("--http", type=int)
     p.add_argument("--sse", type=int, help="serve the legacy HTTP+SSE transport instead")
     p.add_argument("--init-only", action="store_true", help="create the tables and exit")
     ARGS = p.parse_args()
+    if not ARGS.db:
+        env = os.environ
+        ARGS.db = "postgres://{}@{}:{}/{}".format(
+            env.get("DB_USER", "postgres"),
+            env.get("DB_HOST", "127.0.0.1"),
+            env.get("DB_PORT", "5432"),
+            env["DB_NAME"],
+        )
     if ARGS.init_only:
         init_db()
         return

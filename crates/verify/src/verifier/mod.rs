@@ -121,8 +121,9 @@ impl Verifier {
     }
 
     /// Runs against a pristine copy of the database instead of the database itself (see
-    /// [`DatabaseCopy`]): the server's `--stdio` command names the database as `--database` does,
-    /// and verify substitutes the copy.
+    /// [`DatabaseCopy`]) when the server's `--stdio` command names the database as
+    /// `--database` does (verify substitutes the copy); otherwise resets a test database in
+    /// place, from a pristine copy, between tools and at the end.
     pub fn with_reset(mut self, reset: bool) -> Self {
         self.reset = reset;
         self
@@ -177,16 +178,21 @@ impl Verifier {
             Some(c) => (c.server.clone(), c.url.clone()),
             None => (self.server.clone(), self.database.clone()),
         };
-        let mut report = self
-            .run_on(&server, &database, copy.is_some())
-            .await
-            .map_err(mask)?;
+        let result = self.run_on(&server, &database, copy.as_ref()).await;
+        // Reset in place: the original is made pristine again, and the pristine copy
+        // dropped, whatever the run's outcome.
+        let finished = match &copy {
+            Some(c) => c.finish().await,
+            None => Ok(()),
+        };
+        let mut report = result.map_err(mask)?;
+        finished.map_err(mask)?;
         report.server = match &self.server {
             ServerSpec::Stdio(c) => secrets.mask_command(c),
             ServerSpec::Url(u) => secrets.mask(u),
         };
         report.database = secrets.mask(&self.database);
-        report.database_copy = copy.map(|c| c.url);
+        report.database_copy = copy.map(|c| c.pristine.unwrap_or(c.url));
         report.server_stderr = self
             .stderr
             .lock()
@@ -204,7 +210,7 @@ impl Verifier {
         &self,
         server: &ServerSpec,
         database: &str,
-        reset: bool,
+        reset: Option<&DatabaseCopy>,
     ) -> Result<Report, VerifyError> {
         let started = Instant::now();
         let mut session = Session::start(server, self.timeout, self.stderr.clone()).await?;
@@ -217,7 +223,7 @@ impl Verifier {
         &self,
         session: &mut Session,
         database: &str,
-        reset: bool,
+        reset: Option<&DatabaseCopy>,
         started: Instant,
     ) -> Result<Report, VerifyError> {
         let mut tools = session.list_tools().await?;
@@ -257,8 +263,8 @@ impl Verifier {
         let mut resets = 0;
         for (i, tool) in tools.iter().enumerate() {
             let wrote = reports.last().is_some_and(|r| self.changed_database(r));
-            if reset && wrote {
-                if let Err(e) = self.reset_copy(session, &mut snaps, database).await {
+            if let Some(copy) = reset.filter(|_| wrote) {
+                if let Err(e) = self.reset_copy(session, &mut snaps, copy).await {
                     incomplete = Some(format!("before {}: {e}", tool.name));
                     break;
                 }
