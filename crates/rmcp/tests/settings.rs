@@ -5,55 +5,14 @@
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
-use hintaudit_rmcp::{CallScope, HintAuditLayer};
-use rmcp::handler::server::router::tool::ToolRouter;
-use rmcp::model::CallToolRequestParams;
-use rmcp::{ServerHandler, ServiceExt, tool, tool_handler, tool_router};
+mod shop;
+
+use hintaudit_rmcp::HintAuditLayer;
+use shop::{Shop, call_get_item};
 use tower::Layer;
 
 /// Set in the child: which case it runs.
 const CHILD: &str = "HINTAUDIT_SETTINGS_TEST_CHILD";
-
-#[derive(Clone)]
-struct Shop {
-    tool_router: ToolRouter<Shop>,
-}
-
-#[tool_router]
-impl Shop {
-    #[tool(
-        description = "Looks up an item",
-        annotations(read_only_hint = true, open_world_hint = false)
-    )]
-    async fn get_item(&self) -> String {
-        // What the audited pool would enforce in this call.
-        let scope = CallScope::current().expect("inside a call");
-        format!("enforced={}", scope.enforcement().is_active())
-    }
-}
-
-#[tool_handler(router = self.tool_router)]
-impl ServerHandler for Shop {}
-
-/// Serves `layer` around the shop and calls `get_item` once: its answer.
-async fn call_through(layer: HintAuditLayer) -> String {
-    let server = layer.layer(Shop {
-        tool_router: Shop::tool_router(),
-    });
-    let (server_io, client_io) = tokio::io::duplex(1 << 16);
-    tokio::spawn(async move {
-        if let Ok(running) = server.serve(server_io).await {
-            let _ = running.waiting().await;
-        }
-    });
-    let client = ().serve(client_io).await.expect("client connects");
-    let answer = client
-        .call_tool(CallToolRequestParams::new("get_item"))
-        .await
-        .expect("get_item answers");
-    let _ = client.cancel().await;
-    answer.content[0].as_text().expect("text").text.clone()
-}
 
 /// The child's side: runs one case and prints what it saw on stdout.
 #[tokio::test]
@@ -70,9 +29,7 @@ async fn child() {
             let layer = HintAuditLayer::new();
             // A second handler (as a streamable HTTP server makes per session): no second
             // warning.
-            drop(layer.layer(Shop {
-                tool_router: Shop::tool_router(),
-            }));
+            drop(layer.layer(Shop::new()));
             layer
         }
         "from_env" => match HintAuditLayer::from_env() {
@@ -84,7 +41,7 @@ async fn child() {
         },
         other => panic!("unknown case {other}"),
     };
-    println!("answer: {}", call_through(layer).await);
+    println!("answer: {}", call_get_item(layer).await);
 }
 
 /// Runs `case` in a child with `HINTAUDIT_CONFIG` naming a file holding `toml`.
