@@ -379,6 +379,10 @@ async fn copy_mysql(url: &str, name: &str, copy: &str) -> Result<(), VerifyError
 }
 
 #[cfg(test)]
+#[path = "reset_in_place_tests.rs"]
+mod in_place_tests;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
