@@ -1,4 +1,13 @@
-#![doc = include_str!("../README.md")]
+#![cfg_attr(
+    all(feature = "sqlite", feature = "telemetry", feature = "verify"),
+    doc = include_str!("../README.md")
+)]
+#![cfg_attr(
+    not(all(feature = "sqlite", feature = "telemetry", feature = "verify")),
+    doc = "hintaudit: checks MCP tool hints against what tools do. This build leaves out \
+           features the README's examples use; see the README."
+)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 /// Hints, effects, the judge and its policy: `hintaudit-core`.
 pub mod core {
@@ -10,12 +19,16 @@ pub mod rmcp {
     pub use hintaudit_rmcp::*;
 }
 
-/// Prometheus metrics and OpenTelemetry traces: `hintaudit-telemetry`.
+/// Prometheus metrics and OpenTelemetry traces: `hintaudit-telemetry` (feature `telemetry`).
+#[cfg(feature = "telemetry")]
+#[cfg_attr(docsrs, doc(cfg(feature = "telemetry")))]
 pub mod telemetry {
     pub use hintaudit_telemetry::*;
 }
 
-/// The offline check of any MCP server: `hintaudit-verify`.
+/// The offline check of any MCP server: `hintaudit-verify` (feature `verify`).
+#[cfg(feature = "verify")]
+#[cfg_attr(docsrs, doc(cfg(feature = "verify")))]
 pub mod verify {
     pub use hintaudit_verify::*;
 }

@@ -45,7 +45,7 @@ async fn demo_spans_reach_a_real_otlp_receiver() {
     let pipeline = OtelPipeline::new(&config).unwrap().expect("export is on");
     let layer = pipeline
         .layer()
-        .with_filter(tracing_subscriber::filter::LevelFilter::INFO);
+        .with_filter(hintaudit_telemetry::otel_filter());
     tracing::subscriber::set_global_default(tracing_subscriber::registry().with(layer)).unwrap();
 
     // The demo's own run (no trace context), then two calls that carry one in `_meta`.

@@ -9,5 +9,6 @@ mod failures;
 mod formats;
 mod python;
 mod real_servers;
+mod reference_servers;
 mod reset;
 mod support;

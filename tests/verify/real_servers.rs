@@ -42,7 +42,7 @@ pub fn seeded(py: &str, dir: &Path, name: &str) -> (String, String) {
     (path, url)
 }
 
-fn planted() -> std::collections::BTreeSet<(String, String, String)> {
+pub fn planted() -> std::collections::BTreeSet<(String, String, String)> {
     triples(&[
         ("get_item", "read_only_write", "readOnlyHint"),
         ("archive_item", "undeclared_destructive", "destructiveHint"),
@@ -149,7 +149,12 @@ async fn the_wrong_database_stops_the_run_with_exit_2() {
         err.to_string().contains("not the database the server uses"),
         "{err}"
     );
-    let out = hintaudit(&["--stdio", &cmd, "--database", &other_url]);
+    // The command, on fresh files: the run above changed server.db, and the evidence is
+    // a change there.
+    let (server_db, _) = seeded(&py, dir.path(), "server2.db");
+    let (_, other_url) = seeded(&py, dir.path(), "other2.db");
+    let fresh = sql_cmd(&py, &server_db, &[], &[]);
+    let out = hintaudit(&["--stdio", &fresh, "--database", &other_url]);
     assert_eq!(out.status.code(), Some(2));
     assert!(out.stdout.is_empty(), "no report");
 
@@ -163,14 +168,14 @@ async fn the_wrong_database_stops_the_run_with_exit_2() {
     assert!(err.to_string().contains("no table to watch"), "{err}");
 }
 
-/// A fresh PostgreSQL database for one test, dropped on drop.
-struct PgDb {
-    admin: String,
-    name: String,
+/// A fresh PostgreSQL database for one test, dropped on drop (with its verify copies).
+pub struct PgDb {
+    pub admin: String,
+    pub name: String,
 }
 
 impl PgDb {
-    async fn create(prefix: &str) -> Option<PgDb> {
+    pub async fn create(prefix: &str) -> Option<PgDb> {
         use sqlx::Connection;
         let admin = std::env::var("HINTAUDIT_PG_URL")
             .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into());
@@ -197,7 +202,7 @@ impl PgDb {
         Some(PgDb { admin, name })
     }
 
-    fn url(&self) -> String {
+    pub fn url(&self) -> String {
         let base = self
             .admin
             .rsplit_once('/')
@@ -208,7 +213,11 @@ impl PgDb {
 
 impl Drop for PgDb {
     fn drop(&mut self) {
-        for name in [format!("{}_hintaudit_copy", self.name), self.name.clone()] {
+        for name in [
+            format!("{}_hintaudit_copy", self.name),
+            format!("{}_hintaudit_pristine", self.name),
+            self.name.clone(),
+        ] {
             let _ = Command::new("psql")
                 .arg(&self.admin)
                 .args([
@@ -222,7 +231,7 @@ impl Drop for PgDb {
     }
 }
 
-fn psycopg(py: &str) -> bool {
+pub fn psycopg(py: &str) -> bool {
     let ok = Command::new(py)
         .args(["-c", "import psycopg"])
         .stderr(Stdio::null())

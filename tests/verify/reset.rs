@@ -1,9 +1,10 @@
 //! `--reset` between tools: a tool that changed the copy is followed by a fresh copy, so
-//! the next tool sees the original rows (sql_server.py, official MCP SDK, on SQLite).
+//! the next tool sees the original rows (sql_server.py, official MCP SDK, on SQLite); and a
+//! server configured by parts, reset in place (PostgreSQL).
 
 use hintaudit_verify::{Cases, Report, ServerSpec, Verifier};
 
-use crate::real_servers::{comparable, seeded, sql_cmd};
+use crate::real_servers::{PgDb, comparable, planted, psycopg, seeded, sql_cmd, sql_server};
 use crate::support::*;
 
 /// archive_item deletes item 1; write_query then renames item 1, which changes a row
@@ -66,4 +67,97 @@ async fn reset_restores_the_pristine_rows_before_the_next_tool() {
     let plain = run(&py, &path, &url, false).await;
     assert_eq!(renamed(&plain), 0, "{plain:#?}");
     assert_eq!(plain.database_resets, 0);
+}
+
+/// `psql -Atc sql` on `url`: its output, trimmed.
+fn psql(url: &str, sql: &str) -> String {
+    let out = std::process::Command::new("psql")
+        .arg(url)
+        .args(["-Atc", sql])
+        .output()
+        .expect("psql runs");
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+/// A server told where its database is by parts (`DB_HOST`, `DB_NAME`, …), as many are:
+/// `--reset` resets the database `--database` names in place (issue 26). Two runs give the
+/// same report, and the database ends as it began, its pristine copy dropped. A database
+/// whose name does not say it is a test one is refused, untouched.
+#[tokio::test]
+async fn a_server_configured_by_parts_is_reset_in_place() {
+    let Some(py) = python_or_skip() else { return };
+    if !psycopg(&py) {
+        return;
+    }
+    let Some(db) = PgDb::create("hv26_test_parts").await else {
+        return;
+    };
+    let url = db.url();
+    let init = std::process::Command::new(&py)
+        .arg(sql_server())
+        .args(["--db", &url, "--init-only"])
+        .status()
+        .unwrap();
+    assert!(init.success());
+    // postgres://user@host:port/name, as the parts a server is given.
+    let authority = url.split("://").nth(1).unwrap().split('/').next().unwrap();
+    let (user, host_port) = authority.split_once('@').unwrap();
+    let (host, port) = host_port.split_once(':').unwrap_or((host_port, "5432"));
+    let parts = [
+        ("DB_HOST", host),
+        ("DB_PORT", port),
+        ("DB_USER", user),
+        ("DB_NAME", db.name.as_str()),
+    ];
+    let mut words: Vec<String> = parts.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    words.extend([py.clone(), sql_server().display().to_string()]);
+    let cmd = shlex::try_join(words.iter().map(String::as_str)).unwrap();
+    let run = || async {
+        Verifier::new(ServerSpec::Stdio(cmd.clone()), url.as_str())
+            .with_reset(true)
+            .run()
+            .await
+            .expect("a report, not an error")
+    };
+    let first = run().await;
+    assert_eq!(findings(&first), planted(), "{first:#?}");
+    assert!(first.database_resets >= 2, "{first:#?}");
+    let pristine = format!("{}_hintaudit_pristine", db.name);
+    assert!(
+        first
+            .database_copy
+            .as_deref()
+            .is_some_and(|c| c.ends_with(&pristine)),
+        "{:?}",
+        first.database_copy
+    );
+    let second = run().await;
+    assert_eq!(comparable(&first), comparable(&second));
+    assert_eq!(
+        psql(&url, "SELECT count(*), sum(views) FROM items"),
+        "4|0",
+        "the database ends as it began"
+    );
+    let left = format!("SELECT count(*) FROM pg_database WHERE datname = '{pristine}'");
+    assert_eq!(psql(&url, &left), "0", "the pristine copy is dropped");
+
+    // Not a test database by its name: refused before anything is touched.
+    let Some(other) = PgDb::create("hv26_parts").await else {
+        return;
+    };
+    let err = Verifier::new(ServerSpec::Stdio(cmd), other.url())
+        .with_reset(true)
+        .run()
+        .await
+        .expect_err("refused");
+    assert!(
+        err.to_string()
+            .contains("does not say it is a test database"),
+        "{err}"
+    );
+    let made = format!(
+        "SELECT count(*) FROM pg_database WHERE datname = '{}_hintaudit_pristine'",
+        other.name
+    );
+    assert_eq!(psql(&url, &made), "0");
 }

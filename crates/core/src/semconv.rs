@@ -72,6 +72,11 @@ pub const VERDICT: &str = "hintaudit.verdict";
 
 /// Name of the span event carrying one finding.
 pub const FINDING_EVENT: &str = "hintaudit.finding";
+/// The `tracing` target of the [`FINDING_EVENT`] events: they are TRACE-level events for the
+/// trace exporter only, never a log line (the recorder logs each finding once). A subscriber
+/// that exports spans lets this target through at TRACE (hintaudit-telemetry's
+/// `otel_filter()` does).
+pub const FINDING_EVENT_TARGET: &str = "hintaudit::finding";
 /// Finding attribute: rule id.
 pub const FINDING_RULE: &str = "hintaudit.rule";
 /// Finding attribute: hint (`readOnlyHint`, …).

@@ -3,8 +3,9 @@
 
 use std::fmt;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
-use hintaudit_core::{Judge, Policy, Recorder};
+use hintaudit_core::{CONFIG_ENV, ConfigError, Judge, Policy, Recorder};
 use rmcp::ServerHandler;
 
 use crate::config::Config;
@@ -30,16 +31,52 @@ use crate::service::HintAudit;
 /// let server = layer.layer(MyServer);
 /// # let _ = server;
 /// ```
+///
+/// # Settings
+///
+/// [`HintAuditLayer::new`] reads no file. [`HintAuditLayer::from_env`] reads `hintaudit.toml`
+/// from the file `HINTAUDIT_CONFIG` names ([`CONFIG_ENV`]), as `hintaudit demo` does;
+/// [`HintAuditLayer::with_config`] takes settings loaded or built in code. A layer that took
+/// no settings, in a process where `HINTAUDIT_CONFIG` is set, warns once when it first wraps a
+/// handler (a `tracing` WARN, or a line on stderr when no subscriber is set): the file's
+/// settings, `mode = "enforce"` among them, do not apply.
 #[derive(Clone, Default)]
 pub struct HintAuditLayer {
     config: Config,
+    /// Whether settings were given ([`HintAuditLayer::with_config`], `with_modes`, `from_env`).
+    configured: bool,
 }
+
+/// Whether the unread-`HINTAUDIT_CONFIG` warning was given (once per process).
+static WARNED_UNREAD: AtomicBool = AtomicBool::new(false);
 
 impl HintAuditLayer {
     /// A layer with a [`Judge`] under the default [`Policy`], the
     /// [`LogRecorder`](crate::LogRecorder) and the [`DefaultMakeSpan`](crate::DefaultMakeSpan).
+    /// It reads no settings file: see [`HintAuditLayer::from_env`].
     pub fn new() -> Self {
         HintAuditLayer::default()
+    }
+
+    /// A layer under the settings of the file `HINTAUDIT_CONFIG` names (its policy and
+    /// modes, as [`HintAuditLayer::with_config`]), or the defaults when the variable is unset
+    /// or empty.
+    ///
+    /// # Errors
+    /// A file that cannot be read or holds a bad setting: [`ConfigError`], whose message
+    /// names the file, line, column and key (`hintaudit.toml:1:8: mode: …`).
+    ///
+    /// ```no_run
+    /// # #[derive(Clone)] struct MyServer;
+    /// # impl rmcp::ServerHandler for MyServer {}
+    /// use tower::Layer;
+    /// # fn main() -> Result<(), hintaudit_core::ConfigError> {
+    /// let audited = hintaudit_rmcp::HintAuditLayer::from_env()?.layer(MyServer);
+    /// # let _ = audited; Ok(()) }
+    /// ```
+    pub fn from_env() -> Result<Self, ConfigError> {
+        let config = hintaudit_core::Config::load_or_default(None)?;
+        Ok(HintAuditLayer::new().with_config(&config))
     }
 
     /// Uses this judge (share one judge between layers to share its history and advice).
@@ -69,6 +106,7 @@ impl HintAuditLayer {
     /// takes them too.
     pub fn with_modes(mut self, config: &hintaudit_core::Config) -> Self {
         self.config.modes = Some(Arc::new(config.clone()));
+        self.configured = true;
         self
     }
 
@@ -104,6 +142,45 @@ impl<H: ServerHandler> tower::Layer<H> for HintAuditLayer {
     type Service = HintAudit<H>;
 
     fn layer(&self, inner: H) -> HintAudit<H> {
+        if !self.configured {
+            warn_if_config_unread();
+        }
         HintAudit::with_config(inner, self.config.clone())
+    }
+}
+
+/// Warns, once per process, that `HINTAUDIT_CONFIG` names a file no layer read.
+fn warn_if_config_unread() {
+    let Some(path) = std::env::var_os(CONFIG_ENV).filter(|v| !v.is_empty()) else {
+        return;
+    };
+    if WARNED_UNREAD.swap(true, Ordering::Relaxed) {
+        return;
+    }
+    let text = unread_warning(&path.to_string_lossy());
+    if tracing::dispatcher::has_been_set() {
+        tracing::warn!(config = %path.to_string_lossy(), "{text}");
+    } else {
+        eprintln!("WARN hintaudit: {text}");
+    }
+}
+
+/// The warning for a `HINTAUDIT_CONFIG` that names `path` while the layer took no settings.
+fn unread_warning(path: &str) -> String {
+    format!(
+        "{CONFIG_ENV} is set ({path}) but this HintAuditLayer was built without settings, so \
+         the file's settings (mode, ignored tables, closed world, ...) do not apply; build it \
+         with HintAuditLayer::from_env()? or .with_config(&Config::load(path)?)"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_warning_names_the_variable_the_file_and_the_fix() {
+        let text = super::unread_warning("/etc/app/hintaudit.toml");
+        for part in ["HINTAUDIT_CONFIG", "/etc/app/hintaudit.toml", "from_env()"] {
+            assert!(text.contains(part), "{text}");
+        }
     }
 }

@@ -101,7 +101,7 @@ pub use registry::MAX_REGISTERED_TOOLS;
 pub use service::HintAudit;
 
 pub use hintaudit_core::{
-    Advice, AuditEvent, AuditStage, CallEffects, CallReport, CallScope, CallStatus, DeclaredHints,
-    Enforcement, Finding, Hint, Judge, LogRecorder, Mode, Policy, Recorder, Rule, Severity,
-    Verdict, stats,
+    Advice, AuditEvent, AuditStage, CONFIG_ENV, CallEffects, CallReport, CallScope, CallStatus,
+    Config, ConfigError, DeclaredHints, Enforcement, Finding, Hint, Judge, LogRecorder, Mode,
+    Policy, Recorder, Rule, Severity, Verdict, stats,
 };

@@ -14,7 +14,12 @@
 //! and emits one event per finding inside the span, with message `hintaudit.finding`
 //! ([`semconv::FINDING_EVENT`]) and fields `hintaudit.rule`, `hintaudit.hint`,
 //! `hintaudit.severity`, `hintaudit.confidence`, `hintaudit.evidence`; tracing-opentelemetry
-//! turns these into span events. A custom span must declare those fields
+//! turns these into span events. They are TRACE-level events with target `hintaudit::finding`
+//! ([`semconv::FINDING_EVENT_TARGET`]), for the trace exporter, so that a log subscriber at
+//! its usual level does not print them: the recorder ([`LogRecorder`](crate::LogRecorder)
+//! by default) logs each finding once, at the level of its severity. A subscriber that
+//! exports spans must let that target through at TRACE (hintaudit-telemetry's
+//! `init_tracing` and `otel_filter` do). A custom span must declare those fields
 //! (`= tracing::field::Empty`) for the recorded values to show: tracing ignores values recorded
 //! for fields a span did not declare.
 //!
@@ -32,8 +37,9 @@
 //! [`semconv::ERROR_TYPE`]: hintaudit_core::semconv::ERROR_TYPE
 //! [`semconv::OTEL_STATUS_CODE`]: hintaudit_core::semconv::OTEL_STATUS_CODE
 //! [`semconv::FINDING_EVENT`]: hintaudit_core::semconv::FINDING_EVENT
+//! [`semconv::FINDING_EVENT_TARGET`]: hintaudit_core::semconv::FINDING_EVENT_TARGET
 
-use hintaudit_core::{DeclaredHints, Finding, Hint, Severity, Verdict, semconv};
+use hintaudit_core::{DeclaredHints, Finding, Hint, Verdict, semconv};
 use rmcp::model::{Extensions, JsonObject, RequestId};
 use tracing::Span;
 use tracing::field::Empty;
@@ -211,28 +217,22 @@ pub(crate) fn record_on_span(span: &Span, verdict: &Verdict, error_type: Option<
     }
 }
 
-/// One `hintaudit.finding` event inside `span`. Critical and warning findings are WARN events,
-/// info findings INFO: never ERROR, which tracing-opentelemetry would turn into an error status
-/// of a call that did not fail.
+/// One `hintaudit.finding` event inside `span`: TRACE, target `hintaudit::finding`, so that
+/// it reaches the trace exporter and no log (the recorder logs the finding). The severity is
+/// a field; the level is never ERROR, which tracing-opentelemetry would turn into an error
+/// status of a call that did not fail.
 fn finding_event(span: &Span, f: &Finding) {
-    macro_rules! finding {
-        ($level:expr) => {
-            tracing::event!(
-                parent: span,
-                $level,
-                { semconv::FINDING_RULE } = f.rule.as_str(),
-                { semconv::FINDING_HINT } = f.hint.spec_name(),
-                { semconv::FINDING_SEVERITY } = f.severity.as_str(),
-                { semconv::FINDING_CONFIDENCE } = f.confidence.as_str(),
-                { semconv::FINDING_EVIDENCE } = f.evidence.as_str(),
-                "hintaudit.finding"
-            )
-        };
-    }
-    match f.severity {
-        Severity::Critical | Severity::Warning => finding!(tracing::Level::WARN),
-        Severity::Info => finding!(tracing::Level::INFO),
-    }
+    tracing::event!(
+        target: "hintaudit::finding",
+        parent: span,
+        tracing::Level::TRACE,
+        { semconv::FINDING_RULE } = f.rule.as_str(),
+        { semconv::FINDING_HINT } = f.hint.spec_name(),
+        { semconv::FINDING_SEVERITY } = f.severity.as_str(),
+        { semconv::FINDING_CONFIDENCE } = f.confidence.as_str(),
+        { semconv::FINDING_EVIDENCE } = f.evidence.as_str(),
+        "hintaudit.finding"
+    );
 }
 
 #[cfg(test)]
@@ -241,7 +241,9 @@ mod tests {
 
     #[test]
     fn finding_message_matches_semconv() {
-        // The event message is spelled in the macro; keep it equal to the semconv name.
+        // The event message and target are spelled in the macro; keep them equal to the
+        // semconv names.
         assert_eq!(semconv::FINDING_EVENT, "hintaudit.finding");
+        assert_eq!(semconv::FINDING_EVENT_TARGET, "hintaudit::finding");
     }
 }

@@ -26,6 +26,7 @@ use opentelemetry_proto::tonic::collector::trace::v1::trace_service_server::{
 use opentelemetry_proto::tonic::collector::trace::v1::{
     ExportTraceServiceRequest, ExportTraceServiceResponse,
 };
+use tracing_subscriber::Layer as _;
 use tracing_subscriber::layer::SubscriberExt;
 
 fn iterations() -> u32 {
@@ -201,7 +202,9 @@ fn call_spans() {
         drop(s.enter());
     }
     span.record(attributes::VERDICT, "critical");
-    tracing::warn!(
+    tracing::event!(
+        target: "hintaudit::finding",
+        tracing::Level::TRACE,
         { attributes::FINDING_RULE } = "read_only_write",
         { attributes::FINDING_HINT } = "readOnlyHint",
         { attributes::FINDING_SEVERITY } = "critical",
@@ -235,8 +238,7 @@ fn bench_tracing(n: u32) {
     // The producer side alone: the same pipeline with an exporter that discards batches.
     let noop = OtelPipeline::with_exporter(&TracingConfig::disabled(), Discard);
     let subscriber = tracing_subscriber::registry()
-        .with(tracing_subscriber::filter::LevelFilter::INFO)
-        .with(noop.layer());
+        .with(noop.layer().with_filter(hintaudit_telemetry::otel_filter()));
     let ns = tracing::subscriber::with_default(subscriber, || measure(n / 4, call_spans));
     noop.force_flush();
     let s = noop.export_stats();

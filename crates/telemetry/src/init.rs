@@ -4,7 +4,7 @@
 use opentelemetry_sdk::propagation::TraceContextPropagator;
 use tracing_subscriber::EnvFilter;
 use tracing_subscriber::Layer as _;
-use tracing_subscriber::filter::LevelFilter;
+use tracing_subscriber::filter::{LevelFilter, Targets};
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 
@@ -13,6 +13,19 @@ use crate::error::TracingError;
 use crate::export::ExportStats;
 use crate::make_span::OtelMakeSpan;
 use crate::pipeline::OtelPipeline;
+
+/// The filter of the span-exporting layer: INFO and above, and the TRACE-level
+/// `hintaudit.finding` events (target `hintaudit::finding`, [`attributes::FINDING_EVENT_TARGET`]),
+/// which become span events and are no log line. [`init_tracing`] uses it; a subscriber you
+/// build yourself puts it on its OpenTelemetry layer (`.with_filter(otel_filter())`).
+///
+/// [`attributes::FINDING_EVENT_TARGET`]: crate::attributes::FINDING_EVENT_TARGET
+pub fn otel_filter() -> Targets {
+    Targets::new().with_default(LevelFilter::INFO).with_target(
+        hintaudit_core::semconv::FINDING_EVENT_TARGET,
+        LevelFilter::TRACE,
+    )
+}
 
 /// Keeps tracing export alive; dropping it flushes queued spans (up to 5 s) and stops the
 /// exporter. Hold it in `main`. Drop it outside a single-threaded async runtime: with gRPC,
@@ -70,7 +83,7 @@ pub fn init_tracing(config: TracingConfig) -> Result<TracingGuard, TracingError>
         .with_filter(log_filter);
     let otel = pipeline
         .as_ref()
-        .map(|p| p.layer().with_filter(LevelFilter::INFO));
+        .map(|p| p.layer().with_filter(otel_filter()));
     tracing_subscriber::registry()
         .with(fmt)
         .with(otel)

@@ -42,7 +42,7 @@ pub use export::ExportStats;
 pub use http::{
     METRICS_PATH, MetricsServer, encode_text, metrics_excerpt, metrics_router, serve_metrics,
 };
-pub use init::{TracingGuard, init_tracing};
+pub use init::{TracingGuard, init_tracing, otel_filter};
 pub use make_span::OtelMakeSpan;
 pub use metric_name::{MetricKind, MetricName, OTHER_TABLE, UNKNOWN_TOOL};
 pub use pipeline::OtelPipeline;

@@ -18,6 +18,7 @@ use opentelemetry_proto::tonic::common::v1::KeyValue;
 use opentelemetry_proto::tonic::trace::v1::{Span, span::SpanKind, status::StatusCode};
 use support::clinic::*;
 use tower::Layer;
+use tracing_subscriber::Layer as _;
 use tracing_subscriber::layer::SubscriberExt;
 
 const CLIENT_TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
@@ -32,10 +33,12 @@ async fn spans_reach_a_real_otlp_receiver_with_parents_attributes_and_findings()
         .with_scheduled_delay(Duration::from_millis(50))
         .with_default_service_name("otlp-test");
     let pipeline = OtelPipeline::new(&config).unwrap().expect("export is on");
-    // As init_tracing filters: INFO and above.
-    let subscriber = tracing_subscriber::registry()
-        .with(tracing_subscriber::filter::LevelFilter::INFO)
-        .with(pipeline.layer());
+    // As init_tracing filters: INFO and above, and the finding events.
+    let subscriber = tracing_subscriber::registry().with(
+        pipeline
+            .layer()
+            .with_filter(hintaudit_telemetry::otel_filter()),
+    );
     tracing::subscriber::set_global_default(subscriber).unwrap();
 
     let layer = HintAuditLayer::new()

@@ -94,9 +94,11 @@ pub struct VerifyArgs {
     #[arg(long = "allow-unexercised")]
     pub allow_unexercised: bool,
     /// Run against a pristine copy of --database (SQLite file copy, PostgreSQL
-    /// CREATE DATABASE ... TEMPLATE, MySQL/MariaDB dump and restore), never the database
-    /// itself; the --stdio command must name the database as --database does. After a tool
-    /// that changed the copy, the server is stopped and the copy made again.
+    /// CREATE DATABASE ... TEMPLATE, MySQL/MariaDB dump and restore) when the --stdio
+    /// command names the database as --database does; otherwise (a server configured by
+    /// parts) reset --database itself in place from a pristine copy, only when its name says
+    /// it is a test database. After a tool that changed it, the server is stopped and the
+    /// database made pristine again.
     #[arg(long)]
     pub reset: bool,
     /// Add the annotations the evidence supports to the report: rmcp attribute text, a JSON

@@ -98,6 +98,14 @@ fn split_command(line: &str) -> Option<(Env, Vec<String>)> {
     (!words.is_empty()).then_some((env, words))
 }
 
+/// The words of a `--stdio` command line that may name a resource: the values of its
+/// `NAME=value` prefix, then the program and its arguments (empty when it cannot be parsed).
+pub(crate) fn command_words(line: &str) -> Vec<String> {
+    split_command(line)
+        .map(|(env, words)| env.into_iter().map(|(_, v)| v).chain(words).collect())
+        .unwrap_or_default()
+}
+
 /// The innermost cause of an error chain (rmcp wraps transport errors several times; the
 /// innermost says what happened: "Connection refused", "connection closed").
 fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
@@ -130,6 +138,8 @@ pub const STDERR_LINES: usize = 20;
 pub(crate) struct McpClient {
     service: RunningService<RoleClient, ()>,
     timeout: Duration,
+    /// The process id of a stdio server verify started.
+    pid: Option<u32>,
 }
 
 impl McpClient {
@@ -143,6 +153,7 @@ impl McpClient {
         stderr_tail: &StderrTail,
         proxy: Option<&str>,
     ) -> Result<McpClient, VerifyError> {
+        let mut pid = None;
         let handshake = match spec {
             ServerSpec::Stdio(line) => {
                 let (env, words) = split_command(line).ok_or_else(|| {
@@ -162,6 +173,7 @@ impl McpClient {
                     .map_err(|e| {
                         VerifyError::server(format!("cannot start {:?}: {e}", words[0]))
                     })?;
+                pid = proc.id();
                 if let Some(stderr) = stderr {
                     let tail = stderr_tail.clone();
                     tokio::spawn(async move {
@@ -218,8 +230,14 @@ impl McpClient {
                 }
             },
             timeout,
+            pid,
         };
         Ok(client)
+    }
+
+    /// The process id of a stdio server (`None` for a `--url` server).
+    pub fn pid(&self) -> Option<u32> {
+        self.pid
     }
 
     /// The time each later request may take (the handshake had its own).

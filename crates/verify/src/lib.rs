@@ -16,6 +16,7 @@ mod format;
 mod ids;
 mod objects;
 mod outcome;
+mod procfs;
 mod proxy;
 mod report;
 mod secrets;

@@ -5,6 +5,9 @@ servers on PyPI and npm: tools take SQL text, and every error comes back as ordi
 Usage: python sql_server.py --db (PATH | postgres://...) [--schema NAME]
        [--http PORT | --sse PORT | --init-only]
 
+Without --db it is configured by parts, as many servers are: DB_HOST, DB_PORT, DB_USER and
+DB_NAME name a PostgreSQL database.
+
 The database gets the tables below when it has none (PostgreSQL: in --schema, default
 public; every statement names the schema). Planted findings:
 
@@ -13,6 +16,9 @@ public; every statement names the schema). Planted findings:
 
 Honest: read_query, list_tables (read-only), write_query (arbitrary SQL: destructive),
 create_table (DDL, destructiveHint false), add_note (INSERT with a caller-chosen id).
+
+On PostgreSQL it keeps one connection for the process (as servers with a pool do); on SQLite
+it opens the file for each statement and closes it (as mcp-server-sqlite does).
 
 Switches for tests:
 - SQL_FIXTURE_PASSWORD: the database password; anything but `right-hunter2` makes every
@@ -55,13 +61,26 @@ def q(table: str) -> str:
     return f'"{ARGS.schema}".{table}' if is_pg() else table
 
 
+PG_CONN = None
+
+
 def connect():
+    """PostgreSQL: the one connection the process keeps, as servers with a pool do. SQLite: a
+    new connection, closed after its statement (as mcp-server-sqlite does)."""
+    global PG_CONN
     if is_pg():
         import psycopg
 
-        return psycopg.connect(ARGS.db, autocommit=True)
+        if PG_CONN is None or PG_CONN.closed:
+            PG_CONN = psycopg.connect(ARGS.db, autocommit=True)
+        return PG_CONN
     conn = sqlite3.connect(ARGS.db, timeout=10, isolation_level=None)
     return conn
+
+
+def release(conn) -> None:
+    if not is_pg():
+        conn.close()
 
 
 def run(sql: str, params=()):
@@ -78,7 +97,7 @@ def run(sql: str, params=()):
         rows = cur.fetchall() if cur.description else None
         return rows, cur.rowcount
     finally:
-        conn.close()
+        release(conn)
 
 
 def as_text(f):
@@ -192,18 +211,26 @@ def init_db() -> None:
             for stmt in SEED:
                 cur.execute(stmt.format(items=q("items"), notes=q("notes")))
     finally:
-        conn.close()
+        release(conn)
 
 
 def main() -> None:
     global ARGS
     p = argparse.ArgumentParser()
-    p.add_argument("--db", required=True)
+    p.add_argument("--db")
     p.add_argument("--schema", default="public")
     p.add_argument("--http", type=int)
     p.add_argument("--sse", type=int, help="serve the legacy HTTP+SSE transport instead")
     p.add_argument("--init-only", action="store_true", help="create the tables and exit")
     ARGS = p.parse_args()
+    if not ARGS.db:
+        env = os.environ
+        ARGS.db = "postgres://{}@{}:{}/{}".format(
+            env.get("DB_USER", "postgres"),
+            env.get("DB_HOST", "127.0.0.1"),
+            env.get("DB_PORT", "5432"),
+            env["DB_NAME"],
+        )
     if ARGS.init_only:
         init_db()
         return

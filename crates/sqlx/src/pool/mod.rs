@@ -35,6 +35,29 @@ use options::{AuditedPoolOptions, PgOracle};
 /// `fetch_optional`, `fetch_all`, `fetch`, `query_as` and `query_scalar` work unchanged.
 /// Cloning is cheap (one `Arc`) and clones share the connections, the classification cache
 /// and the hook registry.
+///
+/// Generic code names the database with [`Backend`], not `sqlx::Database`: the pool exists
+/// only for the databases hintaudit audits (their hooks, oracle and statement analysis
+/// differ), and `Backend` implies `sqlx::Database`.
+///
+/// ```compile_fail,E0277
+/// fn idle<DB: sqlx::Database>(pool: &hintaudit_sqlx::AuditedPool<DB>) -> usize {
+///     pool.num_idle()
+/// }
+/// ```
+///
+/// ```
+/// fn idle<DB: hintaudit_sqlx::Backend>(pool: &hintaudit_sqlx::AuditedPool<DB>) -> usize {
+///     pool.num_idle()
+/// }
+/// # #[cfg(feature = "sqlite")]
+/// # fn lazy() -> Result<(), sqlx::Error> {
+/// // A pool sqlx builds converts with `.into()` (or `AuditedPool::connect_lazy`).
+/// let pool: hintaudit_sqlx::AuditedPool<sqlx::Sqlite> =
+///     sqlx::pool::PoolOptions::new().connect_lazy("sqlite::memory:")?.into();
+/// assert_eq!(idle(&pool), 0);
+/// # Ok(()) }
+/// ```
 pub struct AuditedPool<DB: Backend> {
     pub(crate) shared: Arc<Shared<DB>>,
 }
@@ -85,6 +108,22 @@ impl<DB: Backend> AuditedPool<DB> {
         Self::options()
             .connect_with(PoolOptions::new(), connect_options)
             .await
+    }
+
+    /// A pool for `url` with default options that connects on first use, as
+    /// [`Pool::connect_lazy`]: nothing is opened until a statement needs a connection.
+    ///
+    /// # Errors
+    /// As [`Pool::connect_lazy`]: a URL that does not parse.
+    pub fn connect_lazy(url: &str) -> Result<Self, Error> {
+        Self::options().connect_lazy(url)
+    }
+
+    /// A pool with sqlx's default pool options and your connection options that connects on
+    /// first use, as [`Pool::connect_lazy_with`]. For your own pool options, use
+    /// [`AuditedPoolOptions::connect_lazy_with`].
+    pub fn connect_lazy_with(connect_options: <DB::Connection as Connection>::Options) -> Self {
+        Self::options().connect_lazy_with(PoolOptions::new(), connect_options)
     }
 
     /// Audits an existing pool with default options; see [`AuditedPoolOptions::wrap`]. The
@@ -218,5 +257,27 @@ impl<DB: Backend> AuditedPoolOptions<DB> {
         let pool_options = DB::on_connect(pool_options, &backend, self.after_connect.clone());
         let pool = pool_options.connect_with(connect_options).await?;
         Ok(self.build(pool, backend))
+    }
+
+    /// Opens a pool with sqlx's default [`PoolOptions`] for `url` that connects on first use.
+    ///
+    /// # Errors
+    /// A URL that does not parse.
+    pub fn connect_lazy(self, url: &str) -> Result<AuditedPool<DB>, Error> {
+        let connect_options = url.parse::<<DB::Connection as Connection>::Options>()?;
+        Ok(self.connect_lazy_with(PoolOptions::new(), connect_options))
+    }
+
+    /// Opens a pool with your pool and connection options that connects on first use, as
+    /// [`PoolOptions::connect_lazy_with`]; every connection it opens later is audited as
+    /// [`AuditedPoolOptions::connect_with`] says (SQLite hooks installed as it connects).
+    pub fn connect_lazy_with(
+        self,
+        pool_options: PoolOptions<DB>,
+        connect_options: <DB::Connection as Connection>::Options,
+    ) -> AuditedPool<DB> {
+        let backend = Arc::new(DB::PoolState::default());
+        let pool_options = DB::on_connect(pool_options, &backend, self.after_connect.clone());
+        self.build(pool_options.connect_lazy_with(connect_options), backend)
     }
 }

@@ -11,6 +11,7 @@ mod mysql;
 mod postgres;
 mod sqlite;
 
+use std::path::PathBuf;
 use std::str::FromStr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -90,14 +91,22 @@ impl Database {
         }
     }
 
-    /// Other sessions on this database now: PostgreSQL's `pg_stat_activity`, MySQL's
-    /// processlist, other processes holding a SQLite file open (Linux). `None` when the
-    /// backend cannot tell.
-    pub async fn other_sessions(&mut self) -> Result<Option<i64>, sqlx::Error> {
+    /// The sessions on the database server other than ours, now (PostgreSQL's
+    /// `pg_stat_activity`, MySQL's processlist); `None` on SQLite, which has no sessions.
+    pub async fn sessions(&mut self) -> Result<Option<Vec<DbSession>>, sqlx::Error> {
         match self {
-            Database::Sqlite(c) => sqlite::other_sessions(c).await,
-            Database::Postgres(c) => postgres::other_sessions(c).await.map(Some),
-            Database::MySql(c) => mysql::other_sessions(c).await.map(Some),
+            Database::Sqlite(_) => Ok(None),
+            Database::Postgres(c) => postgres::sessions(c).await.map(Some),
+            Database::MySql(c) => mysql::sessions(c).await.map(Some),
+        }
+    }
+
+    /// The SQLite database file, as an absolute path without symbolic links (as `/proc`
+    /// shows open files); `None` on other backends and for an in-memory database.
+    pub async fn sqlite_file(&mut self) -> Result<Option<PathBuf>, sqlx::Error> {
+        match self {
+            Database::Sqlite(c) => sqlite::file(c).await,
+            _ => Ok(None),
         }
     }
 
@@ -253,6 +262,17 @@ impl Database {
             Database::MySql(c) => mysql::sample(c, table, column, limit).await,
         }
     }
+}
+
+/// Another client's session on the database server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct DbSession {
+    /// The database it is connected to (MySQL: its default database, if any).
+    pub database: Option<String>,
+    /// Whether that is the database verify watches.
+    pub here: bool,
+    /// The client's TCP port; `None` over a Unix socket.
+    pub port: Option<u16>,
 }
 
 /// A table as a backend's catalog lists it, before the policy removes ignored columns.

@@ -5,7 +5,7 @@ use futures_util::TryStreamExt;
 use sqlx::mysql::MySqlConnection;
 use sqlx::{AssertSqlSafe, Row};
 
-use super::{RawTable, quote_ident};
+use super::{DbSession, RawTable, quote_ident};
 use crate::objects::RawObject;
 use crate::sequences::RawSequence;
 use crate::snapshot::{Cell, TableScan, TableShape, TableSnapshot};
@@ -139,15 +139,26 @@ pub(super) async fn objects(c: &mut MySqlConnection) -> Result<Vec<RawObject>, s
     Ok(rows.into_iter().filter_map(RawObject::from_row).collect())
 }
 
-/// Other sessions whose default database is this one (the server's, when it is connected):
-/// `information_schema.processlist`, our own connection left out.
-pub(super) async fn other_sessions(c: &mut MySqlConnection) -> Result<i64, sqlx::Error> {
-    sqlx::query_scalar(
-        "SELECT CAST(count(*) AS SIGNED) FROM information_schema.processlist \
-         WHERE db = DATABASE() AND id <> CONNECTION_ID()",
+/// Sessions other than ours: their default database, whether it is ours, and the client's
+/// port (`host` is `address:port` over TCP, a bare host name over a socket).
+pub(super) async fn sessions(c: &mut MySqlConnection) -> Result<Vec<DbSession>, sqlx::Error> {
+    let rows: Vec<(Option<String>, i64, Option<String>)> = sqlx::query_as(
+        "SELECT db, CAST(COALESCE(db = DATABASE(), 0) AS SIGNED), host \
+         FROM information_schema.processlist WHERE id <> CONNECTION_ID()",
     )
-    .fetch_one(&mut *c)
-    .await
+    .fetch_all(&mut *c)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(database, here, host)| DbSession {
+            database,
+            here: here != 0,
+            port: host
+                .as_deref()
+                .and_then(|h| h.rsplit_once(':'))
+                .and_then(|(_, p)| p.parse().ok()),
+        })
+        .collect())
 }
 
 fn select_expr(column: &str, binary: bool) -> String {

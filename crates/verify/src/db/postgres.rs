@@ -5,7 +5,7 @@ use futures_util::TryStreamExt;
 use sqlx::postgres::PgConnection;
 use sqlx::{AssertSqlSafe, Row};
 
-use super::{RawTable, quote_ident};
+use super::{DbSession, RawTable, quote_ident};
 use crate::objects::RawObject;
 use crate::sequences::RawSequence;
 use crate::snapshot::{Cell, TableScan, TableShape, TableSnapshot};
@@ -215,15 +215,23 @@ pub(super) async fn objects(
     Ok(rows.into_iter().filter_map(RawObject::from_row).collect())
 }
 
-/// Other client sessions connected to this database now (the server's, when it is
-/// connected): `pg_stat_activity`, our own session left out.
-pub(super) async fn other_sessions(c: &mut PgConnection) -> Result<i64, sqlx::Error> {
-    sqlx::query_scalar(
-        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() \
-         AND pid <> pg_backend_pid() AND backend_type = 'client backend'",
+/// Client sessions other than ours: their database, its name is ours, and the client's port
+/// (`None` over a Unix socket).
+pub(super) async fn sessions(c: &mut PgConnection) -> Result<Vec<DbSession>, sqlx::Error> {
+    let rows: Vec<(Option<String>, bool, Option<i32>)> = sqlx::query_as(
+        "SELECT datname::text, datname = current_database(), client_port FROM pg_stat_activity \
+         WHERE pid <> pg_backend_pid() AND backend_type = 'client backend'",
     )
-    .fetch_one(&mut *c)
-    .await
+    .fetch_all(&mut *c)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(database, here, port)| DbSession {
+            database,
+            here,
+            port: port.and_then(|p| u16::try_from(p).ok()),
+        })
+        .collect())
 }
 
 /// The WAL insert position: it moves on every logged write in the cluster; and a digest of

@@ -1,5 +1,7 @@
 //! SQLite: `sqlite_master` and `pragma_table_info` for the catalog, typed cells.
 
+use std::path::PathBuf;
+
 use futures_util::TryStreamExt;
 use sqlx::sqlite::{Sqlite, SqliteConnection, SqliteValueRef};
 use sqlx::{AssertSqlSafe, Decode, Row, TypeInfo, ValueRef};
@@ -139,45 +141,15 @@ pub(super) async fn change_marker(c: &mut SqliteConnection) -> Result<Option<Str
     Ok(Some(v.to_string()))
 }
 
-/// Whether another process has the database file open now (Linux: `/proc/*/fd`). `None`
-/// where it cannot be known (no `/proc`, an in-memory database).
-pub(super) async fn other_sessions(c: &mut SqliteConnection) -> Result<Option<i64>, sqlx::Error> {
+/// The database file, canonical (`None` for an in-memory or temporary database).
+pub(super) async fn file(c: &mut SqliteConnection) -> Result<Option<PathBuf>, sqlx::Error> {
     let file: Option<String> =
         sqlx::query_scalar("SELECT file FROM pragma_database_list WHERE name = 'main'")
             .fetch_optional(&mut *c)
             .await?;
-    let Some(path) = file.filter(|f| !f.is_empty()) else {
-        return Ok(None);
-    };
-    Ok(
-        tokio::task::spawn_blocking(move || open_elsewhere(std::path::Path::new(&path)))
-            .await
-            .ok()
-            .flatten(),
-    )
-}
-
-fn open_elsewhere(path: &std::path::Path) -> Option<i64> {
-    let me = std::process::id().to_string();
-    let procs = std::fs::read_dir("/proc").ok()?;
-    let mut n = 0;
-    for p in procs.flatten() {
-        let name = p.file_name();
-        let name = name.to_string_lossy();
-        if name == me || !name.bytes().all(|b| b.is_ascii_digit()) {
-            continue;
-        }
-        let Ok(fds) = std::fs::read_dir(p.path().join("fd")) else {
-            continue;
-        };
-        if fds
-            .flatten()
-            .any(|fd| std::fs::read_link(fd.path()).is_ok_and(|t| t == path))
-        {
-            n += 1;
-        }
-    }
-    Some(n)
+    Ok(file
+        .filter(|f| !f.is_empty())
+        .map(|f| std::fs::canonicalize(&f).unwrap_or_else(|_| PathBuf::from(f))))
 }
 
 pub(super) async fn sample(

@@ -122,8 +122,9 @@ impl Verifier {
     }
 
     /// Runs against a pristine copy of the database instead of the database itself (see
-    /// [`DatabaseCopy`]): the server's `--stdio` command names the database as `--database` does,
-    /// and verify substitutes the copy.
+    /// [`DatabaseCopy`]) when the server's `--stdio` command names the database as
+    /// `--database` does (verify substitutes the copy); otherwise resets a test database in
+    /// place, from a pristine copy, between tools and at the end.
     pub fn with_reset(mut self, reset: bool) -> Self {
         self.reset = reset;
         self
@@ -178,16 +179,21 @@ impl Verifier {
             Some(c) => (c.server.clone(), c.url.clone()),
             None => (self.server.clone(), self.database.clone()),
         };
-        let mut report = self
-            .run_on(&server, &database, copy.is_some())
-            .await
-            .map_err(mask)?;
+        let result = self.run_on(&server, &database, copy.as_ref()).await;
+        // Reset in place: the original is made pristine again, and the pristine copy
+        // dropped, whatever the run's outcome.
+        let finished = match &copy {
+            Some(c) => c.finish().await,
+            None => Ok(()),
+        };
+        let mut report = result.map_err(mask)?;
+        finished.map_err(mask)?;
         report.server = match &self.server {
             ServerSpec::Stdio(c) => secrets.mask_command(c),
             ServerSpec::Url(u) => secrets.mask(u),
         };
         report.database = secrets.mask(&self.database);
-        report.database_copy = copy.map(|c| c.url);
+        report.database_copy = copy.map(|c| c.pristine.unwrap_or(c.url));
         report.server_stderr = self
             .stderr
             .lock()
@@ -205,7 +211,7 @@ impl Verifier {
         &self,
         server: &ServerSpec,
         database: &str,
-        reset: bool,
+        reset: Option<&DatabaseCopy>,
     ) -> Result<Report, VerifyError> {
         let started = Instant::now();
         let mut session = Session::start(server, self.timeout, self.stderr.clone()).await?;
@@ -218,7 +224,7 @@ impl Verifier {
         &self,
         session: &mut Session,
         database: &str,
-        reset: bool,
+        reset: Option<&DatabaseCopy>,
         started: Instant,
     ) -> Result<Report, VerifyError> {
         let mut tools = session.list_tools().await?;
@@ -250,16 +256,16 @@ impl Verifier {
             Snapshotter::new(db, self.policy.clone()).with_schemas(self.schemas.clone());
         let first = snaps.take().await?;
         Watch::require_tables(first.tables.len(), &shown_db)?;
-        let mut watch = Watch::default();
-        watch.poll(snaps.db()).await;
+        let mut watch = Watch::new(session.spec(), snaps.db()).await;
+        watch.poll(snaps.db(), session.server_pid()).await;
         let total = tools.len();
         let mut reports: Vec<ToolReport> = Vec::with_capacity(total);
         let mut incomplete = None;
         let mut resets = 0;
         for (i, tool) in tools.iter().enumerate() {
             let wrote = reports.last().is_some_and(|r| self.changed_database(r));
-            if reset && wrote {
-                if let Err(e) = self.reset_copy(session, &mut snaps, database).await {
+            if let Some(copy) = reset.filter(|_| wrote) {
+                if let Err(e) = self.reset_copy(session, &mut snaps, copy).await {
                     incomplete = Some(format!("before {}: {e}", tool.name));
                     break;
                 }
@@ -304,7 +310,7 @@ impl Verifier {
                 incomplete = incomplete.map(|m| format!("{m}; not run: {}", left.join(", ")));
             }
         }
-        let database_check = match watch.verdict(&reports, &shown_db) {
+        let database_check = match watch.verdict(&shown_db) {
             Ok(text) => text,
             Err(e) if incomplete.is_none() => return Err(e),
             Err(e) => format!("failed: {e}"),

@@ -13,9 +13,18 @@
 //! and the copy made again from the original before the next tool, so every tool starts
 //! from the same rows ([`crate::Report::database_resets`] counts these resets).
 //!
-//! An earlier copy of the same name is replaced. The server's `--stdio` command must name
-//! the database as `--database` does (the URL, or for SQLite the file path): verify puts
-//! the copy in its place. The original is only read.
+//! An earlier copy of the same name is replaced. When the server's `--stdio` command names
+//! the database as `--database` does (the URL, or for SQLite the file path), verify puts
+//! the copy in its place and the original is only read.
+//!
+//! A server told where its database is some other way (by parts, `DB_HOST`/`DB_NAME`/…,
+//! or from its own configuration) runs on the database `--database` names itself, reset in
+//! place: before the server starts, verify keeps a pristine copy of it
+//! (`<name>_hintaudit_pristine`, made as above), restores the database from it between tools
+//! (PostgreSQL: `DROP DATABASE … WITH (FORCE)` and `CREATE DATABASE … TEMPLATE` the copy;
+//! MySQL/MariaDB: a dump and restore), and once more at the end, then drops the copy. Only a
+//! database whose name says it is a test one ([`is_test_name`]) is reset in place; others,
+//! and SQLite files, are refused.
 
 use std::str::FromStr;
 
@@ -31,10 +40,21 @@ use crate::report::ToolReport;
 /// The pristine copy a run used.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DatabaseCopy {
-    /// The copy's sqlx URL.
+    /// The sqlx URL of the database the server runs on: the copy, or (reset in place) the
+    /// original.
     pub url: String,
-    /// The server command with the copy in place of the original.
+    /// The server command with the copy in place of the original (reset in place: the
+    /// command as it was).
     pub server: ServerSpec,
+    /// Reset in place: the sqlx URL of the pristine copy the original is restored from.
+    pub pristine: Option<String>,
+}
+
+/// Whether a database name says it is a test database: one of its words (split at `_`,
+/// `-`, `.`) is `test`, `tests` or `testing` (`test`, `shop_test`, `test_shop`).
+pub fn is_test_name(name: &str) -> bool {
+    name.split(['_', '-', '.'])
+        .any(|w| ["test", "tests", "testing"].contains(&w.to_ascii_lowercase().as_str()))
 }
 
 /// `(scheme://authority, database name, ?query)` of a PostgreSQL or MySQL URL.
@@ -70,6 +90,9 @@ impl DatabaseCopy {
             .next()
             .unwrap_or("")
             .to_ascii_lowercase();
+        if !names_database(command, database) {
+            return DatabaseCopy::in_place(server, database, &scheme).await;
+        }
         let (url, replace): (String, Vec<(String, String)>) = match scheme.as_str() {
             "sqlite" => {
                 let path = sqlite_path(database);
@@ -91,11 +114,7 @@ impl DatabaseCopy {
                     VerifyError::Usage("--reset: --database must name a database".into())
                 })?;
                 let copy_name = format!("{name}_hintaudit_copy");
-                if scheme.starts_with("postgres") {
-                    copy_postgres(&format!("{base}/postgres{query}"), name, &copy_name).await?;
-                } else {
-                    copy_mysql(database, name, &copy_name).await?;
-                }
+                copy_named(&scheme, database, name, &copy_name).await?;
                 let url = format!("{base}/{copy_name}{query}");
                 (url.clone(), vec![(database.to_owned(), url)])
             }
@@ -120,7 +139,104 @@ impl DatabaseCopy {
         Ok(DatabaseCopy {
             server: ServerSpec::Stdio(command.replace(original.as_str(), copy)),
             url,
+            pristine: None,
         })
+    }
+
+    /// Reset in place: keeps a pristine copy of `database`, on which the server runs as it
+    /// is told; refused unless the backend can restore it and its name says it is a test
+    /// database.
+    async fn in_place(
+        server: &ServerSpec,
+        database: &str,
+        scheme: &str,
+    ) -> Result<DatabaseCopy, VerifyError> {
+        let refuse = |why: String| {
+            VerifyError::Usage(format!(
+                "--reset: the --stdio command does not name the database as --database does \
+                 (its URL, or for SQLite its file path), so verify would reset {} in place, \
+                 and {why}",
+                crate::db::redact(database)
+            ))
+        };
+        let (base, name, query) = match scheme {
+            "postgres" | "postgresql" | "mysql" | "mariadb" => {
+                split_url(database).ok_or_else(|| refuse("--database names no database".into()))?
+            }
+            _ => {
+                return Err(refuse(
+                    "a SQLite file is only ever copied, never reset in place".into(),
+                ));
+            }
+        };
+        if !is_test_name(name) {
+            return Err(refuse(format!(
+                "the name {name:?} does not say it is a test database (no word test, tests or \
+                 testing in it); name the database in the --stdio command, or use a test \
+                 database"
+            )));
+        }
+        let pristine = format!("{name}_hintaudit_pristine");
+        copy_named(scheme, database, name, &pristine).await?;
+        Ok(DatabaseCopy {
+            url: database.to_owned(),
+            server: server.clone(),
+            pristine: Some(format!("{base}/{pristine}{query}")),
+        })
+    }
+
+    /// Reset in place: makes the original pristine again (the server must be stopped).
+    pub(crate) async fn restore(&self) -> Result<(), VerifyError> {
+        let Some(pristine_url) = &self.pristine else {
+            return Ok(());
+        };
+        let scheme = self
+            .url
+            .split(':')
+            .next()
+            .unwrap_or("")
+            .to_ascii_lowercase();
+        let name = split_url(&self.url).map_or("", |(_, n, _)| n);
+        let pristine = split_url(pristine_url).map_or("", |(_, n, _)| n);
+        copy_named(&scheme, pristine_url, pristine, name).await
+    }
+
+    /// Reset in place, at the end of the run: restores the original and drops the pristine
+    /// copy.
+    pub(crate) async fn finish(&self) -> Result<(), VerifyError> {
+        let Some(pristine_url) = &self.pristine else {
+            return Ok(());
+        };
+        self.restore().await?;
+        let (base, pristine, query) = split_url(pristine_url).unwrap_or_default();
+        let (admin, quote) = if self.url.starts_with("postgres") {
+            (format!("{base}/postgres{query}"), '"')
+        } else {
+            (self.url.clone(), '`')
+        };
+        let sql = format!("DROP DATABASE IF EXISTS {}", quote_ident(pristine, quote));
+        Database::connect(&admin)
+            .await?
+            .execute_script(&sql)
+            .await
+            .map_err(db_err("dropping the pristine copy"))
+    }
+}
+
+/// Whether the server command names `database` (its URL, or a SQLite URL's file path).
+fn names_database(command: &str, database: &str) -> bool {
+    command.contains(database)
+        || (database.starts_with("sqlite") && command.contains(sqlite_path(database)))
+}
+
+/// Copies the database `name` (reached through `url`, which names it) to `copy`, replacing
+/// `copy`: PostgreSQL `TEMPLATE`, MySQL/MariaDB a dump and restore.
+async fn copy_named(scheme: &str, url: &str, name: &str, copy: &str) -> Result<(), VerifyError> {
+    if scheme.starts_with("postgres") {
+        let (base, _, query) = split_url(url).unwrap_or_default();
+        copy_postgres(&format!("{base}/postgres{query}"), name, copy).await
+    } else {
+        copy_mysql(url, name, copy).await
     }
 }
 
@@ -145,14 +261,18 @@ impl Verifier {
         &self,
         session: &mut Session,
         snaps: &mut Snapshotter,
-        copy_url: &str,
+        copy: &DatabaseCopy,
     ) -> Result<(), VerifyError> {
         session.stop().await;
         // Our own connection to the old copy is in the way only on PostgreSQL, where
         // DROP DATABASE ... WITH (FORCE) ends it.
-        let copy = DatabaseCopy::make(&self.server, &self.database).await?;
-        debug_assert_eq!(copy.url, copy_url);
-        snaps.reconnect(Database::connect(copy_url).await?);
+        if copy.pristine.is_some() {
+            copy.restore().await?;
+        } else {
+            let again = DatabaseCopy::make(&self.server, &self.database).await?;
+            debug_assert_eq!(again.url, copy.url);
+        }
+        snaps.reconnect(Database::connect(&copy.url).await?);
         session.resume().await
     }
 }
@@ -259,6 +379,10 @@ async fn copy_mysql(url: &str, name: &str, copy: &str) -> Result<(), VerifyError
 }
 
 #[cfg(test)]
+#[path = "reset_in_place_tests.rs"]
+mod in_place_tests;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
@@ -319,6 +443,23 @@ mod tests {
             .execute(&mut admin)
             .await
             .unwrap();
+    }
+
+    #[test]
+    fn only_names_that_say_test_are_reset_in_place() {
+        for (name, test) in [
+            ("test", true),
+            ("shop_test", true),
+            ("test_shop", true),
+            ("shop-tests-2", true),
+            ("Shop_Testing", true),
+            ("shop", false),
+            ("latest", false),
+            ("contest_db", false),
+            ("production", false),
+        ] {
+            assert_eq!(is_test_name(name), test, "{name}");
+        }
     }
 
     #[test]

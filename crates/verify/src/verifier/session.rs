@@ -68,6 +68,17 @@ impl Session {
             .unwrap_or_default()
     }
 
+    /// The server this session starts or reaches.
+    pub fn spec(&self) -> &ServerSpec {
+        &self.spec
+    }
+
+    /// The process id of the stdio server running now (`None` for a `--url` server, or
+    /// while stopped).
+    pub fn server_pid(&self) -> Option<u32> {
+        self.client.as_ref().and_then(McpClient::pid)
+    }
+
     fn client(&self) -> Result<&McpClient, VerifyError> {
         self.client
             .as_ref()

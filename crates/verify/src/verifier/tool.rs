@@ -290,14 +290,19 @@ impl Verifier {
         let mut calls = Vec::new();
         let mut ended = Ended::Done;
         for _ in 0..if repeat { 2 } else { 1 } {
+            let files = watch.before_call(tool);
+            let pid = session.server_pid();
             let (sent, result) = {
                 let call = session.call(&tool.name, &args);
                 tokio::pin!(call);
+                // At once (a session a server keeps is there between calls), then every POLL.
+                let mut wait = Duration::ZERO;
                 loop {
                     tokio::select! {
                         r = &mut call => break r,
-                        _ = tokio::time::sleep(POLL), if !watch.confirmed() => {
-                            watch.poll(snaps.db()).await;
+                        _ = tokio::time::sleep(wait), if !watch.settled() => {
+                            watch.poll(snaps.db(), pid).await;
+                            wait = POLL;
                         }
                     }
                 }
@@ -313,6 +318,8 @@ impl Verifier {
             let diff = Diff::between(&before, &after);
             if let Some(t) = diff.tables.first() {
                 watch.saw_change(&tool.name, &t.table);
+            } else if outcome == CallOutcome::Ok {
+                watch.changed_nothing_here(&tool.name, &files);
             }
             let mut effect = effect_of(&diff);
             effect.outbound = sent.clone();
