@@ -11,7 +11,45 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::snapshot::TableDiff;
+/// What changed in one table, or in one other schema object (a sequence, an index, a
+/// view, …), between two snapshots.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct TableDiff {
+    /// The table, or the object of `kind`.
+    pub table: String,
+    /// What the object is: a table (the default), or an object without rows, whose
+    /// `created`, `dropped`, `altered` (its definition changed) and, for a sequence,
+    /// `moved` say what changed.
+    pub kind: ObjectKind,
+    /// A sequence's value moved (`nextval`, `setval`, `ALTER SEQUENCE … RESTART`): a write,
+    /// not a destructive one.
+    pub moved: bool,
+    /// Rows present after and not before (by key, or by whole row without a key).
+    pub added: u64,
+    /// Rows present before and not after.
+    pub removed: u64,
+    /// Rows whose key stayed and whose other cells changed (keyed tables only).
+    pub changed: u64,
+    /// The table appeared.
+    pub created: bool,
+    /// The table disappeared.
+    pub dropped: bool,
+    /// The table's columns or primary key changed.
+    pub altered: bool,
+}
+
+impl TableDiff {
+    /// Whether anything changed.
+    pub fn is_empty(&self) -> bool {
+        self.added == 0
+            && self.removed == 0
+            && self.changed == 0
+            && !self.created
+            && !self.dropped
+            && !self.altered
+            && !self.moved
+    }
+}
 
 /// What kind of object a diff entry is.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
