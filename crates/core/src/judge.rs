@@ -23,14 +23,13 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use serde_json::Value;
 
 use crate::closed_world::OpenWorldReading;
-use crate::config::Mode;
 use crate::effect::Effect;
-use crate::enforce::{Enforcement, Refusal, RefusedBy};
 use crate::facts::{Evidence, Facts, Outline, Wanted, summarize};
 use crate::finding::{Advice, Confidence, Finding, Rule};
 use crate::hints::{DeclaredHints, Hint};
 use crate::history::{ArgsHasher, ArgsKey, History, Repeat};
 use crate::policy::Policy;
+use crate::refusals::{enforced_findings, refused_evidence};
 
 /// Most tools whose first-seen hints and advice counters the judge keeps; calls of further
 /// tools are judged but not tracked for `hints_changed` or advice.
@@ -242,7 +241,7 @@ impl Judge {
         };
         // What enforce mode refused still shows the hint was false: each hint's own rule is
         // recorded for it as well as `enforced` (see `refused_evidence`).
-        let refused = |hint: Hint| refused_evidence(call, hint);
+        let refused = |hint: Hint| refused_evidence(&call.effect.refusals, hint);
         if hints.read_only == Some(true) {
             if !facts.writes.is_empty() {
                 push(Rule::ReadOnlyWrite, Hint::ReadOnly, &facts.writes);
@@ -263,7 +262,11 @@ impl Judge {
                 ),
             }
         }
-        findings.extend(enforced_findings(call));
+        findings.extend(enforced_findings(
+            call.tool,
+            call.hints,
+            &call.effect.refusals,
+        ));
         if hints.open_world == Some(false) {
             let finding = open_world_finding(self.policy.open_world_reading(), facts)
                 .or_else(|| refused(Hint::OpenWorld).map(|e| (e.text, e.confidence)));
@@ -363,78 +366,6 @@ fn open_world_finding(
         ),
         e.confidence,
     ))
-}
-
-/// `enforced`: one finding per hint enforce mode refused something for, naming what was
-/// refused and by whom (the first three, then how many more).
-/// Only hints whose enforcement applies to the declared hints count ([`Rule::applies_to`]).
-fn enforced_findings<'a>(call: &'a ToolCall<'_>) -> impl Iterator<Item = Finding> + 'a {
-    let e = Enforcement::for_hints(Mode::Enforce, call.hints);
-    let enforced = move |hint: &Hint| match hint {
-        Hint::ReadOnly => e.read_only,
-        Hint::Destructive => e.non_destructive,
-        Hint::OpenWorld => e.closed_world,
-        Hint::Idempotent => false,
-    };
-    Hint::ALL
-        .into_iter()
-        .filter(enforced)
-        .filter_map(move |hint| {
-            let refused = refused_for(call, hint);
-            let first = refused.first()?;
-            let mut text: Vec<String> = refused
-                .iter()
-                .take(3)
-                .map(|r| format!("{} refused by {}", r.what, r.by.as_str()))
-                .collect();
-            if refused.len() > 3 {
-                text.push(format!("{} more", refused.len() - 3));
-            }
-            Some(Finding::new(
-                call.tool,
-                Rule::Enforced,
-                first.hint,
-                Confidence::Confirmed,
-                format!("{} enforced: {}", hint.spec_name(), text.join("; ")),
-            ))
-        })
-}
-
-/// What enforce mode refused in the call for `hint`, in order.
-fn refused_for<'a>(call: &'a ToolCall<'_>, hint: Hint) -> Vec<&'a Refusal> {
-    call.effect
-        .refusals
-        .iter()
-        .filter(|r| r.hint == hint)
-        .collect()
-}
-
-/// The evidence a hint's own rule rests on when enforce mode refused what that hint rules
-/// out: the tool's code tried it, and the hint is false whether or not the attempt got
-/// through. `confirmed` when the database refused (it found a write), `likely` when hintaudit
-/// refused on statement analysis or before a request was sent; `None` when nothing was
-/// refused for `hint`.
-fn refused_evidence(call: &ToolCall<'_>, hint: Hint) -> Option<Evidence> {
-    let refused = refused_for(call, hint);
-    let first = refused.first()?;
-    let confidence =
-        if refused.iter().any(|r| r.by == RefusedBy::Database) || hint == Hint::OpenWorld {
-            Confidence::Confirmed
-        } else {
-            Confidence::Likely
-        };
-    let more = match refused.len() {
-        1 => String::new(),
-        n => format!(" (and {} more)", n - 1),
-    };
-    Some(Evidence {
-        confidence,
-        text: format!(
-            "{} tried, refused by {} in enforce mode{more}",
-            first.what,
-            first.by.as_str()
-        ),
-    })
 }
 
 /// Whether a clean repeat changed something again (`net_changes` pieces of evidence of a

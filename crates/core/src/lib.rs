@@ -44,6 +44,8 @@ mod judge;
 mod policy;
 /// Recorders: where finished calls and listings go.
 mod record;
+/// What the judge makes of enforce mode's refusals: `enforced`, and the hint's own rule.
+mod refusals;
 /// The task-local call scope that attributes effects to the tool call running.
 mod scope;
 /// Span and event attribute names, in one place.
