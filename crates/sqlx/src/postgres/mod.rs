@@ -68,7 +68,8 @@ mod lost;
 mod oracle;
 /// Whether reading a relation can write: plain tables, and views proved read-only.
 mod reads;
-/// Which way a statement goes: wrapped in the oracle's transaction, a direct write, or past.
+/// Which way a statement goes: wrapped in the oracle's transaction, a direct write, or past;
+/// the start of every statement.
 mod route;
 mod tx;
 mod wrap;
@@ -90,7 +91,7 @@ use crate::classify::{SqlDialect, TxControl, is_dml};
 use crate::execute::{Attribution, AuditedQuery, StatementEnd};
 use crate::pool::options::PgOracle;
 use crate::stream::Yielder;
-use route::{direct_write, wants_oracle, why_unwrapped, wrappable};
+use route::{Started, start};
 use wrap::{Item, collect, run_wrapped, stream_wrapped};
 
 /// A PostgreSQL pool's audit state: the catalog facts of the tables its statements write.
@@ -220,18 +221,6 @@ async fn stream_or_pass(
     }
 }
 
-/// A statement's connection and audit state, once it has started.
-struct Started<'e> {
-    /// Whether the oracle wraps it (see [`wrap`]).
-    wrapped: bool,
-    /// The connection was lost under the audit's own round trips before the statement
-    /// (see `lost`): its error is the statement's, which is not sent.
-    lost: Option<Error>,
-    conn: &'e mut PgConnection,
-    att: Attribution,
-    rest: Rest<'e>,
-}
-
 /// What [`finish`] updates when a statement ends.
 struct Rest<'e> {
     /// A direct write: its command tag is the evidence, no oracle.
@@ -239,67 +228,6 @@ struct Rest<'e> {
     state: &'e mut PgConnState,
     tx: Option<&'e mut PgTxState>,
     pool: &'e PgPoolState,
-}
-
-/// The start of both ways of running a statement: whether it needs the oracle, whether it
-/// is a direct write, whether to wrap it, and inside an audited transaction, what the
-/// oracle does before it. A statement not proved read-only that cannot be wrapped in
-/// autocommit is marked unobserved, with why (see
-/// [`hintaudit_core::StatementEffect::unobserved`]).
-async fn start(ctx: Ctx<'_, Postgres>) -> Started<'_> {
-    let wrappable = wrappable(&ctx);
-    let unwrapped = (!wrappable && ctx.tx.is_none()).then(|| why_unwrapped(&ctx));
-    let Ctx {
-        conn,
-        state,
-        mut tx,
-        pool,
-        att,
-        oracle,
-        ..
-    } = ctx;
-    let mode = tx.as_deref().map_or(oracle, |tx| tx.oracle);
-    let (wants, mut lost) = match wants_oracle(conn, pool, mode, &att).await {
-        Ok(wants) => (wants, None),
-        Err(e) => (true, Some(e)),
-    };
-    let wrapped = wrappable && wants;
-    let eligible = lost.is_none()
-        && match tx.as_deref() {
-            None => wrapped,
-            Some(tx) => tx.before.is_none() && !tx.failed && !tx.aborted && wants,
-        };
-    let direct = match direct_write(conn, pool, &att, eligible).await {
-        Ok(direct) => direct,
-        Err(e) => {
-            lost = lost.or(Some(e));
-            None
-        }
-    };
-    if let Some(tx) = tx.as_deref_mut() {
-        lost = lost.or(tx.lost.take());
-        let snapshot = tx::before(conn, tx, &att, direct.is_some() || !wants, lost.is_some()).await;
-        lost = lost.or(snapshot.err());
-    }
-    let unwrapped = unwrapped.or((wrappable && !wants).then_some("the oracle is off"));
-    if let (Some(why), Some(not_proved), Some(sink)) =
-        (unwrapped, att.class.not_proved.as_deref(), &att.sink)
-    {
-        let text: Arc<str> = format!("{not_proved}; {why}").into();
-        sink.update(|s| s.unobserved = Some(text.clone()));
-    }
-    Started {
-        wrapped: wrapped && direct.is_none(),
-        lost,
-        conn,
-        att,
-        rest: Rest {
-            direct,
-            state,
-            tx,
-            pool,
-        },
-    }
 }
 
 impl Backend for Postgres {

@@ -1,13 +1,16 @@
-//! Which way a statement goes: wrapped in the oracle's transaction ([`wrap`]), a direct
-//! write on a plain table whose command tag is the evidence ([`direct_write`]), or past
-//! both.
+//! Which way a statement goes: wrapped in the oracle's transaction ([`wrappable`] and
+//! [`wants_oracle`]), a direct write on a plain table whose command tag is the evidence
+//! ([`direct_write`]), or past both; [`start`] decides it for each statement.
+
+use std::sync::Arc;
 
 use sqlx::Connection;
 use sqlx::Error;
 use sqlx::postgres::{PgConnection, Postgres};
 
-use super::PgPoolState;
 use super::catalog::{self, Direct};
+use super::tx;
+use super::{PgPoolState, Rest};
 use crate::backend::Ctx;
 use crate::execute::Attribution;
 use crate::pool::options::PgOracle;
@@ -85,4 +88,77 @@ pub(super) async fn direct_write(
         table,
         operation: att.class.effect.operation,
     }))
+}
+
+/// A statement's connection and audit state, once it has started.
+pub(super) struct Started<'e> {
+    /// Whether the oracle wraps it (see [`wrap`]).
+    pub(super) wrapped: bool,
+    /// The connection was lost under the audit's own round trips before the statement
+    /// (see `lost`): its error is the statement's, which is not sent.
+    pub(super) lost: Option<Error>,
+    pub(super) conn: &'e mut PgConnection,
+    pub(super) att: Attribution,
+    pub(super) rest: Rest<'e>,
+}
+
+/// The start of both ways of running a statement: whether it needs the oracle, whether it
+/// is a direct write, whether to wrap it, and inside an audited transaction, what the
+/// oracle does before it. A statement not proved read-only that cannot be wrapped in
+/// autocommit is marked unobserved, with why (see
+/// [`hintaudit_core::StatementEffect::unobserved`]).
+pub(super) async fn start(ctx: Ctx<'_, Postgres>) -> Started<'_> {
+    let wrappable = wrappable(&ctx);
+    let unwrapped = (!wrappable && ctx.tx.is_none()).then(|| why_unwrapped(&ctx));
+    let Ctx {
+        conn,
+        state,
+        mut tx,
+        pool,
+        att,
+        oracle,
+        ..
+    } = ctx;
+    let mode = tx.as_deref().map_or(oracle, |tx| tx.oracle);
+    let (wants, mut lost) = match wants_oracle(conn, pool, mode, &att).await {
+        Ok(wants) => (wants, None),
+        Err(e) => (true, Some(e)),
+    };
+    let wrapped = wrappable && wants;
+    let eligible = lost.is_none()
+        && match tx.as_deref() {
+            None => wrapped,
+            Some(tx) => tx.before.is_none() && !tx.failed && !tx.aborted && wants,
+        };
+    let direct = match direct_write(conn, pool, &att, eligible).await {
+        Ok(direct) => direct,
+        Err(e) => {
+            lost = lost.or(Some(e));
+            None
+        }
+    };
+    if let Some(tx) = tx.as_deref_mut() {
+        lost = lost.or(tx.lost.take());
+        let snapshot = tx::before(conn, tx, &att, direct.is_some() || !wants, lost.is_some()).await;
+        lost = lost.or(snapshot.err());
+    }
+    let unwrapped = unwrapped.or((wrappable && !wants).then_some("the oracle is off"));
+    if let (Some(why), Some(not_proved), Some(sink)) =
+        (unwrapped, att.class.not_proved.as_deref(), &att.sink)
+    {
+        let text: Arc<str> = format!("{not_proved}; {why}").into();
+        sink.update(|s| s.unobserved = Some(text.clone()));
+    }
+    Started {
+        wrapped: wrapped && direct.is_none(),
+        lost,
+        conn,
+        att,
+        rest: Rest {
+            direct,
+            state,
+            tx,
+            pool,
+        },
+    }
 }
