@@ -3,6 +3,7 @@
 //! file and (mandatory in CI) a real PostgreSQL and a real MariaDB.
 
 mod concurrency;
+mod fleet;
 mod rules;
 mod suggest;
 mod support;

@@ -173,6 +173,20 @@ pub struct ConfigError {
     pub message: String,
 }
 
+impl ConfigError {
+    /// An error of a setting given in code or resolved beside the file (an environment
+    /// variable, a server the setting names): source `<settings>`, no position.
+    pub fn setting(key: &str, message: impl Into<String>) -> Self {
+        ConfigError {
+            source_name: "<settings>".to_owned(),
+            key: key.to_owned(),
+            line: 0,
+            column: 0,
+            message: message.into(),
+        }
+    }
+}
+
 /// Every hintaudit setting. [`Config::default`] is the documented defaults ([`SETTINGS`]);
 /// the `with_*` setters are the builder; [`Config::parse`] and [`Config::load`] read
 /// `hintaudit.toml`.
@@ -359,13 +373,7 @@ impl Config {
         let Some(url) = &self.history_url else {
             return Ok(None);
         };
-        let fail = |message: String| ConfigError {
-            source_name: "<settings>".to_owned(),
-            key: "history_url".to_owned(),
-            line: 0,
-            column: 0,
-            message,
-        };
+        let fail = |message: String| ConfigError::setting("history_url", message);
         check_history_url(url).map_err(fail)?;
         let secret = match &self.history_secret {
             Some(s) => s.clone(),
