@@ -5,6 +5,7 @@
 mod concurrency;
 mod fleet;
 mod rules;
+mod stateless;
 mod suggest;
 mod support;
 mod transparency;
