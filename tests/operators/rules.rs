@@ -19,13 +19,14 @@ use crate::support::{available, repo_path, runs};
 mod configs;
 
 /// The alerts the issue asks for, with their severity.
-const ALERTS: [(&str, &str); 8] = [
+const ALERTS: [(&str, &str); 9] = [
     ("HintAuditCriticalViolation", "critical"),
     ("HintAuditRepeatedWarningViolation", "warning"),
     ("HintAuditHintsMissing", "info"),
     ("HintAuditHintsChanged", "warning"),
     ("HintAuditReplicasDisagreeOnHints", "warning"),
     ("HintAuditAuditFailing", "warning"),
+    ("HintAuditSharedHistoryFailing", "warning"),
     ("HintAuditUnattributedStatementsRising", "warning"),
     ("HintAuditTargetDown", "warning"),
 ];
