@@ -333,3 +333,101 @@ async fn the_store_keeps_no_arguments_and_stays_bounded() {
     assert!(ttl > 0, "{ttl}");
     server.shutdown().await;
 }
+
+/// A server in a half-done rollout: its one tool's readOnlyHint is what this replica runs.
+#[derive(Clone)]
+struct Rollout {
+    read_only: bool,
+}
+
+impl rmcp::ServerHandler for Rollout {
+    fn get_info(&self) -> rmcp::model::ServerConfig {
+        rmcp::model::ServerConfig::new(
+            rmcp::model::ServerCapabilities::builder()
+                .enable_tools()
+                .build(),
+        )
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<rmcp::model::PaginatedRequestParams>,
+        _context: rmcp::service::RequestContext<rmcp::RoleServer>,
+    ) -> Result<rmcp::model::ListToolsResult, rmcp::ErrorData> {
+        let tool = rmcp::model::Tool::new(
+            "archive_booking",
+            "archives a booking",
+            Arc::new(rmcp::model::JsonObject::new()),
+        )
+        .with_annotations(
+            rmcp::model::ToolAnnotations::new()
+                .read_only(self.read_only)
+                .destructive(false)
+                .idempotent(true)
+                .open_world(false),
+        );
+        Ok(rmcp::model::ListToolsResult::with_all_items(vec![tool]))
+    }
+}
+
+/// Replicas serving different hints for one tool (old and new version during a rollout):
+/// `hints_changed` once for the fleet, by the first replica to serve the new hints, however
+/// often clients list on either side; each replica's listing events carry no
+/// `hints_changed` of their own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_half_done_rollout_is_one_hints_change_for_the_fleet() {
+    let Some(redis) = RedisServer::start("fleet rollout") else {
+        return;
+    };
+    let settings = Config::default()
+        .with_history_url(redis.url())
+        .with_history_secret(SECRET)
+        .shared_history()
+        .unwrap()
+        .unwrap();
+    let mut replicas = Vec::new();
+    for (i, read_only) in [(0, true), (1, false)] {
+        let shared =
+            SharedHistory::open_as(&settings, &format!("replica-{i}"), "{hintaudit}").unwrap();
+        let collector = Collector::default();
+        let layer = HintAuditLayer::new()
+            .with_recorder(collector.clone())
+            .with_shared_history(shared.clone());
+        let server = serve_http(
+            Rollout { read_only },
+            layer,
+            "127.0.0.1:0".parse().unwrap(),
+            None,
+        )
+        .await
+        .unwrap();
+        let client = connect(&server.url).await.unwrap();
+        replicas.push((server, collector, shared, client));
+    }
+    // Old, new, old, new, ...: clients list on whichever replica they reach.
+    for round in 0..6 {
+        let (_, _, shared, client) = &replicas[round % 2];
+        client.list_all_tools().await.expect("tools/list");
+        shared.flush().await;
+    }
+    let changes: Vec<Vec<Finding>> = replicas
+        .iter()
+        .map(|(_, c, _, _)| c.snapshot().settled)
+        .collect();
+    assert!(changes[0].is_empty(), "{:?}", changes[0]);
+    assert_eq!(changes[1].len(), 1, "{:?}", changes[1]);
+    assert_eq!(changes[1][0].rule, Rule::HintsChanged);
+    assert!(
+        changes[1][0].evidence.contains("across the fleet"),
+        "{}",
+        changes[1][0].evidence
+    );
+    for (_, collector, _, _) in &replicas {
+        let listings = collector.snapshot().listings;
+        assert_eq!(listings.len(), 1, "the listing was recorded");
+        assert!(listings[0].2.iter().all(|f| f.rule != Rule::HintsChanged));
+    }
+    for (server, _, _, _) in replicas {
+        server.shutdown().await;
+    }
+}

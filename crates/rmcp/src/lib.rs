@@ -107,6 +107,6 @@ pub use shared::{DEFAULT_TIMEOUT, MAX_IN_FLIGHT, REPLICA_ENV, SharedHistory, Sha
 
 pub use hintaudit_core::{
     Advice, AuditEvent, AuditStage, CONFIG_ENV, CallEffects, CallReport, CallScope, CallStatus,
-    Config, ConfigError, DeclaredHints, Enforcement, Finding, Hint, Judge, LogRecorder, Mode,
-    Policy, Recorder, Rule, Severity, Verdict, stats,
+    Config, ConfigError, DeclaredHints, Enforcement, Finding, HISTORY_KEY_ENV, Hint, Judge,
+    LogRecorder, Mode, Policy, Recorder, Rule, Severity, Verdict, stats,
 };

@@ -121,6 +121,14 @@ impl<H: ServerHandler> HintAudit<H> {
         &self.config.judge
     }
 
+    /// The fleet's shared history, when the layer has one: flush it at shutdown
+    /// ([`SharedHistory::flush`](crate::SharedHistory::flush)) so that the repeats of the last
+    /// calls are judged before the process exits.
+    #[cfg(feature = "shared-history")]
+    pub fn shared_history(&self) -> Option<&crate::SharedHistory> {
+        self.config.shared.as_ref()
+    }
+
     /// The declared hints of `tool` as last learned (from `get_tool` or a tools/list answer),
     /// asking the inner handler's `get_tool` when the tool has not been seen yet. `None` when
     /// the server does not declare the tool.

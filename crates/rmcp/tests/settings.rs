@@ -46,16 +46,25 @@ async fn child() {
 
 /// Runs `case` in a child with `HINTAUDIT_CONFIG` naming a file holding `toml`.
 fn run_child(case: &str, name: &str, toml: &str) -> (String, String) {
+    run_child_with(case, name, toml, None)
+}
+
+/// [`run_child`], with `HINTAUDIT_HISTORY_KEY` set to `key` (removed when `None`).
+fn run_child_with(case: &str, name: &str, toml: &str, key: Option<&str>) -> (String, String) {
     let dir = std::env::temp_dir().join(format!("hintaudit-settings-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let file: PathBuf = dir.join(name);
     std::fs::write(&file, toml).unwrap();
-    let out: Output = Command::new(std::env::current_exe().unwrap())
+    let mut child = Command::new(std::env::current_exe().unwrap());
+    child
         .args(["--exact", "child", "--nocapture", "--test-threads=1"])
         .env(CHILD, case)
-        .env("HINTAUDIT_CONFIG", &file)
-        .output()
-        .expect("the test binary runs");
+        .env("HINTAUDIT_CONFIG", &file);
+    match key {
+        Some(key) => child.env(hintaudit_rmcp::HISTORY_KEY_ENV, key),
+        None => child.env_remove(hintaudit_rmcp::HISTORY_KEY_ENV),
+    };
+    let out: Output = child.output().expect("the test binary runs");
     let _ = std::fs::remove_file(&file);
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
@@ -96,4 +105,37 @@ fn a_bad_file_is_an_error_naming_file_line_and_key() {
     assert!(line.contains("bad.toml:2:"), "{line}");
     assert!(line.contains(": mode: "), "{line}");
     assert!(!stdout.contains("answer:"), "no server started: {stdout}");
+}
+
+/// `history_url` without the secret the replicas share is refused at start-up, naming both.
+#[test]
+fn a_history_url_without_its_key_is_an_error() {
+    let toml = "history_url = \"redis://127.0.0.1:9/0\"\n";
+    let (stdout, _) = run_child_with("from_env", "fleet.toml", toml, None);
+    let line = stdout
+        .lines()
+        .find_map(|l| l.find("error: ").map(|i| &l[i..]))
+        .unwrap_or_else(|| panic!("an error: {stdout}"));
+    assert!(
+        line.contains("history_url") && line.contains("HINTAUDIT_HISTORY_KEY"),
+        "{line}"
+    );
+    assert!(!stdout.contains("answer:"), "no server started: {stdout}");
+}
+
+/// With its key, a `history_url` whose store does not answer (nothing listens on the discard
+/// port) leaves the call and its answer as they are.
+#[test]
+fn a_store_that_does_not_answer_changes_no_answer() {
+    let toml = "history_url = \"redis://127.0.0.1:9/0\"\nmode = \"enforce\"\n";
+    let (stdout, stderr) = run_child_with(
+        "from_env",
+        "down.toml",
+        toml,
+        Some("a test secret of 16+ chars"),
+    );
+    assert!(
+        stdout.contains("answer: enforced=true"),
+        "{stdout}\n{stderr}"
+    );
 }

@@ -173,12 +173,19 @@ async fn run(args: Args, make_span: OtelMakeSpan) -> anyhow::Result<()> {
         }
         _ => None,
     };
+    // The shared history's last answers, judged before the process exits.
+    let shared = audited
+        .as_ref()
+        .and_then(|(audited, _)| audited.shared_history().cloned());
     match args.http {
         Some(addr) => serve_http(addr, &args.allowed_hosts, server, audited, stop).await?,
         None => match audited {
             Some((audited, _)) => serve_stdio(audited, stop).await?,
             None => serve_stdio(server, stop).await?,
         },
+    }
+    if let Some(shared) = shared {
+        shared.flush().await;
     }
     if let Some(metrics) = metrics_server {
         metrics.shutdown().await;

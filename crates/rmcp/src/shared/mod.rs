@@ -12,8 +12,8 @@ mod store;
 use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 use hintaudit_core::{
     ArgsHasher, ArgsKey, AuditStage, DeclaredHints, SharedAnswer, SharedCall,
@@ -32,6 +32,11 @@ pub const MAX_IN_FLIGHT: usize = 1024;
 /// judged by this process's history and the failure counted.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(2);
 
+/// After a failed request, how long requests are not sent at all (their repeats judged by this
+/// process's history at once, and counted as failures): a store that is down costs one
+/// attempt a second, not a connection attempt per call.
+pub const RETRY_AFTER: Duration = Duration::from_secs(1);
+
 /// The environment variable naming this replica in the shared history (the evidence of a
 /// repeat names the replica of the previous call); else `HOSTNAME` (a Kubernetes pod's name,
 /// a compose container's id), else `pid-<process id>`.
@@ -47,8 +52,9 @@ pub const REPLICA_ENV: &str = "HINTAUDIT_REPLICA";
 /// recorder gets any `idempotency_broken` as [`AuditEvent::Settled`](crate::AuditEvent). A
 /// store that is down, slow or refusing changes no call: the repeat is judged by this
 /// process's own history, the failure is counted in
-/// `hintaudit_audit_errors_total{stage="history"}` (logged at WARN the first time), and the
-/// next request tries again (the connection reconnects by itself).
+/// `hintaudit_audit_errors_total{stage="history"}` (logged at WARN the first time), requests
+/// pause for [`RETRY_AFTER`] (judged by this process's history at once, and counted), and the
+/// next request after that tries again (the connection reconnects by itself).
 ///
 /// ```no_run
 /// use hintaudit_rmcp::{HintAuditLayer, SharedHistory};
@@ -74,6 +80,15 @@ struct Inner {
     timeout: Duration,
     /// Whether the last request failed: the next success logs that sharing resumed.
     failing: AtomicBool,
+    /// Until when requests are not sent (milliseconds since `started`; 0: send).
+    paused_until: AtomicU64,
+    started: Instant,
+}
+
+impl Inner {
+    fn now_ms(&self) -> u64 {
+        u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
 }
 
 /// The store's URL could not be read (`redis::Client::open`'s error, as text).
@@ -120,6 +135,8 @@ impl SharedHistory {
                 slots: Arc::new(Semaphore::new(MAX_IN_FLIGHT)),
                 timeout: DEFAULT_TIMEOUT,
                 failing: AtomicBool::new(false),
+                paused_until: AtomicU64::new(0),
+                started: Instant::now(),
             }),
         })
     }
@@ -178,6 +195,11 @@ impl SharedHistory {
         request: impl Future<Output = redis::RedisResult<T>> + Send + 'static,
         settle: impl FnOnce(Option<T>) + Send + 'static,
     ) {
+        if self.inner.now_ms() < self.inner.paused_until.load(Ordering::Relaxed) {
+            // Counted, but not a new failure: the pause is not extended.
+            count(&"the store failed less than a second ago");
+            return settle(None);
+        }
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             failed(&self.inner, &"no Tokio runtime to reach the store from");
             return settle(None);
@@ -193,6 +215,7 @@ impl SharedHistory {
         runtime.spawn(async move {
             let answer = match tokio::time::timeout(inner.timeout, request).await {
                 Ok(Ok(answer)) => {
+                    inner.paused_until.store(0, Ordering::Relaxed);
                     if inner.failing.swap(false, Ordering::Relaxed) {
                         tracing::info!("hintaudit: the shared history answers again");
                     }
@@ -221,9 +244,19 @@ impl fmt::Debug for SharedHistory {
     }
 }
 
-/// Counts a failed request at stage `history` (the first logged at WARN).
+/// Counts a failed request at stage `history` (the first logged at WARN), and pauses
+/// requests for [`RETRY_AFTER`].
 fn failed(inner: &Inner, what: &dyn fmt::Display) {
     inner.failing.store(true, Ordering::Relaxed);
+    let until = inner
+        .now_ms()
+        .saturating_add(RETRY_AFTER.as_millis() as u64);
+    inner.paused_until.fetch_max(until, Ordering::Relaxed);
+    count(what);
+}
+
+/// Counts a repeat judged without the store at stage `history` (the first logged at WARN).
+fn count(what: &dyn fmt::Display) {
     stats().audit_error(
         AuditStage::History,
         &format_args!("shared history: {what}; repeats are judged by this process's history"),

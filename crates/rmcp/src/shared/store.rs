@@ -91,6 +91,8 @@ impl Store {
         let config = ConnectionManagerConfig::new()
             .set_connection_timeout(Some(NETWORK_TIMEOUT))
             .set_response_timeout(Some(NETWORK_TIMEOUT))
+            // A reconnection needs at least one attempt (0 never reconnects); the caller
+            // pauses its requests after a failure (RETRY_AFTER), so this is not per call.
             .set_number_of_retries(1);
         let client = self.client.clone();
         self.conn
