@@ -10,7 +10,7 @@
 //!   it ends. Otherwise, before each statement the connection is made read-only, and after
 //!   it made read-write again; a session that was read-only already (a read-only role, a
 //!   connect option, an init command: the deployment's choice) is left as it is and never
-//!   made read-write (see [`session::ReadOnlySql`]; on MySQL/MariaDB this costs a round
+//!   made read-write (see [`crate::backend::ReadOnlySql`]; on MySQL/MariaDB this costs a round
 //!   trip to ask):
 //!   - SQLite: `PRAGMA query_only = ON` / `OFF` (a session setting, in or out of a
 //!     transaction);
@@ -54,15 +54,15 @@ use hintaudit_core::{
     AuditStage, Enforcement, Hint, Operation, Refusal, RefusedBy, StatementEffect, stats,
 };
 use sqlx::Error;
-use sqlx::error::DatabaseError;
 
-use crate::backend::{Backend, Ctx, Step};
+use crate::backend::{Backend, Ctx, InTransaction, Step};
 use crate::execute::{AuditedQuery, StatementEnd, boxed_in_span, in_span};
+use crate::guard::Guard;
 use crate::stream::{TryStream, Yielder};
 use parts::split;
 pub use refused::Refused;
 pub(crate) use session::{begin_statement, reset_for_call, reset_if_leaked};
-use session::{raw, raw_yields, statements};
+use session::{raw, raw_yields};
 
 /// Taking a statement's context apart around its connection.
 mod parts;
@@ -93,22 +93,6 @@ pub(crate) fn statement_optional<'e, DB: Backend>(
     boxed_in_span(run_optional(ctx, query), span)
 }
 
-/// Whether `e` is the database refusing a write because the session or transaction is
-/// read-only: SQLite `SQLITE_READONLY` (8, and its extended codes), SQLSTATE `25006`
-/// (PostgreSQL `read_only_sql_transaction`, MySQL `ER_CANT_EXECUTE_IN_READ_ONLY_TRANSACTION`).
-fn is_read_only_refusal<DB: Backend>(e: &dyn DatabaseError) -> bool {
-    let code = e.code();
-    match DB::SYSTEM_NAME {
-        "sqlite" => {
-            code.as_deref()
-                .and_then(|c| c.parse::<i32>().ok())
-                .is_some_and(|c| c & 0xff == 8)
-                || e.message().contains("readonly database")
-        }
-        _ => code.as_deref() == Some("25006") || e.message().contains("READ ONLY transaction"),
-    }
-}
-
 /// Whether statement analysis classifies `s` as destructive: what `destructiveHint: false`
 /// rules out.
 fn is_destructive(s: &StatementEffect) -> bool {
@@ -120,18 +104,14 @@ fn is_destructive(s: &StatementEffect) -> bool {
     }
 }
 
-/// Counts a connection that may go back to the pool read-only, unless disarmed.
-struct Armed<'a> {
-    leaks: &'a AtomicU64,
-    armed: bool,
-}
+/// Counts a connection that may go back to the pool read-only when dropped, unless
+/// defused: made from right before a statement that may leave the session read-only.
+type LeakCount<'a> = Guard<&'a AtomicU64, fn(&mut &'a AtomicU64)>;
 
-impl Drop for Armed<'_> {
-    fn drop(&mut self) {
-        if self.armed {
-            self.leaks.fetch_add(1, Ordering::Relaxed);
-        }
-    }
+fn leak_count(leaks: &AtomicU64) -> LeakCount<'_> {
+    Guard::new(leaks, |leaks| {
+        leaks.fetch_add(1, Ordering::Relaxed);
+    })
 }
 
 /// What [`before`] decided: refuse the statement now, or run it (restoring afterwards when
@@ -155,9 +135,9 @@ fn refuse<DB: Backend>(ctx: &Ctx<'_, DB>, hint: Hint, why: &str) -> Plan {
     })))
 }
 
-/// Refuses the statement (destructive), or makes the connection read-only; `armed` from
-/// right before a statement that may leave the session read-only.
-async fn before<DB: Backend>(ctx: &mut Ctx<'_, DB>, armed: &mut Armed<'_>) -> Plan {
+/// Refuses the statement (destructive), or makes the connection read-only; `leak` counts
+/// from right before a statement that may leave the session read-only.
+async fn before<'e, DB: Backend>(ctx: &mut Ctx<'e, DB>, leak: &mut Option<LeakCount<'e>>) -> Plan {
     let e = ctx.att.enforcement;
     if e.non_destructive && is_destructive(&ctx.att.class.effect) {
         return refuse(ctx, Hint::Destructive, " before it reached the database");
@@ -165,16 +145,16 @@ async fn before<DB: Backend>(ctx: &mut Ctx<'_, DB>, armed: &mut Armed<'_>) -> Pl
     if !e.read_only {
         return Plan::Run { restore: false };
     }
-    let sql = statements::<DB>();
+    let sql = DB::READ_ONLY;
     let in_tx = match (ctx.tx.as_deref(), sql.in_tx) {
         (None, _) => None,
         // Begun `BEGIN READ ONLY` / `START TRANSACTION READ ONLY`: the database refuses
         // the writes.
         (Some(tx), _) if DB::begun_read_only(tx) => return Plan::Run { restore: false },
-        (Some(_), Some(in_tx)) => Some(in_tx),
+        (Some(_), InTransaction::Statement(in_tx)) => Some(in_tx),
         // MySQL cannot make a running transaction read-only: statement analysis refuses
         // what may write (a write, `CALL`, an opaque function), the rest runs.
-        (Some(_), None) if DB::SYSTEM_NAME != "sqlite" => {
+        (Some(_), InTransaction::RefuseUnproved) => {
             if ctx.att.class.proved_read_only() {
                 return Plan::Run { restore: false };
             }
@@ -186,20 +166,20 @@ async fn before<DB: Backend>(ctx: &mut Ctx<'_, DB>, armed: &mut Armed<'_>) -> Pl
             );
         }
         // SQLite: `query_only` is a session setting, in a transaction too.
-        (Some(_), None) => None,
+        (Some(_), InTransaction::Session) => None,
     };
     // Restored afterwards only where it was read-write.
     let applied = match (in_tx, sql.probe) {
         (Some(in_tx), _) => raw::<DB>(ctx.conn, in_tx).await.map(|()| false),
         (None, Some(probe)) => match raw_yields::<DB>(ctx.conn, probe).await {
             Ok(true) => {
-                armed.armed = true;
+                *leak = Some(leak_count(ctx.leaks));
                 raw::<DB>(ctx.conn, sql.on).await.map(|()| true)
             }
             other => other,
         },
         (None, None) => {
-            armed.armed = true;
+            *leak = Some(leak_count(ctx.leaks));
             raw_yields::<DB>(ctx.conn, sql.on).await
         }
     };
@@ -234,7 +214,7 @@ async fn after<DB: Backend, T>(
     result: Result<T, Error>,
 ) -> (Result<T, Error>, bool) {
     let restored = !restore
-        || match raw::<DB>(conn, statements::<DB>().off).await {
+        || match raw::<DB>(conn, DB::READ_ONLY.off).await {
             Ok(()) => true,
             Err(e) => {
                 stats().audit_error(AuditStage::Hook, &format!("read-only restore failed: {e}"));
@@ -242,7 +222,7 @@ async fn after<DB: Backend, T>(
             }
         };
     let result = match result {
-        Err(Error::Database(inner)) if is_read_only_refusal::<DB>(&*inner) => {
+        Err(Error::Database(inner)) if DB::is_read_only_refusal(&*inner) => {
             ctx_record(summary.to_owned());
             let message = Enforcement::message(
                 Hint::ReadOnly,
@@ -334,7 +314,7 @@ enum Entered<'e, DB: Backend> {
 /// The enforcement around one statement, between [`enter`] and [`Around::leave`].
 struct Around<'e> {
     /// Counts a leak if the statement is dropped while the connection may be read-only.
-    armed: Armed<'e>,
+    leak: Option<LeakCount<'e>>,
     /// Whether the connection must be made read-write again after the statement.
     restore: bool,
     sink: Option<crate::execute::Sink>,
@@ -350,20 +330,20 @@ async fn enter<'e, DB: Backend>(mut ctx: Ctx<'e, DB>) -> Result<Entered<'e, DB>,
     if !e.is_active() {
         return Ok(Entered::Plain(ctx));
     }
-    // Armed by `before` right before the connection is made read-only: a drop from there on
+    // Made by `before` right before the connection is made read-only: a drop from there on
     // may leave it so, and so may a failed attempt.
-    let mut armed = Armed {
-        leaks,
-        armed: false,
-    };
-    let restore = match before(&mut ctx, &mut armed).await {
+    let mut leak = None;
+    let restore = match before(&mut ctx, &mut leak).await {
         Plan::Refuse(e) => return Err(e),
         Plan::Run { restore } => restore,
     };
-    armed.armed = restore;
+    // Made read-only here, to be restored (`before` made `leak` for it), or left as it was.
+    if let (false, Some(leak)) = (restore, leak.as_mut()) {
+        leak.defuse();
+    }
     let (conn, sink, summary, parts) = split(ctx);
     let around = Around {
-        armed,
+        leak,
         restore,
         sink,
         summary,
@@ -383,7 +363,9 @@ impl Around<'_> {
         let record = |what| record_sink(sink, what);
         let (result, restored) =
             after::<DB, _>(conn, record, &self.summary, self.restore, result).await;
-        self.armed.armed = !restored;
+        if let (true, Some(leak)) = (restored, self.leak.as_mut()) {
+            leak.defuse();
+        }
         result
     }
 }

@@ -13,7 +13,6 @@ pub(super) struct Parts<'e, DB: Backend> {
     tx: Option<&'e mut DB::TxState>,
     pool: &'e DB::PoolState,
     leaks: &'e AtomicU64,
-    oracle: crate::pool::options::PgOracle,
     att: crate::execute::Attribution,
     pooled: bool,
 }
@@ -29,7 +28,6 @@ impl<'e, DB: Backend> Parts<'e, DB> {
             tx: self.tx,
             pool: self.pool,
             leaks: self.leaks,
-            oracle: self.oracle,
             att: self.att,
             pooled: self.pooled,
         }
@@ -53,7 +51,6 @@ pub(super) fn split<DB: Backend>(
         tx,
         pool,
         leaks,
-        oracle,
         att,
         pooled,
     } = ctx;
@@ -66,7 +63,6 @@ pub(super) fn split<DB: Backend>(
             tx,
             pool,
             leaks,
-            oracle,
             att,
             pooled,
         },

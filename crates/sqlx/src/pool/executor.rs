@@ -11,8 +11,8 @@ use futures_util::{FutureExt, TryStreamExt};
 use sqlx::{Describe, Either, Error, Execute, Executor, SqlStr};
 
 use crate::backend::{Backend, describe_raw, prepare_raw};
-use crate::connection::AuditedConnection;
 use crate::execute::{Attribution, AuditedQuery, StatementEnd, boxed_in_span};
+use crate::held::connection::AuditedConnection;
 use crate::pool::AuditedPool;
 use crate::pool::inner::Shared;
 use crate::stream::DetachableStream;
