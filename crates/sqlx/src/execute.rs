@@ -89,12 +89,6 @@ impl Sink {
             self.effects.update_statement(index, update);
         }
     }
-
-    #[cfg_attr(not(feature = "sqlite"), allow(dead_code))]
-    /// Whether `self` and `other` are the same statement of the same call.
-    pub(crate) fn same(&self, other: &Sink) -> bool {
-        Arc::ptr_eq(&self.effects, &other.effects) && self.index == other.index
-    }
 }
 
 /// One statement's classification, attribution and span.
@@ -172,14 +166,6 @@ impl Attribution {
                 }
                 s.observed = observed;
             });
-        }
-    }
-
-    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
-    /// Marks the statement observed after the fact (the PostgreSQL oracle at COMMIT).
-    pub(crate) fn mark_observed(sink: &Sink) {
-        if let Some(index) = sink.index {
-            sink.effects.update_statement(index, |s| s.observed = true);
         }
     }
 }

@@ -59,13 +59,10 @@ use crate::backend::{Backend, Ctx, InTransaction, Step};
 use crate::execute::{AuditedQuery, StatementEnd, boxed_in_span, in_span};
 use crate::guard::Guard;
 use crate::stream::{TryStream, Yielder};
-use parts::split;
 pub use refused::Refused;
 pub(crate) use session::{begin_statement, reset_for_call, reset_if_leaked};
 use session::{raw, raw_yields};
 
-/// Taking a statement's context apart around its connection.
-mod parts;
 /// [`Refused`], the error a refusal reaches the tool as.
 mod refused;
 /// The session side of `readOnlyHint: true`: read-only statements and resets.
@@ -281,8 +278,10 @@ async fn enforced_into<'e, DB: Backend>(
 ) -> Result<(), Error> {
     match enter(ctx).await? {
         Entered::Plain(ctx) => DB::run_into(ctx, query, y).await,
-        Entered::Enforced(around, conn, parts) => {
-            let result = DB::run_into(parts.rebuild(&mut *conn), query, y).await;
+        Entered::Enforced(around, ctx) => {
+            // The statement runs on a reborrow of the connection, kept for the restore.
+            let conn = ctx.conn;
+            let result = DB::run_into(Ctx { conn: &mut *conn, ..ctx }, query, y).await;
             around.leave::<DB, _>(conn, result).await
         }
     }
@@ -295,8 +294,10 @@ async fn enforced_optional<'e, DB: Backend>(
 ) -> Result<Option<DB::Row>, Error> {
     match enter(ctx).await? {
         Entered::Plain(ctx) => DB::run_optional(ctx, query).await,
-        Entered::Enforced(around, conn, parts) => {
-            let result = DB::run_optional(parts.rebuild(&mut *conn), query).await;
+        Entered::Enforced(around, ctx) => {
+            // The statement runs on a reborrow of the connection, kept for the restore.
+            let conn = ctx.conn;
+            let result = DB::run_optional(Ctx { conn: &mut *conn, ..ctx }, query).await;
             around.leave::<DB, _>(conn, result).await
         }
     }
@@ -306,9 +307,8 @@ async fn enforced_optional<'e, DB: Backend>(
 enum Entered<'e, DB: Backend> {
     /// Nothing to enforce (the connection was only reset): run it as it is.
     Plain(Ctx<'e, DB>),
-    /// Run it on a reborrow of the connection, rebuilt from the parts, then
-    /// [`Around::leave`] with the connection.
-    Enforced(Around<'e>, &'e mut DB::Connection, parts::Parts<'e, DB>),
+    /// Run it on a reborrow of the connection, then [`Around::leave`] with the connection.
+    Enforced(Around<'e>, Ctx<'e, DB>),
 }
 
 /// The enforcement around one statement, between [`enter`] and [`Around::leave`].
@@ -341,14 +341,13 @@ async fn enter<'e, DB: Backend>(mut ctx: Ctx<'e, DB>) -> Result<Entered<'e, DB>,
     if let (false, Some(leak)) = (restore, leak.as_mut()) {
         leak.defuse();
     }
-    let (conn, sink, summary, parts) = split(ctx);
     let around = Around {
         leak,
         restore,
-        sink,
-        summary,
+        sink: ctx.att.sink.clone(),
+        summary: ctx.att.class.effect.summary.clone(),
     };
-    Ok(Entered::Enforced(around, conn, parts))
+    Ok(Entered::Enforced(around, ctx))
 }
 
 impl Around<'_> {

@@ -147,7 +147,7 @@ pub(super) fn ended(tx: &mut PgTxState, committed: bool) {
             obs.wrote |= one.wrote;
             merge(&mut obs.tables, one.tables);
         }
-        Attribution::mark_observed(sink);
+        sink.update(|s| s.observed = true);
     }
     let effects = tx
         .sink()
@@ -157,7 +157,7 @@ pub(super) fn ended(tx: &mut PgTxState, committed: bool) {
     }
     if oracle_ran {
         for (sink, _) in &tx.statements {
-            Attribution::mark_observed(sink);
+            sink.update(|s| s.observed = true);
         }
     } else if !committed {
         tx.mark_rolled_back();
