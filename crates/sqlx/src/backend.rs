@@ -8,10 +8,10 @@
 //! - its audit state: per pool ([`Backend::PoolState`], built from the pool's options by
 //!   [`Backend::pool_state`]: PostgreSQL's oracle mode lives there), per held connection
 //!   ([`Backend::ConnState`]) and per outermost transaction ([`Backend::TxState`]);
-//! - a statement: [`Backend::run_into`] and [`Backend::run_optional`], each the backend's
-//!   start (binding hooks, picking the route: the PostgreSQL oracle, a direct write), the
-//!   statement read to its end by the one drain-and-count loop ([`crate::drive::drain`]),
-//!   then the backend's end with the rows it counted;
+//! - a statement: [`Backend::run`], the backend's start (binding hooks, picking the route:
+//!   the PostgreSQL oracle, a direct write), the statement read to its end by the one
+//!   drain-and-count loop ([`crate::drive::drain`]), then the backend's end with the rows
+//!   it counted;
 //! - enforce mode: its read-only SQL ([`Backend::READ_ONLY`], [`ReadOnlySql`]) and how it
 //!   says it refused a write ([`Backend::is_read_only_refusal`]);
 //! - transactions and `Acquire`: hooks with no-op defaults ([`Backend::before_begin`] to
@@ -35,9 +35,9 @@ use sqlx::error::DatabaseError;
 use sqlx::{Database, Describe, Either, Error, Executor, SqlStr};
 
 use crate::classify::SqlDialect;
+use crate::drive::Answer;
 use crate::execute::{Attribution, AuditedQuery};
 use crate::pool::options::{AfterConnect, AuditedPoolOptions};
-use crate::stream::Yielder;
 
 pub(crate) mod sealed {
     /// Only this crate implements [`crate::Backend`].
@@ -83,24 +83,19 @@ pub trait Backend: Database + sealed::Sealed + RawExecutor {
         }
     }
 
-    /// Runs one audited statement, handing its results and rows to `y` (see
-    /// [`statement_stream`]). Not boxed, and not in the statement's span: the caller boxes
-    /// and instruments once, around whatever else it does for the statement (the pool
-    /// acquires a connection), instead of a stream inside a stream.
+    /// Runs one audited statement: the backend's start (binding hooks, picking the route),
+    /// the statement read by [`crate::drive::drain`] (or run as the route says), the
+    /// backend's end with the rows counted; its results and rows go where `answer` says:
+    /// to the caller's stream (`fetch_many`), or the first row kept (`fetch_optional`). Not
+    /// boxed, and not in the statement's span: the caller boxes and instruments once,
+    /// around whatever else it does for the statement (the pool acquires a connection),
+    /// instead of a stream inside a stream.
     #[doc(hidden)]
-    fn run_into<'e>(
+    fn run<'e, 'a: 'e>(
         ctx: Ctx<'e, Self>,
         query: AuditedQuery<Self>,
-        y: &'e Yielder<Step<Self>>,
+        answer: &'e mut Answer<'a, Self>,
     ) -> impl Future<Output = Result<(), Error>> + Send + 'e;
-
-    /// Runs one audited statement for at most one row. Not boxed, and not in the
-    /// statement's span, as [`Backend::run_into`].
-    #[doc(hidden)]
-    fn run_optional<'e>(
-        ctx: Ctx<'e, Self>,
-        query: AuditedQuery<Self>,
-    ) -> impl Future<Output = Result<Option<Self::Row>, Error>> + Send + 'e;
 
     /// Whether `fetch_optional` (and so `fetch_one`) straight on the pool runs as
     /// `fetch_many` does, through the statement's stream, which it reads to the end, keeping

@@ -64,7 +64,8 @@ impl RowsAffected for sqlx::mysql::MySqlQueryResult {
 }
 
 /// Where the items of a statement's answer go as [`drain`] reads them.
-pub(crate) enum Answer<'y, DB: Database> {
+#[doc(hidden)]
+pub enum Answer<'y, DB: Database> {
     /// To the caller's stream, each as it arrives (`fetch_many`).
     Stream(&'y Yielder<Step<DB>>),
     /// The first row kept, the others read and dropped (`fetch_optional`).
@@ -80,6 +81,22 @@ impl<DB: Database> Answer<'_, DB> {
         match self {
             Answer::First(first) => first,
             _ => None,
+        }
+    }
+
+    /// Hands on `items` held until the statement's end (the PostgreSQL oracle's `COMMIT`).
+    #[cfg(feature = "postgres")]
+    pub(crate) async fn deliver(&mut self, items: Vec<Step<DB>>) {
+        for item in items {
+            match self {
+                Answer::Stream(y) => y.send(item).await,
+                Answer::First(first) => {
+                    if let (None, Either::Right(row)) = (&first, item) {
+                        *first = Some(row);
+                    }
+                }
+                Answer::Buffer { items, .. } => items.push(item),
+            }
         }
     }
 

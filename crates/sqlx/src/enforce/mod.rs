@@ -1,5 +1,5 @@
 //! Enforce mode in the audited pool: every audited statement of a call whose scope enforces
-//! a hint ([`hintaudit_core::Enforcement`]) runs through [`run_into`] or [`run_optional`].
+//! a hint ([`hintaudit_core::Enforcement`]) runs through [`run`].
 //!
 //! - `destructiveHint: false`: a statement classified as `DELETE`, `UPDATE`, an overwriting
 //!   upsert, `TRUNCATE` or `DROP` is refused before it reaches the database.
@@ -56,9 +56,10 @@ use hintaudit_core::{
 use sqlx::Error;
 
 use crate::backend::{Backend, Ctx, InTransaction, Step};
+use crate::drive::Answer;
 use crate::execute::{AuditedQuery, StatementEnd, boxed_in_span, in_span};
 use crate::guard::Guard;
-use crate::stream::{TryStream, Yielder};
+use crate::stream::TryStream;
 pub use refused::Refused;
 pub(crate) use session::{begin_statement, reset_for_call, reset_if_leaked};
 use session::{raw, raw_yields};
@@ -76,7 +77,10 @@ pub(crate) fn statement_stream<'e, DB: Backend>(
 ) -> BoxStream<'e, Result<Step<DB>, Error>> {
     let span = ctx.att.span.clone();
     Box::pin(TryStream::new(move |y| {
-        in_span(async move { run_into(ctx, query, &y).await }, span)
+        in_span(
+            async move { run(ctx, query, &mut Answer::Stream(&y)).await },
+            span,
+        )
     }))
 }
 
@@ -87,7 +91,12 @@ pub(crate) fn statement_optional<'e, DB: Backend>(
     query: AuditedQuery<DB>,
 ) -> BoxFuture<'e, Result<Option<DB::Row>, Error>> {
     let span = ctx.att.span.clone();
-    boxed_in_span(run_optional(ctx, query), span)
+    let run = async move {
+        let mut answer = Answer::First(None);
+        run(ctx, query, &mut answer).await?;
+        Ok(answer.into_first())
+    };
+    boxed_in_span(run, span)
 }
 
 /// Whether statement analysis classifies `s` as destructive: what `destructiveHint: false`
@@ -242,62 +251,42 @@ fn plain<DB: Backend>(ctx: &Ctx<'_, DB>) -> bool {
     !ctx.att.enforcement.is_active() && ctx.leaks.load(Ordering::Relaxed) == 0
 }
 
-/// [`Backend::run_into`] under the call's enforcement. A plain statement ([`plain`]) goes
+/// [`Backend::run`] under the call's enforcement. A plain statement ([`plain`]) goes
 /// straight to the backend; the others through a boxed future of their own, so that the
 /// enforcement's steps do not enlarge every statement's future (which its executor moves
 /// and boxes: 3.6 KB on SQLite with them inline).
-pub(crate) async fn run_into<'e, DB: Backend>(
+pub(crate) async fn run<'e, 'a: 'e, DB: Backend>(
     ctx: Ctx<'e, DB>,
     query: AuditedQuery<DB>,
-    y: &'e Yielder<Step<DB>>,
+    answer: &'e mut Answer<'a, DB>,
 ) -> Result<(), Error> {
     if plain(&ctx) {
-        DB::run_into(ctx, query, y).await
+        DB::run(ctx, query, answer).await
     } else {
-        Box::pin(enforced_into(ctx, query, y)).await
+        Box::pin(enforced(ctx, query, answer)).await
     }
 }
 
-/// [`Backend::run_optional`] under the call's enforcement; see [`run_into`].
-pub(crate) async fn run_optional<'e, DB: Backend>(
+/// [`run`] of a statement that is not plain: see [`enter`].
+async fn enforced<'e, 'a: 'e, DB: Backend>(
     ctx: Ctx<'e, DB>,
     query: AuditedQuery<DB>,
-) -> Result<Option<DB::Row>, Error> {
-    if plain(&ctx) {
-        DB::run_optional(ctx, query).await
-    } else {
-        Box::pin(enforced_optional(ctx, query)).await
-    }
-}
-
-/// [`run_into`] of a statement that is not plain: see [`enter`].
-async fn enforced_into<'e, DB: Backend>(
-    ctx: Ctx<'e, DB>,
-    query: AuditedQuery<DB>,
-    y: &'e Yielder<Step<DB>>,
+    answer: &'e mut Answer<'a, DB>,
 ) -> Result<(), Error> {
     match enter(ctx).await? {
-        Entered::Plain(ctx) => DB::run_into(ctx, query, y).await,
+        Entered::Plain(ctx) => DB::run(ctx, query, answer).await,
         Entered::Enforced(around, ctx) => {
             // The statement runs on a reborrow of the connection, kept for the restore.
             let conn = ctx.conn;
-            let result = DB::run_into(Ctx { conn: &mut *conn, ..ctx }, query, y).await;
-            around.leave::<DB, _>(conn, result).await
-        }
-    }
-}
-
-/// [`run_optional`] of a statement that is not plain: see [`enter`].
-async fn enforced_optional<'e, DB: Backend>(
-    ctx: Ctx<'e, DB>,
-    query: AuditedQuery<DB>,
-) -> Result<Option<DB::Row>, Error> {
-    match enter(ctx).await? {
-        Entered::Plain(ctx) => DB::run_optional(ctx, query).await,
-        Entered::Enforced(around, ctx) => {
-            // The statement runs on a reborrow of the connection, kept for the restore.
-            let conn = ctx.conn;
-            let result = DB::run_optional(Ctx { conn: &mut *conn, ..ctx }, query).await;
+            let result = DB::run(
+                Ctx {
+                    conn: &mut *conn,
+                    ..ctx
+                },
+                query,
+                answer,
+            )
+            .await;
             around.leave::<DB, _>(conn, result).await
         }
     }

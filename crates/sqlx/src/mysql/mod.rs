@@ -38,13 +38,12 @@ use hintaudit_core::{
 };
 use sqlx::Error;
 use sqlx::error::DatabaseError;
-use sqlx::mysql::{MySql, MySqlConnection, MySqlRow};
+use sqlx::mysql::{MySql, MySqlConnection};
 
-use crate::backend::{Backend, Ctx, InTransaction, ReadOnlySql, Step, TxEnd, sealed};
+use crate::backend::{Backend, Ctx, InTransaction, ReadOnlySql, TxEnd, sealed};
 use crate::classify::{Classification, SqlDialect, TxControl, is_dml};
 use crate::drive::{Answer, drain, unfinished};
 use crate::execute::{Attribution, AuditedQuery, Sink, StatementEnd};
-use crate::stream::Yielder;
 use catalog::Catalog;
 use counted::Counted;
 use pending::Pending;
@@ -341,23 +340,25 @@ impl Backend for MySql {
         tx.read_only
     }
 
-    async fn run_into<'e>(
+    async fn run<'e, 'a: 'e>(
         ctx: Ctx<'e, Self>,
         query: AuditedQuery<Self>,
-        y: &'e Yielder<Step<Self>>,
+        answer: &'e mut Answer<'a, Self>,
     ) -> Result<(), Error> {
-        let answer = &mut Answer::Stream(y);
-        drive(ctx, query, answer).await
-    }
-
-    async fn run_optional<'e>(
-        ctx: Ctx<'e, Self>,
-        query: AuditedQuery<Self>,
-    ) -> Result<Option<MySqlRow>, Error> {
-        // Every result is read, for its rows affected; the first row is the answer.
-        let mut answer = Answer::First(None);
-        drive(ctx, query, &mut answer).await?;
-        Ok(answer.into_first())
+        // Every result is read, for its rows affected, also for `fetch_optional`.
+        let mut run = start(ctx).await;
+        let sql = text_needed(&run.att.class).then(|| query.text().to_owned());
+        let mut rows = unfinished::<MySql, Counted>(&run.att);
+        let result = drain(run.conn, query, &mut *rows, answer).await;
+        rows.defuse();
+        let results = rows.results();
+        drop(rows);
+        run.finish(
+            sql.as_deref().unwrap_or_default(),
+            &results,
+            result.is_err(),
+        );
+        result
     }
 
     fn after_end(tx: &mut MySqlTxState, end: TxEnd, answer: &Result<(), Error>) {
@@ -368,29 +369,6 @@ impl Backend for MySql {
     fn dropped_unended(tx: &mut MySqlTxState) {
         tx.pending.end(false);
     }
-}
-
-/// Runs one statement: the catalog it needs ([`start`]), the statement read to its end
-/// counting the rows of each result ([`drain`]), then what follows from them
-/// ([`Run::finish`]).
-async fn drive(
-    ctx: Ctx<'_, MySql>,
-    query: AuditedQuery<MySql>,
-    answer: &mut Answer<'_, MySql>,
-) -> Result<(), Error> {
-    let mut run = start(ctx).await;
-    let sql = text_needed(&run.att.class).then(|| query.text().to_owned());
-    let mut rows = unfinished::<MySql, Counted>(&run.att);
-    let result = drain(run.conn, query, &mut *rows, answer).await;
-    rows.defuse();
-    let results = rows.results();
-    drop(rows);
-    run.finish(
-        sql.as_deref().unwrap_or_default(),
-        &results,
-        result.is_err(),
-    );
-    result
 }
 
 /// An unparseable text that starts like DDL (`CREATE TRIGGER … BEGIN … END`, which sqlparser

@@ -80,7 +80,7 @@ use futures_core::future::BoxFuture;
 use futures_util::FutureExt;
 use hintaudit_core::{AuditStage, StatementOutcome, stats};
 use sqlx::error::DatabaseError;
-use sqlx::postgres::{PgConnection, PgRow, Postgres};
+use sqlx::postgres::{PgConnection, Postgres};
 use sqlx::{Connection, Either, Error};
 pub use tx::PgTxState;
 
@@ -277,10 +277,10 @@ impl Backend for Postgres {
         tx.read_only
     }
 
-    async fn run_into<'e>(
+    async fn run<'e, 'a: 'e>(
         ctx: Ctx<'e, Self>,
         query: AuditedQuery<Self>,
-        y: &'e Yielder<Step<Self>>,
+        answer: &'e mut Answer<'a, Self>,
     ) -> Result<(), Error> {
         let Started {
             wrapped,
@@ -293,73 +293,44 @@ impl Backend for Postgres {
             finish(&mut rest, &att, StatementEnd::FAILED);
             return Err(e);
         }
-        let (wrapped, query) = match stream_or_pass(wrapped, conn, &mut rest, &att, query, y).await
-        {
-            Either::Left(done) => return done,
-            Either::Right(query) => query,
-        };
-        let query = match wrap_or_pass(wrapped, conn, &mut rest, &att, query, false).await? {
-            Either::Left(items) => {
-                // Buffered: the rows are yielded once COMMIT answered.
-                for v in items {
-                    y.send(v).await;
+        let (wrapped, query) = match answer {
+            Answer::Stream(y) => {
+                match stream_or_pass(wrapped, conn, &mut rest, &att, query, y).await {
+                    Either::Left(done) => return done,
+                    Either::Right(query) => query,
                 }
+            }
+            _ => (wrapped, query),
+        };
+        let one = matches!(answer, Answer::First(_));
+        let query = match wrap_or_pass(wrapped, conn, &mut rest, &att, query, one).await? {
+            Either::Left(items) => {
+                // Buffered: the rows are handed on once COMMIT answered.
+                answer.deliver(items).await;
                 return Ok(());
             }
             Either::Right(query) => query,
         };
         let mut rows = unfinished::<Postgres, u64>(&att);
-        let result = drain(conn, query, &mut *rows, &mut Answer::Stream(y)).await;
+        let result = match answer {
+            // The rows affected as the statement's own count (`collect`), not the guard's.
+            Answer::First(first) => {
+                let dml = is_dml(att.class.effect.operation);
+                collect(conn, query, true, dml).await.map(|(items, n)| {
+                    *first = items.into_iter().find_map(|v| v.right());
+                    n
+                })
+            }
+            answer => drain(conn, query, &mut *rows, answer).await.map(|()| *rows),
+        };
         rows.defuse();
+        drop(rows);
         let end = match &result {
-            Ok(()) => succeeded(&att, *rows, false),
+            Ok(n) => succeeded(&att, *n, false),
             Err(_) => StatementEnd::FAILED,
         };
-        drop(rows);
         finish(&mut rest, &att, end);
-        result
-    }
-
-    async fn run_optional<'e>(
-        ctx: Ctx<'e, Self>,
-        query: AuditedQuery<Self>,
-    ) -> Result<Option<PgRow>, Error> {
-        let Started {
-            wrapped,
-            lost,
-            conn,
-            att,
-            mut rest,
-        } = start(ctx).await;
-        if let Some(e) = lost {
-            finish(&mut rest, &att, StatementEnd::FAILED);
-            return Err(e);
-        }
-        let first = |items: Vec<Item>| {
-            items.into_iter().find_map(|v| match v {
-                Either::Right(r) => Some(r),
-                Either::Left(_) => None,
-            })
-        };
-        let query = match wrap_or_pass(wrapped, conn, &mut rest, &att, query, true).await? {
-            Either::Left(items) => return Ok(first(items)),
-            Either::Right(query) => query,
-        };
-        let dml = is_dml(att.class.effect.operation);
-        let mut done = unfinished::<Postgres, u64>(&att);
-        let r = collect(conn, query, true, dml).await;
-        done.defuse();
-        drop(done);
-        match r {
-            Ok((items, rows)) => {
-                finish(&mut rest, &att, succeeded(&att, rows, false));
-                Ok(first(items))
-            }
-            Err(e) => {
-                finish(&mut rest, &att, StatementEnd::FAILED);
-                Err(e)
-            }
-        }
+        result.map(drop)
     }
 
     fn before_begin<'e>(

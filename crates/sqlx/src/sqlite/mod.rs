@@ -77,16 +77,15 @@ use futures_util::FutureExt;
 use hintaudit_core::{AuditStage, StatementOutcome, stats};
 use sqlx::error::DatabaseError;
 use sqlx::pool::PoolOptions;
-use sqlx::sqlite::{Sqlite, SqliteConnection, SqliteRow};
+use sqlx::sqlite::{Sqlite, SqliteConnection};
 use sqlx::{Connection, Error, Executor};
 
-use crate::backend::{Backend, Ctx, InTransaction, ReadOnlySql, Step, TxEnd, sealed};
+use crate::backend::{Backend, Ctx, InTransaction, ReadOnlySql, TxEnd, sealed};
 use crate::classify::{Classification, SqlDialect, TxControl, is_dml};
 use crate::drive::{Answer, drain};
 use crate::execute::{Attribution, AuditedQuery, StatementEnd};
 use crate::guard::Guard;
 use crate::pool::options::AfterConnect;
-use crate::stream::Yielder;
 
 use bind::{Bound, bind, learn_images, may_open_tx};
 use hooks::{Binding, Slot};
@@ -306,14 +305,25 @@ impl Backend for Sqlite {
         })
     }
 
-    async fn run_into<'e>(
+    async fn run<'e, 'a: 'e>(
         ctx: Ctx<'e, Self>,
         query: AuditedQuery<Self>,
-        y: &'e Yielder<Step<Self>>,
+        answer: &'e mut Answer<'a, Self>,
     ) -> Result<(), Error> {
         let mut run = start(ctx, &query).await;
-        let answer = &mut Answer::Stream(y);
-        let result = drain(run.conn, query, &mut run.fin.rows, answer).await;
+        let result = match answer {
+            // sqlx's own fetch_optional, so that the statement stops at its first row as it
+            // does unaudited: in a text of several statements, those after the row never
+            // run. The driver's row count is not read then; a write that returned a row
+            // (RETURNING) counts as one, so that hooks that saw none are known to be blind.
+            Answer::First(first) => run.conn.fetch_optional(query).await.map(|row| {
+                if row.is_some() && is_dml(run.fin.att.class.effect.operation) {
+                    run.fin.rows = 1;
+                }
+                *first = row;
+            }),
+            answer => drain(run.conn, query, &mut run.fin.rows, answer).await,
+        };
         run.fin.bound.defuse();
         match result {
             Ok(()) => {
@@ -325,29 +335,6 @@ impl Backend for Sqlite {
                 Err(e)
             }
         }
-    }
-
-    async fn run_optional<'e>(
-        ctx: Ctx<'e, Self>,
-        query: AuditedQuery<Self>,
-    ) -> Result<Option<SqliteRow>, Error> {
-        let mut run = start(ctx, &query).await;
-        // sqlx's own fetch_optional, so that the statement stops at its first row as it does
-        // unaudited: in a text of several statements, those after the row never run. The
-        // driver's row count is not read then; a write that returned a row (RETURNING)
-        // counts as one, so that hooks that saw none are known to be blind.
-        let r = run.conn.fetch_optional(query).await;
-        run.fin.bound.defuse();
-        match &r {
-            Ok(row) => {
-                if row.is_some() && is_dml(run.fin.att.class.effect.operation) {
-                    run.fin.rows = 1;
-                }
-                run.succeeded().await;
-            }
-            Err(_) => run.fin.outcome = StatementOutcome::Failed,
-        }
-        r
     }
 
     fn before_end<'e>(
