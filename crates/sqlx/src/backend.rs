@@ -35,9 +35,9 @@ use sqlx::error::DatabaseError;
 use sqlx::{Database, Describe, Either, Error, Executor, SqlStr};
 
 use crate::classify::SqlDialect;
-use crate::drive::Answer;
 use crate::execute::{Attribution, AuditedQuery};
 use crate::pool::options::{AfterConnect, AuditedPoolOptions};
+use crate::stream::Yielder;
 
 pub(crate) mod sealed {
     /// Only this crate implements [`crate::Backend`].
@@ -306,6 +306,53 @@ pub(crate) fn describe_raw<DB: Backend>(
 
 /// One item of a statement's answer: its result (rows affected) or a row.
 pub type Step<DB> = Either<<DB as Database>::QueryResult, <DB as Database>::Row>;
+
+/// Where the items of a statement's answer go as [`crate::drive::drain`] reads them.
+#[doc(hidden)]
+pub enum Answer<'y, DB: Database> {
+    /// To the caller's stream, each as it arrives (`fetch_many`).
+    Stream(&'y Yielder<Step<DB>>),
+    /// The first row kept, the others read and dropped (`fetch_optional`).
+    First(Option<DB::Row>),
+    /// Held until the statement's end (the PostgreSQL oracle's `COMMIT`): every result, and
+    /// the first `rows` rows (`usize::MAX`: all of them).
+    Buffer { items: Vec<Step<DB>>, rows: usize },
+}
+
+impl<DB: Database> Answer<'_, DB> {
+    /// The first row kept ([`Answer::First`]).
+    pub(crate) fn into_first(self) -> Option<DB::Row> {
+        match self {
+            Answer::First(first) => first,
+            _ => None,
+        }
+    }
+
+    /// Hands on `items` held until the statement's end (the PostgreSQL oracle's `COMMIT`).
+    #[cfg(feature = "postgres")]
+    pub(crate) async fn deliver(&mut self, items: Vec<Step<DB>>) {
+        for item in items {
+            match self {
+                Answer::Stream(y) => y.send(item).await,
+                Answer::First(first) => {
+                    if let (None, Either::Right(row)) = (&first, item) {
+                        *first = Some(row);
+                    }
+                }
+                Answer::Buffer { items, .. } => items.push(item),
+            }
+        }
+    }
+
+    /// What was held ([`Answer::Buffer`]).
+    #[cfg(feature = "postgres")]
+    pub(crate) fn into_items(self) -> Vec<Step<DB>> {
+        match self {
+            Answer::Buffer { items, .. } => items,
+            _ => Vec::new(),
+        }
+    }
+}
 
 /// Everything a backend needs to run one audited statement.
 #[doc(hidden)]

@@ -8,10 +8,9 @@ use futures_util::TryStreamExt;
 use hintaudit_core::StatementOutcome;
 use sqlx::{Database, Either, Error, Executor};
 
-use crate::backend::{Backend, Step};
+use crate::backend::{Answer, Backend, Step};
 use crate::execute::{Attribution, AuditedQuery, StatementEnd};
 use crate::guard::Guard;
-use crate::stream::Yielder;
 
 /// Rows a statement affected, counted from its answer as it is read.
 pub(crate) trait RowCount<DB: Database> {
@@ -60,53 +59,6 @@ impl RowsAffected for sqlx::postgres::PgQueryResult {
 impl RowsAffected for sqlx::mysql::MySqlQueryResult {
     fn rows_affected(&self) -> u64 {
         sqlx::mysql::MySqlQueryResult::rows_affected(self)
-    }
-}
-
-/// Where the items of a statement's answer go as [`drain`] reads them.
-#[doc(hidden)]
-pub enum Answer<'y, DB: Database> {
-    /// To the caller's stream, each as it arrives (`fetch_many`).
-    Stream(&'y Yielder<Step<DB>>),
-    /// The first row kept, the others read and dropped (`fetch_optional`).
-    First(Option<DB::Row>),
-    /// Held until the statement's end (the PostgreSQL oracle's `COMMIT`): every result, and
-    /// the first `rows` rows (`usize::MAX`: all of them).
-    Buffer { items: Vec<Step<DB>>, rows: usize },
-}
-
-impl<DB: Database> Answer<'_, DB> {
-    /// The first row kept ([`Answer::First`]).
-    pub(crate) fn into_first(self) -> Option<DB::Row> {
-        match self {
-            Answer::First(first) => first,
-            _ => None,
-        }
-    }
-
-    /// Hands on `items` held until the statement's end (the PostgreSQL oracle's `COMMIT`).
-    #[cfg(feature = "postgres")]
-    pub(crate) async fn deliver(&mut self, items: Vec<Step<DB>>) {
-        for item in items {
-            match self {
-                Answer::Stream(y) => y.send(item).await,
-                Answer::First(first) => {
-                    if let (None, Either::Right(row)) = (&first, item) {
-                        *first = Some(row);
-                    }
-                }
-                Answer::Buffer { items, .. } => items.push(item),
-            }
-        }
-    }
-
-    /// What was held ([`Answer::Buffer`]).
-    #[cfg(feature = "postgres")]
-    pub(crate) fn into_items(self) -> Vec<Step<DB>> {
-        match self {
-            Answer::Buffer { items, .. } => items,
-            _ => Vec::new(),
-        }
     }
 }
 

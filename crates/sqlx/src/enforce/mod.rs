@@ -55,8 +55,8 @@ use hintaudit_core::{
 };
 use sqlx::Error;
 
+use crate::backend::Answer;
 use crate::backend::{Backend, Ctx, InTransaction, Step};
-use crate::drive::Answer;
 use crate::execute::{AuditedQuery, StatementEnd, boxed_in_span, in_span};
 use crate::guard::Guard;
 use crate::stream::TryStream;

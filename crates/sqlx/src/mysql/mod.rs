@@ -40,9 +40,10 @@ use sqlx::Error;
 use sqlx::error::DatabaseError;
 use sqlx::mysql::{MySql, MySqlConnection};
 
+use crate::backend::Answer;
 use crate::backend::{Backend, Ctx, InTransaction, ReadOnlySql, TxEnd, sealed};
 use crate::classify::{Classification, SqlDialect, TxControl, is_dml};
-use crate::drive::{Answer, drain, unfinished};
+use crate::drive::{drain, unfinished};
 use crate::execute::{Attribution, AuditedQuery, Sink, StatementEnd};
 use catalog::Catalog;
 use counted::Counted;

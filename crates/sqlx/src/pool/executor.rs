@@ -10,8 +10,8 @@ use futures_core::stream::BoxStream;
 use futures_util::{FutureExt, TryStreamExt};
 use sqlx::{Describe, Either, Error, Execute, Executor, SqlStr};
 
+use crate::backend::Answer;
 use crate::backend::{Backend, describe_raw, prepare_raw};
-use crate::drive::Answer;
 use crate::execute::{Attribution, AuditedQuery, StatementEnd, boxed_in_span};
 use crate::held::connection::AuditedConnection;
 use crate::pool::AuditedPool;

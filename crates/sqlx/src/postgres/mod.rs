@@ -84,9 +84,10 @@ use sqlx::postgres::{PgConnection, Postgres};
 use sqlx::{Connection, Either, Error};
 pub use tx::PgTxState;
 
+use crate::backend::Answer;
 use crate::backend::{Backend, Ctx, InTransaction, ReadOnlySql, Step, TxEnd, sealed};
 use crate::classify::{SqlDialect, TxControl, is_dml};
-use crate::drive::{Answer, drain, unfinished};
+use crate::drive::{drain, unfinished};
 use crate::execute::{Attribution, AuditedQuery, StatementEnd};
 use crate::guard::Guard;
 use crate::pool::options::{AuditedPoolOptions, PgOracle};

@@ -5,8 +5,9 @@ use hintaudit_core::{AuditStage, stats};
 use sqlx::postgres::{PgConnection, PgQueryResult, PgRow, Postgres};
 use sqlx::{Connection, Either, Error, Executor, Transaction};
 
+use crate::backend::Answer;
 use crate::classify::is_dml;
-use crate::drive::{Answer, drain};
+use crate::drive::drain;
 use crate::execute::{Attribution, AuditedQuery};
 use crate::stream::Yielder;
 

@@ -80,9 +80,10 @@ use sqlx::pool::PoolOptions;
 use sqlx::sqlite::{Sqlite, SqliteConnection};
 use sqlx::{Connection, Error, Executor};
 
+use crate::backend::Answer;
 use crate::backend::{Backend, Ctx, InTransaction, ReadOnlySql, TxEnd, sealed};
 use crate::classify::{Classification, SqlDialect, TxControl, is_dml};
-use crate::drive::{Answer, drain};
+use crate::drive::drain;
 use crate::execute::{Attribution, AuditedQuery, StatementEnd};
 use crate::guard::Guard;
 use crate::pool::options::AfterConnect;
