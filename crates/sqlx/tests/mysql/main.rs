@@ -1,7 +1,8 @@
 //! The audited pool against a real MySQL or MariaDB (`HINTAUDIT_MYSQL_URL`, default
-//! `mysql://root@127.0.0.1:3306`, the server root without a database). Each test works in
-//! its own database and drops it. Without a server the tests print why they skip, unless
-//! `HINTAUDIT_REQUIRE_MYSQL=1` (or `HINTAUDIT_REQUIRE_ALL=1`).
+//! `mysql://root@127.0.0.1:3306`, the server root without a database), and enforce mode
+//! (`enforce`; the spans' `db.system.name` is a binary of its own, `mysql_spans`). Each test
+//! works in its own database and drops it. Without a server the tests print why they skip,
+//! unless `HINTAUDIT_REQUIRE_MYSQL=1` (or `HINTAUDIT_REQUIRE_ALL=1`).
 
 #![cfg(feature = "mysql")]
 

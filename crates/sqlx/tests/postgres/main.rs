@@ -1,5 +1,7 @@
 //! The audited pool against a real PostgreSQL (`HINTAUDIT_PG_URL`, default
-//! `postgres://postgres@127.0.0.1:5432/test`). Each test works in its own schema and drops it.
+//! `postgres://postgres@127.0.0.1:5432/test`): the oracle, direct writes (`direct`),
+//! streaming (`streaming`), transactions (`transactions`, `tx_scope`), enforce mode
+//! (`enforce`) and lazy pools (`lazy`). Each test works in its own schema and drops it.
 //! Without a server the tests print why they skip, unless `HINTAUDIT_REQUIRE_PG=1` (or
 //! `HINTAUDIT_REQUIRE_ALL=1`).
 
