@@ -48,7 +48,7 @@ pub async fn postgres(test: &str) -> Option<TestDb> {
     let admin = match sqlx::PgPool::connect(&base).await {
         Ok(pool) => pool,
         Err(e) => {
-            if std::env::var("HINTAUDIT_REQUIRE_PG").as_deref() == Ok("1") {
+            if hintaudit_test_support::required("HINTAUDIT_REQUIRE_PG") {
                 panic!(
                     "PostgreSQL is required (HINTAUDIT_REQUIRE_PG=1) but {base} is unreachable: {e}"
                 );

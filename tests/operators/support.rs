@@ -13,18 +13,13 @@ pub fn repo_path(rel: &str) -> PathBuf {
     repo().join(rel)
 }
 
-/// Whether an environment variable is set to `1`.
-pub fn flag(name: &str) -> bool {
-    std::env::var(name).is_ok_and(|v| v == "1")
-}
-
 /// Returns true when the test may run; prints the reason and returns false when it must
 /// skip; panics when it must not skip (`HINTAUDIT_REQUIRE_ALL=1`, as CI sets).
 pub fn available(what: &str, ok: bool, reason: &str) -> bool {
     if ok {
         return true;
     }
-    if flag("HINTAUDIT_REQUIRE_ALL") {
+    if hintaudit_test_support::required("HINTAUDIT_REQUIRE_ALL") {
         panic!("{what} is required here (HINTAUDIT_REQUIRE_ALL=1) but unavailable: {reason}");
     }
     eprintln!("skipped: {what} unavailable: {reason}");

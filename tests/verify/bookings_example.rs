@@ -179,7 +179,7 @@ async fn pg_schema() -> Option<(String, String)> {
     let base = std::env::var("HINTAUDIT_PG_URL")
         .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into());
     let admin = sqlx::postgres::PgConnection::connect(&base).await;
-    let require = std::env::var("HINTAUDIT_REQUIRE_PG").is_ok_and(|v| v == "1");
+    let require = hintaudit_test_support::required("HINTAUDIT_REQUIRE_PG");
     let mut admin = match admin {
         Ok(c) => c,
         Err(e) => {

@@ -183,7 +183,7 @@ impl PgDb {
         if !available(
             "PostgreSQL",
             reachable.is_ok(),
-            std::env::var("HINTAUDIT_REQUIRE_PG").is_ok_and(|v| v == "1"),
+            hintaudit_test_support::required("HINTAUDIT_REQUIRE_PG"),
             &format!("cannot connect to {admin}"),
         ) {
             return None;

@@ -8,18 +8,13 @@ use std::time::{Duration, Instant};
 
 use hintaudit_verify::Report;
 
-/// Whether an environment variable is set to `1`.
-fn flag(name: &str) -> bool {
-    std::env::var(name).is_ok_and(|v| v == "1")
-}
-
 /// Returns true when the test may run; prints the reason and returns false when it must
 /// skip; panics when it must not skip (`require` set).
 pub fn available(what: &str, ok: bool, require: bool, reason: &str) -> bool {
     if ok {
         return true;
     }
-    if require || flag("HINTAUDIT_REQUIRE_ALL") {
+    if require || hintaudit_test_support::required("HINTAUDIT_REQUIRE_ALL") {
         panic!("{what} is required here (HINTAUDIT_REQUIRE_*) but unavailable: {reason}");
     }
     eprintln!("skipped: {what} unavailable: {reason}");

@@ -200,7 +200,18 @@ impl Recorder for LogRecorder {
             }
         }
         if let AuditEvent::Call(r) = event {
-            crate::suggest::log_suggestion(r);
+            log_suggestion(r);
         }
+    }
+}
+
+/// Logs a call's suggestion, if any (see [`LogRecorder`]).
+fn log_suggestion(r: &CallReport<'_>) {
+    let Some(s) = r.suggestion() else { return };
+    let (tool, annotations, because) = (r.tool, s.rmcp_attribute(), s.evidence.join("; "));
+    if r.verdict.findings.is_empty() {
+        tracing::debug!(tool, annotations, "suggested annotations: {because}");
+    } else {
+        tracing::info!(tool, annotations, "suggested annotations: {because}");
     }
 }

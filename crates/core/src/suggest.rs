@@ -191,17 +191,6 @@ impl CallReport<'_> {
     }
 }
 
-/// Logs a call's suggestion, if any (see [`crate::LogRecorder`]).
-pub(crate) fn log_suggestion(r: &CallReport<'_>) {
-    let Some(s) = r.suggestion() else { return };
-    let (tool, annotations, because) = (r.tool, s.rmcp_attribute(), s.evidence.join("; "));
-    if r.verdict.findings.is_empty() {
-        tracing::debug!(tool, annotations, "suggested annotations: {because}");
-    } else {
-        tracing::info!(tool, annotations, "suggested annotations: {because}");
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,26 +1,42 @@
-//! The [`Backend`] trait: what differs between SQLite, PostgreSQL and MySQL.
+//! The [`Backend`] trait: what a database is to the audited pool, and so what differs
+//! between SQLite, PostgreSQL and MySQL. A backend is one `impl Backend for X` (in its own
+//! module, sealed to this crate); every item without a default is what the compiler asks of
+//! a new one:
 //!
-//! The audited pool, connection and transaction are generic over `DB: Backend`; the backend
-//! decides how a statement runs under observation: SQLite binds the connection's hooks to the
-//! call, PostgreSQL may wrap the statement in a transaction and ask the oracle. What every
+//! - its names: [`Backend::SYSTEM_NAME`], [`Backend::DIALECT`] (statement analysis),
+//!   [`Backend::SPAN_SYSTEM_NAME`];
+//! - its audit state: per pool ([`Backend::PoolState`], built from the pool's options by
+//!   [`Backend::pool_state`]: PostgreSQL's oracle mode lives there), per held connection
+//!   ([`Backend::ConnState`]) and per outermost transaction ([`Backend::TxState`]);
+//! - a statement: [`Backend::run`], the backend's start (binding hooks, picking the route:
+//!   the PostgreSQL oracle, a direct write), the statement read to its end by the one
+//!   drain-and-count loop ([`crate::drive::drain`]), then the backend's end with the rows
+//!   it counted;
+//! - enforce mode: its read-only SQL ([`Backend::READ_ONLY`], [`ReadOnlySql`]) and how it
+//!   says it refused a write ([`Backend::is_read_only_refusal`]);
+//! - transactions and `Acquire`: hooks with no-op defaults ([`Backend::before_begin`] to
+//!   [`Backend::dropped_unended`], [`Backend::mark_acquired`]).
+//!
+//! The audited pool, connection and transaction are generic over `DB: Backend`. What every
 //! backend does alike is written once here: the unaudited `prepare_with` and `describe`
 //! ([`prepare_raw`], [`describe_raw`]). Running a held connection's statement in its span,
 //! under the call's enforcement, is in [`crate::enforce`].
 //!
 //! A backend sees its pool only through [`Ctx`] and the arguments of its methods (the pool's
-//! audit state, the oracle mode), never the pool itself: the pool, connection and transaction
-//! modules build on this one, not the other way round.
+//! audit state), never the pool itself: the pool, connection and transaction modules build
+//! on this one, not the other way round.
 
 use std::fmt::Debug;
 use std::future::Future;
 use std::sync::Arc;
 
 use futures_core::future::BoxFuture;
+use sqlx::error::DatabaseError;
 use sqlx::{Database, Describe, Either, Error, Executor, SqlStr};
 
 use crate::classify::SqlDialect;
 use crate::execute::{Attribution, AuditedQuery};
-use crate::pool::options::{AfterConnect, PgOracle};
+use crate::pool::options::{AfterConnect, AuditedPoolOptions};
 use crate::stream::Yielder;
 
 pub(crate) mod sealed {
@@ -37,6 +53,10 @@ pub trait Backend: Database + sealed::Sealed + RawExecutor {
     const SYSTEM_NAME: &'static str;
     /// The sqlparser dialect statements are classified with.
     const DIALECT: SqlDialect;
+    /// The `db.system.name` a statement span opens with: [`Backend::SYSTEM_NAME`] by
+    /// default; `None` where the backend records it itself once its server said what it is
+    /// (MySQL or MariaDB).
+    const SPAN_SYSTEM_NAME: Option<&'static str> = Some(Self::SYSTEM_NAME);
 
     /// Per-pool audit state (SQLite: the registry of hooked connections).
     #[doc(hidden)]
@@ -63,24 +83,19 @@ pub trait Backend: Database + sealed::Sealed + RawExecutor {
         }
     }
 
-    /// Runs one audited statement, handing its results and rows to `y` (see
-    /// [`statement_stream`]). Not boxed, and not in the statement's span: the caller boxes
-    /// and instruments once, around whatever else it does for the statement (the pool
-    /// acquires a connection), instead of a stream inside a stream.
+    /// Runs one audited statement: the backend's start (binding hooks, picking the route),
+    /// the statement read by [`crate::drive::drain`] (or run as the route says), the
+    /// backend's end with the rows counted; its results and rows go where `answer` says:
+    /// to the caller's stream (`fetch_many`), or the first row kept (`fetch_optional`). Not
+    /// boxed, and not in the statement's span: the caller boxes and instruments once,
+    /// around whatever else it does for the statement (the pool acquires a connection),
+    /// instead of a stream inside a stream.
     #[doc(hidden)]
-    fn run_into<'e>(
+    fn run<'e, 'a: 'e>(
         ctx: Ctx<'e, Self>,
         query: AuditedQuery<Self>,
-        y: &'e Yielder<Step<Self>>,
+        answer: &'e mut Answer<'a, Self>,
     ) -> impl Future<Output = Result<(), Error>> + Send + 'e;
-
-    /// Runs one audited statement for at most one row. Not boxed, and not in the
-    /// statement's span, as [`Backend::run_into`].
-    #[doc(hidden)]
-    fn run_optional<'e>(
-        ctx: Ctx<'e, Self>,
-        query: AuditedQuery<Self>,
-    ) -> impl Future<Output = Result<Option<Self::Row>, Error>> + Send + 'e;
 
     /// Whether `fetch_optional` (and so `fetch_one`) straight on the pool runs as
     /// `fetch_many` does, through the statement's stream, which it reads to the end, keeping
@@ -91,65 +106,84 @@ pub trait Backend: Database + sealed::Sealed + RawExecutor {
     #[doc(hidden)]
     const OPTIONAL_AS_STREAM: bool = false;
 
-    /// Called right before `BEGIN` of an outermost [`crate::AuditedTransaction`], with the
-    /// pool's oracle mode: the transaction's audit state to start from (PostgreSQL: asks the
-    /// server to flush the statistics of earlier transactions, one round trip, so that the
-    /// oracle need not read every relation). By default, the empty state. An error only when
-    /// that round trip found the connection lost: it is `begin`'s answer, as `BEGIN`'s would
-    /// have been.
+    /// How enforce mode keeps a session or transaction read-only on this database
+    /// (`readOnlyHint: true`, see [`crate::enforce`]).
+    #[doc(hidden)]
+    const READ_ONLY: ReadOnlySql;
+
+    /// Whether `e` is the database refusing a write because the session or transaction is
+    /// read-only (SQLite `SQLITE_READONLY`, SQLSTATE `25006`): enforce mode turns it into
+    /// [`crate::Refused`].
+    #[doc(hidden)]
+    fn is_read_only_refusal(e: &dyn DatabaseError) -> bool;
+
+    /// The pool's audit state, from the pool's options (PostgreSQL: the oracle's mode and
+    /// the catalog cache). By default, the empty state.
+    #[doc(hidden)]
+    fn pool_state(_options: &AuditedPoolOptions<Self>) -> Self::PoolState {
+        Self::PoolState::default()
+    }
+
+    /// Called right before `BEGIN` of an outermost [`crate::AuditedTransaction`]: the
+    /// transaction's audit state to start from (PostgreSQL: asks the server to flush the
+    /// statistics of earlier transactions, one round trip, so that the oracle need not read
+    /// every relation). By default, the empty state. An error only when that round trip
+    /// found the connection lost: it is `begin`'s answer, as `BEGIN`'s would have been.
     #[doc(hidden)]
     fn before_begin<'e>(
         _conn: &'e mut Self::Connection,
-        _oracle: PgOracle,
+        _pool: &'e Self::PoolState,
     ) -> BoxFuture<'e, Result<Self::TxState, Error>> {
         Box::pin(std::future::ready(Ok(Self::TxState::default())))
     }
 
-    /// The statement that begins an outermost [`crate::AuditedTransaction`] the database keeps
-    /// read-only, for a call whose enforcement says read-only (see [`crate::enforce`]):
-    /// PostgreSQL `BEGIN READ ONLY`, MySQL `START TRANSACTION READ ONLY`. `None` (by
-    /// default) when the backend makes the connection read-only per statement instead
-    /// (SQLite `PRAGMA query_only`).
-    #[doc(hidden)]
-    const READ_ONLY_BEGIN: Option<&'static str> = None;
-
-    /// Records into `tx` that its transaction was begun with [`Backend::READ_ONLY_BEGIN`].
+    /// Records into `tx` that its transaction was begun with [`ReadOnlySql::begin`].
     /// Nothing by default.
     #[doc(hidden)]
     fn set_begun_read_only(_tx: &mut Self::TxState) {}
 
-    /// Whether `tx`'s transaction was begun with [`Backend::READ_ONLY_BEGIN`], so that the
+    /// Whether `tx`'s transaction was begun with [`ReadOnlySql::begin`], so that the
     /// database itself refuses its writes. `false` by default.
     #[doc(hidden)]
     fn begun_read_only(_tx: &Self::TxState) -> bool {
         false
     }
 
-    /// Called right after `BEGIN` of an [`crate::AuditedTransaction`], with the pool's
-    /// oracle mode.
+    /// Called right after `BEGIN` of an outermost [`crate::AuditedTransaction`]. Nothing by
+    /// default.
     #[doc(hidden)]
     fn after_begin<'e>(
-        conn: &'e mut Self::Connection,
-        tx: &'e mut Self::TxState,
-        oracle: PgOracle,
-    ) -> BoxFuture<'e, ()>;
+        _conn: &'e mut Self::Connection,
+        _tx: &'e mut Self::TxState,
+    ) -> BoxFuture<'e, ()> {
+        Box::pin(std::future::ready(()))
+    }
 
-    /// Called right before an [`crate::AuditedTransaction`] ends with `end`, with the
-    /// transaction's and the pool's audit state. `Some(error)` when the audit found the
+    /// Called right before an outermost [`crate::AuditedTransaction`] ends with `end`, with
+    /// the transaction's and the pool's audit state. `Some(error)` when the audit found the
     /// connection lost: that is the end's answer, and `COMMIT`/`ROLLBACK` is not sent.
+    /// Nothing by default.
     #[doc(hidden)]
     fn before_end<'e>(
-        conn: &'e mut Self::Connection,
-        tx: &'e mut Self::TxState,
-        state: &'e mut Self::ConnState,
-        pool: &'e Self::PoolState,
-        end: TxEnd,
-    ) -> BoxFuture<'e, Option<Error>>;
+        _conn: &'e mut Self::Connection,
+        _tx: &'e mut Self::TxState,
+        _state: &'e mut Self::ConnState,
+        _pool: &'e Self::PoolState,
+        _end: TxEnd,
+    ) -> BoxFuture<'e, Option<Error>> {
+        Box::pin(std::future::ready(None))
+    }
 
-    /// Called once `COMMIT` or `ROLLBACK` (`end`) answered: `answer` is what the driver
-    /// returned.
+    /// Called once `COMMIT` or `ROLLBACK` (`end`) of an outermost
+    /// [`crate::AuditedTransaction`] answered: `answer` is what the driver returned.
+    /// Nothing by default.
     #[doc(hidden)]
-    fn after_end(tx: &mut Self::TxState, end: TxEnd, answer: &Result<(), Error>);
+    fn after_end(_tx: &mut Self::TxState, _end: TxEnd, _answer: &Result<(), Error>) {}
+
+    /// Called when an outermost [`crate::AuditedTransaction`] is dropped without `commit()`
+    /// or `rollback()`: sqlx rolls it back, unseen. Nothing by default.
+    #[doc(hidden)]
+    fn dropped_unended(_tx: &mut Self::TxState) {}
 
     /// Called once a savepoint inside an [`crate::AuditedTransaction`] was rolled back
     /// (`ROLLBACK TO SAVEPOINT` answered OK), with the outermost transaction's state: a
@@ -171,6 +205,58 @@ pub trait Backend: Database + sealed::Sealed + RawExecutor {
     ) -> BoxFuture<'e, ()> {
         Box::pin(std::future::ready(()))
     }
+}
+
+/// How a backend keeps a session read-only for enforce mode's `readOnlyHint: true`: the
+/// statements, run unaudited on the statement's connection (see [`crate::enforce`]).
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy)]
+pub struct ReadOnlySql {
+    /// The statement that begins an outermost [`crate::AuditedTransaction`] the database
+    /// keeps read-only, for a call whose enforcement says read-only: PostgreSQL `BEGIN READ
+    /// ONLY`, MySQL `START TRANSACTION READ ONLY`. `None` when the backend makes the
+    /// connection read-only per statement instead (SQLite `PRAGMA query_only`).
+    pub begin: Option<&'static str>,
+    /// Yields a row only when the session is read-write. Where the backend has it, run
+    /// first, and `on` only after it yielded a row: a session the deployment made read-only
+    /// (a read-only role, a connect option, an init command) is left as it is, and never
+    /// made read-write afterwards, even by a reset after a statement dropped on the way.
+    pub probe: Option<&'static str>,
+    /// Makes the session read-only. Without `probe`, yields a row only when the session was
+    /// read-write before, and marks the session so that `reset` finds what it changed.
+    pub on: &'static str,
+    /// Makes the session read-write again after `on` yielded a row.
+    pub off: &'static str,
+    /// After a leak, before a statement or `begin()` that does not enforce read-only: on
+    /// PostgreSQL undoes `on` only where `on` changed the session (it leaves a mark in it);
+    /// elsewhere as `off` (a leak is counted only where `probe` found the session
+    /// read-write).
+    pub reset: &'static str,
+    /// Inside a transaction not begun read-only.
+    pub in_tx: InTransaction,
+}
+
+/// How a statement inside a transaction not begun read-only is kept from writing.
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy)]
+pub enum InTransaction {
+    /// The session setting (`on`, `off`) holds in a transaction too (SQLite `query_only`).
+    Session,
+    /// This statement makes the running transaction read-only until it ends (PostgreSQL
+    /// `SET TRANSACTION READ ONLY`).
+    Statement(&'static str),
+    /// The running transaction cannot be made read-only (MySQL): statement analysis
+    /// refuses what may write, what [`crate::Classification::proved_read_only`] does not
+    /// prove.
+    RefuseUnproved,
+}
+
+/// SQLSTATE `25006` (PostgreSQL `read_only_sql_transaction`, MySQL
+/// `ER_CANT_EXECUTE_IN_READ_ONLY_TRANSACTION`): [`Backend::is_read_only_refusal`] of the
+/// databases that use it.
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+pub(crate) fn sqlstate_read_only(e: &dyn DatabaseError) -> bool {
+    e.code().as_deref() == Some("25006") || e.message().contains("READ ONLY transaction")
 }
 
 /// How an [`crate::AuditedTransaction`] ends.
@@ -221,21 +307,64 @@ pub(crate) fn describe_raw<DB: Backend>(
 /// One item of a statement's answer: its result (rows affected) or a row.
 pub type Step<DB> = Either<<DB as Database>::QueryResult, <DB as Database>::Row>;
 
+/// Where the items of a statement's answer go as [`crate::drive::drain`] reads them.
+#[doc(hidden)]
+pub enum Answer<'y, DB: Database> {
+    /// To the caller's stream, each as it arrives (`fetch_many`).
+    Stream(&'y Yielder<Step<DB>>),
+    /// The first row kept, the others read and dropped (`fetch_optional`).
+    First(Option<DB::Row>),
+    /// Held until the statement's end (the PostgreSQL oracle's `COMMIT`): every result, and
+    /// the first `rows` rows (`usize::MAX`: all of them).
+    Buffer { items: Vec<Step<DB>>, rows: usize },
+}
+
+impl<DB: Database> Answer<'_, DB> {
+    /// The first row kept ([`Answer::First`]).
+    pub(crate) fn into_first(self) -> Option<DB::Row> {
+        match self {
+            Answer::First(first) => first,
+            _ => None,
+        }
+    }
+
+    /// Hands on `items` held until the statement's end (the PostgreSQL oracle's `COMMIT`).
+    #[cfg(feature = "postgres")]
+    pub(crate) async fn deliver(&mut self, items: Vec<Step<DB>>) {
+        for item in items {
+            match self {
+                Answer::Stream(y) => y.send(item).await,
+                Answer::First(first) => {
+                    if let (None, Either::Right(row)) = (&first, item) {
+                        *first = Some(row);
+                    }
+                }
+                Answer::Buffer { items, .. } => items.push(item),
+            }
+        }
+    }
+
+    /// What was held ([`Answer::Buffer`]).
+    #[cfg(feature = "postgres")]
+    pub(crate) fn into_items(self) -> Vec<Step<DB>> {
+        match self {
+            Answer::Buffer { items, .. } => items,
+            _ => Vec::new(),
+        }
+    }
+}
+
 /// Everything a backend needs to run one audited statement.
 #[doc(hidden)]
 pub struct Ctx<'e, DB: Backend> {
     pub(crate) conn: &'e mut DB::Connection,
     pub(crate) state: &'e mut DB::ConnState,
-    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
     pub(crate) tx: Option<&'e mut DB::TxState>,
-    /// The pool's audit state (SQLite: the registry of hooked connections).
-    #[cfg_attr(not(feature = "sqlite"), allow(dead_code))]
+    /// The pool's audit state (SQLite: the registry of hooked connections; PostgreSQL: the
+    /// oracle's mode and the catalog cache).
     pub(crate) pool: &'e DB::PoolState,
     /// The pool's count of connections that may have gone back read-only (enforce mode).
     pub(crate) leaks: &'e std::sync::atomic::AtomicU64,
-    /// When the pool runs the PostgreSQL oracle.
-    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
-    pub(crate) oracle: PgOracle,
     pub(crate) att: Attribution,
     /// A single statement on a pooled connection: release the binding when it ends.
     #[cfg_attr(not(feature = "sqlite"), allow(dead_code))]

@@ -89,12 +89,6 @@ impl Sink {
             self.effects.update_statement(index, update);
         }
     }
-
-    #[cfg_attr(not(feature = "sqlite"), allow(dead_code))]
-    /// Whether `self` and `other` are the same statement of the same call.
-    pub(crate) fn same(&self, other: &Sink) -> bool {
-        Arc::ptr_eq(&self.effects, &other.effects) && self.index == other.index
-    }
 }
 
 /// One statement's classification, attribution and span.
@@ -109,9 +103,10 @@ pub(crate) struct Attribution {
 
 impl Attribution {
     /// Classifies `sql`, records the statement into the current call scope (or counts it as
-    /// unattributed) and opens its span as a child of the current span (none when the
+    /// unattributed) and opens its span as a child of the current span, with `system` as its
+    /// `db.system.name` (none when the
     /// scope says its call is not traced: [`CallScope::spans`]).
-    pub(crate) fn start(classifier: &Classifier, system: &'static str, sql: &str) -> Self {
+    pub(crate) fn start(classifier: &Classifier, system: Option<&'static str>, sql: &str) -> Self {
         let class = classifier.classify(sql);
         let mut enforcement = Enforcement::NONE;
         let (sink, spans) = match CallScope::current() {
@@ -173,40 +168,6 @@ impl Attribution {
             });
         }
     }
-
-    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
-    /// Marks the statement observed after the fact (the PostgreSQL oracle at COMMIT).
-    pub(crate) fn mark_observed(sink: &Sink) {
-        if let Some(index) = sink.index {
-            sink.effects.update_statement(index, |s| s.observed = true);
-        }
-    }
-}
-
-/// Finishes a statement whose stream or future was dropped before it ended (PostgreSQL
-/// statements the oracle does not wrap, MySQL): the caller stopped reading, which is no
-/// failure of the statement. `rows`: affected so far, recorded for DML only.
-#[cfg_attr(not(any(feature = "postgres", feature = "mysql")), allow(dead_code))]
-pub(crate) struct FinishOnDrop<'a> {
-    pub(crate) att: &'a Attribution,
-    /// Rows affected so far.
-    pub(crate) rows: u64,
-    /// Cleared once the statement finished its attribution itself.
-    pub(crate) armed: bool,
-}
-
-impl Drop for FinishOnDrop<'_> {
-    fn drop(&mut self) {
-        if self.armed {
-            let att = self.att;
-            att.finish(StatementEnd {
-                outcome: StatementOutcome::Ok,
-                rows_affected: crate::classify::is_dml(att.class.effect.operation)
-                    .then_some(self.rows),
-                observed: false,
-            });
-        }
-    }
 }
 
 /// How a statement ended, as [`Attribution::finish`] records it.
@@ -262,14 +223,9 @@ pub(crate) fn boxed_in_span<'a, F: std::future::Future + Send + 'a>(
     }
 }
 
-/// The `db.system.name` a backend records itself once its server said what it is: MySQL or
-/// MariaDB (`mysql`, `mariadb`). Statement spans of that backend leave the field empty.
-pub(crate) const SYSTEM_NAME_FROM_SERVER: &str = "mysql";
-
 /// The `db.statement` span of a classified statement (OpenTelemetry database client span
 /// conventions), as a child of the current span.
-fn statement_span(class: &Classification, system: &'static str) -> tracing::Span {
-    let system = (system != SYSTEM_NAME_FROM_SERVER).then_some(system);
+fn statement_span(class: &Classification, system: Option<&'static str>) -> tracing::Span {
     let collection = class
         .effect
         .tables

@@ -171,15 +171,17 @@
 mod backend;
 /// Statement classification: what a SQL text does.
 mod classify;
-/// [`AuditedConn`]: what `*conn` and `*tx` are, an audited executor; and
-/// [`AuditedTransaction`], a transaction on one.
-mod conn;
-/// [`AuditedConnection`]: one pooled connection held by a tool call.
-mod connection;
+/// The statement itself: the one drain-and-count loop of every backend.
+mod drive;
 /// Enforce mode: statements refused, connections made read-only for a call.
 mod enforce;
 /// The statement as the driver gets it, and its attribution to a tool call.
 mod execute;
+/// [`guard::Guard`]: what must still happen when a future is dropped part-way.
+mod guard;
+/// What a tool call holds: [`AuditedConnection`], [`AuditedTransaction`], and
+/// [`AuditedConn`], what `*conn` and `*tx` are, an audited executor.
+mod held;
 /// The MySQL and MariaDB backend: rows affected, upserts, triggers and routines.
 #[cfg(feature = "mysql")]
 mod mysql;
@@ -196,10 +198,10 @@ mod stream;
 
 pub use backend::Backend;
 pub use classify::{Classification, DEFAULT_CLASSIFY_CACHE, SqlDialect, TxControl, classify};
-pub use conn::AuditedConn;
-pub use conn::transaction::AuditedTransaction;
-pub use connection::AuditedConnection;
 pub use enforce::Refused;
+pub use held::AuditedConn;
+pub use held::connection::AuditedConnection;
+pub use held::transaction::AuditedTransaction;
 pub use pool::AuditedPool;
-pub use pool::acquire::AcquiredConnection;
+pub use pool::acquire::UnauditedConnection;
 pub use pool::options::{AfterConnect, AuditedPoolOptions, PgOracle};

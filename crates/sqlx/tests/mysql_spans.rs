@@ -12,12 +12,8 @@ use hintaudit_sqlx::AuditedPool;
 use sqlx::MySql;
 use tracing_subscriber::layer::SubscriberExt;
 
-/// Whether CI requires the server (`HINTAUDIT_REQUIRE_MYSQL` or `HINTAUDIT_REQUIRE_ALL`).
-fn server_required() -> bool {
-    ["HINTAUDIT_REQUIRE_MYSQL", "HINTAUDIT_REQUIRE_ALL"]
-        .iter()
-        .any(|k| std::env::var(k).is_ok_and(|v| v == "1"))
-}
+#[path = "support/databases.rs"]
+mod databases;
 
 /// Collects the `db.system.name` of every span, set at creation or recorded later.
 #[derive(Clone, Default)]
@@ -55,15 +51,13 @@ impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Systems {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn system_name_is_what_the_server_says() {
-    let url = std::env::var("HINTAUDIT_MYSQL_URL")
-        .unwrap_or_else(|_| "mysql://root@127.0.0.1:3306".to_owned());
+    let url = databases::mysql_url();
     let pool = match AuditedPool::<MySql>::connect(&url).await {
         Ok(p) => p,
-        Err(e) if !server_required() => {
-            eprintln!("skipping: MySQL unreachable at {url}: {e}");
+        Err(e) => {
+            databases::skip("MySQL", &url, "HINTAUDIT_REQUIRE_MYSQL", e);
             return;
         }
-        Err(e) => panic!("MySQL required but unreachable at {url}: {e}"),
     };
     let version: String = sqlx::query_scalar("SELECT VERSION()")
         .fetch_one(pool.inner())

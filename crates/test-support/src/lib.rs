@@ -30,6 +30,28 @@ pub fn required(tool_var: &str) -> bool {
         .any(|v| std::env::var(v).is_ok_and(|x| x == "1" || x.eq_ignore_ascii_case("true")))
 }
 
+/// Drives `f` until it is done or has been polled `polls` times, whichever comes first;
+/// whether it is done. Each poll after the first waits for `f`'s own wake-up, so the future
+/// makes the progress it would under its runtime, and a test can drop it at every point it
+/// can be dropped (`for polls in 1..` until done) without knowing, or asserting, how many
+/// polls it needs.
+pub async fn poll_at_most<F: std::future::Future + ?Sized>(
+    f: std::pin::Pin<&mut F>,
+    polls: usize,
+) -> bool {
+    let mut f = f;
+    let mut n = 0;
+    std::future::poll_fn(|cx| {
+        n += 1;
+        match f.as_mut().poll(cx) {
+            std::task::Poll::Ready(_) => std::task::Poll::Ready(true),
+            std::task::Poll::Pending if n >= polls => std::task::Poll::Ready(false),
+            std::task::Poll::Pending => std::task::Poll::Pending,
+        }
+    })
+    .await
+}
+
 /// A binary of the workspace, built next to this test binary: `cargo build -p <package>`
 /// runs once per test process (a no-op when it is up to date), so a stale binary is never
 /// tested. Panics when the build fails.

@@ -83,7 +83,7 @@ mod tests {
             .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into());
         let Ok(mut c) = sqlx::PgConnection::connect(&url).await else {
             assert!(
-                std::env::var("HINTAUDIT_REQUIRE_ALL").as_deref() != Ok("1"),
+                !hintaudit_test_support::required("HINTAUDIT_REQUIRE_PG"),
                 "PostgreSQL required at {url}"
             );
             eprintln!("skipped: PostgreSQL unreachable at {url}");

@@ -19,11 +19,7 @@ use hintaudit_verify::{Cases, ObjectKind, Report, ServerSpec, ToolReport, ToolSt
 use sqlx::Connection;
 use sqlx::postgres::PgConnection;
 
-fn required(var: &str) -> bool {
-    [var, "HINTAUDIT_REQUIRE_ALL"]
-        .iter()
-        .any(|v| std::env::var(v).is_ok_and(|x| x == "1" || x.eq_ignore_ascii_case("true")))
-}
+use hintaudit_test_support::required;
 
 fn pg_url() -> String {
     std::env::var("HINTAUDIT_PG_URL")

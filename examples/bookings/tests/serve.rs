@@ -176,7 +176,7 @@ async fn three_replicas_start_together_on_one_postgres_database() {
                 Ok(Err(e)) => e.to_string(),
                 _ => "timed out".to_owned(),
             };
-            if required("HINTAUDIT_REQUIRE_PG") {
+            if hintaudit_test_support::required("HINTAUDIT_REQUIRE_PG") {
                 panic!("PostgreSQL required but unreachable at {url}: {why}");
             }
             println!(

@@ -1,5 +1,5 @@
 //! Enforce mode in the audited pool: every audited statement of a call whose scope enforces
-//! a hint ([`hintaudit_core::Enforcement`]) runs through [`run_into`] or [`run_optional`].
+//! a hint ([`hintaudit_core::Enforcement`]) runs through [`run`].
 //!
 //! - `destructiveHint: false`: a statement classified as `DELETE`, `UPDATE`, an overwriting
 //!   upsert, `TRUNCATE` or `DROP` is refused before it reaches the database.
@@ -10,7 +10,7 @@
 //!   it ends. Otherwise, before each statement the connection is made read-only, and after
 //!   it made read-write again; a session that was read-only already (a read-only role, a
 //!   connect option, an init command: the deployment's choice) is left as it is and never
-//!   made read-write (see [`session::ReadOnlySql`]; on MySQL/MariaDB this costs a round
+//!   made read-write (see [`crate::backend::ReadOnlySql`]; on MySQL/MariaDB this costs a round
 //!   trip to ask):
 //!   - SQLite: `PRAGMA query_only = ON` / `OFF` (a session setting, in or out of a
 //!     transaction);
@@ -54,18 +54,16 @@ use hintaudit_core::{
     AuditStage, Enforcement, Hint, Operation, Refusal, RefusedBy, StatementEffect, stats,
 };
 use sqlx::Error;
-use sqlx::error::DatabaseError;
 
-use crate::backend::{Backend, Ctx, Step};
+use crate::backend::Answer;
+use crate::backend::{Backend, Ctx, InTransaction, Step};
 use crate::execute::{AuditedQuery, StatementEnd, boxed_in_span, in_span};
-use crate::stream::{TryStream, Yielder};
-use parts::split;
+use crate::guard::Guard;
+use crate::stream::TryStream;
 pub use refused::Refused;
 pub(crate) use session::{begin_statement, reset_for_call, reset_if_leaked};
-use session::{raw, raw_yields, statements};
+use session::{raw, raw_yields};
 
-/// Taking a statement's context apart around its connection.
-mod parts;
 /// [`Refused`], the error a refusal reaches the tool as.
 mod refused;
 /// The session side of `readOnlyHint: true`: read-only statements and resets.
@@ -79,7 +77,10 @@ pub(crate) fn statement_stream<'e, DB: Backend>(
 ) -> BoxStream<'e, Result<Step<DB>, Error>> {
     let span = ctx.att.span.clone();
     Box::pin(TryStream::new(move |y| {
-        in_span(async move { run_into(ctx, query, &y).await }, span)
+        in_span(
+            async move { run(ctx, query, &mut Answer::Stream(&y)).await },
+            span,
+        )
     }))
 }
 
@@ -90,23 +91,12 @@ pub(crate) fn statement_optional<'e, DB: Backend>(
     query: AuditedQuery<DB>,
 ) -> BoxFuture<'e, Result<Option<DB::Row>, Error>> {
     let span = ctx.att.span.clone();
-    boxed_in_span(run_optional(ctx, query), span)
-}
-
-/// Whether `e` is the database refusing a write because the session or transaction is
-/// read-only: SQLite `SQLITE_READONLY` (8, and its extended codes), SQLSTATE `25006`
-/// (PostgreSQL `read_only_sql_transaction`, MySQL `ER_CANT_EXECUTE_IN_READ_ONLY_TRANSACTION`).
-fn is_read_only_refusal<DB: Backend>(e: &dyn DatabaseError) -> bool {
-    let code = e.code();
-    match DB::SYSTEM_NAME {
-        "sqlite" => {
-            code.as_deref()
-                .and_then(|c| c.parse::<i32>().ok())
-                .is_some_and(|c| c & 0xff == 8)
-                || e.message().contains("readonly database")
-        }
-        _ => code.as_deref() == Some("25006") || e.message().contains("READ ONLY transaction"),
-    }
+    let run = async move {
+        let mut answer = Answer::First(None);
+        run(ctx, query, &mut answer).await?;
+        Ok(answer.into_first())
+    };
+    boxed_in_span(run, span)
 }
 
 /// Whether statement analysis classifies `s` as destructive: what `destructiveHint: false`
@@ -120,18 +110,14 @@ fn is_destructive(s: &StatementEffect) -> bool {
     }
 }
 
-/// Counts a connection that may go back to the pool read-only, unless disarmed.
-struct Armed<'a> {
-    leaks: &'a AtomicU64,
-    armed: bool,
-}
+/// Counts a connection that may go back to the pool read-only when dropped, unless
+/// defused: made from right before a statement that may leave the session read-only.
+type LeakCount<'a> = Guard<&'a AtomicU64, fn(&mut &'a AtomicU64)>;
 
-impl Drop for Armed<'_> {
-    fn drop(&mut self) {
-        if self.armed {
-            self.leaks.fetch_add(1, Ordering::Relaxed);
-        }
-    }
+fn leak_count(leaks: &AtomicU64) -> LeakCount<'_> {
+    Guard::new(leaks, |leaks| {
+        leaks.fetch_add(1, Ordering::Relaxed);
+    })
 }
 
 /// What [`before`] decided: refuse the statement now, or run it (restoring afterwards when
@@ -155,9 +141,9 @@ fn refuse<DB: Backend>(ctx: &Ctx<'_, DB>, hint: Hint, why: &str) -> Plan {
     })))
 }
 
-/// Refuses the statement (destructive), or makes the connection read-only; `armed` from
-/// right before a statement that may leave the session read-only.
-async fn before<DB: Backend>(ctx: &mut Ctx<'_, DB>, armed: &mut Armed<'_>) -> Plan {
+/// Refuses the statement (destructive), or makes the connection read-only; `leak` counts
+/// from right before a statement that may leave the session read-only.
+async fn before<'e, DB: Backend>(ctx: &mut Ctx<'e, DB>, leak: &mut Option<LeakCount<'e>>) -> Plan {
     let e = ctx.att.enforcement;
     if e.non_destructive && is_destructive(&ctx.att.class.effect) {
         return refuse(ctx, Hint::Destructive, " before it reached the database");
@@ -165,16 +151,16 @@ async fn before<DB: Backend>(ctx: &mut Ctx<'_, DB>, armed: &mut Armed<'_>) -> Pl
     if !e.read_only {
         return Plan::Run { restore: false };
     }
-    let sql = statements::<DB>();
+    let sql = DB::READ_ONLY;
     let in_tx = match (ctx.tx.as_deref(), sql.in_tx) {
         (None, _) => None,
         // Begun `BEGIN READ ONLY` / `START TRANSACTION READ ONLY`: the database refuses
         // the writes.
         (Some(tx), _) if DB::begun_read_only(tx) => return Plan::Run { restore: false },
-        (Some(_), Some(in_tx)) => Some(in_tx),
+        (Some(_), InTransaction::Statement(in_tx)) => Some(in_tx),
         // MySQL cannot make a running transaction read-only: statement analysis refuses
         // what may write (a write, `CALL`, an opaque function), the rest runs.
-        (Some(_), None) if DB::SYSTEM_NAME != "sqlite" => {
+        (Some(_), InTransaction::RefuseUnproved) => {
             if ctx.att.class.proved_read_only() {
                 return Plan::Run { restore: false };
             }
@@ -186,20 +172,20 @@ async fn before<DB: Backend>(ctx: &mut Ctx<'_, DB>, armed: &mut Armed<'_>) -> Pl
             );
         }
         // SQLite: `query_only` is a session setting, in a transaction too.
-        (Some(_), None) => None,
+        (Some(_), InTransaction::Session) => None,
     };
     // Restored afterwards only where it was read-write.
     let applied = match (in_tx, sql.probe) {
         (Some(in_tx), _) => raw::<DB>(ctx.conn, in_tx).await.map(|()| false),
         (None, Some(probe)) => match raw_yields::<DB>(ctx.conn, probe).await {
             Ok(true) => {
-                armed.armed = true;
+                *leak = Some(leak_count(ctx.leaks));
                 raw::<DB>(ctx.conn, sql.on).await.map(|()| true)
             }
             other => other,
         },
         (None, None) => {
-            armed.armed = true;
+            *leak = Some(leak_count(ctx.leaks));
             raw_yields::<DB>(ctx.conn, sql.on).await
         }
     };
@@ -234,7 +220,7 @@ async fn after<DB: Backend, T>(
     result: Result<T, Error>,
 ) -> (Result<T, Error>, bool) {
     let restored = !restore
-        || match raw::<DB>(conn, statements::<DB>().off).await {
+        || match raw::<DB>(conn, DB::READ_ONLY.off).await {
             Ok(()) => true,
             Err(e) => {
                 stats().audit_error(AuditStage::Hook, &format!("read-only restore failed: {e}"));
@@ -242,7 +228,7 @@ async fn after<DB: Backend, T>(
             }
         };
     let result = match result {
-        Err(Error::Database(inner)) if is_read_only_refusal::<DB>(&*inner) => {
+        Err(Error::Database(inner)) if DB::is_read_only_refusal(&*inner) => {
             ctx_record(summary.to_owned());
             let message = Enforcement::message(
                 Hint::ReadOnly,
@@ -265,58 +251,42 @@ fn plain<DB: Backend>(ctx: &Ctx<'_, DB>) -> bool {
     !ctx.att.enforcement.is_active() && ctx.leaks.load(Ordering::Relaxed) == 0
 }
 
-/// [`Backend::run_into`] under the call's enforcement. A plain statement ([`plain`]) goes
+/// [`Backend::run`] under the call's enforcement. A plain statement ([`plain`]) goes
 /// straight to the backend; the others through a boxed future of their own, so that the
 /// enforcement's steps do not enlarge every statement's future (which its executor moves
 /// and boxes: 3.6 KB on SQLite with them inline).
-pub(crate) async fn run_into<'e, DB: Backend>(
+pub(crate) async fn run<'e, 'a: 'e, DB: Backend>(
     ctx: Ctx<'e, DB>,
     query: AuditedQuery<DB>,
-    y: &'e Yielder<Step<DB>>,
+    answer: &'e mut Answer<'a, DB>,
 ) -> Result<(), Error> {
     if plain(&ctx) {
-        DB::run_into(ctx, query, y).await
+        DB::run(ctx, query, answer).await
     } else {
-        Box::pin(enforced_into(ctx, query, y)).await
+        Box::pin(enforced(ctx, query, answer)).await
     }
 }
 
-/// [`Backend::run_optional`] under the call's enforcement; see [`run_into`].
-pub(crate) async fn run_optional<'e, DB: Backend>(
+/// [`run`] of a statement that is not plain: see [`enter`].
+async fn enforced<'e, 'a: 'e, DB: Backend>(
     ctx: Ctx<'e, DB>,
     query: AuditedQuery<DB>,
-) -> Result<Option<DB::Row>, Error> {
-    if plain(&ctx) {
-        DB::run_optional(ctx, query).await
-    } else {
-        Box::pin(enforced_optional(ctx, query)).await
-    }
-}
-
-/// [`run_into`] of a statement that is not plain: see [`enter`].
-async fn enforced_into<'e, DB: Backend>(
-    ctx: Ctx<'e, DB>,
-    query: AuditedQuery<DB>,
-    y: &'e Yielder<Step<DB>>,
+    answer: &'e mut Answer<'a, DB>,
 ) -> Result<(), Error> {
     match enter(ctx).await? {
-        Entered::Plain(ctx) => DB::run_into(ctx, query, y).await,
-        Entered::Enforced(around, conn, parts) => {
-            let result = DB::run_into(parts.rebuild(&mut *conn), query, y).await;
-            around.leave::<DB, _>(conn, result).await
-        }
-    }
-}
-
-/// [`run_optional`] of a statement that is not plain: see [`enter`].
-async fn enforced_optional<'e, DB: Backend>(
-    ctx: Ctx<'e, DB>,
-    query: AuditedQuery<DB>,
-) -> Result<Option<DB::Row>, Error> {
-    match enter(ctx).await? {
-        Entered::Plain(ctx) => DB::run_optional(ctx, query).await,
-        Entered::Enforced(around, conn, parts) => {
-            let result = DB::run_optional(parts.rebuild(&mut *conn), query).await;
+        Entered::Plain(ctx) => DB::run(ctx, query, answer).await,
+        Entered::Enforced(around, ctx) => {
+            // The statement runs on a reborrow of the connection, kept for the restore.
+            let conn = ctx.conn;
+            let result = DB::run(
+                Ctx {
+                    conn: &mut *conn,
+                    ..ctx
+                },
+                query,
+                answer,
+            )
+            .await;
             around.leave::<DB, _>(conn, result).await
         }
     }
@@ -326,15 +296,14 @@ async fn enforced_optional<'e, DB: Backend>(
 enum Entered<'e, DB: Backend> {
     /// Nothing to enforce (the connection was only reset): run it as it is.
     Plain(Ctx<'e, DB>),
-    /// Run it on a reborrow of the connection, rebuilt from the parts, then
-    /// [`Around::leave`] with the connection.
-    Enforced(Around<'e>, &'e mut DB::Connection, parts::Parts<'e, DB>),
+    /// Run it on a reborrow of the connection, then [`Around::leave`] with the connection.
+    Enforced(Around<'e>, Ctx<'e, DB>),
 }
 
 /// The enforcement around one statement, between [`enter`] and [`Around::leave`].
 struct Around<'e> {
     /// Counts a leak if the statement is dropped while the connection may be read-only.
-    armed: Armed<'e>,
+    leak: Option<LeakCount<'e>>,
     /// Whether the connection must be made read-write again after the statement.
     restore: bool,
     sink: Option<crate::execute::Sink>,
@@ -350,25 +319,24 @@ async fn enter<'e, DB: Backend>(mut ctx: Ctx<'e, DB>) -> Result<Entered<'e, DB>,
     if !e.is_active() {
         return Ok(Entered::Plain(ctx));
     }
-    // Armed by `before` right before the connection is made read-only: a drop from there on
+    // Made by `before` right before the connection is made read-only: a drop from there on
     // may leave it so, and so may a failed attempt.
-    let mut armed = Armed {
-        leaks,
-        armed: false,
-    };
-    let restore = match before(&mut ctx, &mut armed).await {
+    let mut leak = None;
+    let restore = match before(&mut ctx, &mut leak).await {
         Plan::Refuse(e) => return Err(e),
         Plan::Run { restore } => restore,
     };
-    armed.armed = restore;
-    let (conn, sink, summary, parts) = split(ctx);
+    // Made read-only here, to be restored (`before` made `leak` for it), or left as it was.
+    if let (false, Some(leak)) = (restore, leak.as_mut()) {
+        leak.defuse();
+    }
     let around = Around {
-        armed,
+        leak,
         restore,
-        sink,
-        summary,
+        sink: ctx.att.sink.clone(),
+        summary: ctx.att.class.effect.summary.clone(),
     };
-    Ok(Entered::Enforced(around, conn, parts))
+    Ok(Entered::Enforced(around, ctx))
 }
 
 impl Around<'_> {
@@ -383,7 +351,9 @@ impl Around<'_> {
         let record = |what| record_sink(sink, what);
         let (result, restored) =
             after::<DB, _>(conn, record, &self.summary, self.restore, result).await;
-        self.armed.armed = !restored;
+        if let (true, Some(leak)) = (restored, self.leak.as_mut()) {
+            leak.defuse();
+        }
         result
     }
 }

@@ -4,6 +4,7 @@ use sqlx::Either;
 use sqlx::mysql::MySql;
 
 use crate::backend::Step;
+use crate::drive::RowCount;
 
 /// Rows affected as the OK packets count them, per result; for a `… RETURNING` statement
 /// (MariaDB), whose result set ends without a count, the rows it returned.
@@ -13,8 +14,8 @@ pub(super) struct Counted {
     returned: u64,
 }
 
-impl Counted {
-    pub(super) fn add(&mut self, v: &Step<MySql>) {
+impl RowCount<MySql> for Counted {
+    fn add(&mut self, v: &Step<MySql>) {
         match v {
             Either::Left(r) => {
                 let n = match r.rows_affected() {
@@ -29,10 +30,12 @@ impl Counted {
     }
 
     /// Rows so far, over all results.
-    pub(super) fn get(&self) -> u64 {
+    fn total(&self) -> u64 {
         self.results.iter().sum::<u64>() + self.returned
     }
+}
 
+impl Counted {
     /// Rows per finished result.
     pub(super) fn results(&self) -> Vec<u64> {
         self.results.clone()

@@ -32,21 +32,19 @@ mod upsert;
 
 use std::sync::{Arc, Mutex};
 
-use futures_core::future::BoxFuture;
-use futures_util::{FutureExt, TryStreamExt};
 use hintaudit_core::{
     AuditStage, CallEffects, ObservationSource, Operation, StatementOutcome,
     TransactionObservation, semconv, stats,
 };
-use sqlx::mysql::{MySql, MySqlConnection, MySqlRow};
-use sqlx::{Either, Error, Executor};
+use sqlx::Error;
+use sqlx::error::DatabaseError;
+use sqlx::mysql::{MySql, MySqlConnection};
 
-use crate::backend::{Backend, Ctx, Step, TxEnd, sealed};
+use crate::backend::Answer;
+use crate::backend::{Backend, Ctx, InTransaction, ReadOnlySql, TxEnd, sealed};
 use crate::classify::{Classification, SqlDialect, TxControl, is_dml};
-use crate::execute::FinishOnDrop as Guard;
+use crate::drive::{drain, unfinished};
 use crate::execute::{Attribution, AuditedQuery, Sink, StatementEnd};
-use crate::pool::options::PgOracle;
-use crate::stream::Yielder;
 use catalog::Catalog;
 use counted::Counted;
 use pending::Pending;
@@ -104,18 +102,8 @@ pub struct MySqlConnState {
 #[derive(Debug, Default)]
 pub struct MySqlTxState {
     pending: Pending,
-    ended: bool,
-    /// Begun with `START TRANSACTION READ ONLY` ([`Backend::READ_ONLY_BEGIN`]).
+    /// Begun with `START TRANSACTION READ ONLY` ([`ReadOnlySql::begin`]).
     read_only: bool,
-}
-
-impl Drop for MySqlTxState {
-    fn drop(&mut self) {
-        if !self.ended {
-            // Dropped without COMMIT or ROLLBACK: sqlx rolls back.
-            self.pending.end(false);
-        }
-    }
 }
 
 impl sealed::Sealed for MySql {}
@@ -320,12 +308,30 @@ impl Run<'_> {
 }
 
 impl Backend for MySql {
-    const SYSTEM_NAME: &'static str = crate::execute::SYSTEM_NAME_FROM_SERVER;
+    const SYSTEM_NAME: &'static str = "mysql";
     const DIALECT: SqlDialect = SqlDialect::MySql;
+    /// `mysql` or `mariadb`, recorded once the server said which it is (see `start`).
+    const SPAN_SYSTEM_NAME: Option<&'static str> = None;
     type PoolState = MySqlPoolState;
     type ConnState = MySqlConnState;
     type TxState = MySqlTxState;
-    const READ_ONLY_BEGIN: Option<&'static str> = Some("START TRANSACTION READ ONLY");
+    const READ_ONLY: ReadOnlySql = ReadOnlySql {
+        begin: Some("START TRANSACTION READ ONLY"),
+        // MariaDB names it `tx_read_only`, MySQL 8 `transaction_read_only`.
+        probe: Some(
+            "SHOW SESSION VARIABLES WHERE Variable_name IN ('tx_read_only', \
+             'transaction_read_only') AND Value = 'OFF'",
+        ),
+        on: "SET SESSION TRANSACTION READ ONLY",
+        off: "SET SESSION TRANSACTION READ WRITE",
+        reset: "SET SESSION TRANSACTION READ WRITE",
+        in_tx: InTransaction::RefuseUnproved,
+    };
+
+    /// `ER_CANT_EXECUTE_IN_READ_ONLY_TRANSACTION`, SQLSTATE `25006`.
+    fn is_read_only_refusal(e: &dyn DatabaseError) -> bool {
+        crate::backend::sqlstate_read_only(e)
+    }
 
     fn set_begun_read_only(tx: &mut MySqlTxState) {
         tx.read_only = true;
@@ -335,112 +341,34 @@ impl Backend for MySql {
         tx.read_only
     }
 
-    async fn run_into<'e>(
+    async fn run<'e, 'a: 'e>(
         ctx: Ctx<'e, Self>,
         query: AuditedQuery<Self>,
-        y: &'e Yielder<Step<Self>>,
+        answer: &'e mut Answer<'a, Self>,
     ) -> Result<(), Error> {
+        // Every result is read, for its rows affected, also for `fetch_optional`.
         let mut run = start(ctx).await;
         let sql = text_needed(&run.att.class).then(|| query.text().to_owned());
-        let mut guard = Guard {
-            att: &run.att,
-            rows: 0,
-            armed: true,
-        };
-        let mut rows = Counted::default();
-        let result = {
-            let mut s = run.conn.fetch_many(query);
-            loop {
-                match s.try_next().await {
-                    Ok(Some(v)) => {
-                        rows.add(&v);
-                        guard.rows = rows.get();
-                        y.send(v).await;
-                    }
-                    Ok(None) => break Ok(()),
-                    Err(e) => break Err(e),
-                }
-            }
-        };
-        guard.armed = false;
-        drop(guard);
-        match result {
-            Ok(()) => {
-                run.finish(sql.as_deref().unwrap_or_default(), &rows.results(), false);
-                Ok(())
-            }
-            Err(e) => {
-                run.finish(sql.as_deref().unwrap_or_default(), &rows.results(), true);
-                Err(e)
-            }
-        }
-    }
-
-    async fn run_optional<'e>(
-        ctx: Ctx<'e, Self>,
-        query: AuditedQuery<Self>,
-    ) -> Result<Option<MySqlRow>, Error> {
-        let mut run = start(ctx).await;
-        let sql = text_needed(&run.att.class).then(|| query.text().to_owned());
-        let guard = Guard {
-            att: &run.att,
-            rows: 0,
-            armed: true,
-        };
-        // Every result is read, for its rows affected; the first row is the answer.
-        let mut rows = Counted::default();
-        let mut first = None;
-        let result = {
-            let mut s = run.conn.fetch_many(query);
-            loop {
-                match s.try_next().await {
-                    Ok(Some(v)) => {
-                        rows.add(&v);
-                        if let (None, Either::Right(row)) = (&first, v) {
-                            first = Some(row);
-                        }
-                    }
-                    Ok(None) => break Ok(()),
-                    Err(e) => break Err(e),
-                }
-            }
-        };
-        let mut guard = guard;
-        guard.armed = false;
-        drop(guard);
-        match result {
-            Ok(()) => {
-                run.finish(sql.as_deref().unwrap_or_default(), &rows.results(), false);
-                Ok(first)
-            }
-            Err(e) => {
-                run.finish(sql.as_deref().unwrap_or_default(), &rows.results(), true);
-                Err(e)
-            }
-        }
-    }
-
-    fn after_begin<'e>(
-        _conn: &'e mut MySqlConnection,
-        _tx: &'e mut MySqlTxState,
-        _oracle: PgOracle,
-    ) -> BoxFuture<'e, ()> {
-        async {}.boxed()
-    }
-
-    fn before_end<'e>(
-        _conn: &'e mut MySqlConnection,
-        _tx: &'e mut MySqlTxState,
-        _state: &'e mut MySqlConnState,
-        _pool: &'e MySqlPoolState,
-        _end: TxEnd,
-    ) -> BoxFuture<'e, Option<Error>> {
-        async { None }.boxed()
+        let mut rows = unfinished::<MySql, Counted>(&run.att);
+        let result = drain(run.conn, query, &mut *rows, answer).await;
+        rows.defuse();
+        let results = rows.results();
+        drop(rows);
+        run.finish(
+            sql.as_deref().unwrap_or_default(),
+            &results,
+            result.is_err(),
+        );
+        result
     }
 
     fn after_end(tx: &mut MySqlTxState, end: TxEnd, answer: &Result<(), Error>) {
-        tx.ended = true;
         tx.pending.end(end == TxEnd::Commit && answer.is_ok());
+    }
+
+    /// Dropped without COMMIT or ROLLBACK: sqlx rolls back.
+    fn dropped_unended(tx: &mut MySqlTxState) {
+        tx.pending.end(false);
     }
 }
 

@@ -18,15 +18,14 @@
 
 use std::fmt;
 use std::ops::{Deref, DerefMut};
-use std::sync::Arc;
 
 use futures_core::future::BoxFuture;
-use hintaudit_core::{CallEffects, CallScope, stats};
 use sqlx::pool::MaybePoolConnection;
 use sqlx::{Acquire, Error, Transaction};
 
 use crate::backend::Backend;
-use crate::connection::AuditedConnection;
+use crate::held::acquire::note_acquire;
+use crate::held::connection::AuditedConnection;
 use crate::pool::AuditedPool;
 
 /// The driver's connection, taken from an [`AuditedPool`] through sqlx's [`Acquire`]
@@ -34,47 +33,29 @@ use crate::pool::AuditedPool;
 /// are not audited one by one; taken outside any call scope it is marked as set-up until it
 /// drops, inside one (SQLite) its row changes go to that call until it drops (see the crate
 /// docs, *Acquire and set-up*). Dropping it returns the connection to the pool.
-pub struct AcquiredConnection<DB: Backend> {
+pub struct UnauditedConnection<DB: Backend> {
     // Keeps the connection's audit state, which unmarks set-up when it drops.
     conn: AuditedConnection<DB>,
 }
 
-impl<DB: Backend> Deref for AcquiredConnection<DB> {
+impl<DB: Backend> Deref for UnauditedConnection<DB> {
     type Target = DB::Connection;
     fn deref(&self) -> &DB::Connection {
         &self.conn.raw
     }
 }
 
-impl<DB: Backend> DerefMut for AcquiredConnection<DB> {
+impl<DB: Backend> DerefMut for UnauditedConnection<DB> {
     fn deref_mut(&mut self) -> &mut DB::Connection {
         &mut self.conn.raw
     }
 }
 
-impl<DB: Backend> fmt::Debug for AcquiredConnection<DB> {
+impl<DB: Backend> fmt::Debug for UnauditedConnection<DB> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AcquiredConnection")
+        f.debug_struct("UnauditedConnection")
             .field("system", &DB::SYSTEM_NAME)
             .finish()
-    }
-}
-
-/// Notes a connection handed out raw through sqlx's `Acquire` now: outside any call scope
-/// it is set-up, counted with `stats().setup_acquire()` (`None`); inside one it is counted
-/// with `stats().unaudited_acquire()` and noted on the call's effects, whose handle it
-/// returns.
-pub(crate) fn note_acquire() -> Option<Arc<CallEffects>> {
-    match CallScope::current() {
-        None => {
-            stats().setup_acquire();
-            None
-        }
-        Some(scope) => {
-            stats().unaudited_acquire();
-            scope.effects().record_unaudited_acquire();
-            Some(scope.effects_handle())
-        }
     }
 }
 
@@ -85,18 +66,16 @@ pub(crate) fn note_acquire() -> Option<Arc<CallEffects>> {
 /// one (see the crate docs, *Acquire and set-up*).
 impl<'a, DB: Backend> Acquire<'a> for &'_ AuditedPool<DB> {
     type Database = DB;
-    type Connection = AcquiredConnection<DB>;
+    type Connection = UnauditedConnection<DB>;
 
-    fn acquire(self) -> BoxFuture<'static, Result<AcquiredConnection<DB>, Error>> {
+    fn acquire(self) -> BoxFuture<'static, Result<UnauditedConnection<DB>, Error>> {
         let call = note_acquire();
         let shared = self.shared.clone();
         Box::pin(async move {
             let conn = shared.pool.acquire().await?;
             let mut conn = AuditedConnection::new(conn, shared);
-            let c = &mut *conn;
-            crate::enforce::reset_for_call::<DB>(&mut c.raw, &c.shared.read_only_leaks).await;
-            DB::mark_acquired(&mut c.raw, &mut c.state, &c.shared.backend, call).await;
-            Ok(AcquiredConnection { conn })
+            conn.hand_out(call).await;
+            Ok(UnauditedConnection { conn })
         })
     }
 

@@ -10,9 +10,10 @@ use futures_core::stream::BoxStream;
 use futures_util::{FutureExt, TryStreamExt};
 use sqlx::{Describe, Either, Error, Execute, Executor, SqlStr};
 
+use crate::backend::Answer;
 use crate::backend::{Backend, describe_raw, prepare_raw};
-use crate::connection::AuditedConnection;
 use crate::execute::{Attribution, AuditedQuery, StatementEnd, boxed_in_span};
+use crate::held::connection::AuditedConnection;
 use crate::pool::AuditedPool;
 use crate::pool::inner::Shared;
 use crate::stream::DetachableStream;
@@ -35,7 +36,8 @@ impl<'p, DB: Backend> Executor<'p> for &'_ AuditedPool<DB> {
         Box::pin(DetachableStream::new(move |y| {
             let run = async move {
                 let (mut conn, att, query) = statement.acquire().await?;
-                crate::enforce::run_into(conn.pooled_context(att), query, &y).await
+                let answer = &mut Answer::Stream(&y);
+                crate::enforce::run(conn.pooled_context(att), query, answer).await
             };
             boxed_in_span(run, span)
         }))
@@ -65,7 +67,9 @@ impl<'p, DB: Backend> Executor<'p> for &'_ AuditedPool<DB> {
         let span = statement.att.span.clone();
         let run = async move {
             let (mut conn, att, query) = statement.acquire().await?;
-            crate::enforce::run_optional(conn.pooled_context(att), query).await
+            let mut answer = Answer::First(None);
+            crate::enforce::run(conn.pooled_context(att), query, &mut answer).await?;
+            Ok(answer.into_first())
         };
         boxed_in_span(run, span)
     }

@@ -51,7 +51,7 @@ impl<DB: Backend> Shared<DB> {
         query: E,
     ) -> (AuditedQuery<DB>, Attribution) {
         let query = AuditedQuery::split(query);
-        let att = Attribution::start(&self.classifier, DB::SYSTEM_NAME, query.text());
+        let att = Attribution::start(&self.classifier, DB::SPAN_SYSTEM_NAME, query.text());
         (query, att)
     }
 }

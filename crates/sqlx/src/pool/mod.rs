@@ -22,8 +22,8 @@ use sqlx::pool::PoolOptions;
 use sqlx::{Connection, Error, Pool, SqlSafeStr};
 
 use crate::backend::Backend;
-use crate::conn::AuditedTransaction;
-use crate::connection::AuditedConnection;
+use crate::held::AuditedTransaction;
+use crate::held::connection::AuditedConnection;
 use inner::Shared;
 use options::{AuditedPoolOptions, PgOracle};
 
@@ -224,7 +224,8 @@ impl<DB: Backend> AuditedPoolOptions<DB> {
     /// round trip to sqlx's worker thread (`lock_handle()`, about 15 µs): prefer
     /// [`AuditedPoolOptions::connect_with`]. Your pool's `after_connect` stays as it is.
     pub fn wrap(self, pool: Pool<DB>) -> AuditedPool<DB> {
-        self.build(pool, Arc::default())
+        let backend = Arc::new(DB::pool_state(&self));
+        self.build(pool, backend)
     }
 
     /// Opens a pool with sqlx's default [`PoolOptions`] for `url`.
@@ -253,7 +254,7 @@ impl<DB: Backend> AuditedPoolOptions<DB> {
         pool_options: PoolOptions<DB>,
         connect_options: <DB::Connection as Connection>::Options,
     ) -> Result<AuditedPool<DB>, Error> {
-        let backend = Arc::new(DB::PoolState::default());
+        let backend = Arc::new(DB::pool_state(&self));
         let pool_options = DB::on_connect(pool_options, &backend, self.after_connect.clone());
         let pool = pool_options.connect_with(connect_options).await?;
         Ok(self.build(pool, backend))
@@ -276,7 +277,7 @@ impl<DB: Backend> AuditedPoolOptions<DB> {
         pool_options: PoolOptions<DB>,
         connect_options: <DB::Connection as Connection>::Options,
     ) -> AuditedPool<DB> {
-        let backend = Arc::new(DB::PoolState::default());
+        let backend = Arc::new(DB::pool_state(&self));
         let pool_options = DB::on_connect(pool_options, &backend, self.after_connect.clone());
         self.build(pool_options.connect_lazy_with(connect_options), backend)
     }

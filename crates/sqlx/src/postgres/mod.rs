@@ -63,7 +63,6 @@
 //! transaction stays unobserved and the judge falls back to statement analysis for it.
 
 mod catalog;
-mod guard;
 mod lost;
 mod oracle;
 /// Whether reading a relation can write: plain tables, and views proved read-only.
@@ -76,29 +75,33 @@ mod wrap;
 
 use std::sync::Arc;
 
-use crate::execute::FinishOnDrop as Guard;
 use catalog::{Catalog, Direct};
 use futures_core::future::BoxFuture;
-use futures_util::{FutureExt, TryStreamExt};
-use guard::RolledBack;
+use futures_util::FutureExt;
 use hintaudit_core::{AuditStage, StatementOutcome, stats};
-use sqlx::postgres::{PgConnection, PgRow, Postgres};
-use sqlx::{Connection, Either, Error, Executor};
+use sqlx::error::DatabaseError;
+use sqlx::postgres::{PgConnection, Postgres};
+use sqlx::{Connection, Either, Error};
 pub use tx::PgTxState;
 
-use crate::backend::{Backend, Ctx, Step, TxEnd, sealed};
+use crate::backend::Answer;
+use crate::backend::{Backend, Ctx, InTransaction, ReadOnlySql, Step, TxEnd, sealed};
 use crate::classify::{SqlDialect, TxControl, is_dml};
+use crate::drive::{drain, unfinished};
 use crate::execute::{Attribution, AuditedQuery, StatementEnd};
-use crate::pool::options::PgOracle;
+use crate::guard::Guard;
+use crate::pool::options::{AuditedPoolOptions, PgOracle};
 use crate::stream::Yielder;
 use route::{Started, start};
 use wrap::{Item, collect, run_wrapped, stream_wrapped};
 
-/// A PostgreSQL pool's audit state: the catalog facts of the tables its statements write.
+/// A PostgreSQL pool's audit state: when the oracle runs, and the catalog facts of the
+/// tables its statements write.
 #[doc(hidden)]
 #[derive(Debug, Default)]
 pub struct PgPoolState {
     catalog: Arc<Catalog>,
+    oracle: PgOracle,
 }
 
 /// A held PostgreSQL connection's audit state: whether the caller opened a transaction with
@@ -205,9 +208,11 @@ async fn stream_or_pass(
     if !wrapped || !y.detachable() {
         return Either::Right((wrapped, query));
     }
-    let mut guard = RolledBack { att, armed: true };
+    // Dropped before it ended and could not be finished (no tokio runtime to finish it on):
+    // sqlx rolls back the oracle's transaction, so the statement failed.
+    let mut rolled_back = Guard::new(att, |att| att.finish(StatementEnd::FAILED));
     let r = stream_wrapped(conn, att, query, y).await;
-    guard.armed = false;
+    rolled_back.defuse();
     match r {
         Ok((rows, observed)) => {
             finish(st, att, succeeded(att, rows, observed));
@@ -236,8 +241,34 @@ impl Backend for Postgres {
     type PoolState = PgPoolState;
     type ConnState = PgConnState;
     type TxState = PgTxState;
-    const READ_ONLY_BEGIN: Option<&'static str> = Some("BEGIN READ ONLY");
     const OPTIONAL_AS_STREAM: bool = true;
+    const READ_ONLY: ReadOnlySql = ReadOnlySql {
+        begin: Some("BEGIN READ ONLY"),
+        probe: None,
+        // `CASE` orders the evaluation; `OFFSET 0` keeps the old value's subquery apart.
+        on: "SELECT 1 FROM (SELECT current_setting('default_transaction_read_only') AS old \
+             OFFSET 0) AS s WHERE CASE WHEN s.old = 'off' THEN \
+             set_config('default_transaction_read_only', 'on', false) = 'on' \
+             AND set_config('hintaudit.read_only_set', 'on', false) = 'on' ELSE false END",
+        off: "SELECT set_config('default_transaction_read_only', 'off', false), \
+              set_config('hintaudit.read_only_set', '', false)",
+        reset: "SELECT CASE WHEN current_setting('hintaudit.read_only_set', true) = 'on' \
+                THEN set_config('default_transaction_read_only', 'off', false) \
+                || set_config('hintaudit.read_only_set', '', false) END",
+        in_tx: InTransaction::Statement("SET TRANSACTION READ ONLY"),
+    };
+
+    /// `read_only_sql_transaction`, SQLSTATE `25006`.
+    fn is_read_only_refusal(e: &dyn DatabaseError) -> bool {
+        crate::backend::sqlstate_read_only(e)
+    }
+
+    fn pool_state(options: &AuditedPoolOptions<Self>) -> PgPoolState {
+        PgPoolState {
+            catalog: Arc::default(),
+            oracle: options.oracle,
+        }
+    }
 
     fn set_begun_read_only(tx: &mut PgTxState) {
         tx.read_only = true;
@@ -247,10 +278,10 @@ impl Backend for Postgres {
         tx.read_only
     }
 
-    async fn run_into<'e>(
+    async fn run<'e, 'a: 'e>(
         ctx: Ctx<'e, Self>,
         query: AuditedQuery<Self>,
-        y: &'e Yielder<Step<Self>>,
+        answer: &'e mut Answer<'a, Self>,
     ) -> Result<(), Error> {
         let Started {
             wrapped,
@@ -263,102 +294,54 @@ impl Backend for Postgres {
             finish(&mut rest, &att, StatementEnd::FAILED);
             return Err(e);
         }
-        let (wrapped, query) = match stream_or_pass(wrapped, conn, &mut rest, &att, query, y).await
-        {
-            Either::Left(done) => return done,
-            Either::Right(query) => query,
-        };
-        let query = match wrap_or_pass(wrapped, conn, &mut rest, &att, query, false).await? {
-            Either::Left(items) => {
-                // Buffered: the rows are yielded once COMMIT answered.
-                for v in items {
-                    y.send(v).await;
+        let (wrapped, query) = match answer {
+            Answer::Stream(y) => {
+                match stream_or_pass(wrapped, conn, &mut rest, &att, query, y).await {
+                    Either::Left(done) => return done,
+                    Either::Right(query) => query,
                 }
+            }
+            _ => (wrapped, query),
+        };
+        let one = matches!(answer, Answer::First(_));
+        let query = match wrap_or_pass(wrapped, conn, &mut rest, &att, query, one).await? {
+            Either::Left(items) => {
+                // Buffered: the rows are handed on once COMMIT answered.
+                answer.deliver(items).await;
                 return Ok(());
             }
             Either::Right(query) => query,
         };
-        let mut s = conn.fetch_many(query);
-        let mut done = Guard {
-            att: &att,
-            rows: 0,
-            armed: true,
-        };
-        loop {
-            match s.try_next().await {
-                Ok(Some(v)) => {
-                    if let Either::Left(r) = &v {
-                        done.rows += r.rows_affected();
-                    }
-                    y.send(v).await;
-                }
-                Ok(None) => break,
-                Err(e) => {
-                    drop(s);
-                    done.armed = false;
-                    finish(&mut rest, &att, StatementEnd::FAILED);
-                    return Err(e);
-                }
+        let mut rows = unfinished::<Postgres, u64>(&att);
+        let result = match answer {
+            // The rows affected as the statement's own count (`collect`), not the guard's.
+            Answer::First(first) => {
+                let dml = is_dml(att.class.effect.operation);
+                collect(conn, query, true, dml).await.map(|(items, n)| {
+                    *first = items.into_iter().find_map(|v| v.right());
+                    n
+                })
             }
-        }
-        drop(s);
-        done.armed = false;
-        finish(&mut rest, &att, succeeded(&att, done.rows, false));
-        Ok(())
-    }
-
-    async fn run_optional<'e>(
-        ctx: Ctx<'e, Self>,
-        query: AuditedQuery<Self>,
-    ) -> Result<Option<PgRow>, Error> {
-        let Started {
-            wrapped,
-            lost,
-            conn,
-            att,
-            mut rest,
-        } = start(ctx).await;
-        if let Some(e) = lost {
-            finish(&mut rest, &att, StatementEnd::FAILED);
-            return Err(e);
-        }
-        let first = |items: Vec<Item>| {
-            items.into_iter().find_map(|v| match v {
-                Either::Right(r) => Some(r),
-                Either::Left(_) => None,
-            })
+            answer => drain(conn, query, &mut *rows, answer).await.map(|()| *rows),
         };
-        let query = match wrap_or_pass(wrapped, conn, &mut rest, &att, query, true).await? {
-            Either::Left(items) => return Ok(first(items)),
-            Either::Right(query) => query,
+        rows.defuse();
+        drop(rows);
+        let end = match &result {
+            Ok(n) => succeeded(&att, *n, false),
+            Err(_) => StatementEnd::FAILED,
         };
-        let dml = is_dml(att.class.effect.operation);
-        let mut done = Guard {
-            att: &att,
-            rows: 0,
-            armed: true,
-        };
-        let r = collect(conn, query, true, dml).await;
-        done.armed = false;
-        match r {
-            Ok((items, rows)) => {
-                finish(&mut rest, &att, succeeded(&att, rows, false));
-                Ok(first(items))
-            }
-            Err(e) => {
-                finish(&mut rest, &att, StatementEnd::FAILED);
-                Err(e)
-            }
-        }
+        finish(&mut rest, &att, end);
+        result.map(drop)
     }
 
     fn before_begin<'e>(
         conn: &'e mut PgConnection,
-        mode: PgOracle,
+        pool: &'e PgPoolState,
     ) -> BoxFuture<'e, Result<PgTxState, Error>> {
         async move {
             let mut tx = PgTxState::default();
-            if mode != PgOracle::Off
+            tx.oracle = pool.oracle;
+            if tx.oracle != PgOracle::Off
                 && !conn.is_in_transaction()
                 && conn.server_version_num().is_some_and(|v| v >= 150_000)
             {
@@ -375,13 +358,8 @@ impl Backend for Postgres {
         .boxed()
     }
 
-    fn after_begin<'e>(
-        conn: &'e mut PgConnection,
-        tx: &'e mut PgTxState,
-        oracle: PgOracle,
-    ) -> BoxFuture<'e, ()> {
+    fn after_begin<'e>(conn: &'e mut PgConnection, tx: &'e mut PgTxState) -> BoxFuture<'e, ()> {
         async move {
-            tx.oracle = oracle;
             if tx.oracle == PgOracle::Always {
                 match tx::first_snapshot(conn, tx).await {
                     Ok(s) => tx.before = Some(s),
@@ -436,5 +414,9 @@ impl Backend for Postgres {
 
     fn after_end(tx: &mut PgTxState, end: TxEnd, answer: &Result<(), Error>) {
         tx::ended(tx, end == TxEnd::Commit && answer.is_ok());
+    }
+
+    fn dropped_unended(tx: &mut PgTxState) {
+        tx.mark_rolled_back();
     }
 }

@@ -116,10 +116,9 @@ pub(super) async fn start(ctx: Ctx<'_, Postgres>) -> Started<'_> {
         mut tx,
         pool,
         att,
-        oracle,
         ..
     } = ctx;
-    let mode = tx.as_deref().map_or(oracle, |tx| tx.oracle);
+    let mode = tx.as_deref().map_or(pool.oracle, |tx| tx.oracle);
     let (wants, mut lost) = match wants_oracle(conn, pool, mode, &att).await {
         Ok(wants) => (wants, None),
         Err(e) => (true, Some(e)),

@@ -29,8 +29,7 @@ pub struct PgTxState {
     /// revived it: nothing can be asked, and its COMMIT rolls back.
     pub(super) aborted: bool,
     pub(super) observation: Option<TransactionObservation>,
-    ended: bool,
-    /// Begun with `BEGIN READ ONLY` ([`crate::Backend::READ_ONLY_BEGIN`]).
+    /// Begun with `BEGIN READ ONLY` ([`crate::backend::ReadOnlySql::begin`]).
     pub(super) read_only: bool,
     /// Direct writes (see [`catalog::direct_target`]) that ran before any oracle snapshot:
     /// their command tags are the evidence, recorded when the transaction ends.
@@ -47,17 +46,10 @@ pub struct PgTxState {
     pub(super) flushed: bool,
 }
 
-impl Drop for PgTxState {
-    fn drop(&mut self) {
-        if !self.ended {
-            // Dropped without COMMIT or ROLLBACK: sqlx rolls back, the oracle cannot ask.
-            self.mark_rolled_back();
-        }
-    }
-}
-
 impl PgTxState {
-    fn mark_rolled_back(&self) {
+    /// Marks the transaction's writes rolled back: it was dropped without COMMIT or
+    /// ROLLBACK, sqlx rolls back, and the oracle cannot ask.
+    pub(super) fn mark_rolled_back(&self) {
         for (sink, write) in &self.statements {
             if *write {
                 sink.update(|s| s.outcome = StatementOutcome::RolledBack);
@@ -130,7 +122,6 @@ pub(super) fn last_scope(tx: &PgTxState) -> oracle::Scope {
 /// observation with the direct writes' counts merged in (one observation per transaction,
 /// as the oracle alone would make), and clears the catalog cache after DDL.
 pub(super) fn ended(tx: &mut PgTxState, committed: bool) {
-    tx.ended = true;
     if let Some(catalog) = tx.ddl.take() {
         catalog.clear();
     }
@@ -156,7 +147,7 @@ pub(super) fn ended(tx: &mut PgTxState, committed: bool) {
             obs.wrote |= one.wrote;
             merge(&mut obs.tables, one.tables);
         }
-        Attribution::mark_observed(sink);
+        sink.update(|s| s.observed = true);
     }
     let effects = tx
         .sink()
@@ -166,7 +157,7 @@ pub(super) fn ended(tx: &mut PgTxState, committed: bool) {
     }
     if oracle_ran {
         for (sink, _) in &tx.statements {
-            Attribution::mark_observed(sink);
+            sink.update(|s| s.observed = true);
         }
     } else if !committed {
         tx.mark_rolled_back();

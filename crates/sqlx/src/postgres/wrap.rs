@@ -1,12 +1,13 @@
 //! An autocommit statement wrapped in the oracle's transaction, and a statement run to its
 //! end before anything is handed back.
 
-use futures_util::TryStreamExt;
 use hintaudit_core::{AuditStage, stats};
 use sqlx::postgres::{PgConnection, PgQueryResult, PgRow, Postgres};
 use sqlx::{Connection, Either, Error, Executor, Transaction};
 
+use crate::backend::Answer;
 use crate::classify::is_dml;
+use crate::drive::drain;
 use crate::execute::{Attribution, AuditedQuery};
 use crate::stream::Yielder;
 
@@ -27,25 +28,14 @@ pub(super) async fn collect(
         let row = conn.fetch_optional(query).await?;
         return Ok((row.map(Either::Right).into_iter().collect(), 0));
     }
-    let mut items = Vec::new();
     let mut rows = 0;
-    let mut have_row = false;
-    let mut s = conn.fetch_many(query);
-    while let Some(v) = s.try_next().await? {
-        match v {
-            Either::Left(r) => {
-                rows += r.rows_affected();
-                items.push(Either::Left(r));
-            }
-            // fetch_optional answers with the first row; the others are drained.
-            Either::Right(row) if !one || !have_row => {
-                have_row = true;
-                items.push(Either::Right(row));
-            }
-            Either::Right(_) => {}
-        }
-    }
-    Ok((items, rows))
+    let keep = if one { 1 } else { usize::MAX };
+    let mut answer = Answer::Buffer {
+        items: Vec::new(),
+        rows: keep,
+    };
+    drain(conn, query, &mut rows, &mut answer).await?;
+    Ok((answer.into_items(), rows))
 }
 
 /// The oracle's transaction around an autocommit statement, open: `BEGIN` answered.
@@ -162,17 +152,7 @@ pub(super) async fn stream_wrapped(
     let (mut opened, query) = open(conn, query).await?;
     y.finish_on_drop(true);
     let mut rows = 0;
-    let streamed = async {
-        let mut s = opened.tx.fetch_many(query);
-        while let Some(v) = s.try_next().await? {
-            if let Either::Left(r) = &v {
-                rows += r.rows_affected();
-            }
-            y.send(v).await;
-        }
-        Ok::<(), Error>(())
-    }
-    .await;
+    let streamed = drain(&mut *opened.tx, query, &mut rows, &mut Answer::Stream(y)).await;
     let end = match streamed {
         Ok(()) => opened.commit(att).await.map(|observed| (rows, observed)),
         Err(e) => {

@@ -281,7 +281,7 @@ impl Slot {
         }
         let (mine, rest): (Vec<Pending>, Vec<Pending>) = std::mem::take(&mut s.pending)
             .into_iter()
-            .partition(|p| p.sink.as_ref().is_some_and(|x| x.same(sink)));
+            .partition(|p| p.sink.as_ref().is_some_and(|x| same(x, sink)));
         s.pending = rest;
         drop(s);
         record(&self.columns, mine.into_iter(), false);
@@ -409,4 +409,9 @@ fn install(handle: &mut LockedSqliteHandle<'_>, slot: &Arc<Slot>) {
             s.on_preupdate(image, nested);
         });
     }
+}
+
+/// Whether `a` and `b` are the same statement of the same call.
+fn same(a: &Sink, b: &Sink) -> bool {
+    Arc::ptr_eq(&a.effects, &b.effects) && a.index == b.index
 }

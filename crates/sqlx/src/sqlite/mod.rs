@@ -73,17 +73,20 @@ mod images;
 use std::sync::Arc;
 
 use futures_core::future::BoxFuture;
-use futures_util::{FutureExt, TryStreamExt};
+use futures_util::FutureExt;
 use hintaudit_core::{AuditStage, StatementOutcome, stats};
+use sqlx::error::DatabaseError;
 use sqlx::pool::PoolOptions;
-use sqlx::sqlite::{Sqlite, SqliteConnection, SqliteRow};
-use sqlx::{Connection, Either, Error, Executor};
+use sqlx::sqlite::{Sqlite, SqliteConnection};
+use sqlx::{Connection, Error, Executor};
 
-use crate::backend::{Backend, Ctx, Step, TxEnd, sealed};
+use crate::backend::Answer;
+use crate::backend::{Backend, Ctx, InTransaction, ReadOnlySql, TxEnd, sealed};
 use crate::classify::{Classification, SqlDialect, TxControl, is_dml};
+use crate::drive::drain;
 use crate::execute::{Attribution, AuditedQuery, StatementEnd};
-use crate::pool::options::{AfterConnect, PgOracle};
-use crate::stream::Yielder;
+use crate::guard::Guard;
+use crate::pool::options::AfterConnect;
 
 use bind::{Bound, bind, learn_images, may_open_tx};
 use hooks::{Binding, Slot};
@@ -146,12 +149,11 @@ async fn start<'e>(ctx: Ctx<'e, Sqlite>, query: &AuditedQuery<Sqlite>) -> Starte
     let learn_after = defer && matches!(bound, Bound::Slot(_));
     let fin = Finish {
         att,
-        bound,
+        bound: Guard::new(bound, dangle),
         registry,
         pooled,
         outcome: StatementOutcome::Ok,
         rows: 0,
-        done: false,
     };
     Started {
         conn,
@@ -184,7 +186,7 @@ impl Drop for Started<'_> {
     /// only then are there rows to name, and only then does the transaction hold the write
     /// lock that makes learning them safe.
     fn drop(&mut self) {
-        if let (true, Bound::Slot(slot)) = (self.learn_after, &self.fin.bound)
+        if let (true, Bound::Slot(slot)) = (self.learn_after, &*self.fin.bound)
             && slot.seen() > 0
         {
             self.state.owed = Some(self.fin.att.class.clone());
@@ -196,20 +198,27 @@ impl Drop for Started<'_> {
 /// failure). Error paths set `outcome` to failed first.
 struct Finish<'e> {
     att: Attribution,
-    bound: Bound,
+    /// Defused once SQLite answered the statement to its end (or with its error); dropped
+    /// armed when the caller dropped it while the worker may still run it: see [`dangle`].
+    bound: Guard<Bound, fn(&mut Bound)>,
     registry: &'e hooks::Registry,
     pooled: bool,
     outcome: StatementOutcome,
     rows: u64,
-    /// SQLite answered the statement to its end (or with its error); false when the caller
-    /// dropped it while the worker may still run it.
-    done: bool,
+}
+
+/// A statement dropped before SQLite answered: the writer's claim must outlive it (after
+/// [`Finish`] recorded it).
+fn dangle(bound: &mut Bound) {
+    if let Bound::Writer(guard) = std::mem::replace(bound, Bound::Nothing) {
+        guard.dangle();
+    }
 }
 
 impl Drop for Finish<'_> {
     fn drop(&mut self) {
         let class = &self.att.class;
-        let seen = match &self.bound {
+        let seen = match &*self.bound {
             Bound::Nothing => None,
             Bound::Slot(slot) => Some(slot.seen()),
             Bound::Writer(guard) => Some(guard.seen()),
@@ -227,7 +236,7 @@ impl Drop for Finish<'_> {
             !blind
         });
         if let (StatementOutcome::Failed, Some(sink)) = (self.outcome, &self.att.sink) {
-            match &self.bound {
+            match &*self.bound {
                 Bound::Nothing => {}
                 Bound::Slot(slot) => slot.abort_statement(sink),
                 Bound::Writer(_) => self.registry.abort_statement(sink),
@@ -242,14 +251,8 @@ impl Drop for Finish<'_> {
         });
         // A pooled statement releases its binding (or the pool's writer) here; a held
         // connection stays bound until its next statement or until it is dropped.
-        if let (true, Bound::Slot(slot)) = (self.pooled, &self.bound) {
+        if let (true, Bound::Slot(slot)) = (self.pooled, &*self.bound) {
             slot.bind(Binding::Pool);
-        }
-        // Dropped before SQLite answered: the writer's claim must outlive this statement.
-        if !self.done
-            && let Bound::Writer(guard) = std::mem::replace(&mut self.bound, Bound::Nothing)
-        {
-            guard.dangle();
         }
     }
 }
@@ -260,6 +263,23 @@ impl Backend for Sqlite {
     type PoolState = hooks::Registry;
     type ConnState = SqliteConnState;
     type TxState = ();
+    const READ_ONLY: ReadOnlySql = ReadOnlySql {
+        begin: None,
+        probe: Some("SELECT 1 FROM pragma_query_only WHERE query_only = 0"),
+        on: "PRAGMA query_only = ON",
+        off: "PRAGMA query_only = OFF",
+        reset: "PRAGMA query_only = OFF",
+        in_tx: InTransaction::Session,
+    };
+
+    /// `SQLITE_READONLY` (8, and its extended codes).
+    fn is_read_only_refusal(e: &dyn DatabaseError) -> bool {
+        e.code()
+            .as_deref()
+            .and_then(|c| c.parse::<i32>().ok())
+            .is_some_and(|c| c & 0xff == 8)
+            || e.message().contains("readonly database")
+    }
 
     fn on_connect(
         options: PoolOptions<Self>,
@@ -286,65 +306,36 @@ impl Backend for Sqlite {
         })
     }
 
-    async fn run_into<'e>(
+    async fn run<'e, 'a: 'e>(
         ctx: Ctx<'e, Self>,
         query: AuditedQuery<Self>,
-        y: &'e Yielder<Step<Self>>,
+        answer: &'e mut Answer<'a, Self>,
     ) -> Result<(), Error> {
         let mut run = start(ctx, &query).await;
-        let mut s = run.conn.fetch_many(query);
-        loop {
-            match s.try_next().await {
-                Ok(Some(v)) => {
-                    if let Either::Left(r) = &v {
-                        run.fin.rows += r.rows_affected();
-                    }
-                    y.send(v).await;
-                }
-                Ok(None) => break,
-                Err(e) => {
-                    drop(s);
-                    run.fin.done = true;
-                    run.fin.outcome = StatementOutcome::Failed;
-                    return Err(e);
-                }
-            }
-        }
-        drop(s);
-        run.fin.done = true;
-        run.succeeded().await;
-        Ok(())
-    }
-
-    async fn run_optional<'e>(
-        ctx: Ctx<'e, Self>,
-        query: AuditedQuery<Self>,
-    ) -> Result<Option<SqliteRow>, Error> {
-        let mut run = start(ctx, &query).await;
-        // sqlx's own fetch_optional, so that the statement stops at its first row as it does
-        // unaudited: in a text of several statements, those after the row never run. The
-        // driver's row count is not read then; a write that returned a row (RETURNING)
-        // counts as one, so that hooks that saw none are known to be blind.
-        let r = run.conn.fetch_optional(query).await;
-        run.fin.done = true;
-        match &r {
-            Ok(row) => {
+        let result = match answer {
+            // sqlx's own fetch_optional, so that the statement stops at its first row as it
+            // does unaudited: in a text of several statements, those after the row never
+            // run. The driver's row count is not read then; a write that returned a row
+            // (RETURNING) counts as one, so that hooks that saw none are known to be blind.
+            Answer::First(first) => run.conn.fetch_optional(query).await.map(|row| {
                 if row.is_some() && is_dml(run.fin.att.class.effect.operation) {
                     run.fin.rows = 1;
                 }
+                *first = row;
+            }),
+            answer => drain(run.conn, query, &mut run.fin.rows, answer).await,
+        };
+        run.fin.bound.defuse();
+        match result {
+            Ok(()) => {
                 run.succeeded().await;
+                Ok(())
             }
-            Err(_) => run.fin.outcome = StatementOutcome::Failed,
+            Err(e) => {
+                run.fin.outcome = StatementOutcome::Failed;
+                Err(e)
+            }
         }
-        r
-    }
-
-    fn after_begin<'e>(
-        _conn: &'e mut SqliteConnection,
-        _tx: &'e mut (),
-        _oracle: PgOracle,
-    ) -> BoxFuture<'e, ()> {
-        std::future::ready(()).boxed()
     }
 
     fn before_end<'e>(
@@ -362,8 +353,6 @@ impl Backend for Sqlite {
         }
         .boxed()
     }
-
-    fn after_end(_tx: &mut (), _end: TxEnd, _answer: &Result<(), Error>) {}
 
     fn mark_acquired<'e>(
         conn: &'e mut SqliteConnection,

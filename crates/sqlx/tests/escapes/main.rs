@@ -13,6 +13,8 @@
 //! locks, `FOR UPDATE`, plain views) must stay clean. Servers are required as elsewhere
 //! (`HINTAUDIT_REQUIRE_PG`, `HINTAUDIT_REQUIRE_MYSQL`, `HINTAUDIT_REQUIRE_ALL`).
 
+#[path = "../support/databases.rs"]
+mod databases;
 mod mysql;
 mod postgres;
 mod sqlite;

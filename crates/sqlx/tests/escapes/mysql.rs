@@ -1,11 +1,10 @@
 //! The MySQL and MariaDB escapes: each on a fresh database of a one-connection audited pool.
 
-use std::time::Duration;
-
 use hintaudit_sqlx::AuditedPool;
-use sqlx::mysql::MySqlPoolOptions;
+use sqlx::mysql::{MySqlConnectOptions, MySqlPoolOptions};
 use sqlx::{Executor, MySql};
 
+use crate::databases::{self, Fresh};
 use crate::{Escape, Subject, escape as e};
 
 /// `t` with three rows; `log`, which the stored routines append to; a function and a
@@ -69,39 +68,16 @@ const CLEAN: &[&str] = &[
 /// A fresh database with [`SETUP`], and a one-connection audited pool on it.
 pub(crate) struct My {
     pool: AuditedPool<MySql>,
-    admin: sqlx::MySqlPool,
-    name: String,
+    fresh: Fresh<MySqlConnectOptions>,
 }
 
 impl Subject for My {
-    async fn fresh(n: usize) -> Option<My> {
-        let url = std::env::var("HINTAUDIT_MYSQL_URL")
-            .unwrap_or_else(|_| "mysql://root@127.0.0.1:3306".to_owned());
-        let admin = match MySqlPoolOptions::new()
-            .max_connections(1)
-            .acquire_timeout(Duration::from_secs(5))
-            .connect(&url)
-            .await
-        {
-            Ok(p) => p,
-            Err(e) if !hintaudit_test_support::required("HINTAUDIT_REQUIRE_MYSQL") => {
-                eprintln!("skipping: MySQL unreachable at {url}: {e}");
-                return None;
-            }
-            Err(e) => panic!("MySQL required but unreachable at {url}: {e}"),
-        };
-        let name = format!("hintaudit_escape_{}_{n}", std::process::id());
-        let create = format!("DROP DATABASE IF EXISTS {name}; CREATE DATABASE {name}");
-        admin
-            .execute(sqlx::raw_sql(sqlx::AssertSqlSafe(create)))
-            .await
-            .expect("create database");
+    async fn fresh(_n: usize) -> Option<My> {
+        let fresh = databases::mysql().await?;
         let pool = AuditedPool::<MySql>::options()
             .connect_with(
                 MySqlPoolOptions::new().max_connections(1),
-                format!("{}/{name}", url.trim_end_matches('/'))
-                    .parse()
-                    .expect("url"),
+                fresh.options.clone(),
             )
             .await
             .expect("connect");
@@ -111,7 +87,7 @@ impl Subject for My {
                 .await
                 .expect("setup");
         }
-        Some(My { pool, admin, name })
+        Some(My { pool, fresh })
     }
 
     async fn run(&self, sql: &str) -> Result<(), sqlx::Error> {
@@ -128,11 +104,7 @@ impl Subject for My {
 
     async fn finish(self) {
         self.pool.close().await;
-        let sql = format!("DROP DATABASE IF EXISTS {}", self.name);
-        self.admin
-            .execute(sqlx::AssertSqlSafe(sql))
-            .await
-            .expect("drop database");
+        self.fresh.drop().await;
     }
 }
 

@@ -1,12 +1,10 @@
 //! The PostgreSQL escapes: each on a fresh schema of a one-connection audited pool.
 
-use std::str::FromStr;
-use std::time::Duration;
-
 use hintaudit_sqlx::AuditedPool;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{Executor, Postgres};
 
+use crate::databases::{self, Fresh};
 use crate::{Escape, Subject, escape as e};
 
 /// `t` with three rows; `log`, which the writing functions append to; a sequence; a
@@ -119,47 +117,21 @@ const CLEAN: &[&str] = &[
 /// A fresh schema with [`SETUP`], and a one-connection audited pool on it.
 pub(crate) struct Pg {
     pool: AuditedPool<Postgres>,
-    admin: sqlx::PgPool,
-    schema: String,
+    fresh: Fresh<PgConnectOptions>,
 }
 
 impl Subject for Pg {
-    async fn fresh(n: usize) -> Option<Pg> {
-        let url = std::env::var("HINTAUDIT_PG_URL")
-            .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned());
-        let admin = match PgPoolOptions::new()
-            .max_connections(1)
-            .acquire_timeout(Duration::from_secs(5))
-            .connect(&url)
-            .await
-        {
-            Ok(p) => p,
-            Err(e) if !hintaudit_test_support::required("HINTAUDIT_REQUIRE_PG") => {
-                eprintln!("skipping: PostgreSQL unreachable at {url}: {e}");
-                return None;
-            }
-            Err(e) => panic!("PostgreSQL required but unreachable at {url}: {e}"),
-        };
-        let schema = format!("hintaudit_escape_{n}_{}", std::process::id());
-        admin
-            .execute(sqlx::AssertSqlSafe(format!(
-                "DROP SCHEMA IF EXISTS {schema} CASCADE; CREATE SCHEMA {schema}"
-            )))
-            .await
-            .expect("create schema");
-        let opts = PgConnectOptions::from_str(&url)
-            .expect("url")
-            .options([("search_path", schema.as_str())]);
+    async fn fresh(_n: usize) -> Option<Pg> {
+        let fresh = databases::postgres().await?;
         let pool = AuditedPool::<Postgres>::options()
-            .connect_with(PgPoolOptions::new().max_connections(1), opts)
+            .connect_with(
+                PgPoolOptions::new().max_connections(1),
+                fresh.options.clone(),
+            )
             .await
             .expect("connect");
         pool.inner().execute(SETUP).await.expect("setup");
-        Some(Pg {
-            pool,
-            admin,
-            schema,
-        })
+        Some(Pg { pool, fresh })
     }
 
     async fn run(&self, sql: &str) -> Result<(), sqlx::Error> {
@@ -176,11 +148,7 @@ impl Subject for Pg {
 
     async fn finish(self) {
         self.pool.close().await;
-        let sql = format!("DROP SCHEMA IF EXISTS {} CASCADE", self.schema);
-        self.admin
-            .execute(sqlx::AssertSqlSafe(sql))
-            .await
-            .expect("drop schema");
+        self.fresh.drop().await;
     }
 }
 

@@ -32,6 +32,7 @@
 
 use hintaudit_core::{Effect, Operation, StatementOutcome, stats};
 
+#[path = "../support/databases.rs"]
 mod databases;
 
 /// What the scenario saw the app answer.

@@ -1,5 +1,6 @@
 //! The audited pool against a real SQLite file: attribution, hooks, transactions, triggers,
-//! concurrency, and every executor entry point.
+//! concurrency, and every executor entry point; how connections get their hooks (`pools`),
+//! the rows a statement touched (`rows`), lazy pools (`lazy`) and enforce mode (`enforce`).
 
 #![cfg(feature = "sqlite")]
 
@@ -14,7 +15,11 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions};
 use sqlx::{Executor, Row, Sqlite};
 use tempfile::TempDir;
 
+mod enforce;
 mod executor;
+mod lazy;
+mod pools;
+mod rows;
 
 async fn pool(max: u32) -> (TempDir, AuditedPool<Sqlite>) {
     let dir = tempfile::tempdir().expect("tempdir");

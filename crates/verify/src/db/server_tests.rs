@@ -25,10 +25,7 @@ fn my_server() -> String {
     std::env::var("HINTAUDIT_MYSQL_URL").unwrap_or_else(|_| "mysql://root@127.0.0.1:3306".into())
 }
 
-fn required(var: &str) -> bool {
-    std::env::var("HINTAUDIT_REQUIRE_ALL").is_ok_and(|v| v == "1")
-        || std::env::var(var).is_ok_and(|v| v == "1")
-}
+use hintaudit_test_support::required;
 
 /// The schema of a [`pg_schema`] URL (its `search_path`); none for other URLs.
 fn schema_of(url: &str) -> Vec<String> {

@@ -12,9 +12,7 @@ async fn mariadb_in_place_restores_the_original_and_drops_the_copy() {
     let server = std::env::var("HINTAUDIT_MYSQL_URL")
         .unwrap_or_else(|_| "mysql://root@127.0.0.1:3306".into());
     let Ok(mut admin) = sqlx::MySqlConnection::connect(&server).await else {
-        let required = ["HINTAUDIT_REQUIRE_ALL", "HINTAUDIT_REQUIRE_MYSQL"]
-            .iter()
-            .any(|k| std::env::var(k).as_deref() == Ok("1"));
+        let required = hintaudit_test_support::required("HINTAUDIT_REQUIRE_MYSQL");
         assert!(!required, "MariaDB required at {server}");
         eprintln!("skipped: MariaDB unreachable at {server}");
         return;

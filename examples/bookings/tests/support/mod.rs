@@ -141,10 +141,3 @@ pub async fn scrape(addr: SocketAddr, metric: &str) -> BTreeMap<String, f64> {
 pub fn violation(tool: &str, rule: &str, hint: &str, severity: &str) -> String {
     format!("hint={hint},rule={rule},severity={severity},tool={tool}")
 }
-
-/// Whether tests that need `what` must not skip: `HINTAUDIT_REQUIRE_ALL=1` or `var=1`.
-pub fn required(var: &str) -> bool {
-    ["HINTAUDIT_REQUIRE_ALL", var]
-        .iter()
-        .any(|k| std::env::var(k).is_ok_and(|v| v == "1"))
-}

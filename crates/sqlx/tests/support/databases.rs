@@ -1,4 +1,12 @@
-//! A fresh database per test, for each backend of the port fixture.
+//! A fresh database per test, for every test binary of this crate that needs one (each
+//! includes this file as `mod databases`): a SQLite file in a temporary directory, a
+//! PostgreSQL schema, a MySQL/MariaDB database, each dropped with [`Fresh::drop`]. A server
+//! that cannot be reached skips the test with the reason printed, unless it is required
+//! (`hintaudit_test_support::required`: `HINTAUDIT_REQUIRE_PG`, `HINTAUDIT_REQUIRE_MYSQL`,
+//! `HINTAUDIT_REQUIRE_ALL`), as CI sets them.
+
+// Each test binary uses what its backend needs.
+#![allow(dead_code)]
 
 use std::str::FromStr;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -25,6 +33,30 @@ enum Cleanup {
 }
 
 impl<O> Fresh<O> {
+    /// The schema or database's name (empty for SQLite).
+    pub fn name(&self) -> &str {
+        match &self.cleanup {
+            Cleanup::Dir(_) => "",
+            Cleanup::Schema(_, name) | Cleanup::Database(_, name) => name,
+        }
+    }
+
+    /// The pool on the server the database was made with (PostgreSQL).
+    pub fn pg_admin(&self) -> Option<&sqlx::PgPool> {
+        match &self.cleanup {
+            Cleanup::Schema(admin, _) => Some(admin),
+            _ => None,
+        }
+    }
+
+    /// The pool on the server the database was made with (MySQL).
+    pub fn mysql_admin(&self) -> Option<&sqlx::MySqlPool> {
+        match &self.cleanup {
+            Cleanup::Database(admin, _) => Some(admin),
+            _ => None,
+        }
+    }
+
     /// Drops the database.
     pub async fn drop(self) {
         match self.cleanup {
@@ -62,35 +94,51 @@ pub async fn sqlite() -> Option<Fresh<SqliteConnectOptions>> {
     })
 }
 
-/// Whether a server must not be skipped: `var` (`HINTAUDIT_REQUIRE_PG`,
-/// `HINTAUDIT_REQUIRE_MYSQL`) or `HINTAUDIT_REQUIRE_ALL` is `1` or `true`, as CI sets them.
-fn required(var: &str) -> bool {
-    [var, "HINTAUDIT_REQUIRE_ALL"]
-        .iter()
-        .any(|v| std::env::var(v).is_ok_and(|x| x == "1" || x.eq_ignore_ascii_case("true")))
+use hintaudit_test_support::required;
+
+/// `HINTAUDIT_PG_URL`, default `postgres://postgres@127.0.0.1:5432/test`.
+pub fn pg_url() -> String {
+    std::env::var("HINTAUDIT_PG_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned())
+}
+
+/// `HINTAUDIT_MYSQL_URL`, default `mysql://root@127.0.0.1:3306` (the server root, without a
+/// database).
+pub fn mysql_url() -> String {
+    std::env::var("HINTAUDIT_MYSQL_URL")
+        .unwrap_or_else(|_| "mysql://root@127.0.0.1:3306".to_owned())
+}
+
+/// Whether a test goes on without the server `server` (`require_var`, say
+/// `HINTAUDIT_REQUIRE_PG`, and `HINTAUDIT_REQUIRE_ALL` unset): prints why it skips. Panics
+/// when the server is required.
+pub fn skip(server: &str, url: &str, require_var: &str, e: impl std::fmt::Display) -> bool {
+    assert!(
+        !required(require_var),
+        "{server} required ({require_var}) but unreachable at {url}: {e}"
+    );
+    eprintln!("skipping: {server} unreachable at {url}: {e} (set {require_var}=1 to fail instead)");
+    true
 }
 
 static FRESH: AtomicU32 = AtomicU32::new(0);
 
 /// A name for a fresh schema or database, unique in this process and among processes.
-fn fresh_name() -> String {
+pub fn fresh_name() -> String {
     format!(
-        "hintaudit_port_{}_{}",
+        "hintaudit_{}_{}",
         std::process::id(),
         FRESH.fetch_add(1, Ordering::Relaxed)
     )
 }
 
-/// The server's URL (the variable `url_var`, else `default`) and a one-connection pool on
-/// it, or `None`, with the reason printed, when the server `server` is unreachable and not
-/// required (`require_var`, `HINTAUDIT_REQUIRE_ALL`). Panics when it is required.
-async fn admin<DB: sqlx::Database>(
+/// The server's `url` and a one-connection pool on it, or `None`, with the reason printed,
+/// when the server `server` is unreachable and not required (see [`skip`]).
+pub async fn admin<DB: sqlx::Database>(
     server: &str,
-    url_var: &str,
-    default: &str,
+    url: String,
     require_var: &str,
 ) -> Option<(String, sqlx::Pool<DB>)> {
-    let url = std::env::var(url_var).unwrap_or_else(|_| default.to_owned());
     match sqlx::pool::PoolOptions::<DB>::new()
         .max_connections(1)
         .acquire_timeout(Duration::from_secs(5))
@@ -98,13 +146,10 @@ async fn admin<DB: sqlx::Database>(
         .await
     {
         Ok(pool) => Some((url, pool)),
-        Err(e) if !required(require_var) => {
-            eprintln!(
-                "skipping: {server} unreachable at {url}: {e} (set {require_var}=1 to fail instead)"
-            );
+        Err(e) => {
+            skip(server, &url, require_var, e);
             None
         }
-        Err(e) => panic!("{server} required but unreachable at {url}: {e}"),
     }
 }
 
@@ -112,13 +157,8 @@ async fn admin<DB: sqlx::Database>(
 /// or `None`, with the reason printed, when the server is unreachable and not required
 /// (`HINTAUDIT_REQUIRE_PG`, `HINTAUDIT_REQUIRE_ALL`).
 pub async fn postgres() -> Option<Fresh<PgConnectOptions>> {
-    let (url, admin) = admin::<sqlx::Postgres>(
-        "PostgreSQL",
-        "HINTAUDIT_PG_URL",
-        "postgres://postgres@127.0.0.1:5432/test",
-        "HINTAUDIT_REQUIRE_PG",
-    )
-    .await?;
+    let (url, admin) =
+        admin::<sqlx::Postgres>("PostgreSQL", pg_url(), "HINTAUDIT_REQUIRE_PG").await?;
     let schema = fresh_name();
     admin
         .execute(sqlx::AssertSqlSafe(format!("CREATE SCHEMA {schema}")))
@@ -137,13 +177,8 @@ pub async fn postgres() -> Option<Fresh<PgConnectOptions>> {
 /// server root without a database), or `None`, with the reason printed, when the server is
 /// unreachable and not required (`HINTAUDIT_REQUIRE_MYSQL`, `HINTAUDIT_REQUIRE_ALL`).
 pub async fn mysql() -> Option<Fresh<MySqlConnectOptions>> {
-    let (url, admin) = admin::<sqlx::MySql>(
-        "MySQL",
-        "HINTAUDIT_MYSQL_URL",
-        "mysql://root@127.0.0.1:3306",
-        "HINTAUDIT_REQUIRE_MYSQL",
-    )
-    .await?;
+    let (url, admin) =
+        admin::<sqlx::MySql>("MySQL", mysql_url(), "HINTAUDIT_REQUIRE_MYSQL").await?;
     let name = fresh_name();
     admin
         .execute(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))

@@ -9,13 +9,12 @@
 
 #![cfg(feature = "mysql")]
 
-use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::Duration;
-
 use hintaudit_core::{CallScope, Enforcement, Hint, Operation, RefusedBy};
 use hintaudit_sqlx::{AuditedPool, Refused};
-use sqlx::mysql::MySqlPoolOptions;
+use sqlx::mysql::{MySqlConnectOptions, MySqlPoolOptions};
 use sqlx::{Executor, MySql};
+
+use crate::databases::{self, Fresh};
 
 const SETUP: &[&str] = &[
     "CREATE TABLE appointments (id INT AUTO_INCREMENT PRIMARY KEY, views INT NOT NULL DEFAULT 0)",
@@ -28,51 +27,18 @@ const SETUP: &[&str] = &[
 
 struct Db {
     pool: AuditedPool<MySql>,
-    admin: sqlx::MySqlPool,
-    name: String,
+    fresh: Fresh<MySqlConnectOptions>,
 }
-
-static N: AtomicU32 = AtomicU32::new(0);
 
 /// A one-connection audited pool (so every call shares that connection) on a fresh
 /// database, or `None` (with the reason printed) when the server is unreachable and not
 /// required.
 async fn db() -> Option<Db> {
-    let url = std::env::var("HINTAUDIT_MYSQL_URL")
-        .unwrap_or_else(|_| "mysql://root@127.0.0.1:3306".to_owned());
-    let required = ["HINTAUDIT_REQUIRE_MYSQL", "HINTAUDIT_REQUIRE_ALL"]
-        .iter()
-        .any(|k| std::env::var(k).is_ok_and(|v| v == "1"));
-    let admin = match MySqlPoolOptions::new()
-        .max_connections(1)
-        .acquire_timeout(Duration::from_secs(5))
-        .connect(&url)
-        .await
-    {
-        Ok(p) => p,
-        Err(e) if !required => {
-            eprintln!(
-                "skipping: MySQL unreachable at {url}: {e} (set HINTAUDIT_REQUIRE_MYSQL=1 to fail instead)"
-            );
-            return None;
-        }
-        Err(e) => panic!("MySQL required but unreachable at {url}: {e}"),
-    };
-    let name = format!(
-        "hintaudit_enforce_{}_{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    );
-    admin
-        .execute(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
-        .await
-        .expect("create database");
+    let fresh = databases::mysql().await?;
     let pool = AuditedPool::<MySql>::options()
         .connect_with(
             MySqlPoolOptions::new().max_connections(1),
-            format!("{}/{name}", url.trim_end_matches('/'))
-                .parse()
-                .expect("url"),
+            fresh.options.clone(),
         )
         .await
         .expect("connect");
@@ -82,7 +48,7 @@ async fn db() -> Option<Db> {
             .await
             .expect("setup");
     }
-    Some(Db { pool, admin, name })
+    Some(Db { pool, fresh })
 }
 
 impl Db {
@@ -103,9 +69,7 @@ impl Db {
 
     async fn drop_database(self) {
         self.pool.close().await;
-        let sql = format!("DROP DATABASE IF EXISTS {}", self.name);
-        let _ = self.admin.execute(sqlx::AssertSqlSafe(sql)).await;
-        self.admin.close().await;
+        self.fresh.drop().await;
     }
 }
 
@@ -439,8 +403,6 @@ async fn a_transaction_begun_after_a_read_only_leak_is_read_write() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_session_configured_read_only_is_never_made_read_write() {
     let Some(db) = db().await else { return };
-    let url = std::env::var("HINTAUDIT_MYSQL_URL")
-        .unwrap_or_else(|_| "mysql://root@127.0.0.1:3306".to_owned());
     let pool = AuditedPool::<MySql>::options()
         .connect_with(
             MySqlPoolOptions::new()
@@ -451,22 +413,25 @@ async fn a_session_configured_read_only_is_never_made_read_write() {
                         Ok(())
                     })
                 }),
-            format!("{}/{}", url.trim_end_matches('/'), db.name)
-                .parse()
-                .expect("url"),
+            db.fresh.options.clone(),
         )
         .await
         .expect("connect");
-    for round in [
-        "read",
-        "dropped stream",
-        "dropped while being made read-only",
-    ] {
-        match round {
-            "read" => read_only_call_reads(&pool, false).await,
-            "dropped stream" => read_only_call_reads(&pool, true).await,
-            _ => read_only_call_dropped_at_once(&pool).await,
-        }
+    // Then dropped after 1, 2, … polls, until the statement is done before its drop: every
+    // point a statement can be dropped at, whatever the polls each step of enforcement needs.
+    for round in 0.. {
+        let done = match round {
+            0 | 1 => {
+                read_only_call_reads(&pool, round == 1).await;
+                false
+            }
+            polls => read_only_call_dropped_after(&pool, polls - 1).await,
+        };
+        let round = match round {
+            0 => "read".to_owned(),
+            1 => "dropped stream".to_owned(),
+            polls => format!("dropped after {} polls", polls - 1),
+        };
         let r = CallScope::new("book_appointment")
             .run(sqlx::query("INSERT INTO appointments (views) VALUES (9)").execute(&pool))
             .await;
@@ -475,21 +440,24 @@ async fn a_session_configured_read_only_is_never_made_read_write() {
             panic!("{e:?}")
         };
         assert_eq!(d.code().as_deref(), Some("25006"), "{round}: {e}");
+        if done {
+            break;
+        }
     }
     pool.close().await;
     assert_eq!(db.booked().await, 0);
     db.drop_database().await;
 }
 
-/// A read-only call whose statement is dropped after its first poll, with enforcement's
-/// first round trip under way.
-async fn read_only_call_dropped_at_once(pool: &AuditedPool<MySql>) {
+/// A read-only call whose statement is dropped after at most `polls` polls (with one of
+/// enforcement's round trips under way, or after it ended): whether it was done by then.
+async fn read_only_call_dropped_after(pool: &AuditedPool<MySql>, polls: usize) -> bool {
     CallScope::new("get_appointment")
         .with_enforcement(read_only())
         .run(async {
             let mut conn = pool.acquire().await.expect("acquire");
             let mut f = (&mut *conn).fetch_optional(sqlx::query("SELECT 1"));
-            assert!(futures_util::poll!(&mut f).is_pending());
+            hintaudit_test_support::poll_at_most(f.as_mut(), polls).await
         })
-        .await;
+        .await
 }

@@ -1,12 +1,12 @@
 //! The audited pool against a real PostgreSQL (`HINTAUDIT_PG_URL`, default
-//! `postgres://postgres@127.0.0.1:5432/test`). Each test works in its own schema and drops it.
+//! `postgres://postgres@127.0.0.1:5432/test`): the oracle, direct writes (`direct`),
+//! streaming (`streaming`), transactions (`transactions`, `tx_scope`), enforce mode
+//! (`enforce`) and lazy pools (`lazy`). Each test works in its own schema and drops it.
 //! Without a server the tests print why they skip, unless `HINTAUDIT_REQUIRE_PG=1` (or
 //! `HINTAUDIT_REQUIRE_ALL=1`).
 
 #![cfg(feature = "postgres")]
 
-use std::str::FromStr;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use futures_util::TryStreamExt;
@@ -15,75 +15,43 @@ use hintaudit_sqlx::{AuditedPool, PgOracle};
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{Executor, Postgres};
 
-#[path = "postgres/direct.rs"]
+#[path = "../support/databases.rs"]
+mod databases;
 mod direct;
-#[path = "postgres/streaming.rs"]
+mod enforce;
+mod lazy;
 mod streaming;
-#[path = "postgres/transactions.rs"]
 mod transactions;
-#[path = "postgres/tx_scope.rs"]
 mod tx_scope;
+
+use databases::Fresh;
 
 struct Db {
     pool: AuditedPool<Postgres>,
     admin: sqlx::PgPool,
     schema: String,
+    fresh: Fresh<PgConnectOptions>,
 }
 
 impl Db {
     async fn drop_schema(self) {
         self.pool.close().await;
-        let sql = format!("DROP SCHEMA IF EXISTS {} CASCADE", self.schema);
-        self.admin
-            .execute(sqlx::AssertSqlSafe(sql))
-            .await
-            .expect("drop schema");
-        self.admin.close().await;
+        self.fresh.drop().await;
     }
 }
-
-static N: AtomicU32 = AtomicU32::new(0);
 
 /// A pool whose connections work in a fresh schema, or `None` (with the reason printed) when
 /// PostgreSQL is unreachable and not required.
 async fn db(oracle: PgOracle, setup: &str) -> Option<Db> {
-    let url = std::env::var("HINTAUDIT_PG_URL")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned());
-    let required = ["HINTAUDIT_REQUIRE_PG", "HINTAUDIT_REQUIRE_ALL"]
-        .iter()
-        .any(|k| std::env::var(k).is_ok_and(|v| v == "1"));
-    let admin = match PgPoolOptions::new()
-        .max_connections(1)
-        .acquire_timeout(Duration::from_secs(5))
-        .connect(&url)
-        .await
-    {
-        Ok(p) => p,
-        Err(e) if !required => {
-            eprintln!(
-                "skipping: PostgreSQL unreachable at {url}: {e} (set HINTAUDIT_REQUIRE_PG=1 to fail instead)"
-            );
-            return None;
-        }
-        Err(e) => {
-            panic!("PostgreSQL required (HINTAUDIT_REQUIRE_PG=1) but unreachable at {url}: {e}")
-        }
-    };
-    let schema = format!(
-        "hintaudit_{}_{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    );
-    admin
-        .execute(sqlx::AssertSqlSafe(format!("CREATE SCHEMA {schema}")))
-        .await
-        .expect("create schema");
-    let opts = PgConnectOptions::from_str(&url)
-        .expect("url")
-        .options([("search_path", schema.as_str())]);
+    let fresh = databases::postgres().await?;
+    let admin = fresh.pg_admin().expect("a schema").clone();
+    let schema = fresh.name().to_owned();
     let pool = AuditedPool::<Postgres>::options()
         .with_postgres_oracle(oracle)
-        .connect_with(PgPoolOptions::new().max_connections(4), opts)
+        .connect_with(
+            PgPoolOptions::new().max_connections(4),
+            fresh.options.clone(),
+        )
         .await
         .expect("connect");
     pool.inner()
@@ -94,6 +62,7 @@ async fn db(oracle: PgOracle, setup: &str) -> Option<Db> {
         pool,
         admin,
         schema,
+        fresh,
     })
 }
 

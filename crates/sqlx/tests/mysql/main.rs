@@ -1,73 +1,42 @@
 //! The audited pool against a real MySQL or MariaDB (`HINTAUDIT_MYSQL_URL`, default
-//! `mysql://root@127.0.0.1:3306`, the server root without a database). Each test works in
-//! its own database and drops it. Without a server the tests print why they skip, unless
-//! `HINTAUDIT_REQUIRE_MYSQL=1` (or `HINTAUDIT_REQUIRE_ALL=1`).
+//! `mysql://root@127.0.0.1:3306`, the server root without a database), and enforce mode
+//! (`enforce`; the spans' `db.system.name` is a binary of its own, `mysql_spans`). Each test
+//! works in its own database and drops it. Without a server the tests print why they skip,
+//! unless `HINTAUDIT_REQUIRE_MYSQL=1` (or `HINTAUDIT_REQUIRE_ALL=1`).
 
 #![cfg(feature = "mysql")]
 
-use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::Duration;
-
 use hintaudit_core::{CallScope, Confidence, Effect, Facts, Operation, Policy, StatementOutcome};
 use hintaudit_sqlx::AuditedPool;
-use sqlx::mysql::MySqlPoolOptions;
+use sqlx::mysql::{MySqlConnectOptions, MySqlPoolOptions};
 use sqlx::{Executor, MySql};
+
+#[path = "../support/databases.rs"]
+mod databases;
+mod enforce;
+
+use databases::Fresh;
 
 struct Db {
     pool: AuditedPool<MySql>,
-    admin: sqlx::MySqlPool,
-    name: String,
+    fresh: Fresh<MySqlConnectOptions>,
 }
 
 impl Db {
     async fn drop_database(self) {
         self.pool.close().await;
-        let sql = format!("DROP DATABASE IF EXISTS {}", self.name);
-        let _ = self.admin.execute(sqlx::AssertSqlSafe(sql)).await;
-        self.admin.close().await;
+        self.fresh.drop().await;
     }
 }
-
-static N: AtomicU32 = AtomicU32::new(0);
 
 /// A pool on a fresh database with `setup` run in it, or `None` (with the reason printed)
 /// when the server is unreachable and not required.
 async fn db(setup: &[&str]) -> Option<Db> {
-    let url = std::env::var("HINTAUDIT_MYSQL_URL")
-        .unwrap_or_else(|_| "mysql://root@127.0.0.1:3306".to_owned());
-    let required = ["HINTAUDIT_REQUIRE_MYSQL", "HINTAUDIT_REQUIRE_ALL"]
-        .iter()
-        .any(|k| std::env::var(k).is_ok_and(|v| v == "1"));
-    let admin = match MySqlPoolOptions::new()
-        .max_connections(1)
-        .acquire_timeout(Duration::from_secs(5))
-        .connect(&url)
-        .await
-    {
-        Ok(p) => p,
-        Err(e) if !required => {
-            eprintln!(
-                "skipping: MySQL unreachable at {url}: {e} (set HINTAUDIT_REQUIRE_MYSQL=1 to fail instead)"
-            );
-            return None;
-        }
-        Err(e) => panic!("MySQL required but unreachable at {url}: {e}"),
-    };
-    let name = format!(
-        "hintaudit_{}_{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    );
-    admin
-        .execute(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
-        .await
-        .expect("create database");
+    let fresh = databases::mysql().await?;
     let pool = AuditedPool::<MySql>::options()
         .connect_with(
             MySqlPoolOptions::new().max_connections(4),
-            format!("{}/{name}", url.trim_end_matches('/'))
-                .parse()
-                .expect("url"),
+            fresh.options.clone(),
         )
         .await
         .expect("connect");
@@ -77,7 +46,7 @@ async fn db(setup: &[&str]) -> Option<Db> {
             .await
             .expect("setup");
     }
-    Some(Db { pool, admin, name })
+    Some(Db { pool, fresh })
 }
 
 const SETUP: &[&str] = &[

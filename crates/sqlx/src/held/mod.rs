@@ -8,9 +8,17 @@
 //! Derefencing to the driver's connection instead would have compiled too, but every
 //! statement run through it would have bypassed the audit.
 //!
-//! [`AuditedTransaction`] (in [`transaction`]) is a transaction on an [`AuditedConn`] and
-//! derefs to one; a child module, since each builds the other (`begin`, and its connection).
+//! What a tool call holds, each a child module over the [`AuditedConn`] it derefs to:
+//! - [`connection`]: [`crate::AuditedConnection`], a connection taken from the pool;
+//! - [`transaction`]: [`AuditedTransaction`], a transaction on one (or a savepoint), and the
+//!   one way an outermost audited transaction begins ([`transaction::begin_outermost`]);
+//! - [`acquire`]: sqlx's `Acquire` for them, and the one way the driver's connection is
+//!   handed out raw ([`AuditedConn::hand_out`]), for the pool's `Acquire` too.
 
+/// sqlx's `Acquire` for held connections and transactions: the driver's connection, raw.
+pub(crate) mod acquire;
+/// [`crate::AuditedConnection`]: one pooled connection held by a tool call.
+pub(crate) mod connection;
 /// [`AuditedTransaction`]: a transaction on a pooled connection, or a savepoint in one.
 pub(crate) mod transaction;
 
@@ -21,12 +29,12 @@ use std::sync::Arc;
 use futures_core::future::BoxFuture;
 use futures_core::stream::BoxStream;
 use sqlx::pool::PoolConnection;
-use sqlx::{Acquire, Describe, Either, Error, Execute, Executor, SqlSafeStr, SqlStr, Transaction};
+use sqlx::{Describe, Either, Error, Execute, Executor, SqlSafeStr, SqlStr, Transaction};
 
 use crate::backend::{Backend, Ctx};
 use crate::execute::Attribution;
 use crate::pool::inner::Shared;
-pub(crate) use transaction::AuditedTransaction;
+pub(crate) use transaction::{AuditedTransaction, TxAudit, begin_outermost};
 
 /// The audited connection behind an [`crate::AuditedConnection`] (`*conn`) or an
 /// [`crate::AuditedTransaction`] (`*tx`), where sqlx has the driver's connection.
@@ -41,9 +49,9 @@ pub struct AuditedConn<'c, DB: Backend> {
     // back), and both before the connection goes back to the pool or the transaction rolls
     // back.
     pub(crate) state: Link<'c, DB::ConnState>,
-    /// Inside a transaction: its oracle state, owned by the outermost audited transaction
-    /// and shared by its savepoints.
-    pub(crate) tx: Option<Link<'c, DB::TxState>>,
+    /// Inside a transaction: its audit state (PostgreSQL: the oracle's), owned by the
+    /// outermost audited transaction and shared by its savepoints.
+    pub(crate) tx: Option<Link<'c, TxAudit<DB>>>,
     pub(crate) raw: Raw<'c, DB>,
     pub(crate) shared: Arc<Shared<DB>>,
 }
@@ -104,7 +112,7 @@ impl<DB: Backend> fmt::Debug for AuditedConn<'_, DB> {
         f.debug_struct("AuditedConn")
             .field("system", &DB::SYSTEM_NAME)
             .field("state", &*self.state)
-            .field("tx", &self.tx.as_deref())
+            .field("tx", &self.tx.as_deref().map(|tx| &**tx))
             .finish()
     }
 }
@@ -165,29 +173,22 @@ impl<'c, DB: Backend> AuditedConn<'c, DB> {
             raw,
             shared,
         } = self;
-        let (own, statement) = match tx {
-            Some(_) => (None, statement),
+        let (raw, tx) = match tx {
+            Some(outer) => (
+                Transaction::begin(&mut **raw, statement).await?,
+                Link::Outer(&mut **outer),
+            ),
             None => {
-                crate::enforce::reset_for_call::<DB>(&mut **raw, &shared.read_only_leaks).await;
-                let mut own = DB::before_begin(&mut **raw, shared.oracle).await?;
-                let (statement, read_only) = crate::enforce::begin_statement::<DB>(statement);
-                if read_only {
-                    DB::set_begun_read_only(&mut own);
-                }
-                (Some(own), statement)
+                let (raw, own) = begin_outermost(&mut **raw, shared, statement).await?;
+                (raw, Link::Own(own))
             }
         };
-        let raw = Transaction::begin(&mut **raw, statement).await?;
-        let conn = AuditedConn {
+        Ok(AuditedTransaction::new(AuditedConn {
             state: Link::Outer(&mut **state),
-            tx: Some(match (tx, own) {
-                (Some(outer), _) => Link::Outer(&mut **outer),
-                (None, own) => Link::Own(own.unwrap_or_default()),
-            }),
+            tx: Some(tx),
             raw: Raw::Tx(raw),
             shared: shared.clone(),
-        };
-        Ok(AuditedTransaction::started(conn).await)
+        }))
     }
 
     /// What the backend needs to run `att`'s statement on this connection, held by its
@@ -196,10 +197,9 @@ impl<'c, DB: Backend> AuditedConn<'c, DB> {
         Ctx {
             conn: &mut self.raw,
             state: &mut self.state,
-            tx: self.tx.as_deref_mut(),
+            tx: self.tx.as_deref_mut().map(|tx| &mut **tx),
             pool: &self.shared.backend,
             leaks: &self.shared.read_only_leaks,
-            oracle: self.shared.oracle,
             att,
             pooled: false,
         }
@@ -257,47 +257,6 @@ impl<'x, DB: Backend> Executor<'x> for &'x mut AuditedConn<'_, DB> {
         'x: 'e,
     {
         crate::backend::describe_raw::<DB>(&mut self.raw, sql)
-    }
-}
-
-/// sqlx's [`Acquire`], for helpers written against `impl Acquire<'_, Database = DB>`. sqlx's
-/// trait hands out the **driver's** connection (its `Connection` must deref to
-/// `DB::Connection`) and a sqlx `Transaction`, so statements a helper runs through them are
-/// not audited statement by statement. Inside a call this is counted and noted on the call,
-/// and SQLite's hooks stay bound to the call until this connection's next audited statement
-/// or until it drops; see the crate docs (*Acquire and set-up*).
-impl<'a, DB: Backend> Acquire<'a> for &'a mut AuditedConn<'_, DB> {
-    type Database = DB;
-    type Connection = &'a mut DB::Connection;
-
-    fn acquire(self) -> BoxFuture<'a, Result<Self::Connection, Error>> {
-        Box::pin(async move {
-            self.mark_acquired().await;
-            Ok(&mut *self.raw)
-        })
-    }
-
-    fn begin(self) -> BoxFuture<'a, Result<Transaction<'a, DB>, Error>> {
-        Box::pin(async move {
-            self.mark_acquired().await;
-            Transaction::begin(&mut *self.raw, None).await
-        })
-    }
-}
-
-impl<DB: Backend> AuditedConn<'_, DB> {
-    /// Before handing the driver's connection out through sqlx's `Acquire`: resets it after
-    /// a read-only leak (outside a transaction: see [`crate::enforce`]), counts it and marks
-    /// it for set-up (outside any call) or for the current call (inside one: SQLite's
-    /// hooks are bound to the call until the next audited statement or until this connection
-    /// drops).
-    async fn mark_acquired(&mut self) {
-        let call = crate::pool::acquire::note_acquire();
-        if self.tx.is_none() {
-            let leaks = &self.shared.read_only_leaks;
-            crate::enforce::reset_for_call::<DB>(&mut self.raw, leaks).await;
-        }
-        DB::mark_acquired(&mut self.raw, &mut self.state, &self.shared.backend, call).await;
     }
 }
 

@@ -4,10 +4,12 @@ use std::fmt;
 use std::ops::{Deref, DerefMut};
 use std::sync::Arc;
 
+use sqlx::pool::MaybePoolConnection;
 use sqlx::{Error, SqlStr, Transaction};
 
 use super::{AuditedConn, Link, Raw, delegate_held};
 use crate::backend::{Backend, TxEnd};
+use crate::guard::Guard;
 use crate::pool::inner::Shared;
 
 /// A transaction started with [`crate::AuditedPool::begin`] (`'static`), or with
@@ -30,39 +32,56 @@ pub struct AuditedTransaction<'c, DB: Backend> {
     conn: AuditedConn<'c, DB>,
 }
 
+/// An outermost transaction's audit state, recorded with [`Backend::dropped_unended`] when
+/// the transaction is dropped without `commit()` or `rollback()` (sqlx rolls it back).
+pub(crate) type TxAudit<DB> = Guard<<DB as Backend>::TxState, fn(&mut <DB as Backend>::TxState)>;
+
+/// Begins an outermost audited transaction on `conn` (taken from the pool, or a held
+/// connection's): the reset after a read-only leak (see [`crate::enforce`]), the backend's
+/// [`Backend::before_begin`], sqlx's `BEGIN` (in a call that enforces readOnlyHint, the
+/// backend's read-only begin) or the caller's `statement`, then [`Backend::after_begin`].
+/// The one way every outermost audited transaction begins.
+pub(crate) async fn begin_outermost<'c, DB, C>(
+    mut conn: C,
+    shared: &Shared<DB>,
+    statement: Option<SqlStr>,
+) -> Result<(Transaction<'c, DB>, TxAudit<DB>), Error>
+where
+    DB: Backend,
+    C: DerefMut<Target = DB::Connection> + Into<MaybePoolConnection<'c, DB>>,
+{
+    crate::enforce::reset_for_call::<DB>(&mut conn, &shared.read_only_leaks).await;
+    let mut audit = DB::before_begin(&mut conn, &shared.backend).await?;
+    let (statement, read_only) = crate::enforce::begin_statement::<DB>(statement);
+    if read_only {
+        DB::set_begun_read_only(&mut audit);
+    }
+    let mut raw = Transaction::begin(conn, statement).await?;
+    let mut audit: TxAudit<DB> = Guard::new(audit, DB::dropped_unended);
+    DB::after_begin(&mut raw, &mut audit).await;
+    Ok((raw, audit))
+}
+
 impl<DB: Backend> AuditedTransaction<'static, DB> {
-    /// Begins a transaction on a connection taken from the pool, with sqlx's `BEGIN` (in a
-    /// call that enforces readOnlyHint, the backend's read-only begin: see
-    /// [`crate::enforce`]) or your own `statement`.
+    /// Begins a transaction on a connection taken from the pool ([`begin_outermost`]).
     pub(crate) async fn on_pool(
         shared: Arc<Shared<DB>>,
         statement: Option<SqlStr>,
     ) -> Result<Self, Error> {
-        let mut pooled = shared.pool.acquire().await?;
-        crate::enforce::reset_for_call::<DB>(&mut pooled, &shared.read_only_leaks).await;
-        let mut txs = DB::before_begin(&mut pooled, shared.oracle).await?;
-        let (statement, read_only) = crate::enforce::begin_statement::<DB>(statement);
-        let tx = Transaction::begin(pooled, statement).await?;
-        if read_only {
-            DB::set_begun_read_only(&mut txs);
-        }
-        let conn = AuditedConn {
+        let pooled = shared.pool.acquire().await?;
+        let (raw, audit) = begin_outermost(pooled, &shared, statement).await?;
+        Ok(AuditedTransaction::new(AuditedConn {
             state: Link::Own(DB::ConnState::default()),
-            tx: Some(Link::Own(txs)),
-            raw: Raw::Tx(tx),
+            tx: Some(Link::Own(audit)),
+            raw: Raw::Tx(raw),
             shared,
-        };
-        Ok(AuditedTransaction::started(conn).await)
+        }))
     }
 }
 
 impl<'c, DB: Backend> AuditedTransaction<'c, DB> {
-    /// A transaction whose `BEGIN` (or `SAVEPOINT`) answered: the backend's `after_begin`
-    /// runs for an outermost transaction.
-    pub(crate) async fn started(mut conn: AuditedConn<'c, DB>) -> Self {
-        if let (Some(Link::Own(txs)), Raw::Tx(tx)) = (&mut conn.tx, &mut conn.raw) {
-            DB::after_begin(tx, txs, conn.shared.oracle).await;
-        }
+    /// A transaction whose `BEGIN` (or `SAVEPOINT`) answered.
+    pub(crate) fn new(conn: AuditedConn<'c, DB>) -> Self {
         AuditedTransaction { conn }
     }
 
@@ -95,7 +114,7 @@ impl<'c, DB: Backend> AuditedTransaction<'c, DB> {
             shared,
         } = self.conn;
         let Raw::Tx(mut raw) = raw else {
-            // Only `begin` and `AuditedConn::open` build a transaction, both on `Raw::Tx`.
+            // Only `on_pool` and `AuditedConn::open` build a transaction, both on `Raw::Tx`.
             return Ok(());
         };
         let finish = |raw: Transaction<'c, DB>| async move {
@@ -113,6 +132,7 @@ impl<'c, DB: Backend> AuditedTransaction<'c, DB> {
                     Some(e) => Err(e),
                     None => finish(raw).await,
                 };
+                txs.defuse();
                 DB::after_end(&mut txs, end, &answer);
                 answer
             }

@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use sqlx::pool::PoolConnection;
 
+use super::{AuditedConn, Raw, delegate_held};
 use crate::backend::Backend;
-use crate::conn::{AuditedConn, Raw, delegate_held};
 use crate::pool::inner::Shared;
 
 /// A connection taken from an [`crate::AuditedPool`] with [`crate::AuditedPool::acquire`].

@@ -8,12 +8,13 @@
 #![cfg(feature = "postgres")]
 
 use std::str::FromStr;
-use std::time::Duration;
 
 use hintaudit_core::{CallScope, Enforcement, Hint, Operation, RefusedBy};
 use hintaudit_sqlx::{AuditedPool, PgOracle, Refused};
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{Executor, Postgres};
+
+use crate::databases::{self, Fresh};
 
 const SETUP: &str = "
 CREATE TABLE appointments (id serial PRIMARY KEY, views int NOT NULL DEFAULT 0);
@@ -23,57 +24,30 @@ BEGIN INSERT INTO page_views (page) VALUES (p); RETURN p; END $$;
 INSERT INTO appointments (views) VALUES (0), (0);
 ";
 
-/// Whether PostgreSQL must be there (`HINTAUDIT_REQUIRE_PG=1` or `HINTAUDIT_REQUIRE_ALL=1`).
-fn required() -> bool {
-    ["HINTAUDIT_REQUIRE_PG", "HINTAUDIT_REQUIRE_ALL"]
-        .iter()
-        .any(|k| std::env::var(k).is_ok_and(|v| v == "1"))
-}
-
 struct Db {
     pool: AuditedPool<Postgres>,
-    admin: sqlx::PgPool,
     schema: String,
+    fresh: Fresh<PgConnectOptions>,
 }
 
 /// A one-connection audited pool in a fresh schema (so every call shares that connection),
 /// or `None` when PostgreSQL is unreachable and not required.
-async fn db(oracle: PgOracle, name: &str) -> Option<Db> {
-    let url = std::env::var("HINTAUDIT_PG_URL")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned());
-    let admin = match PgPoolOptions::new()
-        .max_connections(1)
-        .acquire_timeout(Duration::from_secs(5))
-        .connect(&url)
-        .await
-    {
-        Ok(p) => p,
-        Err(e) if !required() => {
-            eprintln!("skipping: PostgreSQL unreachable at {url}: {e}");
-            return None;
-        }
-        Err(e) => panic!("PostgreSQL required but unreachable at {url}: {e}"),
-    };
-    let schema = format!("hintaudit_enforce_{name}_{}", std::process::id());
-    admin
-        .execute(sqlx::AssertSqlSafe(format!(
-            "DROP SCHEMA IF EXISTS {schema} CASCADE; CREATE SCHEMA {schema}"
-        )))
-        .await
-        .expect("create schema");
-    let opts = PgConnectOptions::from_str(&url)
-        .expect("url")
-        .options([("search_path", schema.as_str())]);
+async fn db(oracle: PgOracle, _name: &str) -> Option<Db> {
+    let fresh = databases::postgres().await?;
+    let schema = fresh.name().to_owned();
     let pool = AuditedPool::<Postgres>::options()
         .with_postgres_oracle(oracle)
-        .connect_with(PgPoolOptions::new().max_connections(1), opts)
+        .connect_with(
+            PgPoolOptions::new().max_connections(1),
+            fresh.options.clone(),
+        )
         .await
         .expect("connect");
     pool.inner().execute(SETUP).await.expect("setup");
     Some(Db {
         pool,
-        admin,
         schema,
+        fresh,
     })
 }
 
@@ -95,13 +69,7 @@ impl Db {
 
     async fn drop_schema(self) {
         self.pool.close().await;
-        self.admin
-            .execute(sqlx::AssertSqlSafe(format!(
-                "DROP SCHEMA IF EXISTS {} CASCADE",
-                self.schema
-            )))
-            .await
-            .expect("drop schema");
+        self.fresh.drop().await;
     }
 }
 
@@ -339,8 +307,7 @@ async fn a_session_configured_read_only_is_never_made_read_write() {
     let Some(db) = db(PgOracle::Writes, "configured_ro").await else {
         return;
     };
-    let url = std::env::var("HINTAUDIT_PG_URL")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned());
+    let url = databases::pg_url();
     let opts = PgConnectOptions::from_str(&url).expect("url").options([
         ("search_path", db.schema.as_str()),
         ("default_transaction_read_only", "on"),

@@ -304,29 +304,35 @@ async fn a_connection_configured_read_only_is_never_made_read_write() {
         .connect_with(SqlitePoolOptions::new().max_connections(1), options)
         .await
         .expect("connect");
-    for round in [
-        "dropped while being made read-only",
-        "read",
-        "dropped stream",
-    ] {
-        CallScope::new("reader")
+    // Dropped after 1, 2, … polls, until the statement is done before its drop: every point
+    // a statement can be dropped at, whatever the polls each step of enforcement needs; then
+    // a read to its end, and a stream dropped after its first row.
+    let mut dropped_after = 1;
+    loop {
+        let round = match dropped_after {
+            0 => "read".to_owned(),
+            usize::MAX => "dropped stream".to_owned(),
+            polls => format!("dropped after {polls} polls"),
+        };
+        let done = CallScope::new("reader")
             .with_enforcement(read_only())
             .run(async {
-                if round == "dropped while being made read-only" {
-                    // Dropped after its first poll, with enforcement's first step under way.
+                if !matches!(dropped_after, 0 | usize::MAX) {
                     let mut conn = pool.acquire().await.expect("acquire");
                     let mut f = (&mut *conn).fetch_optional(sqlx::query("SELECT 1"));
-                    assert!(futures_util::poll!(&mut f).is_pending());
+                    let polls = dropped_after;
+                    let done = hintaudit_test_support::poll_at_most(f.as_mut(), polls).await;
                     drop(f);
                     // The worker finishes what was under way.
                     tokio::time::sleep(Duration::from_millis(100)).await;
-                    return;
+                    return done;
                 }
                 let mut rows = sqlx::query("SELECT id FROM appointments").fetch(&pool);
                 assert!(rows.try_next().await.expect("a row").is_some());
-                if round == "read" {
+                if dropped_after == 0 {
                     while rows.try_next().await.expect("a row").is_some() {}
                 }
+                false
             })
             .await;
         let r = CallScope::new("writer")
@@ -334,6 +340,12 @@ async fn a_connection_configured_read_only_is_never_made_read_write() {
             .await;
         let e = r.expect_err("refused: the connection is read-only");
         assert!(e.to_string().contains("readonly"), "{round}: {e}");
+        dropped_after = match dropped_after {
+            0 => usize::MAX,
+            usize::MAX => break,
+            _ if done => 0,
+            polls => polls + 1,
+        };
     }
     pool.close().await;
     assert_eq!(count(&writable, "audit_log").await, 0);
