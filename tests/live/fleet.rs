@@ -63,10 +63,10 @@ async fn database(test: &str) -> TestDb {
     }
 }
 
-/// `n` replicas of bookings on `db`, sharing the history on `redis`.
-async fn fleet(db: &TestDb, redis: &RedisServer, n: usize) -> Vec<Replica> {
+/// `n` replicas of bookings on `db`, sharing the history on the store at `url`.
+async fn fleet(db: &TestDb, url: String, n: usize) -> Vec<Replica> {
     let settings = Config::default()
-        .with_history_url(redis.url())
+        .with_history_url(url)
         .with_history_secret(SECRET)
         .shared_history()
         .expect("settings")
@@ -120,7 +120,7 @@ async fn three_replicas_see_every_repeat_whichever_replica_it_lands_on() {
         return;
     };
     let db = database("fleet_three").await;
-    let replicas = fleet(&db, &redis, 3).await;
+    let replicas = fleet(&db, redis.url(), 3).await;
     const PAIRS: usize = 6;
     for j in 0..PAIRS {
         let (first, repeat) = (j % 3, (j + 1) % 3);
@@ -159,7 +159,7 @@ async fn repeats_judged_at_once_on_two_replicas_count_once() {
         return;
     };
     let db = database("fleet_concurrent").await;
-    let replicas = Arc::new(fleet(&db, &redis, 2).await);
+    let replicas = Arc::new(fleet(&db, redis.url(), 2).await);
     replicas[0].call("create_appointment", booking(20)).await;
     const REPEATS: usize = 6;
     let mut tasks = Vec::new();
@@ -197,7 +197,7 @@ async fn a_store_that_goes_down_changes_no_call_and_sharing_resumes() {
         return;
     };
     let db = database("fleet_down").await;
-    let replicas = fleet(&db, &redis, 2).await;
+    let replicas = fleet(&db, redis.url(), 2).await;
     replicas[0].call("create_appointment", booking(40)).await;
     replicas[1].call("create_appointment", booking(40)).await;
     assert_eq!(
@@ -430,4 +430,22 @@ async fn a_half_done_rollout_is_one_hints_change_for_the_fleet() {
     for (server, _, _, _) in replicas {
         server.shutdown().await;
     }
+}
+
+/// `rediss://`: the replicas share the history over TLS (a redis-server serving TLS with a
+/// self-signed certificate, whose verification the URL's `#insecure` skips).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_history_is_shared_over_tls_too() {
+    let Some(redis) = RedisServer::start_tls("fleet over TLS") else {
+        return;
+    };
+    let db = support::sqlite();
+    let replicas = fleet(&db, redis.tls_url().expect("TLS is on"), 2).await;
+    replicas[0].call("create_appointment", booking(60)).await;
+    replicas[1].call("create_appointment", booking(60)).await;
+    // Only the store could tell replica 1 of replica 0's call.
+    let found = replicas[1].broken();
+    assert_eq!(found.len(), 1, "the repeat seen across replicas, over TLS");
+    assert!(found[0].evidence.contains("replica replica-0"), "{}", found[0].evidence);
+    stop(replicas, db).await;
 }

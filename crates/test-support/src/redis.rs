@@ -17,6 +17,8 @@ pub const REQUIRE: &str = "HINTAUDIT_REQUIRE_REDIS";
 pub struct RedisServer {
     port: u16,
     child: Option<Child>,
+    /// The TLS port and the directory of its self-signed certificate, when TLS is on.
+    tls: Option<(u16, std::path::PathBuf)>,
 }
 
 impl RedisServer {
@@ -37,13 +39,45 @@ impl RedisServer {
             );
             return None;
         }
-        let port = TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("a free loopback port")
-            .port();
-        let mut server = RedisServer { port, child: None };
+        let mut server = RedisServer {
+            port: free_port(),
+            child: None,
+            tls: None,
+        };
         server.restart();
         Some(server)
+    }
+
+    /// [`RedisServer::start`], also serving TLS on a second port with a self-signed
+    /// certificate made by `openssl` for `127.0.0.1` (clients skip its verification:
+    /// `rediss://…/0#insecure`). `None` as `start`, or when `openssl` is missing.
+    pub fn start_tls(test: &str) -> Option<Self> {
+        let mut server = RedisServer::start(test)?;
+        let dir = std::env::temp_dir().join(format!("hintaudit-redis-tls-{}", server.port));
+        std::fs::create_dir_all(&dir).expect("certificate dir");
+        let made = Command::new("openssl")
+            .args(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1"])
+            .args(["-subj", "/CN=127.0.0.1", "-keyout", "key.pem", "-out", "cert.pem"])
+            .current_dir(&dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+        if !made.is_ok_and(|s| s.success()) {
+            if crate::required(REQUIRE) {
+                panic!("{test}: openssl could not make a certificate");
+            }
+            eprintln!("skipping {test}: openssl is not installed");
+            return None;
+        }
+        server.tls = Some((free_port(), dir));
+        server.restart();
+        Some(server)
+    }
+
+    /// `rediss://127.0.0.1:<tls port>/0#insecure`, when started with TLS.
+    pub fn tls_url(&self) -> Option<String> {
+        let (port, _) = self.tls.as_ref()?;
+        Some(format!("rediss://127.0.0.1:{port}/0#insecure"))
     }
 
     /// `redis://127.0.0.1:<port>/0`.
@@ -103,5 +137,15 @@ impl RedisServer {
 impl Drop for RedisServer {
     fn drop(&mut self) {
         self.stop();
+        if let Some((_, dir)) = &self.tls {
+            let _ = std::fs::remove_dir_all(dir);
+        }
     }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free loopback port")
+        .port()
 }
