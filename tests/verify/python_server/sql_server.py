@@ -25,6 +25,10 @@ Switches for tests:
   call answer "Error: password authentication failed" as text. The server logs the
   password it uses on stderr, like a careless server would.
 - FIXTURE_HANG_TOOL=<tool>: that tool never answers.
+- FIXTURE_EXIT_TOOL=<tool>: the process exits when that tool is called (an upstream crash,
+  for `hintaudit proxy`'s tests).
+- FIXTURE_SLEEP_AFTER=<tool>=<seconds>: that tool sleeps after its work, before answering
+  (a call still in flight after its commit, for overlapping calls).
 - FIXTURE_STDERR_LINES=<n>: writes n numbered lines on stderr, then exits (a startup
   failure whose cause is not on the last line).
 """
@@ -107,10 +111,16 @@ def as_text(f):
     def wrapper(*args, **kwargs):
         if os.environ.get("FIXTURE_HANG_TOOL") == f.__name__:
             time.sleep(3600)
+        if os.environ.get("FIXTURE_EXIT_TOOL") == f.__name__:
+            os._exit(3)
         try:
             return f(*args, **kwargs)
         except Exception as e:  # noqa: BLE001 - that is the point of this fixture
             return f"Error: {e}"
+        finally:
+            tool, _, seconds = os.environ.get("FIXTURE_SLEEP_AFTER", "").partition("=")
+            if tool == f.__name__:
+                time.sleep(float(seconds))
 
     return wrapper
 
