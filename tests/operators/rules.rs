@@ -19,7 +19,7 @@ use crate::support::{available, repo_path, runs};
 mod configs;
 
 /// The alerts the issue asks for, with their severity.
-const ALERTS: [(&str, &str); 8] = [
+const ALERTS: [(&str, &str); 10] = [
     ("HintAuditCriticalViolation", "critical"),
     ("HintAuditRepeatedWarningViolation", "warning"),
     ("HintAuditHintsMissing", "info"),
@@ -27,6 +27,8 @@ const ALERTS: [(&str, &str); 8] = [
     ("HintAuditReplicasDisagreeOnHints", "warning"),
     ("HintAuditAuditFailing", "warning"),
     ("HintAuditUnattributedStatementsRising", "warning"),
+    ("HintAuditCaptureBehind", "warning"),
+    ("HintAuditCaptureDropping", "warning"),
     ("HintAuditTargetDown", "warning"),
 ];
 /// The recording rules the dashboards use.
