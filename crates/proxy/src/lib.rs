@@ -5,7 +5,8 @@
 //! server (a child process over stdio, or streamable HTTP) and returns its answers unchanged,
 //! wrapped by the same [`HintAuditLayer`](hintaudit_rmcp::HintAuditLayer) as an in-process
 //! server: same findings, metric names, span names and attributes. The database writes are
-//! read from the database's own log ([`Capture`]: PostgreSQL logical decoding) and
+//! read from the database's own log ([`Capture`]: PostgreSQL logical decoding, the MySQL/MariaDB
+//! ROW binary log) and
 //! attributed to the calls in flight by the log's positions, never by clocks
 //! ([design: the proxy's evidence](../../../docs/design.md#the-proxys-evidence)).
 //!

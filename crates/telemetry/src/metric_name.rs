@@ -65,7 +65,7 @@ pub enum MetricName {
     AuditErrors,
     /// `hintaudit_capture_lag_bytes{backend}`: gauge, bytes of database log `hintaudit
     /// proxy`'s capture has not read yet (PostgreSQL: what its slot makes the server keep);
-    /// `backend` is `postgresql`, `mysql` or `mariadb`. Exported
+    /// `backend` is `postgresql` or `mysql`. Exported
     /// by the proxy only ([`MetricName::proxy_only`]).
     CaptureLag,
     /// `hintaudit_capture_commits_total{attribution}`: commits `hintaudit proxy` read from

@@ -2,7 +2,7 @@
 servers on PyPI and npm: tools take SQL text, and every error comes back as ordinary text
 (`isError: false`), never as a tool error.
 
-Usage: python sql_server.py --db (PATH | postgres://...) [--schema NAME]
+Usage: python sql_server.py --db (PATH | postgres://... | mysql://.../DB) [--schema NAME]
        [--http PORT | --sse PORT | --init-only]
 
 Without --db it is configured by parts, as many servers are: DB_HOST, DB_PORT, DB_USER and
@@ -17,7 +17,8 @@ public; every statement names the schema). Planted findings:
 Honest: read_query, list_tables (read-only), write_query (arbitrary SQL: destructive),
 create_table (DDL, destructiveHint false), add_note (INSERT with a caller-chosen id).
 
-On PostgreSQL it keeps one connection for the process (as servers with a pool do); on SQLite
+On PostgreSQL and MySQL/MariaDB (pymysql) it keeps one connection for the process (as servers
+with a pool do); on SQLite
 it opens the file for each statement and closes it (as mcp-server-sqlite does).
 
 Switches for tests:
@@ -34,11 +35,13 @@ Switches for tests:
 """
 
 import argparse
+import contextlib
 import functools
 import json
 import os
 import sqlite3
 import sys
+import threading
 import time
 
 from mcp.server.mcpserver import MCPServer
@@ -60,18 +63,39 @@ def is_pg() -> bool:
     return ARGS.db.startswith("postgres")
 
 
+def is_mysql() -> bool:
+    return ARGS.db.startswith("mysql")
+
+
 def q(table: str) -> str:
     """A table name as the server's SQL writes it: schema-qualified on PostgreSQL."""
     return f'"{ARGS.schema}".{table}' if is_pg() else table
 
 
 PG_CONN = None
+MY_CONN = None
+MY_LOCK = threading.Lock()
 
 
 def connect():
     """PostgreSQL: the one connection the process keeps, as servers with a pool do. SQLite: a
     new connection, closed after its statement (as mcp-server-sqlite does)."""
-    global PG_CONN
+    global PG_CONN, MY_CONN
+    if is_mysql():
+        import pymysql
+        from urllib.parse import urlparse
+
+        if MY_CONN is None or not MY_CONN.open:
+            u = urlparse(ARGS.db)
+            MY_CONN = pymysql.connect(
+                host=u.hostname or "127.0.0.1",
+                port=u.port or 3306,
+                user=u.username or "root",
+                password=u.password or "",
+                database=u.path.lstrip("/"),
+                autocommit=True,
+            )
+        return MY_CONN
     if is_pg():
         import psycopg
 
@@ -83,7 +107,7 @@ def connect():
 
 
 def release(conn) -> None:
-    if not is_pg():
+    if not is_pg() and not is_mysql():
         conn.close()
 
 
@@ -92,16 +116,18 @@ def run(sql: str, params=()):
     password = os.environ.get("SQL_FIXTURE_PASSWORD")
     if password is not None and password != "right-hunter2":
         raise RuntimeError('password authentication failed for user "app"')
-    if not is_pg():
+    if not is_pg() and not is_mysql():
         sql = sql.replace("%s", "?")
-    conn = connect()
-    try:
-        cur = conn.cursor()
-        cur.execute(sql, params)
-        rows = cur.fetchall() if cur.description else None
-        return rows, cur.rowcount
-    finally:
-        release(conn)
+    # pymysql's connection is not thread-safe; the SDK runs sync tools on worker threads.
+    with MY_LOCK if is_mysql() else contextlib.nullcontext():
+        conn = connect()
+        try:
+            cur = conn.cursor()
+            cur.execute(sql, params)
+            rows = cur.fetchall() if cur.description else None
+            return rows, cur.rowcount
+        finally:
+            release(conn)
 
 
 def as_text(f):
@@ -160,7 +186,11 @@ def create_table(query: str) -> str:
 @as_text
 def list_tables() -> str:
     """Lists the tables."""
-    if is_pg():
+    if is_mysql():
+        rows, _ = run(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = DATABASE()"
+        )
+    elif is_pg():
         rows, _ = run(
             "SELECT table_name FROM information_schema.tables WHERE table_schema = %s",
             (ARGS.schema,),
@@ -209,7 +239,11 @@ def init_db() -> None:
     conn = connect()
     try:
         cur = conn.cursor()
-        if is_pg():
+        if is_mysql():
+            cur.execute(
+                "SELECT count(*) FROM information_schema.tables WHERE table_schema = DATABASE()"
+            )
+        elif is_pg():
             cur.execute(f'CREATE SCHEMA IF NOT EXISTS "{ARGS.schema}"')
             cur.execute(
                 "SELECT count(*) FROM information_schema.tables WHERE table_schema = %s",

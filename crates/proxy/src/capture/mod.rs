@@ -18,6 +18,7 @@ use tokio_util::sync::CancellationToken;
 
 pub mod decode;
 pub mod ledger;
+mod mysql;
 mod postgres;
 
 pub use ledger::{CallShare, Commit, Ledger, Lsn, Settled};
@@ -86,9 +87,9 @@ pub(crate) struct Shared {
     /// Calls whose answer went back before the capture had read past their end.
     pub(crate) late: AtomicU64,
     pub(crate) stop: CancellationToken,
-    /// `postgresql`: the `backend` label of the lag.
+    /// `postgresql`, `mysql`: the `backend` label of the lag.
     backend: &'static str,
-    positions: postgres::Positions,
+    positions: Positions,
     task: std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
 
@@ -105,6 +106,53 @@ pub struct CaptureStats {
     pub late: u64,
 }
 
+/// Reads the log's position around calls, per backend.
+#[derive(Debug)]
+enum Positions {
+    Pg(postgres::Positions),
+    My(Arc<mysql::Positions>),
+}
+
+impl Positions {
+    async fn start(&self) -> Result<Lsn, String> {
+        match self {
+            Positions::Pg(p) => p.start().await.map_err(|e| e.to_string()),
+            Positions::My(p) => p.now().await.map_err(|e| e.to_string()),
+        }
+    }
+
+    async fn end(&self) -> Result<Lsn, String> {
+        match self {
+            Positions::Pg(p) => p.end().await.map_err(|e| e.to_string()),
+            Positions::My(p) => p.now().await.map_err(|e| e.to_string()),
+        }
+    }
+}
+
+impl Shared {
+    fn new(
+        options: CaptureOptions,
+        backend: &'static str,
+        positions: Positions,
+        start: Lsn,
+    ) -> Arc<Shared> {
+        let (decoded, _) = watch::channel(start);
+        Arc::new(Shared {
+            ledger: std::sync::Mutex::new(Ledger::new(options.max_commits)),
+            decoded,
+            wake: Notify::new(),
+            options,
+            lag: AtomicU64::new(0),
+            reopened: AtomicU64::new(0),
+            late: AtomicU64::new(0),
+            stop: CancellationToken::new(),
+            backend,
+            positions,
+            task: std::sync::Mutex::new(None),
+        })
+    }
+}
+
 impl Capture {
     /// Checks the database named by `url`, opens its log and starts reading it.
     ///
@@ -116,30 +164,20 @@ impl Capture {
     pub async fn start(url: &str, options: CaptureOptions) -> Result<Capture, CaptureError> {
         if url.starts_with("postgres://") || url.starts_with("postgresql://") {
             let (positions, source) = postgres::open(url).await?;
-            let (decoded, _) = watch::channel(source.start());
-            let shared = Arc::new(Shared {
-                ledger: std::sync::Mutex::new(Ledger::new(options.max_commits)),
-                decoded,
-                wake: Notify::new(),
-                options,
-                lag: AtomicU64::new(0),
-                reopened: AtomicU64::new(0),
-                late: AtomicU64::new(0),
-                stop: CancellationToken::new(),
-                backend: "postgresql",
-                positions,
-                task: std::sync::Mutex::new(None),
-            });
+            let start = source.start();
+            let shared = Shared::new(options, "postgresql", Positions::Pg(positions), start);
             let task = tokio::spawn(postgres::run(source, shared.clone()));
             *lock(&shared.task) = Some(task);
             return Ok(Capture { shared });
         }
         if url.starts_with("mysql://") || url.starts_with("mariadb://") {
-            return Err(CaptureError::Unsupported(
-                "MySQL/MariaDB capture (the ROW binary log) is not in this build yet; check \
-                 the server offline with `hintaudit verify --database mysql://…`"
-                    .into(),
-            ));
+            let (positions, source) = mysql::open(url).await?;
+            let positions = Arc::new(positions);
+            let start = source.start();
+            let shared = Shared::new(options, "mysql", Positions::My(positions.clone()), start);
+            let task = tokio::spawn(mysql::run(source, shared.clone(), positions));
+            *lock(&shared.task) = Some(task);
+            return Ok(Capture { shared });
         }
         if url.starts_with("sqlite:") {
             return Err(CaptureError::Unsupported(
@@ -151,7 +189,7 @@ impl Capture {
             ));
         }
         Err(CaptureError::Unsupported(format!(
-            "--database: unknown scheme in {:?}; postgres:// is supported",
+            "--database: unknown scheme in {:?}; postgres:// and mysql:// are supported",
             url.split("://").next().unwrap_or(url)
         )))
     }
@@ -201,7 +239,7 @@ impl Capture {
         share
     }
 
-    /// The database system whose log it reads: `postgresql`.
+    /// The database system whose log it reads: `postgresql` or `mysql`.
     pub fn backend(&self) -> &'static str {
         self.shared.backend
     }

@@ -221,34 +221,47 @@ async fn the_proxy_keeps_serving_when_the_upstream_crashes_and_when_the_slot_is_
 
     // The slot's session is terminated (as a database restart or an operator would): the
     // capture makes a new slot, counts the failure, and the proxy goes on auditing.
-    let terminated: Vec<bool> = sqlx::query_scalar(
-        "SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots \
+    let old: String = sqlx::query_scalar(
+        "SELECT slot_name::text FROM pg_replication_slots \
          WHERE database = $1 AND slot_name LIKE 'hintaudit_proxy_%'",
     )
     .bind(name)
-    .fetch_all(&admin)
+    .fetch_one(&admin)
+    .await
+    .expect("the proxy's slot");
+    let terminated: bool = sqlx::query_scalar(
+        "SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots WHERE slot_name = $1",
+    )
+    .bind(&old)
+    .fetch_one(&admin)
     .await
     .expect("terminate");
-    assert_eq!(terminated, [true]);
+    assert!(terminated);
     let errors = |s: &hintaudit_test_support::scrape::Scraped| {
         s.value("hintaudit_audit_errors_total", &[("stage", "oracle")])
             .unwrap_or(0.0)
     };
     let s = until(addr, |s| errors(s) >= 1.0).await;
     assert!(errors(&s) >= 1.0, "the lost slot is counted");
-    for _ in 0..100 {
+    // The new slot (another name; the old one went with its session).
+    let mut renewed = false;
+    for _ in 0..200 {
         let n: i64 = sqlx::query_scalar(
-            "SELECT count(*) FROM pg_replication_slots WHERE database = $1 AND active",
+            "SELECT count(*) FROM pg_replication_slots \
+             WHERE database = $1 AND active AND slot_name <> $2",
         )
         .bind(name)
+        .bind(&old)
         .fetch_one(&admin)
         .await
         .expect("slots");
         if n == 1 {
+            renewed = true;
             break;
         }
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
+    assert!(renewed, "the capture made a new slot");
     call(&client, "get_item", item(1)).await;
     let s = metrics(addr).await;
     assert_eq!(
@@ -284,7 +297,7 @@ async fn missing_prerequisites_and_sqlite_fail_clearly() {
     let cases = [
         (url.as_str(), "REPLICATION"),
         ("sqlite:app.db", "hintaudit verify"),
-        ("mysql://root@127.0.0.1:3306/x", "binary log"),
+        ("mysql://root@127.0.0.1:3306", "name the server's database"),
     ];
     for (database, says) in cases {
         let out = std::process::Command::new(hintaudit())
