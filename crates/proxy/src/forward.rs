@@ -28,7 +28,7 @@ use rmcp::model::{
     ServerResult, SetLevelRequest, SetLevelRequestParams, SubscribeRequest, SubscribeRequestParams,
     Tool, UnsubscribeRequest, UnsubscribeRequestParams,
 };
-use rmcp::service::{NotificationContext, PeerRequestOptions, RequestContext, ServiceError};
+use rmcp::service::{PeerRequestOptions, RequestContext, ServiceError};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 
 use crate::capture::{CallShare, Capture};
@@ -78,7 +78,6 @@ impl Forward {
         request: ClientRequest,
         context: &RequestContext<RoleServer>,
     ) -> Result<ServerResult, McpError> {
-        self.upstream.relay().session(&context.peer);
         let peer = self.upstream.peer().await.map_err(|e| {
             McpError::internal_error(format!("hintaudit proxy: upstream unavailable: {e}"), None)
         })?;
@@ -137,8 +136,8 @@ impl Forward {
                 &context,
             )
             .await;
-        if let (Some(capture), Some(id)) = (&self.capture, ticket) {
-            let share = capture.finish(id).await;
+        if let (Some(capture), Some(ticket)) = (&self.capture, ticket) {
+            let share = capture.finish(ticket).await;
             record(&share);
         }
         match result? {
@@ -226,6 +225,7 @@ impl ServerHandler for Forward {
         context: RequestContext<RoleServer>,
     ) -> Result<InitializeResult, McpError> {
         context.peer.set_peer_info(request.clone());
+        // Once per session: where the upstream's broadcast notifications go.
         self.upstream.relay().session(&context.peer);
         self.negotiate_initialize(&request)
     }
@@ -405,9 +405,5 @@ impl ServerHandler for Forward {
             .forward(ClientRequest::CustomRequest(request), &context)
             .await;
         expect!(r, CustomResult)
-    }
-
-    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
-        self.upstream.relay().session(&context.peer);
     }
 }

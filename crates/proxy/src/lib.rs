@@ -39,7 +39,9 @@ mod serve;
 /// The upstream connection and the notifications it relays downstream.
 mod upstream;
 
-pub use capture::{CallShare, Capture, CaptureError, CaptureOptions, CaptureStats, Settled};
+pub use capture::{
+    CallShare, Capture, CaptureError, CaptureOptions, CaptureStats, Settled, Ticket,
+};
 pub use forward::Forward;
 pub use metrics::CaptureMetrics;
 pub use serve::{Proxy, ProxyArgs, run, start};

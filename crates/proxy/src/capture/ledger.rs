@@ -153,11 +153,13 @@ impl Ledger {
         }
     }
 
-    /// A call that ended without a position (the database could not be asked): its interval
-    /// stays open until it is judged, so it may only widen candidate sets.
+    /// A call that will not be judged: it ended without a position (the database could not
+    /// be asked), or its future was dropped before it answered. Its interval closes where it
+    /// started, so it is no candidate of any commit read from now on.
     pub fn forget(&mut self, id: u64) {
         if let Some(c) = self.calls.get_mut(&id) {
             c.judged = true;
+            c.end = Some(c.start.unwrap_or(0));
         }
         self.prune();
     }
@@ -442,6 +444,17 @@ mod tests {
         );
         l.ended(d, 42);
         assert_eq!(l.decoded(commit(46)), Some(Settled::Dropped));
+    }
+
+    #[test]
+    fn a_forgotten_call_is_no_candidate_of_later_commits() {
+        let mut l = Ledger::new(10);
+        let a = call(&mut l, "t", 10, None);
+        let b = call(&mut l, "u", 12, None);
+        l.forget(b); // dropped before it answered
+        l.decoded(commit(15));
+        l.ended(a, 20);
+        assert_eq!(l.judge(a).attributed, [commit(15)]);
     }
 
     #[test]

@@ -195,22 +195,29 @@ impl Capture {
     }
 
     /// A call of `tool` begins: registers it, then reads the log position. Returns the
-    /// call's id for [`Capture::finish`].
-    pub async fn begin(&self, tool: Arc<str>) -> u64 {
+    /// call's ticket for [`Capture::finish`]; a ticket dropped unfinished (the call's future
+    /// was dropped) takes the call out of every later candidate set.
+    pub async fn begin(&self, tool: Arc<str>) -> Ticket {
         let id = lock(&self.shared.ledger).begin(tool);
+        let ticket = Ticket {
+            id,
+            shared: self.shared.clone(),
+            finished: false,
+        };
         match self.shared.positions.start().await {
             Ok(lsn) => lock(&self.shared.ledger).started(id, lsn),
             // The start stays unknown: the call is a candidate of every commit until it
             // ends, so it can widen a set, never take a commit that is not its.
             Err(e) => capture_error("reading the log position at a call's start", &e),
         }
-        id
+        ticket
     }
 
-    /// Call `id` answered: reads the log position, waits (at most
-    /// [`CaptureOptions::wait`]) until the capture has read that far, and settles the
-    /// call's share of the log.
-    pub async fn finish(&self, id: u64) -> CallShare {
+    /// The call answered: reads the log position, waits (at most [`CaptureOptions::wait`])
+    /// until the capture has read that far, and settles the call's share of the log.
+    pub async fn finish(&self, mut ticket: Ticket) -> CallShare {
+        ticket.finished = true;
+        let id = ticket.id;
         let end = match self.shared.positions.end().await {
             Ok(lsn) => lsn,
             Err(e) => {
@@ -262,6 +269,22 @@ impl Capture {
         let task = lock(&self.shared.task).take();
         if let Some(task) = task {
             let _ = task.await;
+        }
+    }
+}
+
+/// A call registered with the capture ([`Capture::begin`]).
+#[derive(Debug)]
+pub struct Ticket {
+    id: u64,
+    shared: Arc<Shared>,
+    finished: bool,
+}
+
+impl Drop for Ticket {
+    fn drop(&mut self) {
+        if !self.finished {
+            lock(&self.shared.ledger).forget(self.id);
         }
     }
 }

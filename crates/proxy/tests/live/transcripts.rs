@@ -71,3 +71,29 @@ async fn bare_and_proxied_transcripts_are_the_same() {
     drop_db(&admin, "hintaudit_proxy_t_bare").await;
     drop_db(&admin, "hintaudit_proxy_t_proxied").await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bare_and_proxied_transcripts_are_the_same_over_streamable_http() {
+    let Some((admin, py)) = parts().await else {
+        return;
+    };
+    let bare_db = fresh_db(&admin, "hintaudit_proxy_th_bare").await;
+    let proxied_db = fresh_db(&admin, "hintaudit_proxy_th_proxied").await;
+    let (_bare_server, bare_url) = fixture_http(py, &bare_db, &[]).await;
+    let bare = http_client(&bare_url).await;
+    let bare_transcript = transcript(&bare).await;
+    bare.cancel().await.ok();
+
+    let (_upstream, upstream) = fixture_http(py, &proxied_db, &[]).await;
+    let (_proxy, addr) = proxy_http(&["--upstream", &upstream, "--database", &proxied_db]).await;
+    let proxied = http_client(&format!("http://{addr}/mcp")).await;
+    let proxied_transcript = transcript(&proxied).await;
+    proxied.cancel().await.ok();
+
+    assert_eq!(
+        bare_transcript, proxied_transcript,
+        "bare and proxied answers differ"
+    );
+    drop_db(&admin, "hintaudit_proxy_th_bare").await;
+    drop_db(&admin, "hintaudit_proxy_th_proxied").await;
+}
