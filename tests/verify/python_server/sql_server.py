@@ -30,6 +30,8 @@ Switches for tests:
   for `hintaudit proxy`'s tests).
 - FIXTURE_SLEEP_AFTER=<tool>=<seconds>: that tool sleeps after its work, before answering
   (a call still in flight after its commit, for overlapping calls).
+- FIXTURE_PROGRESS=1: adds count_to(n), which reports progress n times (notifications
+  through `hintaudit proxy`).
 - FIXTURE_STDERR_LINES=<n>: writes n numbered lines on stderr, then exits (a startup
   failure whose cause is not on the last line).
 """
@@ -223,6 +225,18 @@ def add_note(id: int, text: str) -> str:
     """Adds a note with the given id (fails on an id that exists)."""
     run(f"INSERT INTO {q('notes')} (id, text) VALUES (%s, %s)", (id, text))
     return "Note added"
+
+
+if os.environ.get("FIXTURE_PROGRESS") == "1":
+    # Only with the switch: verify's runs of this fixture see the tools above and no others.
+    from mcp.server.mcpserver import Context
+
+    @mcp.tool(annotations=hints(read_only=True))
+    async def count_to(n: int, ctx: Context) -> str:
+        """Counts to n, reporting progress at each step."""
+        for i in range(1, n + 1):
+            await ctx.report_progress(i, n, f"step {i} of {n}")
+        return f"counted to {n}"
 
 
 SEED = [

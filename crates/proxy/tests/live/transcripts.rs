@@ -97,3 +97,86 @@ async fn bare_and_proxied_transcripts_are_the_same_over_streamable_http() {
     drop_db(&admin, "hintaudit_proxy_th_bare").await;
     drop_db(&admin, "hintaudit_proxy_th_proxied").await;
 }
+
+/// Collects the progress notifications a client receives: (progress, message).
+#[derive(Clone, Default)]
+struct Progress(Seen, Tokens);
+
+/// (progress, message) of each notification.
+type Seen = std::sync::Arc<std::sync::Mutex<Vec<(f64, Option<String>)>>>;
+
+type Tokens = std::sync::Arc<std::sync::Mutex<Vec<rmcp::model::ProgressToken>>>;
+
+impl rmcp::ClientHandler for Progress {
+    async fn on_progress(
+        &self,
+        params: rmcp::model::ProgressNotificationParam,
+        _context: rmcp::service::NotificationContext<rmcp::RoleClient>,
+    ) {
+        let mut tokens = self.1.lock().unwrap_or_else(|e| e.into_inner());
+        tokens.push(params.progress_token.clone());
+        let mut seen = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        seen.push((params.progress, params.message));
+    }
+}
+
+/// count_to(5) through `program args`: the result and the progress notifications seen.
+async fn progress_of(
+    program: &std::path::Path,
+    args: &[&str],
+) -> (Value, Vec<(f64, Option<String>)>) {
+    use rmcp::ServiceExt;
+    use rmcp::model::{CallToolRequest, CallToolRequestParams, ClientRequest};
+    let mut cmd = tokio::process::Command::new(program);
+    cmd.args(args).env("FIXTURE_PROGRESS", "1");
+    let (proc, _) = rmcp::transport::TokioChildProcess::builder(cmd)
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let seen = Progress::default();
+    let client = seen.clone().serve(proc).await.expect("handshake");
+    let params = CallToolRequestParams::new("count_to")
+        .with_arguments(json!({"n": 5}).as_object().cloned().unwrap_or_default());
+    let handle = client
+        .peer()
+        .send_request_with_option(
+            ClientRequest::CallToolRequest(CallToolRequest::new(params)),
+            rmcp::service::PeerRequestOptions::no_options(),
+        )
+        .await
+        .expect("sent");
+    let token = handle.progress_token.clone();
+    let result =
+        serde_json::to_value(handle.await_response().await.expect("answer")).expect("json");
+    // Notifications sent before the answer may be handled just after it.
+    for _ in 0..100 {
+        if seen.0.lock().unwrap_or_else(|e| e.into_inner()).len() >= 5 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let got = seen.0.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let tokens = seen.1.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    assert!(
+        tokens.iter().all(|t| *t == token),
+        "the request's own token: {tokens:?}"
+    );
+    client.cancel().await.ok();
+    (result, got)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn progress_notifications_pass_through_with_the_clients_own_token() {
+    let Some((admin, py)) = parts().await else {
+        return;
+    };
+    let db = fresh_db(&admin, "hintaudit_proxy_progress").await;
+    let server = sql_server();
+    let server = server.to_str().expect("utf-8 path");
+    let bare = progress_of(std::path::Path::new(py), &[server, "--db", &db]).await;
+    let upstream = fixture(py, &db, "FIXTURE_PROGRESS=1");
+    let proxied = progress_of(&hintaudit(), &["proxy", "--stdio", &upstream]).await;
+    assert_eq!(bare.1.len(), 5, "{bare:?}");
+    assert_eq!(bare, proxied, "bare and proxied progress differ");
+    drop_db(&admin, "hintaudit_proxy_progress").await;
+}
