@@ -78,16 +78,28 @@ impl Forward {
         request: ClientRequest,
         context: &RequestContext<RoleServer>,
     ) -> Result<ServerResult, McpError> {
-        let peer = self.upstream.peer().await.map_err(|e| {
+        let unavailable = |e: crate::upstream::UpstreamError| {
             McpError::internal_error(format!("hintaudit proxy: upstream unavailable: {e}"), None)
-        })?;
+        };
         let mut meta = context.meta.clone();
         let downstream_token = meta.get_progress_token();
         meta.remove("progressToken");
-        let handle = peer
-            .send_request_with_option(request, PeerRequestOptions::no_options().with_meta(meta))
+        let options = || PeerRequestOptions::no_options().with_meta(meta.clone());
+        let peer = self.upstream.peer().await.map_err(unavailable)?;
+        let handle = match peer
+            .send_request_with_option(request.clone(), options())
             .await
-            .map_err(upstream_error)?;
+        {
+            // The connection was found closed before the request left: nothing reached the
+            // upstream, so connect again and send it once more.
+            Err(ServiceError::TransportClosed) => {
+                self.upstream.reset().await;
+                let peer = self.upstream.peer().await.map_err(unavailable)?;
+                peer.send_request_with_option(request, options()).await
+            }
+            sent => sent,
+        }
+        .map_err(upstream_error)?;
         let (id, up_peer, up_token) = (
             handle.id.clone(),
             handle.peer.clone(),

@@ -137,8 +137,18 @@ pub async fn start(args: &ProxyArgs) -> anyhow::Result<Proxy> {
              process; the proxy observes only"
         );
     }
+    // No advice through the proxy: it cannot see the server's outbound requests (every tool
+    // would look closed-world), and a call whose commits were ambiguous would count as one
+    // without writes. A call without contrary evidence is no evidence here.
+    let policy = config.policy().with_advice_after_calls(u64::MAX);
+    if capture.is_none() {
+        eprintln!(
+            "hintaudit proxy: warning: no --database: tools/list is linted, but no write is \
+             seen, so no call is judged for writes"
+        );
+    }
     let layer = HintAuditLayer::new()
-        .with_judge(Arc::new(Judge::new(config.policy())))
+        .with_judge(Arc::new(Judge::new(policy)))
         .with_recorder((metrics.clone(), LogRecorder))
         .with_make_span(OtelMakeSpan::new());
     let audit = layer.layer(forward);

@@ -308,6 +308,13 @@ impl Upstream {
         }
     }
 
+    /// Drops the current connection, so that the next [`Upstream::peer`] connects again.
+    pub async fn reset(&self) {
+        if let Some(old) = self.service.lock().await.take() {
+            let _ = old.cancel().await;
+        }
+    }
+
     /// Closes the connection (a `--stdio` child is stopped).
     pub async fn close(&self) {
         if let Some(s) = self.service.lock().await.take() {

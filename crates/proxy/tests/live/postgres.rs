@@ -209,7 +209,18 @@ async fn the_proxy_keeps_serving_when_the_upstream_crashes_and_when_the_slot_is_
             .is_some_and(|e| e.contains("upstream")),
         "{crashed}"
     );
-    // The next call starts the upstream again, and is audited.
+    // The proxy starts the upstream again; a request sent before it noticed the exit may
+    // fail too (it cannot know whether that one reached the upstream), so list until one
+    // answers. Then calls are audited again.
+    let mut listed = false;
+    for _ in 0..50 {
+        if client.list_all_tools().await.is_ok() {
+            listed = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert!(listed, "the proxy serves again after the upstream's exit");
     call(&client, "get_item", item(1)).await;
     let s = metrics(addr).await;
     assert_eq!(
