@@ -96,9 +96,9 @@ async fn overlapping_calls_over_http_give_an_ambiguous_set_never_a_wrong_culprit
     };
     let name = "hintaudit_proxy_overlap";
     let db = fresh_db(&admin, name).await;
-    // archive_item deletes, then stays in flight for 3 s.
+    // archive_item deletes, then stays in flight for 4 s (room for get_item on a loaded machine).
     let (_fixture, upstream) =
-        fixture_http(py, &db, &[("FIXTURE_SLEEP_AFTER", "archive_item=3")]).await;
+        fixture_http(py, &db, &[("FIXTURE_SLEEP_AFTER", "archive_item=4")]).await;
     let (_proxy, addr) = proxy_http(&["--upstream", &upstream, "--database", &db]).await;
     let client = http_client(&format!("http://{addr}/mcp")).await;
     client.list_all_tools().await.expect("tools/list");
