@@ -1,5 +1,6 @@
-//! The fixture's planted lies found live through the proxy on MariaDB (ROW binary log), and
-//! a write outside calls unattributed.
+//! The fixture's planted lies found live through the proxy on MariaDB (ROW binary log),
+//! overlapping calls of two tools ambiguous and blamed on neither, and a write outside calls
+//! unattributed.
 
 use serde_json::json;
 use sqlx::MySqlPool;
@@ -42,12 +43,35 @@ async fn planted_lies_are_found_live_on_mariadb_from_the_binary_log() {
             .expect("database");
     }
     let db = format!("{}/{name}", mysql_url().trim_end_matches('/'));
-    let (_proxy, addr) = proxy_http(&["--stdio", &fixture(py, &db, ""), "--database", &db]).await;
-    let client = http_client(&format!("http://{addr}/mcp")).await;
+    // archive_item deletes, then stays in flight for 4 s: calls of other tools overlap it.
+    let upstream = fixture(py, &db, "FIXTURE_SLEEP_AFTER=archive_item=4");
+    let (_proxy, addr) = proxy_http(&["--stdio", &upstream, "--database", &db]).await;
+    let url = format!("http://{addr}/mcp");
+    let client = http_client(&url).await;
     client.list_all_tools().await.expect("tools/list");
     let a = |v: serde_json::Value| v.as_object().cloned().unwrap_or_default();
     call(&client, "get_item", a(json!({"id": 1}))).await;
-    call(&client, "archive_item", a(json!({"id": 2}))).await;
+    let slow = tokio::spawn(async move {
+        let c = http_client(&url).await;
+        let a = json!({"id": 2}).as_object().cloned().unwrap_or_default();
+        call(&c, "archive_item", a).await
+    });
+    // Once archive_item's DELETE has committed, get_item's UPDATE commits while it is in
+    // flight: a set of two tools, blamed on neither.
+    for _ in 0..400 {
+        let n: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+            "SELECT count(*) FROM {name}.items WHERE id = 2"
+        )))
+        .fetch_one(&admin)
+        .await
+        .expect("count");
+        if n == 0 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    call(&client, "get_item", a(json!({"id": 3}))).await;
+    slow.await.expect("archive_item answered");
     call(&client, "add_note", a(json!({"id": 9, "text": "nine"}))).await;
     call(
         &client,
@@ -67,6 +91,16 @@ async fn planted_lies_are_found_live_on_mariadb_from_the_binary_log() {
         violations(&s, "archive_item", "undeclared_destructive"),
         1.0
     );
+    assert!(commits(&s, "ambiguous") >= 1.0, "{}", s.text);
+    let archive_updates = s.value(
+        "hintaudit_tool_row_changes_total",
+        &[
+            ("tool", "archive_item"),
+            ("table", "items"),
+            ("operation", "update"),
+        ],
+    );
+    assert_eq!(archive_updates.unwrap_or(0.0), 0.0, "not archive_item's");
     for honest in ["add_note", "read_query"] {
         for rule in ["read_only_write", "undeclared_destructive"] {
             assert_eq!(violations(&s, honest, rule), 0.0, "{honest} {rule}");
