@@ -124,6 +124,14 @@ impl Forward {
             }
         };
         self.upstream.relay().done(&up_token);
+        if matches!(
+            result,
+            Err(ServiceError::TransportClosed | ServiceError::TransportSend(_))
+        ) {
+            // The connection is gone (a child that exited, an HTTP server that restarted and
+            // no longer knows the session): the next request connects again.
+            self.upstream.reset().await;
+        }
         result.map_err(upstream_error)
     }
 

@@ -325,3 +325,65 @@ async fn missing_prerequisites_and_sqlite_fail_clearly() {
         .execute(&admin)
         .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_proxy_serves_again_when_an_http_upstream_restarts() {
+    let Some((admin, py)) = parts().await else {
+        return;
+    };
+    let name = "hintaudit_proxy_restart";
+    let db = fresh_db(&admin, name).await;
+    let port = free_port();
+    let start = || {
+        let mut cmd = tokio::process::Command::new(py);
+        cmd.arg(sql_server())
+            .args(["--db", &db, "--http", &port.to_string()])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .kill_on_drop(true);
+        Child(cmd.spawn().expect("python starts"))
+    };
+    let upstream_addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    let mut server = start();
+    wait_port(upstream_addr).await;
+    let upstream = format!("http://{upstream_addr}/mcp");
+    let (_proxy, addr) = proxy_http(&["--upstream", &upstream, "--database", &db]).await;
+    let client = http_client(&format!("http://{addr}/mcp")).await;
+    let item = json!({"id": 1}).as_object().cloned().unwrap_or_default();
+    call(&client, "get_item", item.clone()).await;
+
+    // The server goes away (a container restart): calls fail, saying so.
+    server.0.kill().await.expect("kill");
+    let down = call(&client, "get_item", item.clone()).await;
+    assert!(
+        down["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("upstream")),
+        "{down}"
+    );
+    // It comes back on the same address, with no memory of the proxy's session.
+    let _server = start();
+    wait_port(upstream_addr).await;
+    let mut listed = false;
+    for _ in 0..50 {
+        if client.list_all_tools().await.is_ok() {
+            listed = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert!(
+        listed,
+        "the proxy serves again after the upstream's restart"
+    );
+    call(&client, "get_item", item).await;
+    let s = metrics(addr).await;
+    assert_eq!(
+        violations(&s, "get_item", "read_only_write"),
+        2.0,
+        "{}",
+        s.text
+    );
+    drop(client);
+    drop_db(&admin, name).await;
+}
