@@ -3,7 +3,9 @@
 //! file and (mandatory in CI) a real PostgreSQL and a real MariaDB.
 
 mod concurrency;
+mod fleet;
 mod rules;
+mod stateless;
 mod suggest;
 mod support;
 mod transparency;

@@ -19,13 +19,14 @@ use crate::support::{available, repo_path, runs};
 mod configs;
 
 /// The alerts the issue asks for, with their severity.
-const ALERTS: [(&str, &str); 10] = [
+const ALERTS: [(&str, &str); 11] = [
     ("HintAuditCriticalViolation", "critical"),
     ("HintAuditRepeatedWarningViolation", "warning"),
     ("HintAuditHintsMissing", "info"),
     ("HintAuditHintsChanged", "warning"),
     ("HintAuditReplicasDisagreeOnHints", "warning"),
     ("HintAuditAuditFailing", "warning"),
+    ("HintAuditSharedHistoryFailing", "warning"),
     ("HintAuditUnattributedStatementsRising", "warning"),
     ("HintAuditCaptureBehind", "warning"),
     ("HintAuditCaptureDropping", "warning"),

@@ -57,8 +57,9 @@ mod suggest;
 
 pub use closed_world::{ClosedWorld, ClosedWorldError, DEFAULT_CLOSED_WORLD, OpenWorldReading};
 pub use config::{
-    CONFIG_ENV, Config, ConfigError, DEFAULT_LABEL_MAX_TABLES, DEFAULT_LABEL_MAX_TOOLS, Mode,
-    SETTINGS,
+    CONFIG_ENV, Config, ConfigError, DEFAULT_HISTORY_TTL, DEFAULT_LABEL_MAX_TABLES,
+    DEFAULT_LABEL_MAX_TOOLS, HISTORY_KEY_ENV, HISTORY_URL_SCHEMES, HistorySecret,
+    MIN_HISTORY_KEY_LEN, Mode, SETTINGS, SharedHistorySettings,
 };
 pub use effect::{
     Effect, ExplicitChange, ExplicitEffect, ObservationSource, Operation, OutboundReach, RowChange,
@@ -68,8 +69,14 @@ pub use enforce::{Enforcement, Refusal, RefusedBy};
 pub use facts::{Evidence, Facts, summarize};
 pub use finding::{Advice, Confidence, Finding, Rule, Severity};
 pub use hints::{DeclaredHints, EffectiveHints, Hint, tri_label};
-pub use history::{ArgsHasher, ArgsKey, History, Repeat};
-pub use judge::{Judge, MAX_TRACKED_TABLES, MAX_TRACKED_TOOLS, ToolCall, Verdict, lint_hints};
+pub use history::{
+    ArgsHasher, ArgsKey, History, MAX_SUMMARY_BYTES, PendingRepeat, Previous, Repeat, SharedAnswer,
+    SharedCall,
+};
+pub use judge::{
+    Judge, MAX_TRACKED_TABLES, MAX_TRACKED_TOOLS, ToolCall, Verdict, fleet_hints_changed,
+    lint_hints,
+};
 pub use policy::{DEFAULT_ADVICE_AFTER_CALLS, DEFAULT_HISTORY_CAPACITY, Policy, normalize_table};
 pub use record::{AuditEvent, CallReport, CallStatus, LogRecorder, Recorder};
 pub use scope::{CallEffects, CallScope};

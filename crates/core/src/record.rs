@@ -86,6 +86,21 @@ pub enum AuditEvent<'a> {
         /// Listing findings.
         findings: &'a [Finding],
     },
+    /// Findings about a call settled after it answered: with a fleet's shared history, the
+    /// repeat of a call is judged when the store answers (`idempotency_broken`), and a change
+    /// of hints the fleet saw (`hints_changed`) when a listing's answer is back. The call
+    /// itself was reported as [`AuditEvent::Call`] already (its counts, its other findings):
+    /// recorders count these findings as they count a call's, and nothing else.
+    Settled {
+        /// The tool.
+        tool: &'a str,
+        /// Whether the server declares the tool.
+        known_tool: bool,
+        /// Its declared hints.
+        hints: DeclaredHints,
+        /// The findings, most severe first.
+        findings: &'a [Finding],
+    },
     /// A tool the server declares, learned at start-up from the server's own tool list
     /// (`HintAudit::learn_tools` in hintaudit-rmcp), before any client listed or called it.
     /// Not a listing: no findings, and a later listing with other hints is not a change from
@@ -162,6 +177,7 @@ impl Recorder for LogRecorder {
         let (findings, listing) = match event {
             AuditEvent::Call(r) => (r.verdict.findings.as_slice(), false),
             AuditEvent::Listing { findings, .. } => (*findings, true),
+            AuditEvent::Settled { findings, .. } => (*findings, false),
             AuditEvent::Declared { .. } => return,
         };
         for f in findings {

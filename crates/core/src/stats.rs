@@ -28,11 +28,14 @@ pub enum AuditStage {
     Export,
     /// Hints could not be learned from the inner server.
     Registry,
+    /// The fleet's shared history (Redis, Valkey) failed, timed out or was full: the repeat
+    /// was judged by this process's own history.
+    History,
 }
 
 impl AuditStage {
     /// Every stage, for iteration by exporters.
-    pub const ALL: [AuditStage; 7] = [
+    pub const ALL: [AuditStage; 8] = [
         AuditStage::Classify,
         AuditStage::Hook,
         AuditStage::Oracle,
@@ -40,6 +43,7 @@ impl AuditStage {
         AuditStage::Record,
         AuditStage::Export,
         AuditStage::Registry,
+        AuditStage::History,
     ];
 
     /// The `stage` label value.
@@ -52,6 +56,7 @@ impl AuditStage {
             AuditStage::Record => "record",
             AuditStage::Export => "export",
             AuditStage::Registry => "registry",
+            AuditStage::History => "history",
         }
     }
 

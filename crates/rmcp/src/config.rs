@@ -5,7 +5,15 @@
 
 use std::sync::Arc;
 
-use hintaudit_core::{Judge, LogRecorder, Mode, Policy, Recorder};
+use hintaudit_core::{
+    ArgsKey, AuditEvent, AuditStage, DeclaredHints, Judge, LogRecorder, Mode, PendingRepeat,
+    Policy, Recorder, SharedAnswer, ToolCall, Verdict,
+};
+use serde_json::{Map, Value};
+
+use crate::guard::guarded;
+#[cfg(feature = "shared-history")]
+use crate::shared::SharedHistory;
 
 use crate::make_span::{DefaultMakeSpan, MakeSpan};
 
@@ -18,6 +26,9 @@ pub(crate) struct Config {
     pub(crate) make_span: Arc<dyn MakeSpan>,
     /// The settings file's modes (`mode`, `tools.<name>.mode`); `None`: every tool observed.
     pub(crate) modes: Option<Arc<hintaudit_core::Config>>,
+    /// The fleet's shared idempotency history; `None`: this process's own only.
+    #[cfg(feature = "shared-history")]
+    pub(crate) shared: Option<SharedHistory>,
 }
 
 impl Config {
@@ -26,6 +37,67 @@ impl Config {
         self.modes
             .as_ref()
             .map_or(Mode::Observe, |c| c.mode_for(tool))
+    }
+
+    /// The key of a call's arguments: under the fleet's shared secret with a shared history
+    /// (equal on every replica), else under the judge's own key.
+    pub(crate) fn args_key(&self, arguments: Option<&Map<String, Value>>) -> ArgsKey {
+        #[cfg(feature = "shared-history")]
+        if let Some(shared) = &self.shared {
+            return shared.args_key(arguments);
+        }
+        self.judge.args_key(arguments)
+    }
+
+    /// The judge's verdict on a finished call; with a shared history, a call that may repeat
+    /// comes back with its repeat pending (settle it with [`Config::settle_later`]).
+    pub(crate) fn judge_call(
+        &self,
+        call: &ToolCall<'_>,
+        key: ArgsKey,
+    ) -> (Verdict, Option<PendingRepeat>) {
+        #[cfg(feature = "shared-history")]
+        if self.shared.is_some() {
+            return self.judge.judge_shared(call, key);
+        }
+        (self.judge.judge_keyed(call, key), None)
+    }
+
+    /// Sends a pending repeat to the shared history; when it answers (or fails), the judge
+    /// settles the repeat and the recorder gets its findings as [`AuditEvent::Settled`].
+    /// Without a shared history (none is pending then), settles it at once by this process's
+    /// own history.
+    pub(crate) fn settle_later(
+        &self,
+        pending: PendingRepeat,
+        tool: &str,
+        known_tool: bool,
+        hints: DeclaredHints,
+    ) {
+        let (judge, recorder, tool) = (self.judge.clone(), self.recorder.clone(), tool.to_owned());
+        let call = pending.shared_call().clone();
+        let settle = move |answer: Option<SharedAnswer>| {
+            let findings = guarded(AuditStage::Judge, "judge panicked", || {
+                judge.settle(&pending, answer.as_ref())
+            })
+            .unwrap_or_default();
+            if !findings.is_empty() {
+                guarded(AuditStage::Record, "recorder panicked", || {
+                    recorder.record(&AuditEvent::Settled {
+                        tool: &tool,
+                        known_tool,
+                        hints,
+                        findings: &findings,
+                    })
+                });
+            }
+        };
+        #[cfg(feature = "shared-history")]
+        if let Some(shared) = &self.shared {
+            return shared.submit_call(call, settle);
+        }
+        drop(call);
+        settle(None)
     }
 }
 
@@ -38,6 +110,8 @@ impl Default for Config {
             recorder: Arc::new(LogRecorder),
             make_span: Arc::new(DefaultMakeSpan::new()),
             modes: None,
+            #[cfg(feature = "shared-history")]
+            shared: None,
         }
     }
 }

@@ -74,9 +74,16 @@ impl HintAuditLayer {
     /// let audited = hintaudit_rmcp::HintAuditLayer::from_env()?.layer(MyServer);
     /// # let _ = audited; Ok(()) }
     /// ```
+    ///
+    /// With `history_url` set, a shared history that cannot be used is an error too: no
+    /// `HINTAUDIT_HISTORY_KEY`, a URL the Redis client cannot read, or a build without the
+    /// `shared-history` feature.
     pub fn from_env() -> Result<Self, ConfigError> {
         let config = hintaudit_core::Config::load_or_default(None)?;
-        Ok(HintAuditLayer::new().with_config(&config))
+        HintAuditLayer::new()
+            .with_policy(config.policy())
+            .with_modes(&config)
+            .with_history_of(&config)
     }
 
     /// Uses this judge (share one judge between layers to share its history and advice).
@@ -97,8 +104,52 @@ impl HintAuditLayer {
     /// [`Enforcement`](hintaudit_core::Enforcement) its declared hints call for, which the
     /// audited pool and hintaudit-http read from the call scope. Label caps are the
     /// recorder's: pass [`hintaudit_core::Config::label_caps`] to it.
+    ///
+    /// With `history_url` set, the replicas share the idempotency history there
+    /// ([`SharedHistory`](crate::SharedHistory)). A shared history that cannot be used (see
+    /// [`HintAuditLayer::from_env`], which returns it as an error) is logged at ERROR and
+    /// counted at stage `history`; the history then stays in this process.
     pub fn with_config(self, config: &hintaudit_core::Config) -> Self {
-        self.with_policy(config.policy()).with_modes(config)
+        let layer = self.with_policy(config.policy()).with_modes(config);
+        match layer.clone().with_history_of(config) {
+            Ok(layer) => layer,
+            Err(e) => {
+                tracing::error!("hintaudit: {e}; the idempotency history stays in this process");
+                hintaudit_core::stats().audit_error(hintaudit_core::AuditStage::History, &e);
+                layer
+            }
+        }
+    }
+
+    /// Takes the shared history `config` asks for (`history_url`, `history_ttl_seconds`,
+    /// `history_size`, the `HINTAUDIT_HISTORY_KEY` secret), and nothing else: for a layer
+    /// built with [`HintAuditLayer::with_policy`] or [`HintAuditLayer::with_judge`] and
+    /// [`HintAuditLayer::with_modes`]. Without `history_url`, the layer as it was.
+    ///
+    /// # Errors
+    /// [`ConfigError`] at key `history_url`: no secret, a URL the Redis client cannot read,
+    /// or a build without the `shared-history` feature.
+    pub fn with_history_of(self, config: &hintaudit_core::Config) -> Result<Self, ConfigError> {
+        match shared_history_of(config)? {
+            #[cfg(feature = "shared-history")]
+            Some(shared) => Ok(self.with_shared_history(shared)),
+            _ => Ok(self),
+        }
+    }
+
+    /// Shares the idempotency history with the fleet's other replicas on `shared` (a Redis or
+    /// Valkey server). Calls that may repeat are sent there after they answered; see
+    /// [`SharedHistory`](crate::SharedHistory).
+    #[cfg(feature = "shared-history")]
+    pub fn with_shared_history(mut self, shared: crate::SharedHistory) -> Self {
+        self.config.shared = Some(shared);
+        self
+    }
+
+    /// The shared history, when the layer has one.
+    #[cfg(feature = "shared-history")]
+    pub fn shared_history(&self) -> Option<&crate::SharedHistory> {
+        self.config.shared.as_ref()
     }
 
     /// Takes the modes of `config` (`mode`, `tools.<name>.mode`) and nothing else: for a layer
@@ -147,6 +198,36 @@ impl<H: ServerHandler> tower::Layer<H> for HintAuditLayer {
         }
         HintAudit::with_config(inner, self.config.clone())
     }
+}
+
+/// The shared history `config` asks for (`None` without `history_url`).
+#[cfg(feature = "shared-history")]
+fn shared_history_of(
+    config: &hintaudit_core::Config,
+) -> Result<Option<crate::SharedHistory>, ConfigError> {
+    let Some(settings) = config.shared_history()? else {
+        return Ok(None);
+    };
+    crate::SharedHistory::open(&settings)
+        .map(Some)
+        .map_err(|e| history_error(e.to_string()))
+}
+
+/// Without the `shared-history` feature, `history_url` is refused rather than ignored.
+#[cfg(not(feature = "shared-history"))]
+fn shared_history_of(config: &hintaudit_core::Config) -> Result<Option<()>, ConfigError> {
+    match config.shared_history()? {
+        None => Ok(None),
+        Some(_) => Err(history_error(
+            "history_url is set but hintaudit-rmcp was built without its `shared-history` \
+             feature"
+                .to_owned(),
+        )),
+    }
+}
+
+fn history_error(message: String) -> ConfigError {
+    ConfigError::setting("history_url", message)
 }
 
 /// Warns, once per process, that `HINTAUDIT_CONFIG` names a file no layer read.

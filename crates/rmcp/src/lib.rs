@@ -94,11 +94,16 @@ mod make_span;
 mod registry;
 /// [`HintAudit`], the service, and the tools/call path from `call_tool` to the recorder.
 mod service;
+/// The fleet's shared idempotency history on Redis or Valkey.
+#[cfg(feature = "shared-history")]
+mod shared;
 
 pub use layer::HintAuditLayer;
 pub use make_span::{CallInfo, DefaultMakeSpan, MakeSpan};
 pub use registry::MAX_REGISTERED_TOOLS;
 pub use service::HintAudit;
+#[cfg(feature = "shared-history")]
+pub use shared::{DEFAULT_TIMEOUT, MAX_IN_FLIGHT, REPLICA_ENV, SharedHistory, SharedHistoryError};
 
 pub use hintaudit_core::{
     Advice, AuditEvent, AuditStage, CONFIG_ENV, CallEffects, CallReport, CallScope, CallStatus,

@@ -7,7 +7,9 @@
 //!
 //! [`Registry`]: crate::registry::Registry
 
-use hintaudit_core::{AuditEvent, AuditStage, Finding};
+use hintaudit_core::{AuditEvent, AuditStage, DeclaredHints, Finding, Recorder};
+#[cfg(feature = "shared-history")]
+use hintaudit_core::{Rule, fleet_hints_changed};
 use rmcp::model::Tool;
 
 use crate::config::Config;
@@ -16,27 +18,85 @@ use crate::registry::Registry;
 
 /// Lints every tool of a tools/list answer, caches its hints and sends one
 /// [`AuditEvent::Listing`] per tool with the `hint_missing`, `hint_contradiction` and
-/// `hints_changed` findings.
+/// `hints_changed` findings. With a shared history, the events go once the store has said
+/// which hints are new to the fleet ([`settle_listing`]).
 pub(crate) fn audit_listing(tools: &[Tool], registry: &Registry, config: &Config) {
+    let mut listed = Vec::new();
     for tool in tools {
-        guarded(AuditStage::Registry, "reading hints panicked", || {
+        let Some(hints) = guarded(AuditStage::Registry, "reading hints panicked", || {
             registry.learn(tool)
+        }) else {
+            continue;
+        };
+        let findings: Vec<Finding> = guarded(AuditStage::Judge, "listing judge panicked", || {
+            config.judge.judge_listing(&tool.name, hints)
         })
-        .map(|hints| {
-            let findings: Vec<Finding> =
-                guarded(AuditStage::Judge, "listing judge panicked", || {
-                    config.judge.judge_listing(&tool.name, hints)
-                })
-                .unwrap_or_default();
-            guarded(AuditStage::Record, "recorder panicked", || {
-                config.recorder.record(&AuditEvent::Listing {
-                    tool: &tool.name,
-                    hints,
-                    findings: &findings,
-                })
-            })
+        .unwrap_or_default();
+        listed.push(Listed {
+            tool: tool.name.to_string(),
+            hints,
+            findings,
         });
     }
+    #[cfg(feature = "shared-history")]
+    if let Some(shared) = &config.shared {
+        let hints = listed.iter().map(|l| (l.tool.clone(), l.hints)).collect();
+        let recorder = config.recorder.clone();
+        return shared.submit_hints(hints, move |answer| {
+            settle_listing(listed, answer, &*recorder)
+        });
+    }
+    for l in &listed {
+        record_listing(l, &*config.recorder);
+    }
+}
+
+/// A tool of a tools/list answer, linted.
+struct Listed {
+    tool: String,
+    hints: DeclaredHints,
+    findings: Vec<Finding>,
+}
+
+/// The listing events of a tools/list answer once the shared history answered: per tool,
+/// `hints_changed` when these hints are new to the fleet (as [`AuditEvent::Settled`], so
+/// that it counts once across the fleet) instead of this process's own; when the store
+/// failed (`None`), this process's own reading, as without a shared history.
+#[cfg(feature = "shared-history")]
+fn settle_listing(
+    listed: Vec<Listed>,
+    answer: Option<Vec<Option<DeclaredHints>>>,
+    recorder: &dyn Recorder,
+) {
+    for (i, mut l) in listed.into_iter().enumerate() {
+        let Some(changes) = &answer else {
+            record_listing(&l, recorder);
+            continue;
+        };
+        l.findings.retain(|f| f.rule != Rule::HintsChanged);
+        record_listing(&l, recorder);
+        if let Some(from) = changes.get(i).copied().flatten() {
+            let finding = fleet_hints_changed(&l.tool, &from, &l.hints);
+            guarded(AuditStage::Record, "recorder panicked", || {
+                recorder.record(&AuditEvent::Settled {
+                    tool: &l.tool,
+                    known_tool: true,
+                    hints: l.hints,
+                    findings: std::slice::from_ref(&finding),
+                })
+            });
+        }
+    }
+}
+
+fn record_listing(l: &Listed, recorder: &dyn Recorder) {
+    guarded(AuditStage::Record, "recorder panicked", || {
+        recorder.record(&AuditEvent::Listing {
+            tool: &l.tool,
+            hints: l.hints,
+            findings: &l.findings,
+        })
+    });
 }
 
 /// Caches the hints of `tools` without linting them and sends one [`AuditEvent::Declared`] per

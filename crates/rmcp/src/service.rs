@@ -229,7 +229,7 @@ impl<H: ServerHandler> HintAudit<H> {
         let hints = declared.unwrap_or_default();
         // The judge's idempotency history needs the arguments' hash; taken now, before the
         // request moves into the inner handler.
-        let args_key = self.config.judge.args_key(request.arguments.as_ref());
+        let args_key = self.config.args_key(request.arguments.as_ref());
         let span = self.call_span(&tool, declared, &request, &context);
 
         // A call without a span (not sampled, tracing off) gets no statement spans either.
@@ -319,9 +319,8 @@ impl<H: ServerHandler> HintAudit<H> {
         span: &Span,
     ) {
         let (status, error_type) = call_status(result);
-        let judge = &self.config.judge;
-        let verdict = guarded(AuditStage::Judge, "judge panicked", || {
-            judge.judge_keyed(
+        let judged = guarded(AuditStage::Judge, "judge panicked", || {
+            self.config.judge_call(
                 &ToolCall {
                     tool: call.tool,
                     hints: call.hints,
@@ -331,6 +330,10 @@ impl<H: ServerHandler> HintAudit<H> {
                 call.args_key,
             )
         });
+        let (verdict, pending) = match judged {
+            Some((verdict, pending)) => (Some(verdict), pending),
+            None => (None, None),
+        };
         if let Some(verdict) = verdict.as_ref().filter(|_| !span.is_disabled()) {
             guarded(AuditStage::Record, "span recording panicked", || {
                 record_on_span(span, verdict, error_type.as_deref())
@@ -351,6 +354,11 @@ impl<H: ServerHandler> HintAudit<H> {
         guarded(AuditStage::Record, "recorder panicked", || {
             self.config.recorder.record(&AuditEvent::Call(&report))
         });
+        // With a shared history: the repeat, judged when the store answers (never awaited).
+        if let Some(pending) = pending {
+            self.config
+                .settle_later(pending, call.tool, call.known_tool, call.hints);
+        }
     }
 }
 

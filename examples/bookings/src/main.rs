@@ -209,6 +209,7 @@ fn audited(
         .with_recorder((LogRecorder, recorder.clone()))
         .with_make_span(make_span)
         .with_modes(config)
+        .with_history_of(config)?
         .layer(server);
     let tools = Bookings::tools();
     audited.learn_tools(&tools);

@@ -19,7 +19,7 @@ use crate::support::{available, repo, repo_path};
 const COMPOSE_DIR: &str = "deploy";
 
 /// The compose services, as the shared names fix them.
-const SERVICES: [&str; 9] = [
+const SERVICES: [&str; 10] = [
     "alertmanager",
     "bookings-1",
     "bookings-2",
@@ -29,6 +29,7 @@ const SERVICES: [&str; 9] = [
     "prometheus",
     "tempo",
     "traffic",
+    "valkey",
 ];
 
 fn compose() -> Value {
@@ -194,6 +195,21 @@ fn compose_services_reach_each_other_where_their_configs_say() {
         );
         assert_eq!(env["OTEL_SERVICE_NAME"], "bookings", "{name}");
         assert_eq!(s["depends_on"]["postgres"]["condition"], "service_healthy");
+        // The shared history: the settings file HINTAUDIT_CONFIG names is mounted from
+        // deploy/, and its history_url is the valkey service.
+        let config = env["HINTAUDIT_CONFIG"].as_str().expect("HINTAUDIT_CONFIG");
+        let file = host_path(s, config).expect("the settings file is mounted");
+        let text = std::fs::read_to_string(&file).expect("settings file");
+        let settings = hintaudit::core::Config::parse(&text, "hintaudit.toml").unwrap();
+        let shared = settings
+            .with_history_secret("a test secret of 16+ chars")
+            .shared_history()
+            .unwrap()
+            .expect("history_url");
+        assert_eq!(authority(&shared.url), "valkey:6379", "{name}");
+        assert!(env["HINTAUDIT_HISTORY_KEY"].is_string(), "{name}");
+        // A replica serves whether the store is up or not: started, not healthy.
+        assert_eq!(s["depends_on"]["valkey"]["condition"], "service_started");
     }
     assert!(service(&compose, "postgres")["healthcheck"]["test"].is_array());
     let exporter = &collector["exporters"]["otlp/tempo"]["endpoint"];

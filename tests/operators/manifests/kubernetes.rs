@@ -53,6 +53,16 @@ fn one<'a>(docs: &'a [Value], kind: &str) -> &'a Value {
     found[0]
 }
 
+/// The one object of `kind` named `name`.
+fn named<'a>(docs: &'a [Value], kind: &str, name: &str) -> &'a Value {
+    let found: Vec<_> = of_kind(docs, kind)
+        .into_iter()
+        .filter(|d| d["metadata"]["name"] == name)
+        .collect();
+    assert_eq!(found.len(), 1, "one {kind} {name}");
+    found[0]
+}
+
 /// Whether every key of the `labels` map has the same value in `of`.
 fn subset(labels: &Value, of: &Value) -> bool {
     let labels = labels.as_object().expect("a label map");
@@ -124,7 +134,7 @@ fn kustomize_renders_and_the_built_in_kinds_validate_offline() {
         assert!(operator_kind, "unexpected: {warning}");
     }
     // The same validator rejects a Deployment with a field Kubernetes does not know.
-    let mut broken = one(&docs, "Deployment").clone();
+    let mut broken = named(&docs, "Deployment", "bookings").clone();
     broken["spec"]["replica"] = json!(3);
     let (passed, output) = kubernetes_validate(&serde_json::to_string(&broken).unwrap());
     assert!(!passed, "an unknown field passed:\n{output}");
@@ -134,8 +144,8 @@ fn kustomize_renders_and_the_built_in_kinds_validate_offline() {
 fn the_service_monitor_scrapes_the_bookings_pods_as_job_hintaudit() {
     let Some((_, docs)) = render() else { return };
     let monitor = one(&docs, "ServiceMonitor");
-    let service = one(&docs, "Service");
-    let deployment = one(&docs, "Deployment");
+    let service = named(&docs, "Service", "bookings");
+    let deployment = named(&docs, "Deployment", "bookings");
     assert_eq!(monitor["apiVersion"], "monitoring.coreos.com/v1");
     let service_labels = &service["metadata"]["labels"];
     assert!(subset(
@@ -197,7 +207,7 @@ fn the_service_monitor_scrapes_the_bookings_pods_as_job_hintaudit() {
 #[test]
 fn the_bookings_deployment_runs_three_audited_non_root_replicas() {
     let Some((_, docs)) = render() else { return };
-    let deployment = one(&docs, "Deployment");
+    let deployment = named(&docs, "Deployment", "bookings");
     assert_eq!(deployment["spec"]["replicas"], 3);
     let pod = &deployment["spec"]["template"]["spec"];
     let containers = pod["containers"].as_array().unwrap();
@@ -214,7 +224,7 @@ fn the_bookings_deployment_runs_three_audited_non_root_replicas() {
     );
     let env = c["env"].as_array().unwrap();
     // Clients reach /mcp through the Service's names, which rmcp's Host check must allow.
-    let service = one(&docs, "Service");
+    let service = named(&docs, "Service", "bookings");
     let service_name = service["metadata"]["name"].as_str().unwrap();
     let allowed = env
         .iter()
@@ -349,7 +359,7 @@ fn the_proxy_sidecar_overlay_puts_the_proxy_in_front_of_the_unaudited_server() {
     let Some((text, docs)) = render_dir("deploy/proxy-sidecar/kubernetes") else {
         return;
     };
-    let deployment = one(&docs, "Deployment");
+    let deployment = named(&docs, "Deployment", "bookings");
     let containers = deployment["spec"]["template"]["spec"]["containers"]
         .as_array()
         .expect("containers");
@@ -389,4 +399,58 @@ fn the_proxy_sidecar_overlay_puts_the_proxy_in_front_of_the_unaudited_server() {
     }
     let (passed, output) = kubernetes_validate(&text);
     assert!(passed, "kubernetes-validate --strict -k 1.32.0:\n{output}");
+}
+
+/// The replicas share the idempotency history on the valkey Service: the settings ConfigMap
+/// mounted where HINTAUDIT_CONFIG says names it by the Service's name and port, and the
+/// secret the replicas hash arguments with comes from a Secret, never from the manifests.
+#[test]
+fn the_replicas_share_their_history_on_the_valkey_service() {
+    let Some((_, docs)) = render() else { return };
+    let valkey = named(&docs, "Service", "valkey");
+    let port = valkey["spec"]["ports"][0]["port"].as_u64().expect("port");
+    let store = named(&docs, "Deployment", "valkey");
+    assert_eq!(store["spec"]["replicas"], 1);
+    assert!(subset(
+        &valkey["spec"]["selector"],
+        &store["spec"]["template"]["metadata"]["labels"]
+    ));
+    let pod = &named(&docs, "Deployment", "bookings")["spec"]["template"]["spec"];
+    let c = &pod["containers"][0];
+    let env = c["env"].as_array().unwrap();
+    let var = |name: &str| {
+        env.iter()
+            .find(|e| e["name"] == name)
+            .unwrap_or_else(|| panic!("{name}"))
+    };
+    let config = var("HINTAUDIT_CONFIG")["value"].as_str().unwrap();
+    let key = &var("HINTAUDIT_HISTORY_KEY")["valueFrom"]["secretKeyRef"];
+    assert_eq!(key["name"], "bookings-history-key");
+    // The file HINTAUDIT_CONFIG names is the settings ConfigMap's, mounted.
+    let mount = c["volumeMounts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| config.starts_with(m["mountPath"].as_str().unwrap()))
+        .expect("HINTAUDIT_CONFIG is on a mounted volume");
+    let volume = pod["volumes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["name"] == mount["name"])
+        .expect("the mounted volume");
+    let map = named(
+        &docs,
+        "ConfigMap",
+        volume["configMap"]["name"].as_str().unwrap(),
+    );
+    let file = config.rsplit('/').next().unwrap();
+    let text = map["data"][file].as_str().expect("the settings file");
+    let settings = hintaudit::core::Config::parse(text, file).expect("valid hintaudit.toml");
+    let shared = settings
+        .with_history_secret("a test secret of 16+ chars")
+        .shared_history()
+        .unwrap()
+        .expect("history_url");
+    assert_eq!(shared.url, format!("redis://valkey:{port}/0"));
 }

@@ -35,6 +35,8 @@ pub struct Collected {
     pub calls: Vec<CallRecord>,
     /// Per tool, in first-listed order: its hints and listing findings.
     pub listings: Vec<(String, DeclaredHints, Vec<Finding>)>,
+    /// Findings settled after their call or listing (a shared history's), in order.
+    pub settled: Vec<Finding>,
 }
 
 impl Collector {
@@ -67,6 +69,7 @@ impl Recorder for Collector {
                     None => c.listings.push(entry),
                 }
             }
+            AuditEvent::Settled { findings, .. } => c.settled.extend(findings.iter().cloned()),
             _ => {}
         }
     }

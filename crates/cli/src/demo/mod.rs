@@ -158,7 +158,8 @@ pub async fn start(args: &DemoArgs) -> anyhow::Result<DemoServer> {
             (metrics.clone(), args.serve.then_some(LogRecorder)),
         ))
         .with_make_span(OtelMakeSpan::new())
-        .with_modes(&config);
+        .with_modes(&config)
+        .with_history_of(&config)?;
     let metrics_route = metrics_router(metrics.registry().clone());
     let bookings = Bookings::new(db).with_notifier(notifier);
     let server = serve_http(bookings, layer, args.addr, Some(metrics_route)).await?;

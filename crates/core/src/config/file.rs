@@ -2,13 +2,13 @@
 //! make, each error placed at its key's line and column.
 
 use std::collections::BTreeMap;
-use std::num::NonZeroUsize;
+use std::num::{NonZeroU64, NonZeroUsize};
 use std::ops::Range;
 
 use serde::Deserialize;
 use toml::Spanned;
 
-use super::{Config, ConfigError, Mode};
+use super::{Config, ConfigError, Mode, check_history_url};
 use crate::closed_world::{ClosedWorld, OpenWorldReading};
 
 #[derive(Debug, Deserialize)]
@@ -24,6 +24,8 @@ struct File {
     open_world_alert: Option<ReadingValue>,
     advice_after_calls: Option<u64>,
     history_size: Option<NonZeroUsize>,
+    history_url: Option<Spanned<String>>,
+    history_ttl_seconds: Option<NonZeroU64>,
     #[serde(default)]
     labels: LabelsFile,
     #[serde(default)]
@@ -173,6 +175,21 @@ pub(super) fn parse(text: &str, source: &str) -> Result<Config, ConfigError> {
         &f.closed_world.outside,
         ClosedWorld::with_outside,
     )?;
+    let history_url = match &f.history_url {
+        Some(url) if !url.get_ref().is_empty() => {
+            check_history_url(url.get_ref()).map_err(|message| {
+                error(
+                    text,
+                    source,
+                    "history_url".to_owned(),
+                    Some(url.span()),
+                    message,
+                )
+            })?;
+            Some(url.get_ref().clone())
+        }
+        _ => None,
+    };
     let mut tools = BTreeMap::new();
     for (name, t) in &f.tools {
         if let Some(m) = &t.mode {
@@ -193,6 +210,11 @@ pub(super) fn parse(text: &str, source: &str) -> Result<Config, ConfigError> {
         },
         advice_after_calls: f.advice_after_calls.unwrap_or(d.advice_after_calls).max(1),
         history_size: f.history_size.unwrap_or(d.history_size),
+        history_url,
+        history_ttl: f
+            .history_ttl_seconds
+            .map_or(d.history_ttl, |s| std::time::Duration::from_secs(s.get())),
+        history_secret: None,
         label_max_tools: f.labels.max_tools.unwrap_or(d.label_max_tools),
         label_max_tables: f.labels.max_tables.unwrap_or(d.label_max_tables),
         tools,

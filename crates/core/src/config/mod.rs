@@ -31,12 +31,34 @@ mod file;
 use std::collections::BTreeMap;
 use std::num::NonZeroUsize;
 use std::path::Path;
+use std::time::Duration;
 
 use crate::closed_world::{ClosedWorld, OpenWorldReading};
 use crate::policy::{DEFAULT_ADVICE_AFTER_CALLS, DEFAULT_HISTORY_CAPACITY, Policy};
 
 /// The environment variable naming the config file when `--config` is not given.
 pub const CONFIG_ENV: &str = "HINTAUDIT_CONFIG";
+
+/// The environment variable holding the secret the replicas of a fleet share to hash
+/// arguments alike ([`crate::ArgsHasher::from_secret`]): needed with `history_url`.
+pub const HISTORY_KEY_ENV: &str = "HINTAUDIT_HISTORY_KEY";
+
+/// The shortest [`HISTORY_KEY_ENV`] secret taken, in bytes.
+pub const MIN_HISTORY_KEY_LEN: usize = 16;
+
+/// Default of `history_ttl_seconds`: a day.
+pub const DEFAULT_HISTORY_TTL: Duration = Duration::from_secs(86_400);
+
+/// URL schemes `history_url` takes: Redis and Valkey, over TCP, TLS or a Unix socket.
+pub const HISTORY_URL_SCHEMES: &[&str] = &[
+    "redis",
+    "rediss",
+    "valkey",
+    "valkeys",
+    "redis+unix",
+    "valkey+unix",
+    "unix",
+];
 
 /// Default cap on distinct `tool` label values (as hintaudit-telemetry's recorder).
 pub const DEFAULT_LABEL_MAX_TOOLS: usize = 1000;
@@ -85,6 +107,16 @@ pub const SETTINGS: &[(&str, &str, &str)] = &[
         "history_size",
         "10000",
         "(tool, arguments) entries the idempotency history keeps",
+    ),
+    (
+        "history_url",
+        "\"\"",
+        "a Redis or Valkey server the replicas share the idempotency history on (`redis://host:6379/0`, `rediss://` for TLS; needs `HINTAUDIT_HISTORY_KEY`); empty: each process keeps its own",
+    ),
+    (
+        "history_ttl_seconds",
+        "86400",
+        "how long the shared history remembers a call",
     ),
     (
         "labels.max_tools",
@@ -141,6 +173,20 @@ pub struct ConfigError {
     pub message: String,
 }
 
+impl ConfigError {
+    /// An error of a setting given in code or resolved beside the file (an environment
+    /// variable, a server the setting names): source `<settings>`, no position.
+    pub fn setting(key: &str, message: impl Into<String>) -> Self {
+        ConfigError {
+            source_name: "<settings>".to_owned(),
+            key: key.to_owned(),
+            line: 0,
+            column: 0,
+            message: message.into(),
+        }
+    }
+}
+
 /// Every hintaudit setting. [`Config::default`] is the documented defaults ([`SETTINGS`]);
 /// the `with_*` setters are the builder; [`Config::parse`] and [`Config::load`] read
 /// `hintaudit.toml`.
@@ -153,9 +199,42 @@ pub struct Config {
     open_world_alert: OpenWorldReading,
     advice_after_calls: u64,
     history_size: NonZeroUsize,
+    history_url: Option<String>,
+    history_ttl: Duration,
+    history_secret: Option<HistorySecret>,
     label_max_tools: usize,
     label_max_tables: usize,
     tools: BTreeMap<String, Mode>,
+}
+
+/// The fleet's shared history, as [`Config::shared_history`] resolves it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SharedHistorySettings {
+    /// The server's URL (`redis://…`, `rediss://…`).
+    pub url: String,
+    /// How long an entry is kept.
+    pub ttl: Duration,
+    /// Most (tool, arguments) entries kept fleet-wide: `history_size`.
+    pub entries: NonZeroUsize,
+    /// The shared secret arguments are hashed with.
+    pub secret: HistorySecret,
+}
+
+/// The secret the replicas share to hash arguments alike (never printed).
+#[derive(Clone, PartialEq, Eq)]
+pub struct HistorySecret(String);
+
+impl HistorySecret {
+    /// The secret's text.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for HistorySecret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("HistorySecret(<secret>)")
+    }
 }
 
 impl Default for Config {
@@ -168,6 +247,9 @@ impl Default for Config {
             open_world_alert: OpenWorldReading::Interaction,
             advice_after_calls: DEFAULT_ADVICE_AFTER_CALLS,
             history_size: NonZeroUsize::new(DEFAULT_HISTORY_CAPACITY).expect("non-zero"),
+            history_url: None,
+            history_ttl: DEFAULT_HISTORY_TTL,
+            history_secret: None,
             label_max_tools: DEFAULT_LABEL_MAX_TOOLS,
             label_max_tables: DEFAULT_LABEL_MAX_TABLES,
             tools: BTreeMap::new(),
@@ -258,6 +340,60 @@ impl Config {
         self
     }
 
+    /// Shares the idempotency history on the Redis or Valkey server at `url` (`history_url`).
+    /// Checked by [`Config::validate`] and [`Config::shared_history`].
+    pub fn with_history_url(mut self, url: impl Into<String>) -> Self {
+        self.history_url = Some(url.into()).filter(|u| !u.is_empty());
+        self
+    }
+
+    /// How long the shared history keeps a call (`history_ttl_seconds`; at least a second).
+    pub fn with_history_ttl(mut self, ttl: Duration) -> Self {
+        self.history_ttl = ttl.max(Duration::from_secs(1));
+        self
+    }
+
+    /// The secret the replicas share to hash arguments alike, instead of
+    /// [`HISTORY_KEY_ENV`]. At least [`MIN_HISTORY_KEY_LEN`] bytes (checked by
+    /// [`Config::shared_history`]).
+    pub fn with_history_secret(mut self, secret: impl Into<String>) -> Self {
+        self.history_secret = Some(HistorySecret(secret.into()));
+        self
+    }
+
+    /// The fleet's shared history: `None` when `history_url` is empty (each process keeps its
+    /// own). The secret is the one given in code, else [`HISTORY_KEY_ENV`]'s.
+    ///
+    /// # Errors
+    /// [`ConfigError`] at key `history_url` when the URL's scheme is not one of
+    /// [`HISTORY_URL_SCHEMES`], or when no secret of at least [`MIN_HISTORY_KEY_LEN`] bytes
+    /// is given: without it, replicas would hash the same arguments differently and no
+    /// repeat across them would be seen.
+    pub fn shared_history(&self) -> Result<Option<SharedHistorySettings>, ConfigError> {
+        let Some(url) = &self.history_url else {
+            return Ok(None);
+        };
+        let fail = |message: String| ConfigError::setting("history_url", message);
+        check_history_url(url).map_err(fail)?;
+        let secret = match &self.history_secret {
+            Some(s) => s.clone(),
+            None => HistorySecret(std::env::var(HISTORY_KEY_ENV).unwrap_or_default()),
+        };
+        if secret.0.len() < MIN_HISTORY_KEY_LEN {
+            return Err(fail(format!(
+                "a shared history needs the secret the replicas hash arguments with: set \
+                 {HISTORY_KEY_ENV} to the same random text of at least {MIN_HISTORY_KEY_LEN} \
+                 characters on every replica (`openssl rand -hex 16`)"
+            )));
+        }
+        Ok(Some(SharedHistorySettings {
+            url: url.clone(),
+            ttl: self.history_ttl,
+            entries: self.history_size,
+            secret,
+        }))
+    }
+
     /// Label caps: distinct `tool` and `table` values.
     pub fn with_label_caps(mut self, max_tools: usize, max_tables: usize) -> Self {
         self.label_max_tools = max_tools;
@@ -271,13 +407,12 @@ impl Config {
         self
     }
 
-    /// Checks the settings as a whole. Every setting a [`Config`] can hold takes effect in
-    /// this build, so this succeeds; it stays so that callers check before starting.
+    /// Checks the settings as a whole: today, the shared history ([`Config::shared_history`]).
     ///
     /// # Errors
-    /// [`ConfigError`] naming the key, with source `<builder>` and no position (none today).
+    /// [`ConfigError`] naming the key, with no position.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        Ok(())
+        self.shared_history().map(drop)
     }
 
     /// Whether any tool runs in enforce mode (the server's mode or an override).
@@ -328,6 +463,18 @@ impl Config {
             .keys()
             .map(String::as_str)
             .filter(|t| !listed.contains(t))
+    }
+}
+
+/// Why `url` is no `history_url`: its scheme is not one of [`HISTORY_URL_SCHEMES`].
+pub(crate) fn check_history_url(url: &str) -> Result<(), String> {
+    let scheme = url.split_once("://").map(|(s, _)| s);
+    match scheme {
+        Some(s) if HISTORY_URL_SCHEMES.contains(&s) => Ok(()),
+        _ => Err(format!(
+            "`{url}` is not a Redis or Valkey URL: expected {}://host:port/db",
+            HISTORY_URL_SCHEMES.join("://, ")
+        )),
     }
 }
 

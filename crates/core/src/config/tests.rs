@@ -26,6 +26,20 @@ fn errors_name_the_key_and_position() {
         ("mode = \"strict\"\n", "mode", 1, 8, "unknown variant"),
         ("history_size = 0\n", "history_size", 1, 16, "zero"),
         (
+            "history_url = \"http://cache:6379\"\n",
+            "history_url",
+            1,
+            15,
+            "not a Redis or Valkey URL",
+        ),
+        (
+            "history_ttl_seconds = 0\n",
+            "history_ttl_seconds",
+            1,
+            23,
+            "zero",
+        ),
+        (
             "advice_after_calls = \"x\"\n",
             "advice_after_calls",
             1,
@@ -210,4 +224,38 @@ fn readme_table_matches_the_code() {
         .map(|(k, v, _)| (k.to_string(), v.to_string()))
         .collect();
     assert_eq!(rows, want);
+}
+
+/// A shared history needs a URL of its schemes and the secret the replicas share; its
+/// settings come out as given, the secret never printed.
+#[test]
+fn the_shared_history_needs_its_secret() {
+    let text = "history_url = \"redis://127.0.0.1:6379/2\"\nhistory_ttl_seconds = 60\n";
+    let c = Config::parse(text, "h.toml").unwrap();
+    let short = c.clone().with_history_secret("too short");
+    let err = short.shared_history().unwrap_err();
+    assert_eq!(err.key, "history_url");
+    assert!(err.message.contains(HISTORY_KEY_ENV), "{err}");
+    assert!(short.validate().is_err());
+    let secret = "0123456789abcdef0123456789abcdef";
+    let s = c
+        .with_history_secret(secret)
+        .shared_history()
+        .unwrap()
+        .unwrap();
+    assert_eq!(s.url, "redis://127.0.0.1:6379/2");
+    assert_eq!(s.ttl, std::time::Duration::from_secs(60));
+    assert_eq!(s.secret.expose(), secret);
+    assert!(!format!("{s:?}").contains(secret));
+    // No URL, no shared history; a bad URL given in code is refused too.
+    assert_eq!(Config::default().shared_history(), Ok(None));
+    let bad = Config::default()
+        .with_history_url("memcached://x")
+        .with_history_secret(secret);
+    assert!(
+        bad.shared_history()
+            .unwrap_err()
+            .message
+            .contains("memcached://x")
+    );
 }

@@ -49,13 +49,15 @@ struct Inner {
 /// [`PrometheusRecorder`] implements [`Recorder`]; the rmcp layer calls it at the end of every
 /// tools/call ([`AuditEvent::Call`]), for every tool of every tools/list answer
 /// ([`AuditEvent::Listing`]), and for every tool `HintAudit::learn_tools` learns at start-up
-/// ([`AuditEvent::Declared`]). What each event does:
+/// ([`AuditEvent::Declared`]), and, with a fleet's shared history, for findings settled after
+/// their call or listing ([`AuditEvent::Settled`]). What each event does:
 ///
 /// | event | metrics |
 /// |---|---|
 /// | declared | the tool becomes declared, as with [`PrometheusRecorder::declare_tool`]: `hintaudit_tool_declared_hints{tool,…}` is 1 for its hints, and its violation series are created at 0 (below); nothing is counted |
 /// | call | `hintaudit_tool_calls_total{tool,status}` +1; `hintaudit_tool_call_duration_seconds{tool}` observes the wall time; `hintaudit_tool_statements_total{tool,operation}` +1 per statement; `hintaudit_tool_row_changes_total{tool,table,operation}` + committed rows (hook row changes, and PostgreSQL oracle counts of committed transactions); `hintaudit_hint_violations_total{tool,rule,hint,severity}` +1 per finding; for declared tools, `hintaudit_tool_advice{tool,advice}` set to 1 or 0 for each advice, and the declared-hints gauge brought up to date (with the zero series of hints it has not shown before) |
 /// | listing | the tool becomes declared; `hintaudit_tool_declared_hints{tool,…}` is 1 for its current hints (the series of its previous hints is removed), and the violation series of these hints exist, at 0 if new; when the hints differ from the previous listing of the tool, `hintaudit_tool_hints_changed_total{tool}` +1, and if the judge reported `hints_changed` for it, `hintaudit_hint_violations_total{rule="hints_changed",…}` +1 |
+/// | settled | `hintaudit_hint_violations_total{tool,rule,hint,severity}` +1 per finding (`idempotency_broken` of a repeat the shared history judged, `hints_changed` the fleet saw); nothing else |
 ///
 /// **Zero series.** A counter series that first appears at 1 is invisible to `increase()` and
 /// `rate()`, so an alert on the first violation would never fire. Whenever a declared tool's
@@ -314,6 +316,20 @@ impl PrometheusRecorder {
         }
     }
 
+    /// Findings settled after their call was recorded (a fleet's shared history): counted on
+    /// the violation series as a call's findings are, nothing else.
+    fn record_settled(&self, tool: &str, known_tool: bool, findings: &[Finding]) {
+        let declared = if known_tool {
+            self.declared(tool)
+        } else {
+            None
+        };
+        let t = declared.as_deref().unwrap_or(&self.inner.unknown);
+        for finding in findings {
+            t.violation(&self.inner.families, violation_key(finding));
+        }
+    }
+
     /// Committed row changes, summed per (table, operation) before touching counters.
     fn record_rows(&self, t: &ToolMetrics, r: &CallReport<'_>) {
         let e = r.effect;
@@ -387,6 +403,12 @@ impl Recorder for PrometheusRecorder {
                 }
             }
             AuditEvent::Declared { tool, hints } => self.declare_tool(tool, *hints),
+            AuditEvent::Settled {
+                tool,
+                known_tool,
+                findings,
+                ..
+            } => self.record_settled(tool, *known_tool, findings),
             _ => {}
         }
     }

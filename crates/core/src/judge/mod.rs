@@ -27,9 +27,15 @@ use crate::effect::Effect;
 use crate::facts::{Evidence, Facts, Outline, Wanted, summarize};
 use crate::finding::{Advice, Confidence, Finding, Rule};
 use crate::hints::{DeclaredHints, Hint};
-use crate::history::{ArgsHasher, ArgsKey, History, Repeat};
+use crate::history::{ArgsHasher, ArgsKey, History, PendingRepeat, Repeat};
 use crate::policy::Policy;
 use crate::refusals::{enforced_findings, refused_evidence};
+
+/// The judge's side of a fleet's shared history: calls judged with their repeat pending, the
+/// repeat settled when the store answers, and `hints_changed` across replicas.
+mod shared;
+
+pub use shared::fleet_hints_changed;
 
 /// Most tools whose first-seen hints and advice counters the judge keeps; calls of further
 /// tools are judged but not tracked for `hints_changed` or advice.
@@ -85,6 +91,14 @@ struct AdviceCounters {
     reaching_calls: u64,
     clean_repeats: u64,
     changing_repeats: u64,
+}
+
+impl AdviceCounters {
+    /// Counts a repeat (first, clean or disturbed) that changed `net_changes` things again.
+    fn count_repeat(&mut self, repeat: Repeat, net_changes: usize) {
+        self.clean_repeats += u64::from(repeat == Repeat::Clean);
+        self.changing_repeats += u64::from(changed_on_repeat(repeat, net_changes));
+    }
 }
 
 #[derive(Debug)]
@@ -175,6 +189,18 @@ impl Judge {
     /// As [`Judge::judge`], with the arguments' key taken beforehand by [`Judge::args_key`];
     /// `call.arguments` is not read.
     pub fn judge_keyed(&self, call: &ToolCall<'_>, key: ArgsKey) -> Verdict {
+        self.judge_with(call, key, false).0
+    }
+
+    /// [`Judge::judge_keyed`], with the repeat left to a shared history when `share` and the
+    /// call may repeat ([`shared::needs_shared`]): then the verdict has no repeat and no
+    /// `idempotency_broken`, and the [`PendingRepeat`] says what to tell the store.
+    fn judge_with(
+        &self,
+        call: &ToolCall<'_>,
+        key: ArgsKey,
+        share: bool,
+    ) -> (Verdict, Option<PendingRepeat>) {
         // The facts in outline, then three steps: the history (repeats), the advice
         // counters, the rules. Most calls are clean: the outline (the evidence counted,
         // no text written) settles them. Only when a rule fires are the facts read in
@@ -187,23 +213,33 @@ impl Judge {
             outline.touched_tables.iter(),
             outline.written_tables.iter(),
         );
+        let shared = share && shared::needs_shared(call.hints, &outline);
         let reading = self.policy.open_world_reading();
-        let counters = state.count_for_advice(call.tool, &outline, repeat, reading);
+        let counted = (!shared).then_some(repeat);
+        let counters = state.count_for_advice(call.tool, &outline, counted, reading);
         drop(state);
         let advice = counters.map_or_else(Vec::new, |c| {
             advice_for(call.hints, c, self.policy.advice_after_calls())
         });
+        // A shared repeat is judged when the store answers: no repeat rule fires now.
+        let judged = if shared { Repeat::First } else { repeat };
         let mut findings = Vec::new();
-        if rules_fire(call, &outline, repeat, reading) {
-            let facts = Facts::build(call.effect, &self.policy, Wanted::for_hints(call.hints));
-            findings = self.findings(call, &facts, repeat);
+        let mut facts = None;
+        if rules_fire(call, &outline, judged, reading)
+            || (shared && shared::wants_summary(call.hints, &outline))
+        {
+            let f = Facts::build(call.effect, &self.policy, Wanted::for_hints(call.hints));
+            findings = self.findings(call, &f, judged);
             findings.sort_by(|a, b| b.severity.cmp(&a.severity).then(a.rule.cmp(&b.rule)));
+            facts = Some(f);
         }
-        Verdict {
+        let pending = shared.then(|| shared::pending(call, key, &outline, facts.as_ref(), repeat));
+        let verdict = Verdict {
             findings,
-            repeat: Some(repeat),
+            repeat: (!shared).then_some(repeat),
             advice,
-        }
+        };
+        (verdict, pending)
     }
 
     /// The findings of a call whose history said `repeat`: the rules one call settles
@@ -291,7 +327,7 @@ impl State {
         &mut self,
         tool: &str,
         outline: &Outline<'_>,
-        repeat: Repeat,
+        repeat: Option<Repeat>,
         reading: OpenWorldReading,
     ) -> Option<AdviceCounters> {
         let full = self.advice.len() >= MAX_TRACKED_TOOLS;
@@ -306,8 +342,9 @@ impl State {
         c.writing_calls += u64::from(o.writes > 0 || o.attempts > 0 || o.any_write_statement);
         c.destructive_calls += u64::from(o.destructive > 0);
         c.reaching_calls += u64::from(reaches_out(reading, o.outside, o.outside_changes));
-        c.clean_repeats += u64::from(repeat == Repeat::Clean);
-        c.changing_repeats += u64::from(changed_on_repeat(repeat, o.net_changes));
+        if let Some(repeat) = repeat {
+            c.count_repeat(repeat, o.net_changes);
+        }
         Some(*c)
     }
 }
