@@ -27,7 +27,7 @@ enum Command {
     Traffic(hintaudit_cli::traffic::TrafficArgs),
     /// Audit any MCP server live: forward every request to it (--stdio COMMAND or --upstream
     /// URL) unchanged, judge each tool call, and read the database's writes from its own log
-    /// (--database postgres://…). Findings go to stderr and /metrics.
+    /// (--database postgres://… or mysql://…/DB). Findings go to stderr and /metrics.
     Proxy(hintaudit_proxy::ProxyArgs),
 }
 

@@ -48,8 +48,9 @@ pub struct ProxyArgs {
     /// With stdio downstream: serve `/metrics` on this address.
     #[arg(long, value_name = "ADDR")]
     pub metrics: Option<SocketAddr>,
-    /// The database whose changes are captured from its own log (`postgres://…`). Without
-    /// it, calls are forwarded and listings linted, and no write is seen.
+    /// The database whose changes are captured from its own log (`postgres://…`: logical
+    /// decoding; `mysql://…/DB`: the ROW binary log). Without it, calls are forwarded and
+    /// listings linted, and no write is seen.
     #[arg(long, value_name = "URL", env = "HINTAUDIT_PROXY_DATABASE_URL")]
     pub database: Option<String>,
     /// hintaudit.toml (ignored tables and columns, closed world, label caps).
