@@ -112,9 +112,16 @@ impl Relay {
         self.state().progress.insert(upstream, (downstream, peer));
     }
 
-    /// The request with progress token `upstream` finished.
+    /// The request with progress token `upstream` finished. Its mapping stays a moment
+    /// longer: rmcp handles each notification on a task of its own, so progress the upstream
+    /// sent just before its answer may be handled just after it.
     pub fn done(&self, upstream: &ProgressToken) {
-        self.state().progress.remove(upstream);
+        let relay = self.clone();
+        let token = upstream.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+            relay.state().progress.remove(&token);
+        });
     }
 
     fn peers(&self) -> Vec<Peer<RoleServer>> {

@@ -99,7 +99,7 @@ async fn overlapping_calls_over_http_give_an_ambiguous_set_never_a_wrong_culprit
     // archive_item deletes, then stays in flight for 4 s (room for get_item on a loaded machine).
     let (_fixture, upstream) =
         fixture_http(py, &db, &[("FIXTURE_SLEEP_AFTER", "archive_item=4")]).await;
-    let (_proxy, addr) = proxy_http(&["--upstream", &upstream, "--database", &db]).await;
+    let (proxy, addr) = proxy_http(&["--upstream", &upstream, "--database", &db]).await;
     let client = http_client(&format!("http://{addr}/mcp")).await;
     client.list_all_tools().await.expect("tools/list");
     let pool = sqlx::PgPool::connect(&db).await.expect("connect");
@@ -140,7 +140,7 @@ async fn overlapping_calls_over_http_give_an_ambiguous_set_never_a_wrong_culprit
     assert_eq!(archive_updates.unwrap_or(0.0), 0.0, "not archive_item's");
 
     // --serialize: the same overlap, one call at a time upstream: exact attribution.
-    let (_serial, addr) =
+    let (serial, addr) =
         proxy_http(&["--upstream", &upstream, "--database", &db, "--serialize"]).await;
     let url = format!("http://{addr}/mcp");
     let slow = tokio::spawn({
@@ -169,6 +169,7 @@ async fn overlapping_calls_over_http_give_an_ambiguous_set_never_a_wrong_culprit
     );
     assert_eq!(commits(&s, "ambiguous"), 0.0);
     pool.close().await;
+    drop((proxy, serial));
     drop_db(&admin, name).await;
 }
 
@@ -196,7 +197,7 @@ async fn the_proxy_keeps_serving_when_the_upstream_crashes_and_when_the_slot_is_
     let name = "hintaudit_proxy_trouble";
     let db = fresh_db(&admin, name).await;
     let upstream = fixture(py, &db, "FIXTURE_EXIT_TOOL=list_tables");
-    let (_proxy, addr) = proxy_http(&["--stdio", &upstream, "--database", &db]).await;
+    let (proxy, addr) = proxy_http(&["--stdio", &upstream, "--database", &db]).await;
     let client = http_client(&format!("http://{addr}/mcp")).await;
     let item = |id: i64| json!({"id": id}).as_object().cloned().unwrap_or_default();
     call(&client, "get_item", item(1)).await;
@@ -283,7 +284,7 @@ async fn the_proxy_keeps_serving_when_the_upstream_crashes_and_when_the_slot_is_
         "{}",
         s.text
     );
-    drop(client);
+    drop((client, proxy));
     drop_db(&admin, name).await;
 }
 
@@ -347,7 +348,7 @@ async fn the_proxy_serves_again_when_an_http_upstream_restarts() {
     let mut server = start();
     wait_port(upstream_addr).await;
     let upstream = format!("http://{upstream_addr}/mcp");
-    let (_proxy, addr) = proxy_http(&["--upstream", &upstream, "--database", &db]).await;
+    let (proxy, addr) = proxy_http(&["--upstream", &upstream, "--database", &db]).await;
     let client = http_client(&format!("http://{addr}/mcp")).await;
     let item = json!({"id": 1}).as_object().cloned().unwrap_or_default();
     call(&client, "get_item", item.clone()).await;
@@ -384,6 +385,6 @@ async fn the_proxy_serves_again_when_an_http_upstream_restarts() {
         "{}",
         s.text
     );
-    drop(client);
+    drop((client, proxy));
     drop_db(&admin, name).await;
 }

@@ -83,12 +83,21 @@ pub async fn fresh_db(admin: &PgPool, name: &str) -> String {
     format!("{root}/{name}")
 }
 
+/// Drops a test's database, once the proxy's temporary slot on it has gone with the proxy
+/// (a database with an active slot cannot be dropped); tries for up to 2 s, then leaves it
+/// to the next run's [`fresh_db`].
 pub async fn drop_db(admin: &PgPool, name: &str) {
-    let _ = sqlx::query(sqlx::AssertSqlSafe(format!(
-        "DROP DATABASE IF EXISTS {name} WITH (FORCE)"
-    )))
-    .execute(admin)
-    .await;
+    for _ in 0..20 {
+        let dropped = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "DROP DATABASE IF EXISTS {name} WITH (FORCE)"
+        )))
+        .execute(admin)
+        .await;
+        if dropped.is_ok() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }
 
 pub fn sql_server() -> PathBuf {

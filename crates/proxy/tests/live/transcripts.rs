@@ -85,7 +85,7 @@ async fn bare_and_proxied_transcripts_are_the_same_over_streamable_http() {
     bare.cancel().await.ok();
 
     let (_upstream, upstream) = fixture_http(py, &proxied_db, &[]).await;
-    let (_proxy, addr) = proxy_http(&["--upstream", &upstream, "--database", &proxied_db]).await;
+    let (proxy, addr) = proxy_http(&["--upstream", &upstream, "--database", &proxied_db]).await;
     let proxied = http_client(&format!("http://{addr}/mcp")).await;
     let proxied_transcript = transcript(&proxied).await;
     proxied.cancel().await.ok();
@@ -94,6 +94,7 @@ async fn bare_and_proxied_transcripts_are_the_same_over_streamable_http() {
         bare_transcript, proxied_transcript,
         "bare and proxied answers differ"
     );
+    drop(proxy);
     drop_db(&admin, "hintaudit_proxy_th_bare").await;
     drop_db(&admin, "hintaudit_proxy_th_proxied").await;
 }
