@@ -19,7 +19,7 @@ use crate::support::{available, repo_path, runs};
 mod configs;
 
 /// The alerts the issue asks for, with their severity.
-const ALERTS: [(&str, &str); 9] = [
+const ALERTS: [(&str, &str); 11] = [
     ("HintAuditCriticalViolation", "critical"),
     ("HintAuditRepeatedWarningViolation", "warning"),
     ("HintAuditHintsMissing", "info"),
@@ -28,6 +28,8 @@ const ALERTS: [(&str, &str); 9] = [
     ("HintAuditAuditFailing", "warning"),
     ("HintAuditSharedHistoryFailing", "warning"),
     ("HintAuditUnattributedStatementsRising", "warning"),
+    ("HintAuditCaptureBehind", "warning"),
+    ("HintAuditCaptureDropping", "warning"),
     ("HintAuditTargetDown", "warning"),
 ];
 /// The recording rules the dashboards use.

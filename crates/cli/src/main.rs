@@ -25,6 +25,10 @@ enum Command {
     /// round; a server not up yet is retried. Exit 0 after --rounds rounds, or on Ctrl-C or
     /// SIGTERM.
     Traffic(hintaudit_cli::traffic::TrafficArgs),
+    /// Audit any MCP server live: forward every request to it (--stdio COMMAND or --upstream
+    /// URL) unchanged, judge each tool call, and read the database's writes from its own log
+    /// (--database postgres://… or mysql://…/DB). Findings go to stderr and /metrics.
+    Proxy(hintaudit_proxy::ProxyArgs),
 }
 
 fn main() -> ExitCode {
@@ -51,6 +55,9 @@ fn main() -> ExitCode {
             // traffic says what failed on its own lines; rmcp's client would repeat every
             // refused connection while a server comes up.
             Command::Traffic(_) => ("warn,rmcp=off", "hintaudit-traffic"),
+            // Findings at their severity's level; rmcp's transport noise off (a lost
+            // upstream is said once by the proxy).
+            Command::Proxy(_) => ("info,rmcp=off,sqlx=warn", "hintaudit-proxy"),
         };
         let config = hintaudit_telemetry::TracingConfig::from_env()
             .with_default_service_name(service)
@@ -75,6 +82,13 @@ fn main() -> ExitCode {
             }
         },
         Command::Verify(args) => runtime.block_on(hintaudit_verify::run(args)),
+        Command::Proxy(args) => match runtime.block_on(hintaudit_proxy::run(args)) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("hintaudit proxy: {e:#}");
+                ExitCode::from(2)
+            }
+        },
         Command::Traffic(args) => match runtime.block_on(hintaudit_cli::traffic::run(args)) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {

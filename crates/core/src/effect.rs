@@ -262,6 +262,11 @@ pub enum ObservationSource {
     /// Rows affected as the driver counted them (MySQL's upsert convention): evidence reads
     /// `rows affected: t +0 ~1 -0`.
     RowsAffected,
+    /// The database's own log (PostgreSQL logical decoding, MySQL's row binlog), read by
+    /// `hintaudit proxy` and attributed to the call by the log's positions: evidence reads
+    /// `database log: t +1 ~0 -0`. The counts are the commit's, but whose commit it was rests
+    /// on timing (the server may have background work): likely.
+    Log,
 }
 
 impl ObservationSource {
@@ -270,6 +275,16 @@ impl ObservationSource {
         match self {
             ObservationSource::Oracle => "oracle",
             ObservationSource::RowsAffected => "rows affected",
+            ObservationSource::Log => "database log",
+        }
+    }
+
+    /// How strong a committed count from this source is: confirmed, except for the
+    /// database log, whose attribution to a call is likely.
+    pub fn confidence(self) -> crate::finding::Confidence {
+        match self {
+            ObservationSource::Log => crate::finding::Confidence::Likely,
+            _ => crate::finding::Confidence::Confirmed,
         }
     }
 }

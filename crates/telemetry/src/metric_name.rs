@@ -63,12 +63,22 @@ pub enum MetricName {
     /// `hintaudit_audit_errors_total{stage}`: audit failures (the call went on), including
     /// spans the trace exporter dropped (`stage="export"`).
     AuditErrors,
+    /// `hintaudit_capture_lag_bytes{backend}`: gauge, bytes of database log `hintaudit
+    /// proxy`'s capture has not read yet (PostgreSQL: what its slot makes the server keep);
+    /// `backend` is `postgresql` or `mysql`. Exported
+    /// by the proxy only ([`MetricName::proxy_only`]).
+    CaptureLag,
+    /// `hintaudit_capture_commits_total{attribution}`: commits `hintaudit proxy` read from
+    /// the database log, by how they were settled: `attributed`, `ambiguous` (calls of
+    /// several tools in flight), `unattributed` (no call in flight) or `dropped`. Exported
+    /// by the proxy only.
+    CaptureCommits,
 }
 
 impl MetricName {
     /// Every metric, in the order of
     /// [design: telemetry names](../../../docs/design.md#5-telemetry-names).
-    pub const ALL: [MetricName; 10] = [
+    pub const ALL: [MetricName; 12] = [
         MetricName::ToolCalls,
         MetricName::ToolCallDuration,
         MetricName::HintViolations,
@@ -79,7 +89,15 @@ impl MetricName {
         MetricName::ToolHintsChanged,
         MetricName::UnattributedStatements,
         MetricName::AuditErrors,
+        MetricName::CaptureLag,
+        MetricName::CaptureCommits,
     ];
+
+    /// Whether only `hintaudit proxy` exports it (the capture's metrics); the
+    /// `PrometheusRecorder` of an in-process server does not.
+    pub const fn proxy_only(self) -> bool {
+        matches!(self, MetricName::CaptureLag | MetricName::CaptureCommits)
+    }
 
     /// The metric name, e.g. `hintaudit_tool_calls_total`.
     pub const fn as_str(self) -> &'static str {
@@ -94,6 +112,8 @@ impl MetricName {
             MetricName::ToolHintsChanged => "hintaudit_tool_hints_changed_total",
             MetricName::UnattributedStatements => "hintaudit_unattributed_statements_total",
             MetricName::AuditErrors => "hintaudit_audit_errors_total",
+            MetricName::CaptureLag => "hintaudit_capture_lag_bytes",
+            MetricName::CaptureCommits => "hintaudit_capture_commits_total",
         }
     }
 
@@ -125,6 +145,12 @@ impl MetricName {
             MetricName::AuditErrors => {
                 "Audit failures by stage; the audited call went on. Includes dropped spans."
             }
+            MetricName::CaptureLag => {
+                "Bytes of database log the proxy's change capture has not read yet."
+            }
+            MetricName::CaptureCommits => {
+                "Commits the proxy read from the database log, by how they were attributed."
+            }
         }
     }
 
@@ -132,7 +158,9 @@ impl MetricName {
     pub fn kind(self) -> MetricKind {
         match self {
             MetricName::ToolCallDuration => MetricKind::Histogram,
-            MetricName::ToolDeclaredHints | MetricName::ToolAdvice => MetricKind::Gauge,
+            MetricName::ToolDeclaredHints | MetricName::ToolAdvice | MetricName::CaptureLag => {
+                MetricKind::Gauge
+            }
             _ => MetricKind::Counter,
         }
     }
@@ -156,6 +184,8 @@ impl MetricName {
             MetricName::ToolHintsChanged => &["tool"],
             MetricName::UnattributedStatements => &["operation"],
             MetricName::AuditErrors => &["stage"],
+            MetricName::CaptureLag => &["backend"],
+            MetricName::CaptureCommits => &["attribution"],
         }
     }
 

@@ -12,7 +12,7 @@ use std::process::Command;
 use serde_json::{Value, json};
 
 use super::docker::instructions;
-use super::{dashboard_names, json_names, strings, yaml};
+use super::{dashboard_names, json_names, read, strings, yaml};
 use crate::support::{available, repo, repo_path};
 
 /// Where compose resolves relative paths: the compose file's directory.
@@ -409,4 +409,58 @@ fn every_file_the_compose_stack_names_exists() {
         }
     }
     assert!(missing.is_empty(), "missing: {missing:#?}");
+}
+
+/// deploy/proxy-sidecar/compose.yaml, merged over deploy/compose.yaml: the server unaudited on
+/// its loopback, `hintaudit proxy` in its network namespace in front of it, PostgreSQL with
+/// wal_level = logical, Prometheus scraping the proxy; valid against the specification.
+#[test]
+fn the_proxy_sidecar_compose_file_puts_the_proxy_in_front_of_the_unaudited_server() {
+    let overlay = yaml("deploy/proxy-sidecar/compose.yaml");
+    let base = compose();
+    let server = service(&overlay, "bookings-proxied");
+    let proxy = service(&overlay, "hintaudit-proxy");
+    fn command(s: &Value) -> Vec<&str> {
+        strings(&s["command"], "command")
+    }
+    assert_eq!(command(server), ["--http", "127.0.0.1:8081"], "no --audit");
+    assert_eq!(proxy["network_mode"], "service:bookings-proxied");
+    let args = command(proxy);
+    assert_eq!(
+        args[..3],
+        ["proxy", "--upstream", "http://127.0.0.1:8081/mcp"]
+    );
+    let db = args[args
+        .iter()
+        .position(|a| *a == "--database")
+        .expect("--database")
+        + 1];
+    let url = service(&base, "bookings-1")["environment"]["DATABASE_URL"].clone();
+    assert_eq!(Some(db), url.as_str(), "the server's own database");
+    let postgres = command(service(&overlay, "postgres"));
+    assert!(postgres.contains(&"wal_level=logical"), "{postgres:?}");
+    // Prometheus's config for this stack scrapes the proxy, and is the base's otherwise.
+    let scraped = read("deploy/proxy-sidecar/prometheus.yml");
+    let base_config = read("deploy/prometheus/prometheus.yml");
+    assert!(scraped.contains("\"bookings-proxied:8080\""), "{scraped}");
+    let strip = |t: &str| {
+        t.lines()
+            .filter(|l| !l.starts_with('#') && !l.contains("targets: [\"bookings-1"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    assert_eq!(
+        strip(&scraped),
+        strip(&base_config),
+        "only the scrape targets differ"
+    );
+
+    let Some(path) = compose_schema() else { return };
+    let schema: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let validator = jsonschema::validator_for(&schema).expect("the schema compiles");
+    let errors: Vec<String> = validator
+        .iter_errors(&overlay)
+        .map(|e| format!("{}: {e}", e.instance_path()))
+        .collect();
+    assert!(errors.is_empty(), "{}: {errors:#?}", path.display());
 }

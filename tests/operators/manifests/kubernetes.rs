@@ -19,20 +19,22 @@ const RULES: &str = "deploy/prometheus/rules/hintaudit.rules.yaml";
 
 /// `kubectl kustomize deploy/kubernetes`: the text and its documents, or `None` (skip).
 fn render() -> Option<(String, Vec<Value>)> {
+    render_dir(KUSTOMIZATION)
+}
+
+/// `kubectl kustomize` of the kustomization in `dir` (relative to the repository).
+fn render_dir(dir: &str) -> Option<(String, Vec<Value>)> {
     let ok = runs("kubectl", &["version", "--client"]);
     if !available("kubectl", ok, "kubectl is not on PATH") {
         return None;
     }
     let out = Command::new("kubectl")
-        .args(["kustomize", KUSTOMIZATION])
+        .args(["kustomize", dir])
         .current_dir(repo())
         .output()
         .expect("running kubectl");
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success(),
-        "kubectl kustomize {KUSTOMIZATION}: {stderr}"
-    );
+    assert!(out.status.success(), "kubectl kustomize {dir}: {stderr}");
     let text = String::from_utf8(out.stdout).unwrap();
     let docs = serde_yaml_ng::Deserializer::from_str(&text)
         .map(|d| Value::deserialize(d).expect("rendered YAML"))
@@ -348,6 +350,55 @@ fn the_generated_files_equal_their_sources() {
             "{KUSTOMIZATION}/kustomization.yaml names {file}: missing"
         );
     }
+}
+
+/// deploy/proxy-sidecar/kubernetes: the base with the server unaudited on loopback and
+/// `hintaudit proxy` in front of it, in the same pod, on the Service's port.
+#[test]
+fn the_proxy_sidecar_overlay_puts_the_proxy_in_front_of_the_unaudited_server() {
+    let Some((text, docs)) = render_dir("deploy/proxy-sidecar/kubernetes") else {
+        return;
+    };
+    let deployment = named(&docs, "Deployment", "bookings");
+    let containers = deployment["spec"]["template"]["spec"]["containers"]
+        .as_array()
+        .expect("containers");
+    let names: Vec<&str> = containers
+        .iter()
+        .filter_map(|c| c["name"].as_str())
+        .collect();
+    assert_eq!(names, ["bookings", "hintaudit-proxy"]);
+    fn args(c: &Value) -> Vec<&str> {
+        strings(&c["args"], "args")
+    }
+    assert_eq!(
+        args(&containers[0]),
+        ["--http", "127.0.0.1:8081"],
+        "no --audit"
+    );
+    assert!(containers[0].get("ports").is_none());
+    let proxy = args(&containers[1]);
+    assert_eq!(
+        proxy[..3],
+        ["proxy", "--upstream", "http://127.0.0.1:8081/mcp"]
+    );
+    assert!(proxy.contains(&"--database"), "{proxy:?}");
+    assert_eq!(containers[1]["ports"][0]["containerPort"], 8080);
+    assert_eq!(
+        containers[1]["readinessProbe"]["httpGet"]["path"],
+        "/metrics"
+    );
+
+    let ok = runs("kubernetes-validate", &["--version"]);
+    if !available(
+        "kubernetes-validate",
+        ok,
+        "python3 -m pip install kubernetes-validate",
+    ) {
+        return;
+    }
+    let (passed, output) = kubernetes_validate(&text);
+    assert!(passed, "kubernetes-validate --strict -k 1.32.0:\n{output}");
 }
 
 /// The replicas share the idempotency history on the valkey Service: the settings ConfigMap

@@ -2,7 +2,7 @@
 servers on PyPI and npm: tools take SQL text, and every error comes back as ordinary text
 (`isError: false`), never as a tool error.
 
-Usage: python sql_server.py --db (PATH | postgres://...) [--schema NAME]
+Usage: python sql_server.py --db (PATH | postgres://... | mysql://.../DB) [--schema NAME]
        [--http PORT | --sse PORT | --init-only]
 
 Without --db it is configured by parts, as many servers are: DB_HOST, DB_PORT, DB_USER and
@@ -17,7 +17,8 @@ public; every statement names the schema). Planted findings:
 Honest: read_query, list_tables (read-only), write_query (arbitrary SQL: destructive),
 create_table (DDL, destructiveHint false), add_note (INSERT with a caller-chosen id).
 
-On PostgreSQL it keeps one connection for the process (as servers with a pool do); on SQLite
+On PostgreSQL and MySQL/MariaDB (pymysql) it keeps one connection for the process (as servers
+with a pool do); on SQLite
 it opens the file for each statement and closes it (as mcp-server-sqlite does).
 
 Switches for tests:
@@ -25,16 +26,24 @@ Switches for tests:
   call answer "Error: password authentication failed" as text. The server logs the
   password it uses on stderr, like a careless server would.
 - FIXTURE_HANG_TOOL=<tool>: that tool never answers.
+- FIXTURE_EXIT_TOOL=<tool>: the process exits when that tool is called (an upstream crash,
+  for `hintaudit proxy`'s tests).
+- FIXTURE_SLEEP_AFTER=<tool>=<seconds>: that tool sleeps after its work, before answering
+  (a call still in flight after its commit, for overlapping calls).
+- FIXTURE_PROGRESS=1: adds count_to(n), which reports progress n times (notifications
+  through `hintaudit proxy`).
 - FIXTURE_STDERR_LINES=<n>: writes n numbered lines on stderr, then exits (a startup
   failure whose cause is not on the last line).
 """
 
 import argparse
+import contextlib
 import functools
 import json
 import os
 import sqlite3
 import sys
+import threading
 import time
 
 from mcp.server.mcpserver import MCPServer
@@ -56,18 +65,39 @@ def is_pg() -> bool:
     return ARGS.db.startswith("postgres")
 
 
+def is_mysql() -> bool:
+    return ARGS.db.startswith("mysql")
+
+
 def q(table: str) -> str:
     """A table name as the server's SQL writes it: schema-qualified on PostgreSQL."""
     return f'"{ARGS.schema}".{table}' if is_pg() else table
 
 
 PG_CONN = None
+MY_CONN = None
+MY_LOCK = threading.Lock()
 
 
 def connect():
     """PostgreSQL: the one connection the process keeps, as servers with a pool do. SQLite: a
     new connection, closed after its statement (as mcp-server-sqlite does)."""
-    global PG_CONN
+    global PG_CONN, MY_CONN
+    if is_mysql():
+        import pymysql
+        from urllib.parse import urlparse
+
+        if MY_CONN is None or not MY_CONN.open:
+            u = urlparse(ARGS.db)
+            MY_CONN = pymysql.connect(
+                host=u.hostname or "127.0.0.1",
+                port=u.port or 3306,
+                user=u.username or "root",
+                password=u.password or "",
+                database=u.path.lstrip("/"),
+                autocommit=True,
+            )
+        return MY_CONN
     if is_pg():
         import psycopg
 
@@ -79,7 +109,7 @@ def connect():
 
 
 def release(conn) -> None:
-    if not is_pg():
+    if not is_pg() and not is_mysql():
         conn.close()
 
 
@@ -88,16 +118,18 @@ def run(sql: str, params=()):
     password = os.environ.get("SQL_FIXTURE_PASSWORD")
     if password is not None and password != "right-hunter2":
         raise RuntimeError('password authentication failed for user "app"')
-    if not is_pg():
+    if not is_pg() and not is_mysql():
         sql = sql.replace("%s", "?")
-    conn = connect()
-    try:
-        cur = conn.cursor()
-        cur.execute(sql, params)
-        rows = cur.fetchall() if cur.description else None
-        return rows, cur.rowcount
-    finally:
-        release(conn)
+    # pymysql's connection is not thread-safe; the SDK runs sync tools on worker threads.
+    with MY_LOCK if is_mysql() else contextlib.nullcontext():
+        conn = connect()
+        try:
+            cur = conn.cursor()
+            cur.execute(sql, params)
+            rows = cur.fetchall() if cur.description else None
+            return rows, cur.rowcount
+        finally:
+            release(conn)
 
 
 def as_text(f):
@@ -107,10 +139,16 @@ def as_text(f):
     def wrapper(*args, **kwargs):
         if os.environ.get("FIXTURE_HANG_TOOL") == f.__name__:
             time.sleep(3600)
+        if os.environ.get("FIXTURE_EXIT_TOOL") == f.__name__:
+            os._exit(3)
         try:
             return f(*args, **kwargs)
         except Exception as e:  # noqa: BLE001 - that is the point of this fixture
             return f"Error: {e}"
+        finally:
+            tool, _, seconds = os.environ.get("FIXTURE_SLEEP_AFTER", "").partition("=")
+            if tool == f.__name__:
+                time.sleep(float(seconds))
 
     return wrapper
 
@@ -150,7 +188,11 @@ def create_table(query: str) -> str:
 @as_text
 def list_tables() -> str:
     """Lists the tables."""
-    if is_pg():
+    if is_mysql():
+        rows, _ = run(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = DATABASE()"
+        )
+    elif is_pg():
         rows, _ = run(
             "SELECT table_name FROM information_schema.tables WHERE table_schema = %s",
             (ARGS.schema,),
@@ -185,6 +227,18 @@ def add_note(id: int, text: str) -> str:
     return "Note added"
 
 
+if os.environ.get("FIXTURE_PROGRESS") == "1":
+    # Only with the switch: verify's runs of this fixture see the tools above and no others.
+    from mcp.server.mcpserver import Context
+
+    @mcp.tool(annotations=hints(read_only=True))
+    async def count_to(n: int, ctx: Context) -> str:
+        """Counts to n, reporting progress at each step."""
+        for i in range(1, n + 1):
+            await ctx.report_progress(i, n, f"step {i} of {n}")
+        return f"counted to {n}"
+
+
 SEED = [
     "CREATE TABLE {items} (id INTEGER PRIMARY KEY, name TEXT NOT NULL, "
     "qty INTEGER NOT NULL DEFAULT 0, views INTEGER NOT NULL DEFAULT 0)",
@@ -199,7 +253,11 @@ def init_db() -> None:
     conn = connect()
     try:
         cur = conn.cursor()
-        if is_pg():
+        if is_mysql():
+            cur.execute(
+                "SELECT count(*) FROM information_schema.tables WHERE table_schema = DATABASE()"
+            )
+        elif is_pg():
             cur.execute(f'CREATE SCHEMA IF NOT EXISTS "{ARGS.schema}"')
             cur.execute(
                 "SELECT count(*) FROM information_schema.tables WHERE table_schema = %s",

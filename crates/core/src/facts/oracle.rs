@@ -5,7 +5,7 @@
 use std::borrow::Cow;
 use std::collections::BTreeSet;
 
-use crate::effect::{Effect, TableWrites};
+use crate::effect::{Effect, ObservationSource, TableWrites};
 use crate::facts::collect::Collector;
 use crate::finding::Confidence;
 use crate::policy::{Policy, normalized_table};
@@ -27,7 +27,7 @@ pub(super) fn record_transactions<'e>(
             c.touched(table.clone());
             oracle_tables.insert(table.clone());
             if t.committed {
-                committed(w, t.source.as_str(), table, effect, policy, c);
+                committed(w, t.source, table, effect, policy, c);
             } else {
                 c.attempt(Confidence::Confirmed, || {
                     format!(
@@ -66,7 +66,7 @@ pub(super) fn record_transactions<'e>(
 /// statement on the table sets a column from itself.
 fn committed<'e>(
     w: &TableWrites,
-    source: &'static str,
+    source: ObservationSource,
     table: Cow<'e, str>,
     effect: &Effect,
     policy: &Policy,
@@ -89,18 +89,20 @@ fn committed<'e>(
     if w.inserted + updated + w.deleted == 0 {
         return;
     }
+    let confidence = source.confidence();
+    let source = source.as_str();
     let text = || {
         format!(
             "{source}: {table} +{} ~{} -{} (committed)",
             w.inserted, updated, w.deleted
         )
     };
-    c.write(Confidence::Confirmed, text);
+    c.write(confidence, text);
     if updated + w.deleted > 0 {
-        c.destructive(Confidence::Confirmed, text);
+        c.destructive(confidence, text);
     }
     if w.inserted + w.deleted > 0 {
-        c.net_change(Confidence::Confirmed, text);
+        c.net_change(confidence, text);
     } else if let Some((col, expr)) = targeting()
         .flat_map(|s| s.non_convergent.iter())
         .find(|(c, _)| !policy.is_ignored_column(&table, c))
@@ -173,6 +175,22 @@ mod tests {
                     "writes: oracle: t +0 ~0 -1 (committed) (confirmed)",
                     "destructive: oracle: t +0 ~0 -1 (committed) (confirmed)",
                     "net_changes: oracle: t +0 ~0 -1 (committed) (confirmed)",
+                    "written: t",
+                    "touched: t",
+                ],
+                vec!["t"],
+            ),
+            (
+                "the database log (hintaudit proxy): the same facts, likely",
+                vec![],
+                vec![TransactionObservation {
+                    source: ObservationSource::Log,
+                    ..tx(true, true, vec![counts("t", (1, 0, 1))])
+                }],
+                vec![
+                    "writes: database log: t +1 ~0 -1 (committed) (likely)",
+                    "destructive: database log: t +1 ~0 -1 (committed) (likely)",
+                    "net_changes: database log: t +1 ~0 -1 (committed) (likely)",
                     "written: t",
                     "touched: t",
                 ],

@@ -1,0 +1,300 @@
+//! `hintaudit proxy`'s figures (docs/performance.md#hintaudit-proxy), on loopback:
+//!
+//! 1. added latency per call: the Python fixture server (streamable HTTP, PostgreSQL) called
+//!    bare, through the proxy without `--database`, and through the proxy with it; p50 and p99
+//!    of a read tool and of a write tool;
+//! 2. capture under a write storm: writers insert as fast as they can, outside calls, for
+//!    `HINTAUDIT_BENCH_STORM_SECONDS` (default 10); the lag the capture reports, the commits
+//!    it read and settled, and the proxy's peak resident memory.
+//!
+//! `cargo bench -p hintaudit-proxy --bench proxy` (PostgreSQL at HINTAUDIT_PG_URL with
+//! wal_level = logical, python3 with the fixture's requirements, the hintaudit binary built).
+
+use std::net::SocketAddr;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use hintaudit_test_support::scrape::{Scraped, http_get};
+use rmcp::model::CallToolRequestParams;
+use rmcp::service::RunningService;
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::{RoleClient, ServiceExt};
+use serde_json::json;
+
+type Client = RunningService<RoleClient, ()>;
+
+fn pg_url() -> String {
+    std::env::var("HINTAUDIT_PG_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into())
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("port")
+}
+
+async fn wait_port(addr: SocketAddr) {
+    for _ in 0..300 {
+        if tokio::net::TcpStream::connect(addr).await.is_ok() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("nothing on {addr}");
+}
+
+fn spawn(program: &std::path::Path, args: &[&str]) -> tokio::process::Child {
+    tokio::process::Command::new(program)
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn")
+}
+
+async fn client(url: &str) -> Client {
+    ().serve(StreamableHttpClientTransport::from_uri(url))
+        .await
+        .expect("handshake")
+}
+
+/// `n` calls of `tool`, one after another: (p50, p99) in milliseconds.
+async fn latencies(c: &Client, tool: &str, args: serde_json::Value, n: usize) -> (f64, f64) {
+    let args = args.as_object().cloned().unwrap_or_default();
+    let mut ms = Vec::with_capacity(n);
+    for i in 0..n + 20 {
+        let mut a = args.clone();
+        if tool == "add_note" {
+            a.insert("id".into(), json!(1_000_000 + i + n * 10 * rand_salt()));
+        }
+        let t = Instant::now();
+        c.call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(a))
+            .await
+            .expect("call");
+        if i >= 20 {
+            ms.push(t.elapsed().as_secs_f64() * 1000.0);
+        }
+    }
+    ms.sort_by(f64::total_cmp);
+    let at = |q: f64| ms[((ms.len() as f64 * q) as usize).min(ms.len() - 1)];
+    (at(0.50), at(0.99))
+}
+
+fn rand_salt() -> usize {
+    static SALT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(1);
+    SALT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
+fn peak_rss_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
+        })
+        .unwrap_or(0)
+}
+
+async fn scrape(addr: SocketAddr) -> Scraped {
+    Scraped::parse(&http_get(addr, "/metrics").await.2)
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() {
+    let admin = sqlx::PgPool::connect(&pg_url()).await.expect("PostgreSQL");
+    let name = "hintaudit_proxy_bench";
+    for sql in [
+        format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"),
+        format!("CREATE DATABASE {name}"),
+    ] {
+        sqlx::query(sqlx::AssertSqlSafe(sql))
+            .execute(&admin)
+            .await
+            .expect("db");
+    }
+    let root = pg_url();
+    let db = format!(
+        "{}/{name}",
+        root.rsplit_once('/').map_or(root.as_str(), |(r, _)| r)
+    );
+    let server = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/verify/python_server/sql_server.py");
+    let hintaudit = hintaudit_test_support::workspace_bin("hintaudit-cli", "hintaudit");
+    let n: usize = std::env::var("HINTAUDIT_BENCH_CALLS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(300);
+
+    let up_port = free_port();
+    let _up = spawn(
+        std::path::Path::new("python3"),
+        &[
+            server.to_str().unwrap(),
+            "--db",
+            &db,
+            "--http",
+            &up_port.to_string(),
+        ],
+    );
+    let up_addr = SocketAddr::from(([127, 0, 0, 1], up_port));
+    wait_port(up_addr).await;
+    let upstream = format!("http://{up_addr}/mcp");
+
+    let plain = SocketAddr::from(([127, 0, 0, 1], free_port()));
+    let _p1 = spawn(
+        &hintaudit,
+        &[
+            "proxy",
+            "--upstream",
+            &upstream,
+            "--http",
+            &plain.to_string(),
+        ],
+    );
+    let captured = SocketAddr::from(([127, 0, 0, 1], free_port()));
+    let p2 = spawn(
+        &hintaudit,
+        &[
+            "proxy",
+            "--upstream",
+            &upstream,
+            "--database",
+            &db,
+            "--http",
+            &captured.to_string(),
+        ],
+    );
+    wait_port(plain).await;
+    wait_port(captured).await;
+
+    println!("calls per variant and tool: {n} (after 20 warm-up calls), one at a time, loopback");
+    println!("| variant | read_query p50 / p99 (ms) | add_note p50 / p99 (ms) |");
+    println!("|---|---|---|");
+    for (label, url) in [
+        (
+            "bare upstream (Python SDK, streamable HTTP)",
+            upstream.clone(),
+        ),
+        (
+            "through the proxy, no --database",
+            format!("http://{plain}/mcp"),
+        ),
+        (
+            "through the proxy, --database (PostgreSQL capture)",
+            format!("http://{captured}/mcp"),
+        ),
+    ] {
+        let c = client(&url).await;
+        let r = latencies(
+            &c,
+            "read_query",
+            json!({"query": "SELECT id, name FROM public.items"}),
+            n,
+        )
+        .await;
+        let w = latencies(&c, "add_note", json!({"id": 0, "text": "bench"}), n).await;
+        println!(
+            "| {label} | {:.2} / {:.2} | {:.2} / {:.2} |",
+            r.0, r.1, w.0, w.1
+        );
+        c.cancel().await.ok();
+    }
+
+    // Write storm outside calls.
+    let secs: u64 = std::env::var("HINTAUDIT_BENCH_STORM_SECONDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(10);
+    let pool = sqlx::postgres::PgPoolOptions::new()
+        .max_connections(4)
+        .connect(&db)
+        .await
+        .expect("pool");
+    sqlx::query("CREATE TABLE storm (id bigserial PRIMARY KEY, v text)")
+        .execute(&pool)
+        .await
+        .expect("storm table");
+    let before = scrape(captured).await;
+    let settled = |s: &Scraped, a: &str| {
+        s.value("hintaudit_capture_commits_total", &[("attribution", a)])
+            .unwrap_or(0.0)
+    };
+    let start_unattributed = settled(&before, "unattributed");
+    let until = Instant::now() + Duration::from_secs(secs);
+    let mut writers = Vec::new();
+    for _ in 0..4 {
+        let pool = pool.clone();
+        writers.push(tokio::spawn(async move {
+            let mut n = 0u64;
+            while Instant::now() < until {
+                sqlx::query("INSERT INTO storm (v) SELECT 'x' FROM generate_series(1, 10)")
+                    .execute(&pool)
+                    .await
+                    .expect("insert");
+                n += 1;
+            }
+            n
+        }));
+    }
+    let mut max_lag = 0.0f64;
+    while Instant::now() < until {
+        let s = scrape(captured).await;
+        let lag = s
+            .value("hintaudit_capture_lag_bytes", &[("backend", "postgresql")])
+            .unwrap_or(0.0);
+        max_lag = max_lag.max(lag);
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let mut commits = 0;
+    for w in writers {
+        commits += w.await.expect("writer");
+    }
+    let storm_end = Instant::now();
+    let mut caught_up = None;
+    for _ in 0..600 {
+        let s = scrape(captured).await;
+        if settled(&s, "unattributed") - start_unattributed >= commits as f64 {
+            caught_up = Some(storm_end.elapsed());
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let after = scrape(captured).await;
+    println!();
+    println!(
+        "write storm: 4 writers, {secs} s, {commits} transactions of 10 rows ({:.0}/s), outside calls",
+        commits as f64 / secs as f64
+    );
+    println!(
+        "  capture lag: at most {:.0} bytes (sampled every 200 ms)",
+        max_lag
+    );
+    println!(
+        "  commits read and settled unattributed: {:.0}; dropped: {:.0}",
+        settled(&after, "unattributed") - start_unattributed,
+        settled(&after, "dropped")
+    );
+    match caught_up {
+        Some(d) => println!(
+            "  caught up {:.0} ms after the storm ended",
+            d.as_secs_f64() * 1000.0
+        ),
+        None => println!("  not caught up within 30 s of the storm's end"),
+    }
+    let pid = p2.id().unwrap_or(0);
+    println!(
+        "  proxy peak resident memory (VmHWM): {} KiB",
+        peak_rss_kib(pid)
+    );
+    drop(p2);
+    pool.close().await;
+    let _ = sqlx::query(sqlx::AssertSqlSafe(format!(
+        "DROP DATABASE IF EXISTS {name} WITH (FORCE)"
+    )))
+    .execute(&admin)
+    .await;
+}

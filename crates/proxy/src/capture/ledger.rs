@@ -1,0 +1,469 @@
+//! Attribution by the log's own positions ([design: the proxy's evidence](../../../../docs/design.md#the-proxys-evidence)):
+//! the calls in flight, each with the log position read when it started and when it
+//! answered, and the committed transactions the capture decoded, each with the position of
+//! its commit. No clock is read.
+//!
+//! A commit at position `c` is a *candidate* of every call with `start < c ≤ end` (a call
+//! still in flight has no end yet; a call whose start has not been read yet counts as
+//! started, so it can only widen a set, never narrow it). When a call is judged, every commit
+//! in its interval is settled once, by the first of its candidates judged:
+//!
+//! - one candidate, or candidates that are all calls of one tool: attributed (to that call,
+//!   or to the first of that tool's calls judged);
+//! - candidates of several tools: ambiguous, counted, attributed to none;
+//! - no candidate (settled when it is decoded): unattributed, counted.
+//!
+//! Pure: no I/O, no async, no clock. The capture (postgres.rs) feeds it.
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::sync::Arc;
+
+use hintaudit_core::TableWrites;
+
+/// A position in the database's log (PostgreSQL: an LSN as a 64-bit number; MySQL: the
+/// binlog file number and offset folded into one).
+pub type Lsn = u64;
+
+/// One committed transaction as the log shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Commit {
+    /// The position at the end of its commit record.
+    pub lsn: Lsn,
+    /// The rows it changed, per table (unqualified, lower-cased).
+    pub tables: Vec<TableWrites>,
+    /// Tables it truncated.
+    pub truncated: Vec<String>,
+}
+
+/// What the ledger settled for one commit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Settled {
+    /// One call, or calls of one tool, were in flight: the commit is theirs.
+    Attributed,
+    /// Calls of several tools were in flight: no tool is blamed.
+    Ambiguous,
+    /// No call was in flight.
+    Unattributed,
+    /// Dropped: the ledger was full, or the commit was decoded after every candidate had
+    /// been judged (the capture fell behind its wait).
+    Dropped,
+}
+
+impl Settled {
+    /// Every outcome, in label order.
+    pub const ALL: [Settled; 4] = [
+        Settled::Attributed,
+        Settled::Ambiguous,
+        Settled::Unattributed,
+        Settled::Dropped,
+    ];
+
+    /// The metric label value: `attributed`, `ambiguous`, `unattributed`, `dropped`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Settled::Attributed => "attributed",
+            Settled::Ambiguous => "ambiguous",
+            Settled::Unattributed => "unattributed",
+            Settled::Dropped => "dropped",
+        }
+    }
+}
+
+/// A call's share of the log, when it is judged.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct CallShare {
+    /// Commits attributed to this call.
+    pub attributed: Vec<Commit>,
+    /// Commits in this call's interval that several tools' calls may have made: the tools
+    /// of each set (this call's among them), sorted.
+    pub ambiguous: Vec<(Commit, Vec<Arc<str>>)>,
+    /// The log was not read for part of the call's interval (the capture lost its slot and
+    /// made a new one): its evidence is incomplete.
+    pub gap: bool,
+}
+
+#[derive(Debug)]
+struct CallSpan {
+    tool: Arc<str>,
+    start: Option<Lsn>,
+    end: Option<Lsn>,
+    judged: bool,
+}
+
+#[derive(Debug)]
+struct Pending {
+    commit: Commit,
+    settled: Option<Settled>,
+    /// The call it was attributed to, once settled `Attributed`.
+    owner: Option<u64>,
+}
+
+/// The calls in flight and the commits not yet settled. Bounded: at most `max_commits`
+/// commits wait (the oldest is dropped and counted), and ended calls are kept only while a
+/// commit or a call in flight may still need their interval.
+#[derive(Debug)]
+pub struct Ledger {
+    next_id: u64,
+    calls: BTreeMap<u64, CallSpan>,
+    commits: VecDeque<Pending>,
+    gaps: Vec<(Lsn, Lsn)>,
+    max_commits: usize,
+    counts: [u64; 4],
+}
+
+impl Ledger {
+    /// A ledger that keeps at most `max_commits` commits waiting for their calls.
+    pub fn new(max_commits: usize) -> Self {
+        Ledger {
+            next_id: 0,
+            calls: BTreeMap::new(),
+            commits: VecDeque::new(),
+            gaps: Vec::new(),
+            max_commits: max_commits.max(1),
+            counts: [0; 4],
+        }
+    }
+
+    /// A call begins; its start position is not known yet ([`Ledger::started`]).
+    pub fn begin(&mut self, tool: Arc<str>) -> u64 {
+        self.next_id += 1;
+        self.calls.insert(
+            self.next_id,
+            CallSpan {
+                tool,
+                start: None,
+                end: None,
+                judged: false,
+            },
+        );
+        self.next_id
+    }
+
+    /// The log position read when call `id` started (before it was sent upstream).
+    pub fn started(&mut self, id: u64, lsn: Lsn) {
+        if let Some(c) = self.calls.get_mut(&id) {
+            c.start = Some(lsn);
+        }
+    }
+
+    /// The log position read when call `id` answered.
+    pub fn ended(&mut self, id: u64, lsn: Lsn) {
+        if let Some(c) = self.calls.get_mut(&id) {
+            c.end = Some(lsn.max(c.start.unwrap_or(0)));
+        }
+    }
+
+    /// A call that will not be judged: it ended without a position (the database could not
+    /// be asked), or its future was dropped before it answered. Its interval closes where it
+    /// started, so it is no candidate of any commit read from now on.
+    pub fn forget(&mut self, id: u64) {
+        if let Some(c) = self.calls.get_mut(&id) {
+            c.judged = true;
+            c.end = Some(c.start.unwrap_or(0));
+        }
+        self.prune();
+    }
+
+    /// The capture read nothing between `from` and `to` (a new slot, after the old one was
+    /// lost): calls whose interval overlaps it are told their evidence is incomplete.
+    pub fn gap(&mut self, from: Lsn, to: Lsn) {
+        self.gaps.push((from, to));
+        if self.gaps.len() > 64 {
+            self.gaps.remove(0);
+        }
+    }
+
+    /// The candidates of a commit at `lsn`: call ids with `start < lsn ≤ end`.
+    fn candidates(&self, lsn: Lsn) -> Vec<u64> {
+        self.calls
+            .iter()
+            .filter(|(_, c)| c.start.is_none_or(|s| s < lsn) && c.end.is_none_or(|e| lsn <= e))
+            .map(|(id, _)| *id)
+            .collect()
+    }
+
+    /// A commit the capture decoded. Settled at once when no call can be its candidate.
+    pub fn decoded(&mut self, commit: Commit) -> Option<Settled> {
+        let candidates = self.candidates(commit.lsn);
+        if candidates.is_empty() {
+            self.count(Settled::Unattributed);
+            return Some(Settled::Unattributed);
+        }
+        if candidates.iter().all(|id| self.calls[id].judged) {
+            self.count(Settled::Dropped);
+            return Some(Settled::Dropped);
+        }
+        if self.commits.len() >= self.max_commits
+            && let Some(old) = self.commits.pop_front()
+            && old.settled.is_none()
+        {
+            self.count(Settled::Dropped);
+        }
+        self.commits.push_back(Pending {
+            commit,
+            settled: None,
+            owner: None,
+        });
+        None
+    }
+
+    /// Call `id` answered and the capture has decoded past its end: its share of the log.
+    /// Settles every commit of its interval that no earlier-judged candidate settled.
+    pub fn judge(&mut self, id: u64) -> CallShare {
+        let mut share = CallShare::default();
+        let Some(call) = self.calls.get(&id) else {
+            return share;
+        };
+        let (start, end) = (call.start.unwrap_or(0), call.end.unwrap_or(Lsn::MAX));
+        let tool = call.tool.clone();
+        share.gap = self.gaps.iter().any(|(a, b)| *a < end && start < *b);
+        let mut settled = Vec::new();
+        for (i, p) in self.commits.iter().enumerate() {
+            if p.commit.lsn <= start || p.commit.lsn > end {
+                continue;
+            }
+            match p.settled {
+                Some(Settled::Attributed) if p.owner == Some(id) => {
+                    share.attributed.push(p.commit.clone())
+                }
+                Some(Settled::Ambiguous) => {
+                    let tools = self.tools_of(&self.candidates(p.commit.lsn));
+                    share.ambiguous.push((p.commit.clone(), tools));
+                }
+                Some(_) => {}
+                None => {
+                    let candidates = self.candidates(p.commit.lsn);
+                    let tools = self.tools_of(&candidates);
+                    if tools.len() == 1 && tools[0] == tool {
+                        settled.push((i, Settled::Attributed));
+                        share.attributed.push(p.commit.clone());
+                    } else {
+                        settled.push((i, Settled::Ambiguous));
+                        share.ambiguous.push((p.commit.clone(), tools));
+                    }
+                }
+            }
+        }
+        for (i, outcome) in settled {
+            self.commits[i].settled = Some(outcome);
+            self.commits[i].owner = (outcome == Settled::Attributed).then_some(id);
+            self.count(outcome);
+        }
+        if let Some(c) = self.calls.get_mut(&id) {
+            c.judged = true;
+        }
+        self.prune();
+        share
+    }
+
+    fn tools_of(&self, ids: &[u64]) -> Vec<Arc<str>> {
+        let set: BTreeSet<Arc<str>> = ids.iter().map(|id| self.calls[id].tool.clone()).collect();
+        set.into_iter().collect()
+    }
+
+    /// Drops ended calls and commits no call in flight can still need: everything at or
+    /// before the earliest start of a call not yet judged.
+    fn prune(&mut self) {
+        let floor = self
+            .calls
+            .values()
+            .filter(|c| !c.judged)
+            .map(|c| c.start.unwrap_or(0))
+            .min();
+        match floor {
+            None => {
+                // Nothing in flight: every commit kept is settled or belongs to judged calls.
+                for p in self.commits.drain(..) {
+                    if p.settled.is_none() {
+                        self.counts[Settled::Dropped as usize] += 1;
+                    }
+                }
+                self.calls.clear();
+            }
+            Some(floor) => {
+                while self.commits.front().is_some_and(|p| p.commit.lsn <= floor) {
+                    if let Some(p) = self.commits.pop_front()
+                        && p.settled.is_none()
+                    {
+                        self.count(Settled::Dropped);
+                    }
+                }
+                self.calls
+                    .retain(|_, c| !c.judged || c.end.is_none_or(|e| e > floor));
+            }
+        }
+    }
+
+    fn count(&mut self, s: Settled) {
+        self.counts[s as usize] += 1;
+    }
+
+    /// Commits settled so far, by outcome.
+    pub fn settled(&self, s: Settled) -> u64 {
+        self.counts[s as usize]
+    }
+
+    /// Commits waiting for their calls.
+    pub fn waiting(&self) -> usize {
+        self.commits.len()
+    }
+
+    /// Calls kept (in flight, or ended and still needed).
+    pub fn calls(&self) -> usize {
+        self.calls.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn commit(lsn: Lsn) -> Commit {
+        Commit {
+            lsn,
+            tables: vec![TableWrites {
+                table: "items".into(),
+                inserted: 0,
+                updated: 1,
+                deleted: 0,
+            }],
+            truncated: vec![],
+        }
+    }
+
+    /// A call of `tool` over `(start, end)`.
+    fn call(l: &mut Ledger, tool: &str, start: Lsn, end: Option<Lsn>) -> u64 {
+        let id = l.begin(Arc::from(tool));
+        l.started(id, start);
+        if let Some(end) = end {
+            l.ended(id, end);
+        }
+        id
+    }
+
+    #[test]
+    fn one_call_in_flight_gets_the_commit() {
+        let mut l = Ledger::new(100);
+        let a = call(&mut l, "get_item", 10, None);
+        assert_eq!(l.decoded(commit(15)), None);
+        l.ended(a, 20);
+        let share = l.judge(a);
+        assert_eq!(share.attributed, [commit(15)]);
+        assert!(share.ambiguous.is_empty());
+        assert_eq!(l.settled(Settled::Attributed), 1);
+        assert_eq!((l.waiting(), l.calls()), (0, 0), "pruned");
+    }
+
+    #[test]
+    fn no_call_in_flight_is_unattributed() {
+        let mut l = Ledger::new(100);
+        let a = call(&mut l, "get_item", 10, Some(20));
+        assert_eq!(l.decoded(commit(25)), Some(Settled::Unattributed));
+        assert_eq!(
+            l.decoded(commit(10)),
+            Some(Settled::Unattributed),
+            "at start: before"
+        );
+        assert!(l.judge(a).attributed.is_empty());
+        assert_eq!(l.settled(Settled::Unattributed), 2);
+    }
+
+    #[test]
+    fn overlapping_calls_of_two_tools_are_ambiguous_for_both() {
+        let mut l = Ledger::new(100);
+        let a = call(&mut l, "archive_item", 10, None);
+        let b = call(&mut l, "get_item", 12, None);
+        l.decoded(commit(11)); // only a was in flight (b started at 12)
+        l.decoded(commit(15)); // both
+        l.ended(a, 16);
+        let share_a = l.judge(a);
+        assert_eq!(share_a.attributed, [commit(11)]);
+        let tools: Vec<&str> = share_a.ambiguous[0].1.iter().map(|t| &**t).collect();
+        assert_eq!(tools, ["archive_item", "get_item"]);
+        l.ended(b, 30);
+        let share_b = l.judge(b);
+        assert!(share_b.attributed.is_empty(), "never blamed on b");
+        assert_eq!(share_b.ambiguous.len(), 1);
+        assert_eq!(l.settled(Settled::Ambiguous), 1, "counted once");
+        assert_eq!(l.settled(Settled::Attributed), 1);
+    }
+
+    #[test]
+    fn overlapping_calls_of_one_tool_attribute_once() {
+        let mut l = Ledger::new(100);
+        let a = call(&mut l, "get_item", 10, None);
+        let b = call(&mut l, "get_item", 11, None);
+        l.decoded(commit(15));
+        l.ended(b, 20);
+        assert_eq!(
+            l.judge(b).attributed,
+            [commit(15)],
+            "first judged claims it"
+        );
+        l.ended(a, 21);
+        assert!(l.judge(a).attributed.is_empty(), "not twice");
+        assert_eq!(l.settled(Settled::Attributed), 1);
+    }
+
+    #[test]
+    fn a_call_whose_start_is_unknown_widens_the_set() {
+        let mut l = Ledger::new(100);
+        let a = call(&mut l, "get_item", 10, None);
+        let _b = l.begin(Arc::from("archive_item")); // start not read yet
+        l.decoded(commit(15));
+        l.ended(a, 20);
+        let share = l.judge(a);
+        assert!(share.attributed.is_empty());
+        assert_eq!(share.ambiguous.len(), 1);
+    }
+
+    #[test]
+    fn late_commits_and_a_full_ledger_are_dropped_and_counted() {
+        let mut l = Ledger::new(2);
+        let a = call(&mut l, "t", 10, None);
+        let keep = call(&mut l, "u", 5, None); // keeps the floor low
+        for lsn in [11, 12, 13] {
+            l.decoded(commit(lsn));
+        }
+        assert_eq!(l.settled(Settled::Dropped), 1, "the oldest made room");
+        l.ended(a, 14);
+        l.ended(keep, 9);
+        l.judge(keep);
+        l.judge(a);
+        let b = call(&mut l, "t", 20, Some(30));
+        l.judge(b);
+        // A commit whose only candidate was judged already.
+        let c = call(&mut l, "t", 40, None);
+        l.ended(c, 50);
+        let d = call(&mut l, "t", 41, None);
+        l.judge(c);
+        assert_eq!(
+            l.decoded(commit(45)),
+            None,
+            "d is still in flight: it waits"
+        );
+        l.ended(d, 42);
+        assert_eq!(l.decoded(commit(46)), Some(Settled::Dropped));
+    }
+
+    #[test]
+    fn a_forgotten_call_is_no_candidate_of_later_commits() {
+        let mut l = Ledger::new(10);
+        let a = call(&mut l, "t", 10, None);
+        let b = call(&mut l, "u", 12, None);
+        l.forget(b); // dropped before it answered
+        l.decoded(commit(15));
+        l.ended(a, 20);
+        assert_eq!(l.judge(a).attributed, [commit(15)]);
+    }
+
+    #[test]
+    fn a_gap_marks_the_calls_it_overlaps() {
+        let mut l = Ledger::new(10);
+        let a = call(&mut l, "t", 10, Some(20));
+        let b = call(&mut l, "t", 30, Some(40));
+        l.gap(15, 25);
+        assert!(l.judge(a).gap);
+        assert!(!l.judge(b).gap);
+    }
+}

@@ -1,0 +1,48 @@
+//! hintaudit-proxy: `hintaudit proxy`, the live audit of an MCP server in any language with
+//! no change to its code.
+//!
+//! The proxy is an rmcp server ([`Forward`]) that sends every request to an upstream MCP
+//! server (a child process over stdio, or streamable HTTP) and returns its answers unchanged,
+//! wrapped by the same [`HintAuditLayer`](hintaudit_rmcp::HintAuditLayer) as an in-process
+//! server: same findings, metric names, span names and attributes. The database writes are
+//! read from the database's own log ([`Capture`]: PostgreSQL logical decoding, the MySQL/MariaDB
+//! ROW binary log) and
+//! attributed to the calls in flight by the log's positions, never by clocks
+//! ([design: the proxy's evidence](../../../docs/design.md#the-proxys-evidence)).
+//!
+//! ```no_run
+//! # async fn run() -> anyhow::Result<()> {
+//! use clap::Parser;
+//! #[derive(Parser)]
+//! struct Cli {
+//!     #[command(flatten)]
+//!     proxy: hintaudit_proxy::ProxyArgs,
+//! }
+//! let cli = Cli::parse_from([
+//!     "hintaudit-proxy",
+//!     "--stdio", "python3 server.py",
+//!     "--database", "postgres://postgres@127.0.0.1/app",
+//!     "--http", "127.0.0.1:8080",
+//! ]);
+//! hintaudit_proxy::run(cli.proxy).await
+//! # }
+//! ```
+
+/// Change capture from the database's log, and attribution by log position.
+pub mod capture;
+/// The forwarding `ServerHandler`.
+mod forward;
+/// The capture's Prometheus metrics.
+mod metrics;
+/// The command: arguments, start-up, serving downstream.
+mod serve;
+/// The upstream connection and the notifications it relays downstream.
+mod upstream;
+
+pub use capture::{
+    CallShare, Capture, CaptureError, CaptureOptions, CaptureStats, Settled, Ticket,
+};
+pub use forward::Forward;
+pub use metrics::CaptureMetrics;
+pub use serve::{Proxy, ProxyArgs, run, start};
+pub use upstream::{Relay, Upstream, UpstreamError, UpstreamSpec};

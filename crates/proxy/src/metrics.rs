@@ -1,0 +1,79 @@
+//! The capture's metrics, read from the [`Capture`] at scrape time:
+//! `hintaudit_capture_lag_bytes{backend}` and `hintaudit_capture_commits_total{attribution}`
+//! ([design: telemetry names](../../../docs/design.md#5-telemetry-names)).
+
+use std::sync::Mutex;
+
+use hintaudit_telemetry::MetricName;
+use prometheus::core::{Collector, Desc};
+use prometheus::proto::MetricFamily;
+use prometheus::{IntCounterVec, IntGaugeVec, Opts, Registry};
+
+use crate::capture::{Capture, Settled};
+
+/// Exports a capture's lag and settled commits; every `attribution` value is present from
+/// the start, at 0.
+#[derive(Debug)]
+pub struct CaptureMetrics {
+    capture: Capture,
+    lag: IntGaugeVec,
+    commits: IntCounterVec,
+    sync: Mutex<()>,
+}
+
+impl CaptureMetrics {
+    /// Registers the capture's metrics in `registry` (the recorder's, so `/metrics` serves
+    /// them with the rest).
+    ///
+    /// # Errors
+    /// When the names are registered already.
+    pub fn register(registry: &Registry, capture: Capture) -> prometheus::Result<()> {
+        let opts = |m: MetricName| Opts::new(m.as_str(), m.help());
+        let lag = IntGaugeVec::new(
+            opts(MetricName::CaptureLag),
+            MetricName::CaptureLag.labels(),
+        )?;
+        let commits = IntCounterVec::new(
+            opts(MetricName::CaptureCommits),
+            MetricName::CaptureCommits.labels(),
+        )?;
+        let me = CaptureMetrics {
+            capture,
+            lag,
+            commits,
+            sync: Mutex::new(()),
+        };
+        me.sync();
+        registry.register(Box::new(me))
+    }
+
+    fn sync(&self) {
+        let _guard = self.sync.lock().unwrap_or_else(|e| e.into_inner());
+        let stats = self.capture.stats();
+        self.lag
+            .with_label_values(&[self.capture.backend()])
+            .set(i64::try_from(stats.lag_bytes).unwrap_or(i64::MAX));
+        for (s, value) in Settled::ALL.into_iter().zip(stats.settled) {
+            let c = self.commits.with_label_values(&[s.as_str()]);
+            let have = c.get();
+            if value > have {
+                c.inc_by(value - have);
+            }
+        }
+    }
+}
+
+impl Collector for CaptureMetrics {
+    fn desc(&self) -> Vec<&Desc> {
+        let mut d = self.lag.desc();
+        d.extend(self.commits.desc());
+        d
+    }
+
+    fn collect(&self) -> Vec<MetricFamily> {
+        self.sync();
+        let mut families = self.lag.collect();
+        families.extend(self.commits.collect());
+        families
+    }
+}

@@ -1,0 +1,248 @@
+//! `hintaudit proxy`: its arguments, and serving the audited proxy downstream over stdio or
+//! streamable HTTP with `/metrics` beside `/mcp`.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use hintaudit_core::{Config, Judge, LogRecorder};
+use hintaudit_rmcp::{HintAudit, HintAuditLayer};
+use hintaudit_telemetry::{OtelMakeSpan, PrometheusRecorder, metrics_router, serve_metrics};
+use rmcp::ServiceExt;
+use rmcp::transport::streamable_http_server::{
+    StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
+};
+use tokio_util::sync::CancellationToken;
+use tower::Layer;
+
+use crate::capture::{Capture, CaptureOptions};
+use crate::forward::Forward;
+use crate::metrics::CaptureMetrics;
+use crate::upstream::{Relay, Upstream, UpstreamSpec};
+
+/// Arguments of `hintaudit proxy`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ProxyArgs {
+    /// The upstream server as a command line, started as a child process speaking MCP over
+    /// stdio (leading `NAME=value` words set its environment).
+    #[arg(
+        long,
+        value_name = "COMMAND",
+        conflicts_with = "upstream",
+        required_unless_present = "upstream"
+    )]
+    pub stdio: Option<String>,
+    /// The upstream server's streamable HTTP endpoint, e.g. `http://127.0.0.1:8080/mcp`.
+    #[arg(long, value_name = "URL")]
+    pub upstream: Option<String>,
+    /// Serve streamable HTTP on this address (`/mcp`, and `/metrics` beside it) instead of
+    /// stdio.
+    #[arg(long, value_name = "ADDR")]
+    pub http: Option<SocketAddr>,
+    /// Host names HTTP clients may use besides loopback (a service name in compose or
+    /// Kubernetes); repeat for several.
+    #[arg(long = "allowed-host", value_name = "HOST")]
+    pub allowed_hosts: Vec<String>,
+    /// With stdio downstream: serve `/metrics` on this address.
+    #[arg(long, value_name = "ADDR")]
+    pub metrics: Option<SocketAddr>,
+    /// The database whose changes are captured from its own log (`postgres://…`: logical
+    /// decoding; `mysql://…/DB`: the ROW binary log). Without it, calls are forwarded and
+    /// listings linted, and no write is seen.
+    #[arg(long, value_name = "URL", env = "HINTAUDIT_PROXY_DATABASE_URL")]
+    pub database: Option<String>,
+    /// hintaudit.toml (ignored tables and columns, closed world, label caps).
+    #[arg(long, value_name = "FILE", env = "HINTAUDIT_CONFIG")]
+    pub config: Option<PathBuf>,
+    /// Send tool calls upstream one at a time, so that every commit is attributed to the
+    /// one call in flight.
+    #[arg(long)]
+    pub serialize: bool,
+    /// Seconds to wait for the upstream's MCP handshake.
+    #[arg(long, value_name = "SECONDS", default_value_t = 30)]
+    pub handshake_timeout: u64,
+    /// Milliseconds a call's answer waits, at most, for the capture to read past its end.
+    #[arg(long, value_name = "MS", default_value_t = 5000)]
+    pub capture_wait_ms: u64,
+}
+
+/// A running proxy.
+pub struct Proxy {
+    /// The audited handler.
+    pub audit: HintAudit<Forward>,
+    /// The upstream connection.
+    pub upstream: Arc<Upstream>,
+    /// The capture, with `--database`.
+    pub capture: Option<Capture>,
+    /// The Prometheus recorder (its registry serves `/metrics`).
+    pub metrics: PrometheusRecorder,
+}
+
+impl std::fmt::Debug for Proxy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Proxy").finish_non_exhaustive()
+    }
+}
+
+/// Starts the capture (when `--database` is given), connects upstream, learns its tools and
+/// builds the audited handler.
+///
+/// # Errors
+/// A bad config file, a capture that cannot start (the message says why: wal_level, the
+/// REPLICATION attribute, an unsupported backend), or an upstream that cannot be reached.
+pub async fn start(args: &ProxyArgs) -> anyhow::Result<Proxy> {
+    let config = Config::load_or_default(args.config.as_deref())?;
+    config.validate()?;
+    let capture = match &args.database {
+        Some(url) => {
+            let options = CaptureOptions {
+                wait: Duration::from_millis(args.capture_wait_ms),
+                ..CaptureOptions::default()
+            };
+            Some(Capture::start(url, options).await?)
+        }
+        None => None,
+    };
+    let spec = match (&args.stdio, &args.upstream) {
+        (Some(cmd), _) => UpstreamSpec::Stdio(cmd.clone()),
+        (None, Some(url)) => UpstreamSpec::Http(url.clone()),
+        (None, None) => anyhow::bail!("one of --stdio or --upstream is required"),
+    };
+    let timeout = Duration::from_secs(args.handshake_timeout);
+    let upstream = Arc::new(
+        Upstream::connect(spec, Relay::default(), timeout)
+            .await
+            .context("upstream")?,
+    );
+    let forward = Forward::new(upstream.clone(), capture.clone(), args.serialize).await;
+    let tools = upstream
+        .peer()
+        .await?
+        .list_all_tools()
+        .await
+        .unwrap_or_default();
+    forward.learn(&tools);
+    let (max_tools, max_tables) = config.label_caps();
+    let metrics = PrometheusRecorder::builder()
+        .with_max_tools(max_tools)
+        .with_max_tables(max_tables)
+        .build()?;
+    if let Some(c) = &capture {
+        CaptureMetrics::register(metrics.registry(), c.clone())?;
+    }
+    if config.enforces_any() {
+        eprintln!(
+            "hintaudit proxy: warning: enforce mode needs the audited pool in the server's \
+             process; the proxy observes only"
+        );
+    }
+    // No advice through the proxy: it cannot see the server's outbound requests (every tool
+    // would look closed-world), and a call whose commits were ambiguous would count as one
+    // without writes. A call without contrary evidence is no evidence here.
+    let policy = config.policy().with_advice_after_calls(u64::MAX);
+    if capture.is_none() {
+        eprintln!(
+            "hintaudit proxy: warning: no --database: tools/list is linted, but no write is \
+             seen, so no call is judged for writes"
+        );
+    }
+    let layer = HintAuditLayer::new()
+        .with_judge(Arc::new(Judge::new(policy)))
+        .with_recorder((metrics.clone(), LogRecorder))
+        .with_make_span(OtelMakeSpan::new());
+    let audit = layer.layer(forward);
+    audit.learn_tools(&tools);
+    Ok(Proxy {
+        audit,
+        upstream,
+        capture,
+        metrics,
+    })
+}
+
+/// Serves the proxy until the downstream stdio closes or, over HTTP, until Ctrl-C or
+/// SIGTERM; then closes the upstream and the capture (which drops the slot).
+///
+/// # Errors
+/// When the proxy cannot start ([`start`]) or the address cannot be bound.
+pub async fn run(args: ProxyArgs) -> anyhow::Result<()> {
+    let proxy = start(&args).await?;
+    let result = match args.http {
+        Some(addr) => serve_http(&proxy, addr, &args.allowed_hosts).await,
+        None => serve_stdio(&proxy, args.metrics).await,
+    };
+    proxy.upstream.close().await;
+    if let Some(c) = &proxy.capture {
+        c.shutdown().await;
+    }
+    result
+}
+
+async fn serve_stdio(proxy: &Proxy, metrics: Option<SocketAddr>) -> anyhow::Result<()> {
+    let _metrics = match metrics {
+        Some(addr) => Some(serve_metrics(addr, proxy.metrics.registry().clone()).await?),
+        None => None,
+    };
+    let running = proxy.audit.clone().serve(rmcp::transport::stdio()).await?;
+    tokio::select! {
+        r = running.waiting() => { r?; }
+        () = shutdown_signal() => {}
+    }
+    Ok(())
+}
+
+async fn serve_http(proxy: &Proxy, addr: SocketAddr, hosts: &[String]) -> anyhow::Result<()> {
+    let cancel = CancellationToken::new();
+    let mut config =
+        StreamableHttpServerConfig::default().with_cancellation_token(cancel.child_token());
+    if !hosts.is_empty() {
+        let mut allowed: Vec<String> = ["localhost", "127.0.0.1", "::1"]
+            .into_iter()
+            .map(String::from)
+            .collect();
+        allowed.extend(hosts.iter().cloned());
+        config = config.with_allowed_hosts(allowed);
+    }
+    let factory = proxy.audit.clone();
+    let service = StreamableHttpService::new(
+        move || Ok(factory.clone()),
+        Arc::new(LocalSessionManager::default()),
+        config,
+    );
+    let router = axum::Router::new()
+        .nest_service("/mcp", service)
+        .merge(metrics_router(proxy.metrics.registry().clone()));
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("cannot listen on {addr}"))?;
+    eprintln!(
+        "hintaudit proxy: serving http://{}/mcp and /metrics",
+        listener.local_addr()?
+    );
+    let stop = cancel.clone();
+    axum::serve(listener, router)
+        .with_graceful_shutdown(async move {
+            shutdown_signal().await;
+            stop.cancel();
+        })
+        .await?;
+    Ok(())
+}
+
+/// Ctrl-C, or SIGTERM (what container runtimes send).
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        if let Ok(mut term) = signal(SignalKind::terminate()) {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+            return;
+        }
+    }
+    let _ = tokio::signal::ctrl_c().await;
+}

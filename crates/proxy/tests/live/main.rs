@@ -1,0 +1,13 @@
+//! `hintaudit proxy` end to end, with real parts: the `hintaudit` binary, the Python fixture
+//! server (tests/verify/python_server/sql_server.py, the official MCP SDK) over stdio and
+//! streamable HTTP, a PostgreSQL server with `wal_level = logical` and a MariaDB server with
+//! its binary log on in ROW format.
+//!
+//! Each test makes a database of its own, so only its own commits reach its slot. Without
+//! a server or Python they print why and skip (`HINTAUDIT_REQUIRE_PG`,
+//! `HINTAUDIT_REQUIRE_MYSQL`, `HINTAUDIT_REQUIRE_ALL` make them fail instead). No test asserts on time.
+
+mod mariadb;
+mod postgres;
+mod support;
+mod transcripts;

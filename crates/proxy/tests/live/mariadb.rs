@@ -1,0 +1,138 @@
+//! The fixture's planted lies found live through the proxy on MariaDB (ROW binary log),
+//! overlapping calls of two tools ambiguous and blamed on neither, and a write outside calls
+//! unattributed.
+
+use serde_json::json;
+use sqlx::MySqlPool;
+
+use crate::support::*;
+
+fn mysql_url() -> String {
+    std::env::var("HINTAUDIT_MYSQL_URL").unwrap_or_else(|_| "mysql://root@127.0.0.1:3306".into())
+}
+
+async fn mysql_or_skip() -> Option<MySqlPool> {
+    match MySqlPool::connect(&mysql_url()).await {
+        Ok(p) => Some(p),
+        Err(e) if hintaudit_test_support::required("HINTAUDIT_REQUIRE_MYSQL") => {
+            panic!("MySQL/MariaDB required (HINTAUDIT_REQUIRE_MYSQL) but unreachable: {e}")
+        }
+        Err(e) => {
+            eprintln!("skipped: MySQL/MariaDB unreachable at {}: {e}", mysql_url());
+            None
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn planted_lies_are_found_live_on_mariadb_from_the_binary_log() {
+    let Some(admin) = mysql_or_skip().await else {
+        return;
+    };
+    let Some(py) = python_or_skip() else {
+        return;
+    };
+    let name = "hintaudit_proxy_my";
+    for sql in [
+        format!("DROP DATABASE IF EXISTS {name}"),
+        format!("CREATE DATABASE {name}"),
+    ] {
+        sqlx::raw_sql(sqlx::AssertSqlSafe(sql))
+            .execute(&admin)
+            .await
+            .expect("database");
+    }
+    let db = format!("{}/{name}", mysql_url().trim_end_matches('/'));
+    // archive_item deletes, then stays in flight for 4 s: calls of other tools overlap it.
+    let upstream = fixture(py, &db, "FIXTURE_SLEEP_AFTER=archive_item=4");
+    let (_proxy, addr) = proxy_http(&["--stdio", &upstream, "--database", &db]).await;
+    let url = format!("http://{addr}/mcp");
+    let client = http_client(&url).await;
+    client.list_all_tools().await.expect("tools/list");
+    let a = |v: serde_json::Value| v.as_object().cloned().unwrap_or_default();
+    call(&client, "get_item", a(json!({"id": 1}))).await;
+    let slow = tokio::spawn(async move {
+        let c = http_client(&url).await;
+        let a = json!({"id": 2}).as_object().cloned().unwrap_or_default();
+        call(&c, "archive_item", a).await
+    });
+    // Once archive_item's DELETE has committed, get_item's UPDATE commits while it is in
+    // flight: a set of two tools, blamed on neither.
+    for _ in 0..400 {
+        let n: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+            "SELECT count(*) FROM {name}.items WHERE id = 2"
+        )))
+        .fetch_one(&admin)
+        .await
+        .expect("count");
+        if n == 0 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    call(&client, "get_item", a(json!({"id": 3}))).await;
+    slow.await.expect("archive_item answered");
+    call(&client, "add_note", a(json!({"id": 9, "text": "nine"}))).await;
+    call(
+        &client,
+        "read_query",
+        a(json!({"query": "SELECT * FROM items"})),
+    )
+    .await;
+
+    let s = metrics(addr).await;
+    assert_eq!(
+        violations(&s, "get_item", "read_only_write"),
+        1.0,
+        "{}",
+        s.text
+    );
+    assert_eq!(
+        violations(&s, "archive_item", "undeclared_destructive"),
+        1.0
+    );
+    assert!(commits(&s, "ambiguous") >= 1.0, "{}", s.text);
+    let archive_updates = s.value(
+        "hintaudit_tool_row_changes_total",
+        &[
+            ("tool", "archive_item"),
+            ("table", "items"),
+            ("operation", "update"),
+        ],
+    );
+    assert_eq!(archive_updates.unwrap_or(0.0), 0.0, "not archive_item's");
+    for honest in ["add_note", "read_query"] {
+        for rule in ["read_only_write", "undeclared_destructive"] {
+            assert_eq!(violations(&s, honest, rule), 0.0, "{honest} {rule}");
+        }
+    }
+    let inserted = s.value(
+        "hintaudit_tool_row_changes_total",
+        &[
+            ("tool", "add_note"),
+            ("table", "notes"),
+            ("operation", "insert"),
+        ],
+    );
+    assert_eq!(inserted, Some(1.0), "{}", s.text);
+    let lag = s.value("hintaudit_capture_lag_bytes", &[("backend", "mysql")]);
+    assert!(lag.is_some(), "{}", s.text);
+
+    // A write while no call is in flight: unattributed. Writes to other databases on the
+    // same server are not this proxy's at all.
+    let before = commits(&s, "unattributed");
+    sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
+        "INSERT INTO {name}.notes (id, text) VALUES (100, 'cron')"
+    )))
+    .execute(&admin)
+    .await
+    .expect("background write");
+    let s = until(addr, |s| commits(s, "unattributed") > before).await;
+    assert_eq!(commits(&s, "unattributed"), before + 1.0, "{}", s.text);
+    drop(client);
+    let _ = sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
+        "DROP DATABASE IF EXISTS {name}"
+    )))
+    .execute(&admin)
+    .await;
+}
