@@ -446,6 +446,10 @@ async fn the_history_is_shared_over_tls_too() {
     // Only the store could tell replica 1 of replica 0's call.
     let found = replicas[1].broken();
     assert_eq!(found.len(), 1, "the repeat seen across replicas, over TLS");
-    assert!(found[0].evidence.contains("replica replica-0"), "{}", found[0].evidence);
+    assert!(
+        found[0].evidence.contains("replica replica-0"),
+        "{}",
+        found[0].evidence
+    );
     stop(replicas, db).await;
 }

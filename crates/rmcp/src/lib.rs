@@ -69,6 +69,9 @@
 //!   a [`CallReport`] goes to the [`Recorder`]. Tools that spawn tasks, answer with a task, or
 //!   are cancelled: see [`HintAudit`].
 //! - **tools/list**: each tool's hints are cached and linted ([`AuditEvent::Listing`]).
+//! - **a fleet** (feature `shared-history`, on by default): replicas share the idempotency
+//!   history on a Redis or Valkey server ([`SharedHistory`], `history_url`); a repeat is
+//!   judged when the store answers, after the call ([`AuditEvent::Settled`]).
 //! - **every other method** is forwarded to the inner handler unchanged.
 //!
 //! Hints come from the inner handler (`get_tool`, tools/list answers) with no client call

@@ -56,8 +56,17 @@ impl RedisServer {
         let dir = std::env::temp_dir().join(format!("hintaudit-redis-tls-{}", server.port));
         std::fs::create_dir_all(&dir).expect("certificate dir");
         let made = Command::new("openssl")
-            .args(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1"])
-            .args(["-subj", "/CN=127.0.0.1", "-keyout", "key.pem", "-out", "cert.pem"])
+            .args([
+                "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+            ])
+            .args([
+                "-subj",
+                "/CN=127.0.0.1",
+                "-keyout",
+                "key.pem",
+                "-out",
+                "cert.pem",
+            ])
             .current_dir(&dir)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -96,7 +105,8 @@ impl RedisServer {
     /// Starts the server again on the same port, empty, and waits until it answers `PING`.
     pub fn restart(&mut self) {
         self.stop();
-        let child = Command::new("redis-server")
+        let mut command = Command::new("redis-server");
+        command
             .args(["--bind", "127.0.0.1", "--port", &self.port.to_string()])
             .args([
                 "--save",
@@ -105,7 +115,17 @@ impl RedisServer {
                 "no",
                 "--protected-mode",
                 "yes",
-            ])
+            ]);
+        if let Some((port, dir)) = &self.tls {
+            let file = |f: &str| dir.join(f).display().to_string();
+            command
+                .args(["--tls-port", &port.to_string()])
+                .args(["--tls-cert-file", &file("cert.pem")])
+                .args(["--tls-key-file", &file("key.pem")])
+                .args(["--tls-ca-cert-file", &file("cert.pem")])
+                .args(["--tls-auth-clients", "no"]);
+        }
+        let child = command
             .stdout(Stdio::null())
             .stderr(Stdio::inherit())
             .spawn()
