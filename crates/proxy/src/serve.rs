@@ -151,7 +151,9 @@ pub async fn start(args: &ProxyArgs) -> anyhow::Result<Proxy> {
     let layer = HintAuditLayer::new()
         .with_judge(Arc::new(Judge::new(policy)))
         .with_recorder((metrics.clone(), LogRecorder))
-        .with_make_span(OtelMakeSpan::new());
+        .with_make_span(OtelMakeSpan::new())
+        // Proxies in front of a server's replicas share the idempotency history too.
+        .with_history_of(&config)?;
     let audit = layer.layer(forward);
     audit.learn_tools(&tools);
     Ok(Proxy {
