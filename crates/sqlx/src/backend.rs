@@ -27,6 +27,13 @@
 //! ([`prepare_raw`], [`describe_raw`]). Running a held connection's statement in its span,
 //! under the call's enforcement, is in [`crate::enforce`].
 //!
+//! The least a new backend writes for its statements: a `Route` holding [`Ctx`]'s
+//! connection and its attribution in a [`crate::guard::Guard`] that finishes it when
+//! dropped (`crate::drive::unfinished`, which also counts the rows), `Rows = u64` (with
+//! `RowsAffected` for its driver's result, in `rows.rs`), `before` answering
+//! [`Read::Drain`], `statement` handing out the two, and `after` defusing the guard and
+//! finishing the attribution with the rows counted and the outcome (MySQL's is the model).
+//!
 //! A backend sees its pool only through [`Ctx`] and the arguments of its methods (the pool's
 //! audit state), never the pool itself: the pool, connection and transaction modules build
 //! on this one, not the other way round.
