@@ -8,10 +8,15 @@
 //! - its audit state: per pool ([`Backend::PoolState`], built from the pool's options by
 //!   [`Backend::pool_state`]: PostgreSQL's oracle mode lives there), per held connection
 //!   ([`Backend::ConnState`]) and per outermost transaction ([`Backend::TxState`]);
-//! - a statement: [`Backend::run`], the backend's start (binding hooks, picking the route:
-//!   the PostgreSQL oracle, a direct write), the statement read to its end by the one
-//!   drain-and-count loop ([`crate::drive::drain`]), then the backend's end with the rows
-//!   it counted;
+//! - a statement, run by the one drive loop of every backend ([`crate::drive::run`]) in
+//!   three steps: [`Backend::before`] binds hooks and picks the route (the PostgreSQL
+//!   oracle's transaction, a direct write, or past), returning the statement's state
+//!   ([`Backend::Route`]) and how its answer is read ([`Read`]); the drive loop reads the
+//!   answer on [`Backend::statement`]'s connection, counting rows into
+//!   [`Backend::Rows`] ([`RowCount`]) and handing them on as the caller asked
+//!   ([`Answer`]); [`Backend::after`] takes the route back with how the reading ended and
+//!   records the statement's end. A statement dropped part-way is finished by what the
+//!   route holds in a [`crate::guard::Guard`];
 //! - enforce mode: its read-only SQL ([`Backend::READ_ONLY`], [`ReadOnlySql`]) and how it
 //!   says it refused a write ([`Backend::is_read_only_refusal`]);
 //! - transactions and `Acquire`: hooks with no-op defaults ([`Backend::before_begin`] to
@@ -21,6 +26,13 @@
 //! backend does alike is written once here: the unaudited `prepare_with` and `describe`
 //! ([`prepare_raw`], [`describe_raw`]). Running a held connection's statement in its span,
 //! under the call's enforcement, is in [`crate::enforce`].
+//!
+//! The least a new backend writes for its statements: a `Route` holding [`Ctx`]'s
+//! connection and its attribution in a [`crate::guard::Guard`] that finishes it when
+//! dropped (`crate::drive::unfinished`, which also counts the rows), `Rows = u64` (with
+//! `RowsAffected` for its driver's result, in `rows.rs`), `before` answering
+//! [`Read::Drain`], `statement` handing out the two, and `after` defusing the guard and
+//! finishing the attribution with the rows counted and the outcome (MySQL's is the model).
 //!
 //! A backend sees its pool only through [`Ctx`] and the arguments of its methods (the pool's
 //! audit state), never the pool itself: the pool, connection and transaction modules build
@@ -37,6 +49,7 @@ use sqlx::{Database, Describe, Either, Error, Executor, SqlStr};
 use crate::classify::SqlDialect;
 use crate::execute::{Attribution, AuditedQuery};
 use crate::pool::options::{AfterConnect, AuditedPoolOptions};
+use crate::rows::RowCount;
 use crate::stream::Yielder;
 
 pub(crate) mod sealed {
@@ -83,19 +96,49 @@ pub trait Backend: Database + sealed::Sealed + RawExecutor {
         }
     }
 
-    /// Runs one audited statement: the backend's start (binding hooks, picking the route),
-    /// the statement read by [`crate::drive::drain`] (or run as the route says), the
-    /// backend's end with the rows counted; its results and rows go where `answer` says:
-    /// to the caller's stream (`fetch_many`), or the first row kept (`fetch_optional`). Not
-    /// boxed, and not in the statement's span: the caller boxes and instruments once,
-    /// around whatever else it does for the statement (the pool acquires a connection),
-    /// instead of a stream inside a stream.
+    /// A statement's state from [`Backend::before`] to [`Backend::after`]: its connection
+    /// (PostgreSQL: or the oracle's transaction on it), the route picked for it, the
+    /// [`Backend::Rows`] counted, and what must still happen if the caller drops it
+    /// part-way (in a [`crate::guard::Guard`]).
     #[doc(hidden)]
-    fn run<'e, 'a: 'e>(
+    type Route<'e>: Send
+    where
+        Self: 'e;
+
+    /// Rows the statement affected, counted from its answer as the drive loop reads it
+    /// (the driver's count, `u64`; MySQL: per result).
+    #[doc(hidden)]
+    type Rows: RowCount<Self> + Send;
+
+    /// Before the statement: binds hooks, picks its route (PostgreSQL: the oracle's
+    /// transaction, a direct write, or past) and says how its answer is read ([`Read`]).
+    /// `Err` is the statement's answer, which is then not sent (PostgreSQL: the audit's
+    /// own round trips found the connection lost): `before` recorded it.
+    #[doc(hidden)]
+    fn before<'e, 'q>(
         ctx: Ctx<'e, Self>,
-        query: AuditedQuery<Self>,
-        answer: &'e mut Answer<'a, Self>,
-    ) -> impl Future<Output = Result<(), Error>> + Send + 'e;
+        query: &'q AuditedQuery<Self>,
+        answer: &'q Answer<'e, Self>,
+    ) -> impl Future<Output = Result<(Self::Route<'e>, Read), Error>> + Send + 'q
+    where
+        'e: 'q;
+
+    /// The connection the statement runs on, and where its rows are counted.
+    #[doc(hidden)]
+    fn statement<'r>(
+        route: &'r mut Self::Route<'_>,
+    ) -> (&'r mut Self::Connection, &'r mut Self::Rows);
+
+    /// After the statement: `result` is how reading it ended (its rows are counted in the
+    /// route). Records the statement's end and returns its answer (PostgreSQL: `COMMIT`'s
+    /// error, in the oracle's transaction).
+    #[doc(hidden)]
+    fn after<'e>(
+        route: Self::Route<'e>,
+        result: Result<(), Error>,
+    ) -> impl Future<Output = Result<(), Error>> + Send + 'e
+    where
+        Self: 'e;
 
     /// Whether `fetch_optional` (and so `fetch_one`) straight on the pool runs as
     /// `fetch_many` does, through the statement's stream, which it reads to the end, keeping
@@ -304,10 +347,25 @@ pub(crate) fn describe_raw<DB: Backend>(
     DB::raw(conn).describe(sql)
 }
 
-/// One item of a statement's answer: its result (rows affected) or a row.
-pub type Step<DB> = Either<<DB as Database>::QueryResult, <DB as Database>::Row>;
+pub use crate::rows::Step;
 
-/// Where the items of a statement's answer go as [`crate::drive::drain`] reads them.
+/// How the drive loop ([`crate::drive::run`]) reads a statement's answer, as
+/// [`Backend::before`] picked.
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy)]
+pub enum Read {
+    /// To its end, each item counted and handed to the caller's [`Answer`] as it arrives.
+    Drain,
+    /// To its end, each item counted; every result and the first `rows` rows held until
+    /// [`Backend::after`] answered OK, then handed on (the PostgreSQL oracle's `COMMIT`).
+    Hold { rows: usize },
+    /// sqlx's `fetch_optional` (the caller asked for one row): the statement stops at its
+    /// first row, as it does unaudited; the driver's count is not read. `counts_row`: that
+    /// row counts as one row affected (a write's `RETURNING`).
+    FirstRow { counts_row: bool },
+}
+
+/// Where the items of a statement's answer go as the drive loop reads them.
 #[doc(hidden)]
 pub enum Answer<'y, DB: Database> {
     /// To the caller's stream, each as it arrives (`fetch_many`).
@@ -329,7 +387,6 @@ impl<DB: Database> Answer<'_, DB> {
     }
 
     /// Hands on `items` held until the statement's end (the PostgreSQL oracle's `COMMIT`).
-    #[cfg(feature = "postgres")]
     pub(crate) async fn deliver(&mut self, items: Vec<Step<DB>>) {
         for item in items {
             match self {
@@ -345,7 +402,6 @@ impl<DB: Database> Answer<'_, DB> {
     }
 
     /// What was held ([`Answer::Buffer`]).
-    #[cfg(feature = "postgres")]
     pub(crate) fn into_items(self) -> Vec<Step<DB>> {
         match self {
             Answer::Buffer { items, .. } => items,

@@ -1,65 +1,60 @@
-//! The statement itself, between a backend's start and its end: [`drain`] reads the
-//! driver's answer to its end, counting the rows affected ([`RowCount`]) and handing the
-//! items on as the caller asked ([`Answer`]): the one drain-and-count loop of every backend,
-//! in autocommit, in the PostgreSQL oracle's transaction and in an audited transaction.
-//! [`unfinished`] finishes a statement's attribution when its future is dropped part-way.
+//! The one drive loop of every backend, [`run`]: the backend's [`Backend::before`] picks
+//! the statement's route, the statement is read to its end by [`drain`] (each item counted
+//! into the backend's [`RowCount`] and handed on as the caller asked, [`Answer`]), or by
+//! `fetch_optional` where the route says so ([`Read`]), then the backend's
+//! [`Backend::after`] takes the drained result. In autocommit, in the PostgreSQL oracle's
+//! transaction and in an audited transaction alike. [`unfinished`] finishes a statement's
+//! attribution when its future is dropped part-way.
 
 use futures_util::TryStreamExt;
 use hintaudit_core::StatementOutcome;
 use sqlx::{Database, Either, Error, Executor};
 
-use crate::backend::{Answer, Backend, Step};
+use crate::backend::{Answer, Backend, Ctx, Read};
 use crate::execute::{Attribution, AuditedQuery, StatementEnd};
 use crate::guard::Guard;
+use crate::rows::RowCount;
 
-/// Rows a statement affected, counted from its answer as it is read.
-pub(crate) trait RowCount<DB: Database> {
-    /// Counts one item of the answer.
-    fn add(&mut self, item: &Step<DB>);
-    /// Rows affected so far, over all results.
-    fn total(&self) -> u64;
-}
-
-/// The driver's count: the rows affected of every result, added up.
-impl<DB: Database> RowCount<DB> for u64
-where
-    DB::QueryResult: RowsAffected,
-{
-    fn add(&mut self, item: &Step<DB>) {
-        if let Either::Left(r) = item {
-            *self += r.rows_affected();
+/// Runs one audited statement: [`Backend::before`], the statement read as the route says
+/// ([`Read`]), [`Backend::after`] with its result; its results and rows go where `answer`
+/// says. Not boxed, and not in the statement's span: the caller boxes and instruments once,
+/// around whatever else it does for the statement (the pool acquires a connection), instead
+/// of a stream inside a stream.
+pub(crate) async fn run<'e, 'a: 'e, DB: Backend>(
+    ctx: Ctx<'e, DB>,
+    query: AuditedQuery<DB>,
+    answer: &'e mut Answer<'a, DB>,
+) -> Result<(), Error> {
+    let (mut route, read) = DB::before(ctx, &query, answer).await?;
+    let (conn, rows) = DB::statement(&mut route);
+    let mut held = None;
+    let result = match read {
+        Read::Drain => drain(conn, query, rows, answer).await,
+        Read::Hold { rows: keep } => {
+            let held = held.insert(Answer::Buffer {
+                items: Vec::new(),
+                rows: keep,
+            });
+            drain(conn, query, rows, held).await
         }
+        Read::FirstRow { counts_row } => {
+            // sqlx's own fetch_optional: the statement stops at its first row, as it does
+            // unaudited.
+            DB::raw(conn).fetch_optional(query).await.map(|row| {
+                if counts_row && row.is_some() {
+                    rows.add_rows(1);
+                }
+                if let Answer::First(first) = answer {
+                    *first = row;
+                }
+            })
+        }
+    };
+    DB::after(route, result).await?;
+    if let Some(held) = held {
+        answer.deliver(held.into_items()).await;
     }
-
-    fn total(&self) -> u64 {
-        *self
-    }
-}
-
-/// `rows_affected` of every driver's result, which sqlx has on each type, not in a trait.
-pub(crate) trait RowsAffected {
-    fn rows_affected(&self) -> u64;
-}
-
-#[cfg(feature = "sqlite")]
-impl RowsAffected for sqlx::sqlite::SqliteQueryResult {
-    fn rows_affected(&self) -> u64 {
-        sqlx::sqlite::SqliteQueryResult::rows_affected(self)
-    }
-}
-
-#[cfg(feature = "postgres")]
-impl RowsAffected for sqlx::postgres::PgQueryResult {
-    fn rows_affected(&self) -> u64 {
-        sqlx::postgres::PgQueryResult::rows_affected(self)
-    }
-}
-
-#[cfg(feature = "mysql")]
-impl RowsAffected for sqlx::mysql::MySqlQueryResult {
-    fn rows_affected(&self) -> u64 {
-        sqlx::mysql::MySqlQueryResult::rows_affected(self)
-    }
+    Ok(())
 }
 
 /// Runs `query` on `conn` and reads its answer to the end: each item counted into `rows`,
@@ -93,18 +88,36 @@ pub(crate) async fn drain<DB: Backend>(
     Ok(())
 }
 
-/// The rows a statement counts (`C`), finishing `att` when dropped before [`Guard::defuse`]:
-/// the caller stopped reading, which is no failure of the statement; the rows affected so
-/// far are recorded for DML only. PostgreSQL statements the oracle does not wrap, MySQL.
-pub(crate) fn unfinished<'a, DB: Database, C: RowCount<DB> + Default>(
-    att: &'a Attribution,
-) -> Guard<C, impl FnOnce(&mut C) + 'a> {
-    Guard::new(C::default(), move |rows: &mut C| {
-        att.finish(StatementEnd {
-            outcome: StatementOutcome::Ok,
-            rows_affected: crate::classify::is_dml(att.class.effect.operation)
-                .then_some(rows.total()),
-            observed: false,
-        })
+/// A statement's attribution and the rows counted so far (`C`), in a [`Guard`].
+pub(crate) struct Counting<C> {
+    pub(crate) att: Attribution,
+    pub(crate) rows: C,
+}
+
+/// [`Counting`] that runs its function when dropped before [`Guard::defuse`].
+pub(crate) type Live<C> = Guard<Counting<C>, fn(&mut Counting<C>)>;
+
+/// `att` and its rows (`C`), finishing `att` when dropped before [`Guard::defuse`]: the
+/// caller stopped reading, which is no failure of the statement; the rows affected so far
+/// are recorded for DML only ([`stopped`]). PostgreSQL statements the oracle does not wrap,
+/// MySQL.
+pub(crate) fn unfinished<DB: Database, C: RowCount<DB> + Default>(att: Attribution) -> Live<C> {
+    Guard::new(
+        Counting {
+            att,
+            rows: C::default(),
+        },
+        stopped::<DB, C>,
+    )
+}
+
+/// The caller stopped reading the statement: see [`unfinished`].
+pub(crate) fn stopped<DB: Database, C: RowCount<DB>>(c: &mut Counting<C>) {
+    let att = &c.att;
+    att.finish(StatementEnd {
+        outcome: StatementOutcome::Ok,
+        rows_affected: crate::classify::is_dml(att.class.effect.operation)
+            .then_some(c.rows.total()),
+        observed: false,
     })
 }

@@ -24,6 +24,12 @@ impl<T, F: FnOnce(&mut T)> Guard<T, F> {
     pub(crate) fn defuse(&mut self) {
         self.on_drop = None;
     }
+
+    /// What the guard stands for changed: `on_drop` runs when the guard drops instead.
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
+    pub(crate) fn rearm(&mut self, on_drop: F) {
+        self.on_drop = Some(on_drop);
+    }
 }
 
 impl<T, F: FnOnce(&mut T)> Deref for Guard<T, F> {

@@ -171,7 +171,8 @@
 mod backend;
 /// Statement classification: what a SQL text does.
 mod classify;
-/// The statement itself: the one drain-and-count loop of every backend.
+/// The statement itself: the one drive loop of every backend, `before` → the statement
+/// (its rows counted) → `after`.
 mod drive;
 /// Enforce mode: statements refused, connections made read-only for a call.
 mod enforce;
@@ -190,6 +191,8 @@ mod pool;
 /// The PostgreSQL backend and its transaction oracle.
 #[cfg(feature = "postgres")]
 mod postgres;
+/// Rows a statement affected, counted as its answer is read.
+mod rows;
 /// The SQLite backend and its hooks.
 #[cfg(feature = "sqlite")]
 mod sqlite;

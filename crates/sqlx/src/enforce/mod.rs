@@ -251,7 +251,7 @@ fn plain<DB: Backend>(ctx: &Ctx<'_, DB>) -> bool {
     !ctx.att.enforcement.is_active() && ctx.leaks.load(Ordering::Relaxed) == 0
 }
 
-/// [`Backend::run`] under the call's enforcement. A plain statement ([`plain`]) goes
+/// [`crate::drive::run`] under the call's enforcement. A plain statement ([`plain`]) goes
 /// straight to the backend; the others through a boxed future of their own, so that the
 /// enforcement's steps do not enlarge every statement's future (which its executor moves
 /// and boxes: 3.6 KB on SQLite with them inline).
@@ -261,7 +261,7 @@ pub(crate) async fn run<'e, 'a: 'e, DB: Backend>(
     answer: &'e mut Answer<'a, DB>,
 ) -> Result<(), Error> {
     if plain(&ctx) {
-        DB::run(ctx, query, answer).await
+        crate::drive::run(ctx, query, answer).await
     } else {
         Box::pin(enforced(ctx, query, answer)).await
     }
@@ -274,11 +274,11 @@ async fn enforced<'e, 'a: 'e, DB: Backend>(
     answer: &'e mut Answer<'a, DB>,
 ) -> Result<(), Error> {
     match enter(ctx).await? {
-        Entered::Plain(ctx) => DB::run(ctx, query, answer).await,
+        Entered::Plain(ctx) => crate::drive::run(ctx, query, answer).await,
         Entered::Enforced(around, ctx) => {
             // The statement runs on a reborrow of the connection, kept for the restore.
             let conn = ctx.conn;
-            let result = DB::run(
+            let result = crate::drive::run(
                 Ctx {
                     conn: &mut *conn,
                     ..ctx

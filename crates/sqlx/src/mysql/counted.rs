@@ -3,13 +3,13 @@
 use sqlx::Either;
 use sqlx::mysql::MySql;
 
-use crate::backend::Step;
-use crate::drive::RowCount;
+use crate::rows::{RowCount, Step};
 
 /// Rows affected as the OK packets count them, per result; for a `… RETURNING` statement
 /// (MariaDB), whose result set ends without a count, the rows it returned.
-#[derive(Default)]
-pub(super) struct Counted {
+#[doc(hidden)]
+#[derive(Debug, Default)]
+pub struct Counted {
     results: Vec<u64>,
     returned: u64,
 }
@@ -27,6 +27,10 @@ impl RowCount<MySql> for Counted {
             }
             Either::Right(_) => self.returned += 1,
         }
+    }
+
+    fn add_rows(&mut self, n: u64) {
+        self.returned += n;
     }
 
     /// Rows so far, over all results.

@@ -40,11 +40,10 @@ use sqlx::Error;
 use sqlx::error::DatabaseError;
 use sqlx::mysql::{MySql, MySqlConnection};
 
-use crate::backend::Answer;
-use crate::backend::{Backend, Ctx, InTransaction, ReadOnlySql, TxEnd, sealed};
+use crate::backend::{Answer, Backend, Ctx, InTransaction, Read, ReadOnlySql, TxEnd, sealed};
 use crate::classify::{Classification, SqlDialect, TxControl, is_dml};
-use crate::drive::{drain, unfinished};
-use crate::execute::{Attribution, AuditedQuery, Sink, StatementEnd};
+use crate::drive::{Live, unfinished};
+use crate::execute::{AuditedQuery, Sink, StatementEnd};
 use catalog::Catalog;
 use counted::Counted;
 use pending::Pending;
@@ -108,14 +107,18 @@ pub struct MySqlTxState {
 
 impl sealed::Sealed for MySql {}
 
-/// A statement's connection and audit state.
-struct Run<'e> {
+/// A statement's connection and audit state ([`Backend::Route`]).
+#[doc(hidden)]
+pub struct Run<'e> {
     conn: &'e mut MySqlConnection,
     state: &'e mut MySqlConnState,
     tx: Option<&'e mut MySqlTxState>,
     pool: &'e MySqlPoolState,
     catalog: Arc<Catalog>,
-    att: Attribution,
+    /// Its attribution and rows, finished as the caller left it when dropped part-way.
+    live: Live<Counted>,
+    /// Its text, where it is read again once it ran ([`text_needed`]).
+    sql: Option<String>,
 }
 
 async fn start(ctx: Ctx<'_, MySql>) -> Run<'_> {
@@ -135,7 +138,8 @@ async fn start(ctx: Ctx<'_, MySql>) -> Run<'_> {
         tx,
         pool,
         catalog,
-        att,
+        live: unfinished::<MySql, Counted>(att),
+        sql: None,
     }
 }
 
@@ -154,19 +158,19 @@ impl Run<'_> {
     /// catalog. A text of several statements is judged per statement (see `split`).
     fn finish(&mut self, sql: &str, results: &[u64], failed: bool) {
         let total: u64 = results.iter().sum();
-        let Some(pieces) = split::statements(&self.att.class, sql) else {
-            let class = self.att.class.clone();
+        let Some(pieces) = split::statements(&self.live.att.class, sql) else {
+            let class = self.live.att.class.clone();
             let end = self.statement(
                 &class,
-                self.att.sink.clone(),
+                self.live.att.sink.clone(),
                 sql,
                 (!failed).then_some(total),
             );
-            self.att.finish(end);
+            self.live.att.finish(end);
             return;
         };
         // The span tells the whole text; the call's effect, each statement.
-        self.att.finish(StatementEnd {
+        self.live.att.finish(StatementEnd {
             outcome: if failed {
                 StatementOutcome::Failed
             } else {
@@ -179,7 +183,7 @@ impl Run<'_> {
             observed: false,
         });
         for (i, (class, text)) in pieces.iter().enumerate() {
-            let sink = self.att.sink.as_ref().map(|sink| {
+            let sink = self.live.att.sink.as_ref().map(|sink| {
                 let effects = sink.effects.clone();
                 if i == 0 {
                     sink.update(|s| *s = class.effect.clone());
@@ -315,6 +319,8 @@ impl Backend for MySql {
     type PoolState = MySqlPoolState;
     type ConnState = MySqlConnState;
     type TxState = MySqlTxState;
+    type Route<'e> = Run<'e>;
+    type Rows = Counted;
     const READ_ONLY: ReadOnlySql = ReadOnlySql {
         begin: Some("START TRANSACTION READ ONLY"),
         // MariaDB names it `tx_read_only`, MySQL 8 `transaction_read_only`.
@@ -341,19 +347,31 @@ impl Backend for MySql {
         tx.read_only
     }
 
-    async fn run<'e, 'a: 'e>(
+    async fn before<'e, 'q>(
         ctx: Ctx<'e, Self>,
-        query: AuditedQuery<Self>,
-        answer: &'e mut Answer<'a, Self>,
-    ) -> Result<(), Error> {
-        // Every result is read, for its rows affected, also for `fetch_optional`.
+        query: &'q AuditedQuery<Self>,
+        _answer: &'q Answer<'e, Self>,
+    ) -> Result<(Run<'e>, Read), Error>
+    where
+        'e: 'q,
+    {
         let mut run = start(ctx).await;
-        let sql = text_needed(&run.att.class).then(|| query.text().to_owned());
-        let mut rows = unfinished::<MySql, Counted>(&run.att);
-        let result = drain(run.conn, query, &mut *rows, answer).await;
-        rows.defuse();
-        let results = rows.results();
-        drop(rows);
+        run.sql = text_needed(&run.live.att.class).then(|| query.text().to_owned());
+        // Every result is read, for its rows affected, also for `fetch_optional`.
+        Ok((run, Read::Drain))
+    }
+
+    fn statement<'r>(run: &'r mut Run<'_>) -> (&'r mut MySqlConnection, &'r mut Counted) {
+        (&mut *run.conn, &mut run.live.rows)
+    }
+
+    async fn after<'e>(mut run: Run<'e>, result: Result<(), Error>) -> Result<(), Error>
+    where
+        Self: 'e,
+    {
+        run.live.defuse();
+        let results = run.live.rows.results();
+        let sql = run.sql.take();
         run.finish(
             sql.as_deref().unwrap_or_default(),
             &results,

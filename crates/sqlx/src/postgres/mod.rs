@@ -68,7 +68,7 @@ mod oracle;
 /// Whether reading a relation can write: plain tables, and views proved read-only.
 mod reads;
 /// Which way a statement goes: wrapped in the oracle's transaction, a direct write, or past;
-/// the start of every statement.
+/// [`Backend::before`] of every statement.
 mod route;
 mod tx;
 mod wrap;
@@ -81,19 +81,16 @@ use futures_util::FutureExt;
 use hintaudit_core::{AuditStage, StatementOutcome, stats};
 use sqlx::error::DatabaseError;
 use sqlx::postgres::{PgConnection, Postgres};
-use sqlx::{Connection, Either, Error};
+use sqlx::{Connection, Error};
 pub use tx::PgTxState;
 
-use crate::backend::Answer;
-use crate::backend::{Backend, Ctx, InTransaction, ReadOnlySql, Step, TxEnd, sealed};
-use crate::classify::{SqlDialect, TxControl, is_dml};
-use crate::drive::{drain, unfinished};
+use crate::backend::{Answer, Backend, Ctx, InTransaction, Read, ReadOnlySql, Step, TxEnd, sealed};
+use crate::classify::{SqlDialect, TxControl};
+use crate::drive::Live;
 use crate::execute::{Attribution, AuditedQuery, StatementEnd};
-use crate::guard::Guard;
 use crate::pool::options::{AuditedPoolOptions, PgOracle};
 use crate::stream::Yielder;
-use route::{Started, start};
-use wrap::{Item, collect, run_wrapped, stream_wrapped};
+use wrap::Opened;
 
 /// A PostgreSQL pool's audit state: when the oracle runs, and the catalog facts of the
 /// tables its statements write.
@@ -165,65 +162,24 @@ fn finish(st: &mut Rest<'_>, att: &Attribution, end: StatementEnd) {
     }
 }
 
-/// When wrapped, runs the statement in the oracle's transaction ([`run_wrapped`]) and
-/// finishes it: `Left` with its answer, or the error. Otherwise, or when the wrapping could
-/// not start, hands the statement back (`Right`) to run unwrapped.
-async fn wrap_or_pass(
-    wrapped: bool,
-    conn: &mut PgConnection,
-    st: &mut Rest<'_>,
-    att: &Attribution,
-    query: AuditedQuery<Postgres>,
-    one: bool,
-) -> Result<Either<Vec<Item>, AuditedQuery<Postgres>>, Error> {
-    if !wrapped {
-        return Ok(Either::Right(query));
-    }
-    match run_wrapped(conn, att, query, one).await {
-        Ok((items, rows, observed)) => {
-            finish(st, att, succeeded(att, rows, observed));
-            Ok(Either::Left(items))
-        }
-        Err((e, None)) => {
-            finish(st, att, StatementEnd::FAILED);
-            Err(e)
-        }
-        Err((_, Some(query))) => Ok(Either::Right(query)),
-    }
+/// A PostgreSQL statement from [`Backend::before`] to [`Backend::after`] ([`Backend::Route`]):
+/// its way, its attribution with the rows counted, and what [`finish`] updates.
+#[doc(hidden)]
+pub struct PgRoute<'e> {
+    way: Way<'e>,
+    /// Finishes the statement when dropped part-way, as its way says (see `route::before`).
+    live: Live<u64>,
+    rest: Rest<'e>,
 }
 
-/// When wrapped and the stream can be finished after a drop ([`Yielder::detachable`]: a
-/// statement straight on the pool), streams the statement in the oracle's transaction
-/// ([`stream_wrapped`]) and finishes it: `Left` with how it ended. Otherwise hands the
-/// statement back (`Right`) with whether it is still to be wrapped (buffered): not when the
-/// wrapping could not start.
-async fn stream_or_pass(
-    wrapped: bool,
-    conn: &mut PgConnection,
-    st: &mut Rest<'_>,
-    att: &Attribution,
-    query: AuditedQuery<Postgres>,
-    y: &Yielder<Step<Postgres>>,
-) -> Either<Result<(), Error>, (bool, AuditedQuery<Postgres>)> {
-    if !wrapped || !y.detachable() {
-        return Either::Right((wrapped, query));
-    }
-    // Dropped before it ended and could not be finished (no tokio runtime to finish it on):
-    // sqlx rolls back the oracle's transaction, so the statement failed.
-    let mut rolled_back = Guard::new(att, |att| att.finish(StatementEnd::FAILED));
-    let r = stream_wrapped(conn, att, query, y).await;
-    rolled_back.defuse();
-    match r {
-        Ok((rows, observed)) => {
-            finish(st, att, succeeded(att, rows, observed));
-            Either::Left(Ok(()))
-        }
-        Err((e, None)) => {
-            finish(st, att, StatementEnd::FAILED);
-            Either::Left(Err(e))
-        }
-        Err((_, Some(query))) => Either::Right((false, query)),
-    }
+/// Which way a statement runs.
+enum Way<'e> {
+    /// As it is, on the connection: a plain read, a direct write, inside a transaction, or
+    /// the oracle off.
+    Past(&'e mut PgConnection),
+    /// In the oracle's transaction (see `wrap`); streamed to the caller's stream as it
+    /// arrives when that stream can be finished after a drop ([`Yielder::detachable`]).
+    Wrapped(Opened<'e>, Option<&'e Yielder<Step<Postgres>>>),
 }
 
 /// What [`finish`] updates when a statement ends.
@@ -241,6 +197,8 @@ impl Backend for Postgres {
     type PoolState = PgPoolState;
     type ConnState = PgConnState;
     type TxState = PgTxState;
+    type Route<'e> = PgRoute<'e>;
+    type Rows = u64;
     const OPTIONAL_AS_STREAM: bool = true;
     const READ_ONLY: ReadOnlySql = ReadOnlySql {
         begin: Some("BEGIN READ ONLY"),
@@ -278,60 +236,71 @@ impl Backend for Postgres {
         tx.read_only
     }
 
-    async fn run<'e, 'a: 'e>(
+    async fn before<'e, 'q>(
         ctx: Ctx<'e, Self>,
-        query: AuditedQuery<Self>,
-        answer: &'e mut Answer<'a, Self>,
-    ) -> Result<(), Error> {
-        let Started {
-            wrapped,
-            lost,
-            conn,
-            att,
+        _query: &'q AuditedQuery<Self>,
+        answer: &'q Answer<'e, Self>,
+    ) -> Result<(PgRoute<'e>, Read), Error>
+    where
+        'e: 'q,
+    {
+        route::before(ctx, answer).await
+    }
+
+    fn statement<'r>(route: &'r mut PgRoute<'_>) -> (&'r mut PgConnection, &'r mut u64) {
+        let conn = match &mut route.way {
+            Way::Past(conn) => &mut **conn,
+            Way::Wrapped(opened, _) => opened.conn(),
+        };
+        (conn, &mut route.live.rows)
+    }
+
+    async fn after<'e>(route: PgRoute<'e>, result: Result<(), Error>) -> Result<(), Error>
+    where
+        Self: 'e,
+    {
+        let PgRoute {
+            way,
+            mut live,
             mut rest,
-        } = start(ctx).await;
-        if let Some(e) = lost {
-            finish(&mut rest, &att, StatementEnd::FAILED);
-            return Err(e);
+        } = route;
+        let (opened, y) = match way {
+            Way::Past(_) => {
+                live.defuse();
+                let end = match &result {
+                    Ok(()) => succeeded(&live.att, live.rows, false),
+                    Err(_) => StatementEnd::FAILED,
+                };
+                finish(&mut rest, &live.att, end);
+                return result;
+            }
+            Way::Wrapped(opened, y) => (opened, y),
+        };
+        let end = match result {
+            Ok(()) => opened.commit(&live.att).await,
+            Err(e) => {
+                opened.rollback().await;
+                Err(e)
+            }
+        };
+        if let Some(y) = y {
+            y.finish_on_drop(false);
         }
-        let (wrapped, query) = match answer {
-            Answer::Stream(y) => {
-                match stream_or_pass(wrapped, conn, &mut rest, &att, query, y).await {
-                    Either::Left(done) => return done,
-                    Either::Right(query) => query,
-                }
+        live.defuse();
+        match end {
+            Ok(observed) => {
+                finish(
+                    &mut rest,
+                    &live.att,
+                    succeeded(&live.att, live.rows, observed),
+                );
+                Ok(())
             }
-            _ => (wrapped, query),
-        };
-        let one = matches!(answer, Answer::First(_));
-        let query = match wrap_or_pass(wrapped, conn, &mut rest, &att, query, one).await? {
-            Either::Left(items) => {
-                // Buffered: the rows are handed on once COMMIT answered.
-                answer.deliver(items).await;
-                return Ok(());
+            Err(e) => {
+                finish(&mut rest, &live.att, StatementEnd::FAILED);
+                Err(e)
             }
-            Either::Right(query) => query,
-        };
-        let mut rows = unfinished::<Postgres, u64>(&att);
-        let result = match answer {
-            // The rows affected as the statement's own count (`collect`), not the guard's.
-            Answer::First(first) => {
-                let dml = is_dml(att.class.effect.operation);
-                collect(conn, query, true, dml).await.map(|(items, n)| {
-                    *first = items.into_iter().find_map(|v| v.right());
-                    n
-                })
-            }
-            answer => drain(conn, query, &mut *rows, answer).await.map(|()| *rows),
-        };
-        rows.defuse();
-        drop(rows);
-        let end = match &result {
-            Ok(n) => succeeded(&att, *n, false),
-            Err(_) => StatementEnd::FAILED,
-        };
-        finish(&mut rest, &att, end);
-        result.map(drop)
+        }
     }
 
     fn before_begin<'e>(

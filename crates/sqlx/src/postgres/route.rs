@@ -1,6 +1,7 @@
 //! Which way a statement goes: wrapped in the oracle's transaction ([`wrappable`] and
 //! [`wants_oracle`]), a direct write on a plain table whose command tag is the evidence
-//! ([`direct_write`]), or past both; [`start`] decides it for each statement.
+//! ([`direct_write`]), or past both; [`start`] decides it for each statement, and
+//! [`before`] opens the oracle's transaction where it wraps.
 
 use std::sync::Arc;
 
@@ -9,10 +10,12 @@ use sqlx::Error;
 use sqlx::postgres::{PgConnection, Postgres};
 
 use super::catalog::{self, Direct};
-use super::tx;
-use super::{PgPoolState, Rest};
-use crate::backend::Ctx;
-use crate::execute::Attribution;
+use super::{PgPoolState, PgRoute, Rest, Way, finish, tx, wrap};
+use crate::backend::{Answer, Ctx, Read};
+use crate::classify::is_dml;
+use crate::drive::{Counting, stopped};
+use crate::execute::{Attribution, StatementEnd};
+use crate::guard::Guard;
 use crate::pool::options::PgOracle;
 
 /// Whether the configured oracle `mode` asks for the database's evidence around a statement
@@ -161,3 +164,76 @@ pub(super) async fn start(ctx: Ctx<'_, Postgres>) -> Started<'_> {
         },
     }
 }
+
+/// [`crate::Backend::before`]: [`start`], then where the oracle wraps the statement, its
+/// transaction opened ([`wrap::open`]); when it could not open, the statement runs past it.
+/// How the answer is read: a wrapped statement's rows held until `COMMIT` answered, unless
+/// the caller's stream can be finished after a drop ([`crate::stream::Yielder::detachable`]:
+/// a statement straight on the pool), which gets them as they arrive;
+/// `fetch_optional` for one row of a statement that is not DML.
+pub(super) async fn before<'e>(
+    ctx: Ctx<'e, Postgres>,
+    answer: &Answer<'e, Postgres>,
+) -> Result<(PgRoute<'e>, Read), Error> {
+    let Started {
+        wrapped,
+        lost,
+        conn,
+        att,
+        mut rest,
+    } = start(ctx).await;
+    if let Some(e) = lost {
+        finish(&mut rest, &att, StatementEnd::FAILED);
+        return Err(e);
+    }
+    let one = matches!(answer, Answer::First(_));
+    let first = match (one, is_dml(att.class.effect.operation)) {
+        (true, false) => Read::FirstRow { counts_row: false },
+        (true, true) => Read::Hold { rows: 1 },
+        (false, _) => Read::Drain,
+    };
+    let y = match answer {
+        Answer::Stream(y) if y.detachable() => Some(*y),
+        _ => None,
+    };
+    // Dropped part-way: wrapped and streamed, the statement failed (no tokio runtime to
+    // finish it on, sqlx rolls back the oracle's transaction); wrapped and held, nothing is
+    // recorded; past the oracle, the caller stopped reading (`stopped`).
+    let on_drop: fn(&mut Counting<u64>) = if y.is_some() { rolled_back } else { nothing };
+    let mut live = Guard::new(Counting { att, rows: 0 }, on_drop);
+    let conn = if wrapped {
+        match wrap::open(conn).await {
+            Ok(opened) => {
+                let read = match (y, first) {
+                    (Some(y), _) => {
+                        y.finish_on_drop(true);
+                        Read::Drain
+                    }
+                    (None, Read::Drain) => Read::Hold { rows: usize::MAX },
+                    (None, first) => first,
+                };
+                let way = Way::Wrapped(opened, y);
+                return Ok((PgRoute { way, live, rest }, read));
+            }
+            Err((e, None)) => {
+                live.defuse();
+                finish(&mut rest, &live.att, StatementEnd::FAILED);
+                return Err(e);
+            }
+            Err((_, Some(conn))) => conn,
+        }
+    } else {
+        conn
+    };
+    live.rearm(stopped::<Postgres, u64>);
+    let way = Way::Past(conn);
+    Ok((PgRoute { way, live, rest }, first))
+}
+
+/// A wrapped statement streamed to the caller, dropped before it ended: failed.
+fn rolled_back(c: &mut Counting<u64>) {
+    c.att.finish(StatementEnd::FAILED);
+}
+
+/// A wrapped statement held until `COMMIT`, dropped before it ended: nothing recorded.
+fn nothing(_: &mut Counting<u64>) {}

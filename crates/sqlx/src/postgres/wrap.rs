@@ -1,72 +1,60 @@
-//! An autocommit statement wrapped in the oracle's transaction, and a statement run to its
-//! end before anything is handed back.
+//! An autocommit statement wrapped in the oracle's transaction: [`open`] before the
+//! statement, [`Opened::commit`] (or [`Opened::rollback`]) after it.
 
 use hintaudit_core::{AuditStage, stats};
-use sqlx::postgres::{PgConnection, PgQueryResult, PgRow, Postgres};
-use sqlx::{Connection, Either, Error, Executor, Transaction};
+use sqlx::postgres::{PgConnection, Postgres};
+use sqlx::{Database, Error};
+use sqlx_core::transaction::TransactionManager;
 
-use crate::backend::Answer;
-use crate::classify::is_dml;
-use crate::drive::drain;
-use crate::execute::{Attribution, AuditedQuery};
-use crate::stream::Yielder;
+use crate::execute::Attribution;
+use crate::guard::Guard;
 
 use super::lost::connection_lost;
 use super::oracle;
 
-/// One item of a statement's answer.
-pub(super) type Item = Either<PgQueryResult, PgRow>;
+type Manager = <Postgres as Database>::TransactionManager;
 
-/// Runs the statement to completion: every item, and the rows affected.
-pub(super) async fn collect(
-    conn: &mut PgConnection,
-    query: AuditedQuery<Postgres>,
-    one: bool,
-    dml: bool,
-) -> Result<(Vec<Item>, u64), Error> {
-    if one && !dml {
-        let row = conn.fetch_optional(query).await?;
-        return Ok((row.map(Either::Right).into_iter().collect(), 0));
-    }
-    let mut rows = 0;
-    let keep = if one { 1 } else { usize::MAX };
-    let mut answer = Answer::Buffer {
-        items: Vec::new(),
-        rows: keep,
-    };
-    drain(conn, query, &mut rows, &mut answer).await?;
-    Ok((answer.into_items(), rows))
+/// The connection in the oracle's transaction: rolled back when dropped before `COMMIT` or
+/// `ROLLBACK` answered (sqlx queues the `ROLLBACK` for the connection's next use), as a
+/// dropped sqlx `Transaction` is.
+type InTx<'c> = Guard<&'c mut PgConnection, fn(&mut &mut PgConnection)>;
+
+/// sqlx's rollback of a transaction dropped while open.
+fn start_rollback(conn: &mut &mut PgConnection) {
+    Manager::start_rollback(conn);
 }
 
 /// The oracle's transaction around an autocommit statement, open: `BEGIN` answered.
-struct Opened<'c> {
-    tx: Transaction<'c, Postgres>,
+pub(super) struct Opened<'c> {
+    tx: InTx<'c>,
     before: oracle::Snapshot,
     scope: oracle::Scope,
 }
 
 /// Opens the oracle's transaction: the flush of pending statistics ([`oracle::flush`]),
 /// `BEGIN`; where the flush is not available (PostgreSQL before 15), a snapshot of every
-/// relation right after `BEGIN`. Hands the statement back when it could not open; when one
+/// relation right after `BEGIN`. Hands the connection back when it could not open; when one
 /// of these round trips finds the connection lost (see `lost`), its error is the
 /// statement's, which is not sent.
-async fn open(
+pub(super) async fn open(
     conn: &mut PgConnection,
-    query: AuditedQuery<Postgres>,
-) -> Result<(Opened<'_>, AuditedQuery<Postgres>), (Error, Option<AuditedQuery<Postgres>>)> {
+) -> Result<Opened<'_>, (Error, Option<&mut PgConnection>)> {
     let scope = match oracle::flush(conn).await {
         Ok(()) => oracle::Scope::Locked,
         Err(e) if connection_lost(&e) => return Err((e, None)),
         Err(_) => oracle::Scope::All,
     };
-    let mut tx = match conn.begin().await {
-        Ok(tx) => tx,
-        Err(e) if connection_lost(&e) => return Err((e, None)),
-        Err(e) => {
-            stats().audit_error(AuditStage::Oracle, &e);
-            return Err((e, Some(query)));
+    // Until it is open, the transaction stands on a reborrow, so that the connection can be
+    // handed back; as sqlx's `begin`, a `BEGIN` that fails or is dropped is rolled back.
+    let mut tx: InTx<'_> = Guard::new(&mut *conn, start_rollback);
+    if let Err(e) = Manager::begin(&mut tx, None).await {
+        drop(tx);
+        if connection_lost(&e) {
+            return Err((e, None));
         }
-    };
+        stats().audit_error(AuditStage::Oracle, &e);
+        return Err((e, Some(conn)));
+    }
     let before = match scope {
         // Nothing is pending after the flush: the transaction starts from zero.
         oracle::Scope::Locked => oracle::Snapshot::default(),
@@ -77,19 +65,30 @@ async fn open(
                 if connection_lost(&e) {
                     return Err((e, None));
                 }
-                let _ = tx.rollback().await;
-                return Err((e, Some(query)));
+                if Manager::rollback(&mut tx).await.is_ok() {
+                    tx.defuse();
+                }
+                drop(tx);
+                return Err((e, Some(conn)));
             }
         },
     };
-    Ok((Opened { tx, before, scope }, query))
+    tx.defuse();
+    drop(tx);
+    let tx: InTx<'_> = Guard::new(conn, start_rollback);
+    Ok(Opened { tx, before, scope })
 }
 
 impl Opened<'_> {
+    /// The connection, in the transaction.
+    pub(super) fn conn(&mut self) -> &mut PgConnection {
+        &mut self.tx
+    }
+
     /// After the statement succeeded: the snapshot (in a savepoint), `COMMIT`, and the
     /// observation recorded. Whether the oracle observed, or `COMMIT`'s error (or the
     /// snapshot's, when it found the connection lost: not committed).
-    async fn commit(mut self, att: &Attribution) -> Result<bool, Error> {
+    pub(super) async fn commit(mut self, att: &Attribution) -> Result<bool, Error> {
         let after = oracle::snapshot_protected(&mut self.tx, self.scope, false).await;
         if let Err(e) = &after {
             stats().audit_error(AuditStage::Oracle, e);
@@ -99,7 +98,11 @@ impl Opened<'_> {
             Err(e) if connection_lost(&e) => return Err(e),
             after => after,
         };
-        let committed = self.tx.commit().await;
+        let committed = Manager::commit(&mut self.tx).await;
+        if committed.is_ok() {
+            self.tx.defuse();
+        }
+        drop(self.tx);
         if let (Ok(after), Some(sink)) = (&after, &att.sink) {
             let obs = oracle::observe(&self.before, after, committed.is_ok());
             sink.effects.record_transaction(obs);
@@ -108,58 +111,12 @@ impl Opened<'_> {
         // failed, so this is the statement's error.
         committed.map(|()| after.is_ok())
     }
-}
 
-/// Runs an autocommit statement inside the oracle's transaction, to completion: see
-/// [`open`], then the statement, the snapshot of the relations the transaction locked (in a
-/// savepoint), `COMMIT`; `ROLLBACK` when the statement fails. Four round trips besides the
-/// statement's, whatever the schema's size (five before PostgreSQL 15). Returns `None` when
-/// the wrapping could not start: the caller runs the statement unwrapped.
-pub(super) async fn run_wrapped(
-    conn: &mut PgConnection,
-    att: &Attribution,
-    query: AuditedQuery<Postgres>,
-    one: bool,
-) -> Result<(Vec<Item>, u64, bool), (Error, Option<AuditedQuery<Postgres>>)> {
-    let (mut opened, query) = open(conn, query).await?;
-    let dml = is_dml(att.class.effect.operation);
-    match collect(&mut opened.tx, query, one, dml).await {
-        Ok((items, rows)) => match opened.commit(att).await {
-            Ok(observed) => Ok((items, rows, observed)),
-            Err(e) => Err((e, None)),
-        },
-        Err(e) => {
-            let _ = opened.tx.rollback().await;
-            Err((e, None))
+    /// After the statement failed: `ROLLBACK`, its own failure ignored (the transaction is
+    /// then rolled back when the connection is next used).
+    pub(super) async fn rollback(mut self) {
+        if Manager::rollback(&mut self.tx).await.is_ok() {
+            self.tx.defuse();
         }
     }
-}
-
-/// As [`run_wrapped`], but each item goes to `y` as it arrives: rows are not held until
-/// `COMMIT`. Only for a stream whose producer can be finished after the stream is dropped
-/// ([`Yielder::detachable`]): from `BEGIN` until `COMMIT` answered, a stream dropped early
-/// does not roll back the transaction (as dropping it would), but has the rest of the
-/// answer read and discarded, the snapshot taken, `COMMIT` sent and the observation
-/// recorded in a task of its own, so that the statement's writes stay, as in autocommit.
-/// A `COMMIT` that fails (deferred constraints) ends the stream with its error after the
-/// rows, as autocommit's implicit commit does.
-pub(super) async fn stream_wrapped(
-    conn: &mut PgConnection,
-    att: &Attribution,
-    query: AuditedQuery<Postgres>,
-    y: &Yielder<Item>,
-) -> Result<(u64, bool), (Error, Option<AuditedQuery<Postgres>>)> {
-    let (mut opened, query) = open(conn, query).await?;
-    y.finish_on_drop(true);
-    let mut rows = 0;
-    let streamed = drain(&mut *opened.tx, query, &mut rows, &mut Answer::Stream(y)).await;
-    let end = match streamed {
-        Ok(()) => opened.commit(att).await.map(|observed| (rows, observed)),
-        Err(e) => {
-            let _ = opened.tx.rollback().await;
-            Err(e)
-        }
-    };
-    y.finish_on_drop(false);
-    end.map_err(|e| (e, None))
 }

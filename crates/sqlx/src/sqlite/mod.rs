@@ -78,12 +78,10 @@ use hintaudit_core::{AuditStage, StatementOutcome, stats};
 use sqlx::error::DatabaseError;
 use sqlx::pool::PoolOptions;
 use sqlx::sqlite::{Sqlite, SqliteConnection};
-use sqlx::{Connection, Error, Executor};
+use sqlx::{Connection, Error};
 
-use crate::backend::Answer;
-use crate::backend::{Backend, Ctx, InTransaction, ReadOnlySql, TxEnd, sealed};
+use crate::backend::{Answer, Backend, Ctx, InTransaction, Read, ReadOnlySql, TxEnd, sealed};
 use crate::classify::{Classification, SqlDialect, TxControl, is_dml};
-use crate::drive::drain;
 use crate::execute::{Attribution, AuditedQuery, StatementEnd};
 use crate::guard::Guard;
 use crate::pool::options::AfterConnect;
@@ -120,16 +118,17 @@ impl Drop for SqliteConnState {
 
 impl sealed::Sealed for Sqlite {}
 
-/// A statement under way: its connection and state, its [`Finish`], and whether row-image
-/// column names are owed once it has run.
-struct Started<'e> {
+/// A statement under way ([`Backend::Route`]): its connection and state, its [`Finish`],
+/// and whether row-image column names are owed once it has run.
+#[doc(hidden)]
+pub struct Started<'e> {
     conn: &'e mut SqliteConnection,
     state: &'e mut SqliteConnState,
     fin: Finish<'e>,
     learn_after: bool,
 }
 
-/// The start of both ways of running a statement: binds it, and opens its [`Finish`].
+/// [`Backend::before`]: binds the statement, and opens its [`Finish`].
 async fn start<'e>(ctx: Ctx<'e, Sqlite>, query: &AuditedQuery<Sqlite>) -> Started<'e> {
     let Ctx {
         conn,
@@ -263,6 +262,8 @@ impl Backend for Sqlite {
     type PoolState = hooks::Registry;
     type ConnState = SqliteConnState;
     type TxState = ();
+    type Route<'e> = Started<'e>;
+    type Rows = u64;
     const READ_ONLY: ReadOnlySql = ReadOnlySql {
         begin: None,
         probe: Some("SELECT 1 FROM pragma_query_only WHERE query_only = 0"),
@@ -306,25 +307,36 @@ impl Backend for Sqlite {
         })
     }
 
-    async fn run<'e, 'a: 'e>(
+    async fn before<'e, 'q>(
         ctx: Ctx<'e, Self>,
-        query: AuditedQuery<Self>,
-        answer: &'e mut Answer<'a, Self>,
-    ) -> Result<(), Error> {
-        let mut run = start(ctx, &query).await;
-        let result = match answer {
+        query: &'q AuditedQuery<Self>,
+        answer: &'q Answer<'e, Self>,
+    ) -> Result<(Started<'e>, Read), Error>
+    where
+        'e: 'q,
+    {
+        let run = start(ctx, query).await;
+        let read = match answer {
             // sqlx's own fetch_optional, so that the statement stops at its first row as it
             // does unaudited: in a text of several statements, those after the row never
             // run. The driver's row count is not read then; a write that returned a row
             // (RETURNING) counts as one, so that hooks that saw none are known to be blind.
-            Answer::First(first) => run.conn.fetch_optional(query).await.map(|row| {
-                if row.is_some() && is_dml(run.fin.att.class.effect.operation) {
-                    run.fin.rows = 1;
-                }
-                *first = row;
-            }),
-            answer => drain(run.conn, query, &mut run.fin.rows, answer).await,
+            Answer::First(_) => Read::FirstRow {
+                counts_row: is_dml(run.fin.att.class.effect.operation),
+            },
+            _ => Read::Drain,
         };
+        Ok((run, read))
+    }
+
+    fn statement<'r>(run: &'r mut Started<'_>) -> (&'r mut SqliteConnection, &'r mut u64) {
+        (&mut *run.conn, &mut run.fin.rows)
+    }
+
+    async fn after<'e>(mut run: Started<'e>, result: Result<(), Error>) -> Result<(), Error>
+    where
+        Self: 'e,
+    {
         run.fin.bound.defuse();
         match result {
             Ok(()) => {
