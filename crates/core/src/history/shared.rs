@@ -79,11 +79,6 @@ impl PendingRepeat {
     pub fn local(&self) -> Repeat {
         self.local
     }
-
-    /// The tool's declared hints.
-    pub fn hints(&self) -> DeclaredHints {
-        self.hints
-    }
 }
 
 /// `text` cut to at most `max` bytes on a character boundary, with `…` when cut.

@@ -14,20 +14,11 @@ use crate::facts::{Facts, Outline, Wanted, summarize};
 use crate::finding::{Confidence, Finding, Rule};
 use crate::hints::{DeclaredHints, Hint};
 use crate::history::shared::{MAX_SUMMARY_BYTES, bounded};
-use crate::history::{
-    ArgsHasher, ArgsKey, PendingRepeat, Previous, Repeat, SharedAnswer, SharedCall,
-};
+use crate::history::{ArgsKey, PendingRepeat, Previous, Repeat, SharedAnswer, SharedCall};
 
 use super::{Judge, ToolCall, Verdict, changed_hint, changed_on_repeat};
 
 impl Judge {
-    /// Uses `hasher` for arguments' keys: [`ArgsHasher::from_secret`] with the secret every
-    /// replica of a fleet shares, so their keys agree in the shared history.
-    pub fn with_args_hasher(mut self, hasher: ArgsHasher) -> Self {
-        self.hasher = hasher;
-        self
-    }
-
     /// Judges a finished call as [`Judge::judge_keyed`] does, except that a call which may
     /// repeat (one that wrote a table, or of a tool declared idempotent and not read-only)
     /// leaves its repeat to a shared history: the verdict has `repeat: None` and no

@@ -88,17 +88,16 @@ impl Store {
     /// The connection, shared by every request (redis' multiplexed `ConnectionManager`, which
     /// pipelines concurrent requests on one socket and reconnects after a failure).
     async fn conn(&self) -> RedisResult<ConnectionManager> {
-        let config = ConnectionManagerConfig::new()
-            .set_connection_timeout(Some(NETWORK_TIMEOUT))
-            .set_response_timeout(Some(NETWORK_TIMEOUT))
-            // A reconnection needs at least one attempt (0 never reconnects); the caller
-            // pauses its requests after a failure (RETRY_AFTER), so this is not per call.
-            .set_number_of_retries(1);
-        let client = self.client.clone();
         self.conn
-            .get_or_try_init(
-                || async move { ConnectionManager::new_lazy_with_config(client, config) },
-            )
+            .get_or_try_init(|| async {
+                let config = ConnectionManagerConfig::new()
+                    .set_connection_timeout(Some(NETWORK_TIMEOUT))
+                    .set_response_timeout(Some(NETWORK_TIMEOUT))
+                    // A reconnection needs at least one attempt (0 never reconnects); the
+                    // caller pauses its requests after a failure (RETRY_AFTER).
+                    .set_number_of_retries(1);
+                ConnectionManager::new_lazy_with_config(self.client.clone(), config)
+            })
             .await
             .cloned()
     }
