@@ -30,13 +30,20 @@
 
 /// Change capture from the database's log, and attribution by log position.
 pub mod capture;
+/// What passing a request on shares in both directions: `_meta`, cancellation.
+mod exchange;
 /// The forwarding `ServerHandler`.
 mod forward;
 /// The capture's Prometheus metrics.
 mod metrics;
+/// The client side of an upstream connection: what the upstream asks or notifies, sent to
+/// the session it serves.
+mod relay;
 /// The command: arguments, start-up, serving downstream.
 mod serve;
-/// The upstream connection and the notifications it relays downstream.
+/// A downstream session's own upstream connection.
+mod session;
+/// An upstream connection, made again when lost.
 mod upstream;
 
 pub use capture::{
@@ -44,5 +51,6 @@ pub use capture::{
 };
 pub use forward::Forward;
 pub use metrics::CaptureMetrics;
+pub use relay::Relay;
 pub use serve::{Proxy, ProxyArgs, run, start};
-pub use upstream::{Relay, Upstream, UpstreamError, UpstreamSpec};
+pub use upstream::{Upstream, UpstreamError, UpstreamSpec};
