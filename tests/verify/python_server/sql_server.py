@@ -37,7 +37,8 @@ Switches for tests:
   echo_meta (the request's _meta), slow(label, seconds) (writes <dir>/started-<label>, and
   <dir>/cancelled-<label> when the client cancels it), shout(text) (a log message and a
   tools list_changed), ask_sampling(prompt), ask_elicitation(message), ask_roots() (the
-  client's answer, or its error as text).
+  client's answer, or its error as text); a roots/list_changed notification from the client
+  writes <dir>/roots-changed-<pid>.
 - FIXTURE_STDERR_LINES=<n>: writes n numbered lines on stderr, then exits (a startup
   failure whose cause is not on the last line).
 """
@@ -361,6 +362,13 @@ if RELAY_DIR:
         except Exception as e:  # noqa: BLE001
             return _error(e)
         return json.dumps(result.model_dump(by_alias=True, exclude_none=True, mode="json"), sort_keys=True)
+
+    async def _roots_changed(ctx, params) -> None:
+        _mark(f"roots-changed-{os.getpid()}")
+
+    mcp._lowlevel_server.add_notification_handler(
+        "notifications/roots/list_changed", types.NotificationParams, _roots_changed
+    )
 
 
 SEED = [

@@ -207,6 +207,33 @@ async fn notifications_reach_the_session_whose_upstream_sent_them_and_no_other()
     );
     assert_eq!(seen_a.tools_changed, 1);
 
+    // The other way: alpha's roots/list_changed reaches alpha's upstream, not beta's.
+    let pid_a = text(&call_on(alpha.peer(), "pid", json!({})).await);
+    let pid_b = text(&call_on(beta.peer(), "pid", json!({})).await);
+    #[allow(deprecated)] // roots: deprecated (SEP-2577), still spoken
+    let notified = alpha.peer().notify_roots_list_changed().await;
+    notified.expect("notified");
+    let to_a = dir.join(format!("roots-changed-{pid_a}"));
+    assert!(
+        eventually(|| to_a.exists()).await,
+        "alpha's upstream heard it"
+    );
+    // Then beta's reaches beta's upstream: one mark each, none of alpha's at beta's.
+    #[allow(deprecated)]
+    let notified = beta.peer().notify_roots_list_changed().await;
+    notified.expect("notified");
+    let to_b = dir.join(format!("roots-changed-{pid_b}"));
+    assert!(
+        eventually(|| to_b.exists()).await,
+        "beta's upstream heard it"
+    );
+    let heard: Vec<String> = std::fs::read_dir(&dir)
+        .expect("marks")
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.starts_with("roots-changed-"))
+        .collect();
+    assert_eq!(heard.len(), 2, "one each: {heard:?}");
+
     alpha.cancel().await.ok();
     beta.cancel().await.ok();
     drop(proxy);
