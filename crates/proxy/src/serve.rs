@@ -178,7 +178,8 @@ pub async fn start(args: &ProxyArgs) -> anyhow::Result<Proxy> {
 }
 
 /// Serves the proxy until the downstream stdio closes or, over HTTP, until Ctrl-C or
-/// SIGTERM; then closes the upstream and the capture (which drops the slot).
+/// SIGTERM; then closes the upstream connections (every session's and the start-up one) and
+/// the capture (which drops the slot).
 ///
 /// # Errors
 /// When the proxy cannot start ([`start`]) or the address cannot be bound.
@@ -188,7 +189,7 @@ pub async fn run(args: ProxyArgs) -> anyhow::Result<()> {
         Some(addr) => serve_http(&proxy, addr, &args.allowed_hosts).await,
         None => serve_stdio(&proxy, args.metrics).await,
     };
-    proxy.upstream.close().await;
+    proxy.audit.inner().close_all().await;
     if let Some(c) = &proxy.capture {
         c.shutdown().await;
     }

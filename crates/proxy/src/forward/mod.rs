@@ -18,7 +18,7 @@ mod handler;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 
 use hintaudit_core::{
     CallScope, ObservationSource, Operation, StatementEffect, TransactionObservation,
@@ -54,6 +54,8 @@ struct Shared {
     /// Whether the start-up connection was closed when the first session opened its own (it
     /// connects again for the next request without a session).
     retired: AtomicBool,
+    /// Every session's connection slot, to close them all at shutdown.
+    sessions: Mutex<Vec<Weak<Session>>>,
     capture: Option<Capture>,
     /// `--serialize`: tool calls go upstream one at a time, across sessions.
     serialize: Option<tokio::sync::Mutex<()>>,
@@ -72,6 +74,7 @@ impl Forward {
             shared: Arc::new(Shared {
                 startup: upstream,
                 retired: AtomicBool::new(false),
+                sessions: Mutex::default(),
                 capture,
                 serialize: serialize.then(|| tokio::sync::Mutex::new(())),
                 tools: Mutex::default(),
@@ -86,9 +89,18 @@ impl Forward {
     /// of its own until the session's `initialize`. rmcp's `StreamableHttpService` calls its
     /// factory once per session: the factory calls this.
     pub fn for_session(&self) -> Forward {
+        let session = Arc::<Session>::default();
+        let mut sessions = self
+            .shared
+            .sessions
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        sessions.retain(|s| s.strong_count() > 0);
+        sessions.push(Arc::downgrade(&session));
+        drop(sessions);
         Forward {
             shared: self.shared.clone(),
-            session: Arc::default(),
+            session,
         }
     }
 
@@ -107,6 +119,23 @@ impl Forward {
     /// Dropping the session's last handler does the same.
     pub async fn close(&self) {
         self.session.close().await;
+    }
+
+    /// At shutdown: closes the upstream connection of every session still open and the
+    /// start-up connection, waiting for each (`--stdio` children are stopped).
+    pub async fn close_all(&self) {
+        let sessions: Vec<Arc<Session>> = {
+            let sessions = self
+                .shared
+                .sessions
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            sessions.iter().filter_map(Weak::upgrade).collect()
+        };
+        for session in sessions {
+            session.close().await;
+        }
+        self.shared.startup.close().await;
     }
 
     /// Remembers `tools` for `get_tool` (the layer's source of hints for a call).

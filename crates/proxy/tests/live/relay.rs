@@ -310,6 +310,21 @@ async fn each_http_session_has_its_own_upstream_child_started_again_with_its_par
 
     beta.cancel().await.ok();
     assert!(eventually(|| !alive(pid_b2)).await, "beta's child stopped");
-    drop(proxy);
+
+    // The proxy stopped (SIGTERM, as a container runtime sends) while a session is open:
+    // it stops that session's child as it exits.
+    let gamma = http_with(Recorder::new("gamma"), &url).await;
+    let pid_c = pid_of(call_on(gamma.peer(), "pid", json!({})).await);
+    let mut proxy = proxy;
+    let proxy_pid = proxy.0.id().expect("the proxy runs").to_string();
+    let sent = std::process::Command::new("kill")
+        .args(["-TERM", &proxy_pid])
+        .status()
+        .expect("kill runs");
+    assert!(sent.success());
+    let exited = tokio::time::timeout(std::time::Duration::from_secs(60), proxy.0.wait()).await;
+    assert!(exited.is_ok(), "the proxy exits on SIGTERM");
+    assert!(eventually(|| !alive(pid_c)).await, "gamma's child stopped");
+    drop(gamma);
     let _ = std::fs::remove_dir_all(&dir);
 }
