@@ -22,7 +22,7 @@ use rmcp::model::{
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 
-use super::{Forward, unexpected};
+use super::{Forward, unavailable, unexpected};
 use crate::exchange::meta_and_token;
 
 /// Unwraps the one `ServerResult` variant a method expects.
@@ -56,12 +56,7 @@ impl ServerHandler for Forward {
         }
         self.open_session(client, context.peer.clone())
             .await
-            .map_err(|e| {
-                McpError::internal_error(
-                    format!("hintaudit proxy: upstream unavailable: {e}"),
-                    None,
-                )
-            })?;
+            .map_err(unavailable)?;
         self.negotiate_initialize(&request)
     }
 
@@ -264,8 +259,8 @@ impl ServerHandler for Forward {
 
 impl Forward {
     /// Sends a client's notification, with its `_meta`, on the session's own upstream
-    /// connection (a session without one, or whose connection is down, drops it: the
-    /// upstream that would receive it is not the one that serves this client).
+    /// connection (made again first if it was lost). Without a session it is dropped: the
+    /// start-up connection does not speak for this client.
     async fn notify(
         &self,
         mut notification: ClientNotification,

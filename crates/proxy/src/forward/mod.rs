@@ -70,7 +70,7 @@ impl Forward {
     /// `capture`, when given.
     pub async fn new(upstream: Arc<Upstream>, capture: Option<Capture>, serialize: bool) -> Self {
         let info = upstream.info().await.unwrap_or_default();
-        Forward {
+        let base = Forward {
             shared: Arc::new(Shared {
                 startup: upstream,
                 retired: AtomicBool::new(false),
@@ -81,7 +81,9 @@ impl Forward {
                 info,
             }),
             session: Arc::default(),
-        }
+        };
+        // Its session is in the registry too, should it be served as one.
+        base.for_session()
     }
 
     /// The handler of a new downstream session: shares the start-up connection, the
@@ -186,9 +188,6 @@ impl Forward {
         request: ClientRequest,
         context: &RequestContext<RoleServer>,
     ) -> Result<ServerResult, McpError> {
-        let unavailable = |e: crate::upstream::UpstreamError| {
-            McpError::internal_error(format!("hintaudit proxy: upstream unavailable: {e}"), None)
-        };
         let (meta, downstream_token) = meta_and_token(&context.meta);
         let options = || PeerRequestOptions::no_options().with_meta(meta.clone());
         let upstream = self.upstream();
@@ -301,6 +300,11 @@ fn record(share: &CallShare) {
             "the capture did not read the whole log of this call: its evidence is incomplete"
         );
     }
+}
+
+/// A JSON-RPC internal error for an upstream that cannot be reached, naming it.
+pub(crate) fn unavailable(e: UpstreamError) -> McpError {
+    McpError::internal_error(format!("hintaudit proxy: upstream unavailable: {e}"), None)
 }
 
 pub(crate) fn upstream_error(e: ServiceError) -> McpError {

@@ -99,8 +99,8 @@ impl Relay {
         self.state().progress.insert(upstream, (downstream, peer));
     }
 
-    /// The request with progress token `upstream` finished. Its mapping stays
-    /// [`PROGRESS_GRACE`] longer (progress handled just after the answer still passes).
+    /// The request with progress token `upstream` finished. Its mapping stays 2 s longer
+    /// (progress handled just after the answer still passes).
     pub fn done(&self, upstream: &ProgressToken) {
         let relay = self.clone();
         let token = upstream.clone();
@@ -123,6 +123,7 @@ impl Relay {
         true
     }
 
+    /// Progress the client reports under `downstream` goes upstream as `upstream`, on `peer`.
     fn expect_back(
         &self,
         downstream: ProgressToken,
@@ -132,6 +133,7 @@ impl Relay {
         self.state().back.insert(downstream, (upstream, peer));
     }
 
+    /// The server→client request with downstream token `downstream` finished (kept 2 s).
     fn back_done(&self, downstream: &ProgressToken) {
         let relay = self.clone();
         let token = downstream.clone();
