@@ -10,6 +10,11 @@
 //! attributed to the calls in flight by the log's positions, never by clocks
 //! ([design: the proxy's evidence](../../../docs/design.md#the-proxys-evidence)).
 //!
+//! Each downstream session has an upstream connection of its own ([`Forward::for_session`]),
+//! opened with the client's own `initialize` params; its [`Relay`] sends the upstream's
+//! requests to the client (sampling, elicitation, roots) and its notifications to that
+//! session only. With a `--stdio` upstream that is one child per session.
+//!
 //! ```no_run
 //! # async fn run() -> anyhow::Result<()> {
 //! use clap::Parser;
