@@ -201,15 +201,13 @@ async fn serve_stdio(proxy: &Proxy, metrics: Option<SocketAddr>) -> anyhow::Resu
         Some(addr) => Some(serve_metrics(addr, proxy.metrics.registry().clone()).await?),
         None => None,
     };
-    // Stdio downstream is one session: one upstream connection of its own.
-    let session = proxy.session();
-    let forward = session.inner().clone();
-    let running = session.serve(rmcp::transport::stdio()).await?;
+    // Stdio downstream is one session: one upstream connection of its own (closed by `run`,
+    // with every session's).
+    let running = proxy.session().serve(rmcp::transport::stdio()).await?;
     tokio::select! {
         r = running.waiting() => { r?; }
         () = shutdown_signal() => {}
     }
-    forward.close().await;
     Ok(())
 }
 
