@@ -7,11 +7,11 @@ use sqlx::MySqlPool;
 
 use crate::support::*;
 
-fn mysql_url() -> String {
+pub(crate) fn mysql_url() -> String {
     std::env::var("HINTAUDIT_MYSQL_URL").unwrap_or_else(|_| "mysql://root@127.0.0.1:3306".into())
 }
 
-async fn mysql_or_skip() -> Option<MySqlPool> {
+pub(crate) async fn mysql_or_skip() -> Option<MySqlPool> {
     match MySqlPool::connect(&mysql_url()).await {
         Ok(p) => Some(p),
         Err(e) if hintaudit_test_support::required("HINTAUDIT_REQUIRE_MYSQL") => {
@@ -25,7 +25,7 @@ async fn mysql_or_skip() -> Option<MySqlPool> {
 }
 
 /// Runs `statements` on the server, in order.
-async fn exec(admin: &MySqlPool, statements: impl IntoIterator<Item = String>) {
+pub(crate) async fn exec(admin: &MySqlPool, statements: impl IntoIterator<Item = String>) {
     for sql in statements {
         sqlx::raw_sql(sqlx::AssertSqlSafe(sql.clone()))
             .execute(admin)
