@@ -238,12 +238,12 @@ impl Capture {
         )
         .await
         .is_ok_and(|r| r.is_ok());
-        let mut share = lock(&self.shared.ledger).judge(id);
-        if !caught_up {
+        if caught_up {
+            lock(&self.shared.ledger).judge(id)
+        } else {
             self.shared.late.fetch_add(1, Ordering::Relaxed);
-            share.gap = true;
+            lock(&self.shared.ledger).judge_late(id)
         }
-        share
     }
 
     /// The database system whose log it reads: `postgresql` or `mysql`.

@@ -27,6 +27,8 @@ use crate::capture::{CaptureError, Shared, capture_error, lock};
 #[derive(Debug)]
 pub(crate) struct Positions {
     pool: Pool,
+    /// The statement this server answers with the end of its binary log.
+    status: &'static str,
 }
 
 impl Positions {
@@ -34,7 +36,7 @@ impl Positions {
     /// every commit that returned to its client before it ends at or before it.
     pub(crate) async fn now(&self) -> Result<Lsn, mysql_async::Error> {
         let mut conn = self.pool.get_conn().await?;
-        let (file, pos) = master_status(&mut conn).await?;
+        let (file, pos) = log_status(&mut conn, self.status).await?;
         Ok(fold(&file, pos))
     }
 }
@@ -66,11 +68,41 @@ pub(crate) fn behind(now: Lsn, read: Lsn) -> u64 {
     }
 }
 
-async fn master_status(conn: &mut Conn) -> Result<(String, u64), mysql_async::Error> {
-    let row: Option<mysql_async::Row> = conn.query_first("SHOW MASTER STATUS").await?;
+/// The statements that give the end of the binary log (file, position), newest first:
+/// MySQL 8.2 and later (`SHOW MASTER STATUS` was removed in 8.4), MariaDB 10.5.2 and later,
+/// and the older servers of both.
+const LOG_STATUS: [&str; 3] = [
+    "SHOW BINARY LOG STATUS",
+    "SHOW BINLOG STATUS",
+    "SHOW MASTER STATUS",
+];
+
+/// MySQL's and MariaDB's `ER_PARSE_ERROR`: the server does not know the statement.
+const ER_PARSE_ERROR: u16 = 1064;
+
+/// The first of [`LOG_STATUS`] this server knows, with its answer. A statement the server
+/// does not parse moves on to the next; any other error (a missing privilege) is returned.
+async fn pick_log_status(
+    conn: &mut Conn,
+) -> Result<(&'static str, (String, u64)), mysql_async::Error> {
+    let mut last = None;
+    for statement in LOG_STATUS {
+        match log_status(conn, statement).await {
+            Ok(at) => return Ok((statement, at)),
+            Err(mysql_async::Error::Server(e)) if e.code == ER_PARSE_ERROR => {
+                last = Some(mysql_async::Error::Server(e));
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| mysql_async::Error::Other("no binary log status".into())))
+}
+
+async fn log_status(conn: &mut Conn, statement: &str) -> Result<(String, u64), mysql_async::Error> {
+    let row: Option<mysql_async::Row> = conn.query_first(statement).await?;
     let row = row.ok_or_else(|| {
         mysql_async::Error::Other(
-            "SHOW MASTER STATUS returned nothing: the binary log is off".into(),
+            format!("{statement} returned nothing: the binary log is off").into(),
         )
     })?;
     let file: String = row.get(0).unwrap_or_default();
@@ -133,13 +165,14 @@ pub(crate) async fn open(url: &str) -> Result<(Positions, Source), CaptureError>
              (SET GLOBAL binlog_format = 'ROW' and in the server's configuration)"
         )));
     }
-    let (file, pos) = master_status(&mut conn).await.map_err(db_error(
-        "SHOW MASTER STATUS (needs BINLOG MONITOR on MariaDB, REPLICATION CLIENT on MySQL)",
+    let (status, (file, pos)) = pick_log_status(&mut conn).await.map_err(db_error(
+        "reading the end of the binary log (SHOW BINARY LOG STATUS or SHOW BINLOG STATUS; \
+         needs REPLICATION CLIENT on MySQL, BINLOG MONITOR on MariaDB)",
     ))?;
     drop(conn);
-    tracing::info!(target: "hintaudit::proxy", "capture: binary log from {file}:{pos}");
+    tracing::info!(target: "hintaudit::proxy", "capture: binary log from {file}:{pos} ({status})");
     Ok((
-        Positions { pool },
+        Positions { pool, status },
         Source {
             opts,
             database,

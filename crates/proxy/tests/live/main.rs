@@ -7,6 +7,7 @@
 //! a server or Python they print why and skip (`HINTAUDIT_REQUIRE_PG`,
 //! `HINTAUDIT_REQUIRE_MYSQL`, `HINTAUDIT_REQUIRE_ALL` make them fail instead). No test asserts on time.
 
+mod indirect;
 mod mariadb;
 mod postgres;
 mod support;
