@@ -6,8 +6,8 @@
 //! events of the database the URL names are counted per table and transaction; a
 //! transaction's commit (its `XID` event, or a `COMMIT` query for non-transactional tables)
 //! carries its end position. Nothing is kept on the server for the stream: the binary log
-//! is the server's own, rotated and purged by its own settings, and a lost stream resumes
-//! from the last position read.
+//! is the server's own, rotated and purged by its own settings, and a lost stream (a server
+//! restart) resumes from the last position read outside a transaction.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -178,14 +178,19 @@ impl Open {
     }
 }
 
-/// Streams the binary log until stopped; a lost stream resumes from the last position read
-/// (nothing is lost while the server keeps that file), else from the end (a gap).
+/// Streams the binary log until stopped; a lost stream (a server restart) resumes, every
+/// second until the server answers, from the last position read outside a transaction:
+/// nothing is lost while the server keeps that file. A file purged meanwhile is not skipped:
+/// every attempt fails, counted as an audit error.
 pub(crate) async fn run(mut source: Source, shared: Arc<Shared>, positions: Arc<Positions>) {
     let server_id = 0x4841_0000 | (std::process::id() & 0xFFFF);
     loop {
         match stream(&mut source, &shared, &positions, server_id).await {
             Ok(()) => break,
-            Err(e) => capture_error("reading the binary log", &e),
+            Err(e) => capture_error(
+                "reading the binary log",
+                &format_args!("{e} (resuming from {:?} at {})", source.file, source.pos),
+            ),
         }
         tokio::select! {
             () = shared.stop.cancelled() => break,
@@ -207,6 +212,13 @@ async fn stream(
         .with_pos(source.pos);
     let mut events = conn.get_binlog_stream(request).await?;
     let mut open = Open::default();
+    // The stream opens with a rotate event naming the file asked for, sent before any format
+    // description: read without knowing the checksum, its name ends in the checksum's 4
+    // bytes. Only rotates after a format description name a file.
+    let mut described = false;
+    // A table map read and its transaction's commit not yet: the stream resumes from before
+    // it, so a transaction cut by a lost stream is read again whole.
+    let mut mapped = false;
     let mut tick = tokio::time::interval(shared.options.interval);
     loop {
         let event = tokio::select! {
@@ -239,10 +251,14 @@ async fn stream(
         };
         match data {
             EventData::RotateEvent(r) => {
-                source.file = r.name().trim_end_matches('\0').to_owned();
-                source.pos = r.position();
+                if described {
+                    source.file = r.name().trim_end_matches('\0').to_owned();
+                    source.pos = r.position();
+                }
                 continue;
             }
+            EventData::FormatDescriptionEvent(_) => described = true,
+            EventData::TableMapEvent(_) => mapped = true,
             EventData::RowsEvent(rows) => {
                 let Some(tme) = events.get_tme(rows.table_id()) else {
                     continue;
@@ -266,6 +282,7 @@ async fn stream(
                 }
             }
             EventData::XidEvent(_) => {
+                mapped = false;
                 let done = std::mem::take(&mut open);
                 if let Some(c) = done.commit(fold(&source.file, log_pos)) {
                     lock(&shared.ledger).decoded(c);
@@ -275,6 +292,7 @@ async fn stream(
                 let text = q.query();
                 let upper = text.trim_start().to_ascii_uppercase();
                 if upper.starts_with("COMMIT") {
+                    mapped = false;
                     let done = std::mem::take(&mut open);
                     if let Some(c) = done.commit(fold(&source.file, log_pos)) {
                         lock(&shared.ledger).decoded(c);
@@ -302,9 +320,11 @@ async fn stream(
             _ => {}
         }
         // The format description event at a file's start has its own small position: never
-        // move back.
+        // move back. Inside a transaction the resume position stays before it.
         if log_pos > source.pos {
-            source.pos = log_pos;
+            if !mapped {
+                source.pos = log_pos;
+            }
             let through = fold(&source.file, log_pos);
             shared.decoded.send_modify(|d| *d = (*d).max(through));
         }
