@@ -76,7 +76,8 @@ pub enum MetricName {
     /// `hintaudit_capture_gaps_total{backend}`: times `hintaudit proxy`'s capture went on
     /// from a later log position than it had read through, so what committed between was
     /// not read (PostgreSQL: its slot was lost, with a database restart or a terminated
-    /// session, and a new one made). Exported by the proxy only.
+    /// session, and a new one made; MySQL: the binary log file to resume from was purged).
+    /// Exported by the proxy only.
     CaptureGaps,
 }
 

@@ -2,8 +2,8 @@
 //! temporary directory, `mariadbd` (or `mysqld`) on `127.0.0.1` on a free port with a socket
 //! of its own, its binary log on in ROW format (`--log-bin`, `--binlog-format=ROW`,
 //! `--server-id=1`, `--log-bin-trust-function-creators=1`); restarted for real (a clean
-//! shutdown on `SIGTERM`, then the same data directory and port again), and killed and
-//! removed on drop.
+//! shutdown on `SIGTERM`, then the same data directory and port again), run with no TCP
+//! clients for maintenance ([`MariaDbServer::offline_sql`]), and killed and removed on drop.
 //!
 //! The binary log is a file in the data directory, so it survives a restart: the server
 //! starts a new file and keeps the old ones. As root (CI) the server runs with `--user=root`.
@@ -125,6 +125,37 @@ impl MariaDbServer {
     /// When it cannot be spawned, or exits or does not listen within 60 s (its error log is
     /// in the message).
     pub fn start_again(&mut self) {
+        self.spawn(true);
+    }
+
+    /// Runs `sql` (statements separated by `;`) while the server is up but unreachable over
+    /// TCP: it starts with `--skip-networking`, the `mariadb` client runs `sql` over its
+    /// socket, and it shuts down cleanly. What an operator does while no client can connect
+    /// (say `PURGE BINARY LOGS`). Stops the server first if it runs; leaves it stopped.
+    ///
+    /// # Panics
+    /// When the server does not start, or the client is missing or `sql` fails.
+    pub fn offline_sql(&mut self, sql: &str) {
+        self.stop();
+        self.spawn(false);
+        let client = find(&["mariadb", "mysql"]).expect("the mariadb client");
+        let out = Command::new(client)
+            .arg("--no-defaults")
+            .arg(format!("--socket={}", self.socket().display()))
+            .args(["-u", "root", "-e", sql])
+            .output()
+            .expect("the mariadb client runs");
+        self.stop();
+        assert!(
+            out.status.success(),
+            "{sql}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    /// Starts the server; returns once it accepts connections, over TCP when `network`, else
+    /// on its socket (started with `--skip-networking`).
+    fn spawn(&mut self, network: bool) {
         if self.child.is_some() {
             return;
         }
@@ -132,7 +163,7 @@ impl MariaDbServer {
         let mut cmd = Command::new(&self.server);
         cmd.arg("--no-defaults")
             .arg(format!("--datadir={}", self.data().display()))
-            .arg(format!("--socket={}", path("mysqld.sock")))
+            .arg(format!("--socket={}", self.socket().display()))
             .arg(format!("--pid-file={}", path("mysqld.pid")))
             .arg(format!("--log-error={}", path("error.log")))
             .arg(format!(
@@ -151,6 +182,9 @@ impl MariaDbServer {
         if is_root() {
             cmd.arg("--user=root");
         }
+        if !network {
+            cmd.arg("--skip-networking");
+        }
         let child = cmd
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -158,7 +192,14 @@ impl MariaDbServer {
             .expect("mariadbd starts");
         self.child = Some(child);
         let deadline = Instant::now() + Duration::from_secs(60);
-        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
+        let up = |me: &Self| {
+            if network {
+                std::net::TcpStream::connect(("127.0.0.1", me.port)).is_ok()
+            } else {
+                std::os::unix::net::UnixStream::connect(me.socket()).is_ok()
+            }
+        };
+        while !up(self) {
             let exited = self
                 .child
                 .as_mut()
@@ -172,6 +213,10 @@ impl MariaDbServer {
             }
             std::thread::sleep(Duration::from_millis(50));
         }
+    }
+
+    fn socket(&self) -> PathBuf {
+        self.dir.path().join("mysqld.sock")
     }
 
     fn data(&self) -> PathBuf {

@@ -84,7 +84,8 @@ pub(crate) struct Shared {
     pub(crate) lag: AtomicU64,
     /// Times the capture lost its slot or stream and opened a new one.
     pub(crate) reopened: AtomicU64,
-    /// Times it went on from a later position than it had read through (a new slot).
+    /// Times it went on from a later position than it had read through (a new slot, a
+    /// purged binary log file).
     pub(crate) gaps: AtomicU64,
     /// Calls whose answer went back before the capture had read past their end.
     pub(crate) late: AtomicU64,
@@ -105,7 +106,8 @@ pub struct CaptureStats {
     /// Times the slot or stream was lost and a new one opened.
     pub reopened: u64,
     /// Times the capture went on from a later log position than it had read through (a new
-    /// slot on PostgreSQL): what was committed between was not read.
+    /// slot on PostgreSQL, a purged binary log file on MySQL): what was committed between was
+    /// not read.
     pub gaps: u64,
     /// Calls judged before the capture had read past their end.
     pub late: u64,

@@ -7,7 +7,8 @@
 //! transaction's commit (its `XID` event, or a `COMMIT` query for non-transactional tables)
 //! carries its end position. Nothing is kept on the server for the stream: the binary log
 //! is the server's own, rotated and purged by its own settings, and a lost stream (a server
-//! restart) resumes from the last position read outside a transaction.
+//! restart) resumes from the last position read outside a transaction (from the log's end,
+//! a counted gap, when that file was purged meanwhile).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -36,6 +37,12 @@ impl Positions {
         let mut conn = self.pool.get_conn().await?;
         let (file, pos) = master_status(&mut conn).await?;
         Ok(fold(&file, pos))
+    }
+
+    /// The end of the binary log now, as its file and offset.
+    async fn end_of_log(&self) -> Result<(String, u64), mysql_async::Error> {
+        let mut conn = self.pool.get_conn().await?;
+        master_status(&mut conn).await
     }
 }
 
@@ -180,17 +187,23 @@ impl Open {
 
 /// Streams the binary log until stopped; a lost stream (a server restart) resumes, every
 /// second until the server answers, from the last position read outside a transaction:
-/// nothing is lost while the server keeps that file. A file purged meanwhile is not skipped:
-/// every attempt fails, counted as an audit error.
+/// nothing is lost while the server keeps that file. When the server cannot send from there
+/// (the file was purged meanwhile: `ERROR 1236`), the stream goes on from the log's end and
+/// the part between is a gap, counted, as a lost slot is on PostgreSQL.
 pub(crate) async fn run(mut source: Source, shared: Arc<Shared>, positions: Arc<Positions>) {
     let server_id = 0x4841_0000 | (std::process::id() & 0xFFFF);
     loop {
         match stream(&mut source, &shared, &positions, server_id).await {
             Ok(()) => break,
-            Err(e) => capture_error(
-                "reading the binary log",
-                &format_args!("{e} (resuming from {:?} at {})", source.file, source.pos),
-            ),
+            Err(e) => {
+                capture_error(
+                    "reading the binary log",
+                    &format_args!("{e} (resuming from {:?} at {})", source.file, source.pos),
+                );
+                if matches!(&e, mysql_async::Error::Server(s) if s.code == 1236) {
+                    skip_to_end(&mut source, &shared, &positions).await;
+                }
+            }
         }
         tokio::select! {
             () = shared.stop.cancelled() => break,
@@ -198,6 +211,27 @@ pub(crate) async fn run(mut source: Source, shared: Arc<Shared>, positions: Arc<
         }
         shared.reopened.fetch_add(1, Ordering::Relaxed);
     }
+}
+
+/// The stream cannot resume where it stopped: it goes on from the log's end, and what lies
+/// between is a gap (counted; the calls overlapping it are marked incomplete).
+async fn skip_to_end(source: &mut Source, shared: &Shared, positions: &Positions) {
+    let Ok((file, pos)) = positions.end_of_log().await else {
+        return;
+    };
+    let from = *shared.decoded.borrow();
+    let to = fold(&file, pos);
+    tracing::warn!(
+        target: "hintaudit::proxy",
+        "capture: the binary log from {}:{} is gone; going on from {file}:{pos}: changes \
+         committed between were not read (calls in flight then are marked incomplete)",
+        source.file,
+        source.pos
+    );
+    (source.file, source.pos) = (file, pos);
+    shared.gaps.fetch_add(1, Ordering::Relaxed);
+    lock(&shared.ledger).gap(from, to);
+    shared.decoded.send_modify(|d| *d = (*d).max(to));
 }
 
 async fn stream(

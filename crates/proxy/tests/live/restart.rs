@@ -7,7 +7,8 @@
 //! drops the temporary slot with its session, so the capture makes a new one and what
 //! committed between is counted as a gap (`hintaudit_capture_gaps_total`), the calls
 //! overlapping it marked incomplete; MariaDB keeps its binary log, so the stream resumes
-//! where it stopped and commits made while it was down are read and settled, not lost.
+//! where it stopped and commits made while it was down are read and settled, not lost (a
+//! file purged meanwhile is a counted gap, as on PostgreSQL).
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -370,6 +371,19 @@ async fn a_mariadb_restart_resumes_the_binary_log_and_loses_nothing() {
         !marked_incomplete(&log, "add_note"),
         "add_note's log was all read"
     );
+
+    // The file the stream would resume from is purged while no client can connect: it goes
+    // on from the log's end, and the part it could not read is a counted gap.
+    blocking(|| my.offline_sql("PURGE BINARY LOGS BEFORE NOW() + INTERVAL 1 DAY"));
+    blocking(|| my.start_again());
+    let s = until(addr, |s| gaps(s, "mysql") >= 1.0).await;
+    assert_eq!(
+        gaps(&s, "mysql"),
+        1.0,
+        "the purged file is a gap: {}",
+        s.text
+    );
+    a_lie_is_found_live(&client, addr).await;
     drop(client);
     let _ = std::fs::remove_file(&log);
 }
