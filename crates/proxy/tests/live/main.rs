@@ -3,12 +3,14 @@
 //! streamable HTTP, a PostgreSQL server with `wal_level = logical` and a MariaDB server with
 //! its binary log on in ROW format.
 //!
-//! Each test makes a database of its own, so only its own commits reach its slot. Without
+//! Each test makes a database of its own, so only its own commits reach its slot; the
+//! restart tests (restart.rs) restart a PostgreSQL and a MariaDB server of their own. Without
 //! a server or Python they print why and skip (`HINTAUDIT_REQUIRE_PG`,
 //! `HINTAUDIT_REQUIRE_MYSQL`, `HINTAUDIT_REQUIRE_ALL` make them fail instead). No test asserts on time.
 
 mod indirect;
 mod mariadb;
 mod postgres;
+mod restart;
 mod support;
 mod transcripts;
