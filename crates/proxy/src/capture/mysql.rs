@@ -36,15 +36,14 @@ impl Positions {
     /// The end of the binary log now: every commit written after this read ends beyond it,
     /// every commit that returned to its client before it ends at or before it.
     pub(crate) async fn now(&self) -> Result<Lsn, mysql_async::Error> {
-        let mut conn = self.pool.get_conn().await?;
-        let (file, pos) = log_status(&mut conn, self.status).await?;
+        let (file, pos) = self.end_of_log().await?;
         Ok(fold(&file, pos))
     }
 
     /// The end of the binary log now, as its file and offset.
     async fn end_of_log(&self) -> Result<(String, u64), mysql_async::Error> {
         let mut conn = self.pool.get_conn().await?;
-        master_status(&mut conn).await
+        log_status(&mut conn, self.status).await
     }
 }
 
