@@ -212,11 +212,17 @@ impl Capture {
             shared: self.shared.clone(),
             finished: false,
         };
-        match self.shared.positions.start().await {
-            Ok(lsn) => lock(&self.shared.ledger).started(id, lsn),
+        // Bounded, so that a database that cannot be reached (restarting) delays the call by
+        // at most this before it goes upstream.
+        match tokio::time::timeout(START_READ_LIMIT, self.shared.positions.start()).await {
+            Ok(Ok(lsn)) => lock(&self.shared.ledger).started(id, lsn),
             // The start stays unknown: the call is a candidate of every commit until it
             // ends, so it can widen a set, never take a commit that is not its.
-            Err(e) => capture_error("reading the log position at a call's start", &e),
+            Ok(Err(e)) => capture_error("reading the log position at a call's start", &e),
+            Err(_) => capture_error(
+                "reading the log position at a call's start",
+                &"no answer within 1 s",
+            ),
         }
         ticket
     }
@@ -306,6 +312,10 @@ impl Capture {
         }
     }
 }
+
+/// How long a call waits, at most, for the log position at its start before it goes
+/// upstream with its start unknown (a candidate of every commit until it ends).
+const START_READ_LIMIT: Duration = Duration::from_secs(1);
 
 /// A call registered with the capture ([`Capture::begin`]).
 #[derive(Debug)]
