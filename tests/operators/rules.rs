@@ -19,7 +19,7 @@ use crate::support::{available, repo_path, runs};
 mod configs;
 
 /// The alerts the issue asks for, with their severity.
-const ALERTS: [(&str, &str); 11] = [
+const ALERTS: [(&str, &str); 12] = [
     ("HintAuditCriticalViolation", "critical"),
     ("HintAuditRepeatedWarningViolation", "warning"),
     ("HintAuditHintsMissing", "info"),
@@ -30,6 +30,7 @@ const ALERTS: [(&str, &str); 11] = [
     ("HintAuditUnattributedStatementsRising", "warning"),
     ("HintAuditCaptureBehind", "warning"),
     ("HintAuditCaptureDropping", "warning"),
+    ("HintAuditCaptureGap", "warning"),
     ("HintAuditTargetDown", "warning"),
 ];
 /// The recording rules the dashboards use.

@@ -1,5 +1,6 @@
 //! The capture's metrics, read from the [`Capture`] at scrape time:
-//! `hintaudit_capture_lag_bytes{backend}` and `hintaudit_capture_commits_total{attribution}`
+//! `hintaudit_capture_lag_bytes{backend}`, `hintaudit_capture_commits_total{attribution}` and
+//! `hintaudit_capture_gaps_total{backend}`
 //! ([design: telemetry names](../../../docs/design.md#5-telemetry-names)).
 
 use std::sync::Mutex;
@@ -11,13 +12,14 @@ use prometheus::{IntCounterVec, IntGaugeVec, Opts, Registry};
 
 use crate::capture::{Capture, Settled};
 
-/// Exports a capture's lag and settled commits; every `attribution` value is present from
-/// the start, at 0.
+/// Exports a capture's lag, settled commits and gaps; every `attribution` value, and the
+/// gaps of its backend, are present from the start, at 0.
 #[derive(Debug)]
 pub struct CaptureMetrics {
     capture: Capture,
     lag: IntGaugeVec,
     commits: IntCounterVec,
+    gaps: IntCounterVec,
     sync: Mutex<()>,
 }
 
@@ -37,10 +39,15 @@ impl CaptureMetrics {
             opts(MetricName::CaptureCommits),
             MetricName::CaptureCommits.labels(),
         )?;
+        let gaps = IntCounterVec::new(
+            opts(MetricName::CaptureGaps),
+            MetricName::CaptureGaps.labels(),
+        )?;
         let me = CaptureMetrics {
             capture,
             lag,
             commits,
+            gaps,
             sync: Mutex::new(()),
         };
         me.sync();
@@ -54,12 +61,12 @@ impl CaptureMetrics {
             .with_label_values(&[self.capture.backend()])
             .set(i64::try_from(stats.lag_bytes).unwrap_or(i64::MAX));
         for (s, value) in Settled::ALL.into_iter().zip(stats.settled) {
-            let c = self.commits.with_label_values(&[s.as_str()]);
-            let have = c.get();
-            if value > have {
-                c.inc_by(value - have);
-            }
+            catch_up(&self.commits.with_label_values(&[s.as_str()]), value);
         }
+        catch_up(
+            &self.gaps.with_label_values(&[self.capture.backend()]),
+            stats.gaps,
+        );
     }
 }
 
@@ -67,6 +74,7 @@ impl Collector for CaptureMetrics {
     fn desc(&self) -> Vec<&Desc> {
         let mut d = self.lag.desc();
         d.extend(self.commits.desc());
+        d.extend(self.gaps.desc());
         d
     }
 
@@ -74,6 +82,15 @@ impl Collector for CaptureMetrics {
         self.sync();
         let mut families = self.lag.collect();
         families.extend(self.commits.collect());
+        families.extend(self.gaps.collect());
         families
+    }
+}
+
+/// Raises counter `c` to `value` (the capture's own count, which only grows).
+fn catch_up(c: &prometheus::IntCounter, value: u64) {
+    let have = c.get();
+    if value > have {
+        c.inc_by(value - have);
     }
 }

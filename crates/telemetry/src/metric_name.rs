@@ -73,12 +73,18 @@ pub enum MetricName {
     /// several tools in flight), `unattributed` (no call in flight) or `dropped`. Exported
     /// by the proxy only.
     CaptureCommits,
+    /// `hintaudit_capture_gaps_total{backend}`: times `hintaudit proxy`'s capture went on
+    /// from a later log position than it had read through, so what committed between was
+    /// not read (PostgreSQL: its slot was lost, with a database restart or a terminated
+    /// session, and a new one made; MySQL: the binary log file to resume from was purged).
+    /// Exported by the proxy only.
+    CaptureGaps,
 }
 
 impl MetricName {
     /// Every metric, in the order of
     /// [design: telemetry names](../../../docs/design.md#5-telemetry-names).
-    pub const ALL: [MetricName; 12] = [
+    pub const ALL: [MetricName; 13] = [
         MetricName::ToolCalls,
         MetricName::ToolCallDuration,
         MetricName::HintViolations,
@@ -91,12 +97,16 @@ impl MetricName {
         MetricName::AuditErrors,
         MetricName::CaptureLag,
         MetricName::CaptureCommits,
+        MetricName::CaptureGaps,
     ];
 
     /// Whether only `hintaudit proxy` exports it (the capture's metrics); the
     /// `PrometheusRecorder` of an in-process server does not.
     pub const fn proxy_only(self) -> bool {
-        matches!(self, MetricName::CaptureLag | MetricName::CaptureCommits)
+        matches!(
+            self,
+            MetricName::CaptureLag | MetricName::CaptureCommits | MetricName::CaptureGaps
+        )
     }
 
     /// The metric name, e.g. `hintaudit_tool_calls_total`.
@@ -114,6 +124,7 @@ impl MetricName {
             MetricName::AuditErrors => "hintaudit_audit_errors_total",
             MetricName::CaptureLag => "hintaudit_capture_lag_bytes",
             MetricName::CaptureCommits => "hintaudit_capture_commits_total",
+            MetricName::CaptureGaps => "hintaudit_capture_gaps_total",
         }
     }
 
@@ -151,6 +162,9 @@ impl MetricName {
             MetricName::CaptureCommits => {
                 "Commits the proxy read from the database log, by how they were attributed."
             }
+            MetricName::CaptureGaps => {
+                "Times the proxy's change capture lost its place and went on without part of the database log."
+            }
         }
     }
 
@@ -186,6 +200,7 @@ impl MetricName {
             MetricName::AuditErrors => &["stage"],
             MetricName::CaptureLag => &["backend"],
             MetricName::CaptureCommits => &["attribution"],
+            MetricName::CaptureGaps => &["backend"],
         }
     }
 

@@ -1,8 +1,9 @@
 //! What hintaudit's test suites share (`publish = false`): a real OTLP/gRPC receiver on
 //! loopback ([`otlp`]), a `/metrics` scrape over a real socket and a text-format parser
 //! ([`scrape`]), `promtool check metrics` ([`promtool`]), and a real rmcp client over an
-//! in-memory stream ([`mcp`]), a `redis-server` of a test's own ([`redis`]), and the workspace's
-//! binaries built for a test ([`workspace_bin`]).
+//! in-memory stream ([`mcp`]), a `redis-server` of a test's own ([`redis`]), a PostgreSQL
+//! ([`postgres`]) and a MariaDB ([`mariadb`]) server of a test's own, restartable, and the
+//! workspace's binaries built for a test ([`workspace_bin`]).
 //!
 //! Use it from integration tests (`tests/`) and benches only: the unit tests inside a crate's
 //! `src/` would see that crate's types twice.
@@ -16,11 +17,14 @@
 //! # let _ = addr; }
 //! ```
 
+pub mod mariadb;
 pub mod mcp;
 pub mod otlp;
+pub mod postgres;
 pub mod promtool;
 pub mod redis;
 pub mod scrape;
+mod server;
 
 /// Whether a test that needs an external tool must not skip: `HINTAUDIT_REQUIRE_ALL` or
 /// `tool_var` (say `HINTAUDIT_REQUIRE_PROMTOOL`) is `1` or `true`, as CI sets them.

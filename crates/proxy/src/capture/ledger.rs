@@ -78,7 +78,8 @@ pub struct CallShare {
     /// of each set (this call's among them), sorted.
     pub ambiguous: Vec<(Commit, Vec<Arc<str>>)>,
     /// The log was not read for part of the call's interval (the capture lost its slot and
-    /// made a new one): its evidence is incomplete.
+    /// made a new one, or had not read past the call's end when it was judged): its
+    /// evidence is incomplete.
     pub gap: bool,
 }
 
@@ -107,6 +108,9 @@ pub struct Ledger {
     calls: BTreeMap<u64, CallSpan>,
     commits: VecDeque<Pending>,
     gaps: Vec<(Lsn, Lsn)>,
+    /// Intervals of calls judged before the capture had read past their end, until a commit
+    /// beyond them is read: a commit read late inside one is dropped, not unattributed.
+    late: VecDeque<(Lsn, Lsn)>,
     max_commits: usize,
     counts: [u64; 4],
 }
@@ -119,6 +123,7 @@ impl Ledger {
             calls: BTreeMap::new(),
             commits: VecDeque::new(),
             gaps: Vec::new(),
+            late: VecDeque::new(),
             max_commits: max_commits.max(1),
             counts: [0; 4],
         }
@@ -184,8 +189,20 @@ impl Ledger {
 
     /// A commit the capture decoded. Settled at once when no call can be its candidate.
     pub fn decoded(&mut self, commit: Commit) -> Option<Settled> {
+        // Commits are read in log order: an interval that ends before this one is passed.
+        while self.late.front().is_some_and(|(_, end)| *end < commit.lsn) {
+            self.late.pop_front();
+        }
         let candidates = self.candidates(commit.lsn);
         if candidates.is_empty() {
+            if self
+                .late
+                .iter()
+                .any(|(start, end)| *start < commit.lsn && commit.lsn <= *end)
+            {
+                self.count(Settled::Dropped);
+                return Some(Settled::Dropped);
+            }
             self.count(Settled::Unattributed);
             return Some(Settled::Unattributed);
         }
@@ -253,6 +270,26 @@ impl Ledger {
             c.judged = true;
         }
         self.prune();
+        share
+    }
+
+    /// [`Ledger::judge`] for a call that answered before the capture had read past its end
+    /// (it fell behind the wait): judges what was read, and keeps the call's interval until
+    /// a commit beyond it is read, so a commit read later inside it is dropped (counted), not
+    /// taken for a write outside calls. At most 1,024 such intervals are kept (the oldest
+    /// goes first).
+    pub fn judge_late(&mut self, id: u64) -> CallShare {
+        if let Some(c) = self.calls.get(&id) {
+            let interval = (c.start.unwrap_or(0), c.end.unwrap_or(Lsn::MAX));
+            // Kept in order of their ends, so that `decoded` pops the passed ones first.
+            let at = self.late.partition_point(|(_, end)| *end <= interval.1);
+            self.late.insert(at, interval);
+            if self.late.len() > 1024 {
+                self.late.pop_front();
+            }
+        }
+        let mut share = self.judge(id);
+        share.gap = true;
         share
     }
 
@@ -444,6 +481,33 @@ mod tests {
         );
         l.ended(d, 42);
         assert_eq!(l.decoded(commit(46)), Some(Settled::Dropped));
+    }
+
+    #[test]
+    fn a_commit_read_after_its_late_call_was_judged_is_dropped_not_unattributed() {
+        let mut l = Ledger::new(10);
+        let a = call(&mut l, "t", 10, Some(20));
+        let share = l.judge_late(a);
+        assert!(share.gap && share.attributed.is_empty());
+        assert_eq!(l.calls(), 0, "pruned: nothing in flight");
+        assert_eq!(
+            l.decoded(commit(15)),
+            Some(Settled::Dropped),
+            "inside a's interval"
+        );
+        assert_eq!(l.decoded(commit(20)), Some(Settled::Dropped), "at its end");
+        assert_eq!(
+            l.decoded(commit(25)),
+            Some(Settled::Unattributed),
+            "beyond it"
+        );
+        assert_eq!(
+            l.decoded(commit(18)),
+            Some(Settled::Unattributed),
+            "the interval was passed"
+        );
+        assert_eq!(l.settled(Settled::Dropped), 2);
+        assert_eq!(l.settled(Settled::Unattributed), 2);
     }
 
     #[test]

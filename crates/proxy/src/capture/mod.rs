@@ -82,8 +82,11 @@ pub(crate) struct Shared {
     pub(crate) options: CaptureOptions,
     /// Bytes of log the database keeps for the slot (its lag), as last read.
     pub(crate) lag: AtomicU64,
-    /// Times the capture lost its slot and opened a new one.
+    /// Times the capture lost its slot or stream and opened a new one.
     pub(crate) reopened: AtomicU64,
+    /// Times it went on from a later position than it had read through (a new slot, a
+    /// purged binary log file).
+    pub(crate) gaps: AtomicU64,
     /// Calls whose answer went back before the capture had read past their end.
     pub(crate) late: AtomicU64,
     pub(crate) stop: CancellationToken,
@@ -100,8 +103,12 @@ pub struct CaptureStats {
     pub lag_bytes: u64,
     /// Commits settled, by [`Settled`] in [`Settled::ALL`] order.
     pub settled: [u64; 4],
-    /// Times the slot was lost and a new one made (what was committed meanwhile was not read).
+    /// Times the slot or stream was lost and a new one opened.
     pub reopened: u64,
+    /// Times the capture went on from a later log position than it had read through (a new
+    /// slot on PostgreSQL, a purged binary log file on MySQL): what was committed between was
+    /// not read.
+    pub gaps: u64,
     /// Calls judged before the capture had read past their end.
     pub late: u64,
 }
@@ -144,6 +151,7 @@ impl Shared {
             options,
             lag: AtomicU64::new(0),
             reopened: AtomicU64::new(0),
+            gaps: AtomicU64::new(0),
             late: AtomicU64::new(0),
             stop: CancellationToken::new(),
             backend,
@@ -204,11 +212,17 @@ impl Capture {
             shared: self.shared.clone(),
             finished: false,
         };
-        match self.shared.positions.start().await {
-            Ok(lsn) => lock(&self.shared.ledger).started(id, lsn),
+        // Bounded, so that a database that cannot be reached (restarting) delays the call by
+        // at most this before it goes upstream.
+        match tokio::time::timeout(START_READ_LIMIT, self.shared.positions.start()).await {
+            Ok(Ok(lsn)) => lock(&self.shared.ledger).started(id, lsn),
             // The start stays unknown: the call is a candidate of every commit until it
             // ends, so it can widen a set, never take a commit that is not its.
-            Err(e) => capture_error("reading the log position at a call's start", &e),
+            Ok(Err(e)) => capture_error("reading the log position at a call's start", &e),
+            Err(_) => capture_error(
+                "reading the log position at a call's start",
+                &"no answer within 1 s",
+            ),
         }
         ticket
     }
@@ -218,7 +232,7 @@ impl Capture {
     pub async fn finish(&self, mut ticket: Ticket) -> CallShare {
         ticket.finished = true;
         let id = ticket.id;
-        let end = match self.shared.positions.end().await {
+        let end = match self.end_within_wait().await {
             Ok(lsn) => lsn,
             Err(e) => {
                 capture_error("reading the log position at a call's end", &e);
@@ -238,12 +252,37 @@ impl Capture {
         )
         .await
         .is_ok_and(|r| r.is_ok());
-        let mut share = lock(&self.shared.ledger).judge(id);
-        if !caught_up {
+        if caught_up {
+            lock(&self.shared.ledger).judge(id)
+        } else {
             self.shared.late.fetch_add(1, Ordering::Relaxed);
-            share.gap = true;
+            lock(&self.shared.ledger).judge_late(id)
         }
-        share
+    }
+
+    /// The log position at a call's end, read again every 100 ms while the database cannot
+    /// be asked (it is restarting), for at most [`CaptureOptions::wait`]: a later read only
+    /// widens the call's interval, never drops a commit from it. The last error after that.
+    async fn end_within_wait(&self) -> Result<Lsn, String> {
+        let deadline = tokio::time::Instant::now() + self.shared.options.wait;
+        loop {
+            let read = tokio::time::timeout_at(deadline, self.shared.positions.end()).await;
+            match read {
+                Ok(Ok(lsn)) => return Ok(lsn),
+                Ok(Err(e)) if tokio::time::Instant::now() < deadline => {
+                    tracing::debug!(target: "hintaudit::proxy", "capture: a call's end: {e}");
+                }
+                Ok(Err(e)) => return Err(e),
+                Err(_) => return Err("the database did not answer in time".into()),
+            }
+            tokio::select! {
+                () = self.shared.stop.cancelled() => return Err("the capture stopped".into()),
+                () = tokio::time::sleep_until(deadline) => {
+                    return Err("the database could not be asked in time".into())
+                }
+                () = tokio::time::sleep(Duration::from_millis(100)) => {}
+            }
+        }
     }
 
     /// The database system whose log it reads: `postgresql` or `mysql`.
@@ -258,6 +297,7 @@ impl Capture {
             lag_bytes: self.shared.lag.load(Ordering::Relaxed),
             settled: Settled::ALL.map(|s| ledger.settled(s)),
             reopened: self.shared.reopened.load(Ordering::Relaxed),
+            gaps: self.shared.gaps.load(Ordering::Relaxed),
             late: self.shared.late.load(Ordering::Relaxed),
         }
     }
@@ -272,6 +312,10 @@ impl Capture {
         }
     }
 }
+
+/// How long a call waits, at most, for the log position at its start before it goes
+/// upstream with its start unknown (a candidate of every commit until it ends).
+const START_READ_LIMIT: Duration = Duration::from_secs(1);
 
 /// A call registered with the capture ([`Capture::begin`]).
 #[derive(Debug)]

@@ -6,8 +6,9 @@
 //! events of the database the URL names are counted per table and transaction; a
 //! transaction's commit (its `XID` event, or a `COMMIT` query for non-transactional tables)
 //! carries its end position. Nothing is kept on the server for the stream: the binary log
-//! is the server's own, rotated and purged by its own settings, and a lost stream resumes
-//! from the last position read.
+//! is the server's own, rotated and purged by its own settings, and a lost stream (a server
+//! restart) resumes from the last position read outside a transaction (from the log's end,
+//! a counted gap, when that file was purged meanwhile).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -27,15 +28,22 @@ use crate::capture::{CaptureError, Shared, capture_error, lock};
 #[derive(Debug)]
 pub(crate) struct Positions {
     pool: Pool,
+    /// The statement this server answers with the end of its binary log.
+    status: &'static str,
 }
 
 impl Positions {
     /// The end of the binary log now: every commit written after this read ends beyond it,
     /// every commit that returned to its client before it ends at or before it.
     pub(crate) async fn now(&self) -> Result<Lsn, mysql_async::Error> {
-        let mut conn = self.pool.get_conn().await?;
-        let (file, pos) = master_status(&mut conn).await?;
+        let (file, pos) = self.end_of_log().await?;
         Ok(fold(&file, pos))
+    }
+
+    /// The end of the binary log now, as its file and offset.
+    async fn end_of_log(&self) -> Result<(String, u64), mysql_async::Error> {
+        let mut conn = self.pool.get_conn().await?;
+        log_status(&mut conn, self.status).await
     }
 }
 
@@ -66,11 +74,41 @@ pub(crate) fn behind(now: Lsn, read: Lsn) -> u64 {
     }
 }
 
-async fn master_status(conn: &mut Conn) -> Result<(String, u64), mysql_async::Error> {
-    let row: Option<mysql_async::Row> = conn.query_first("SHOW MASTER STATUS").await?;
+/// The statements that give the end of the binary log (file, position), newest first:
+/// MySQL 8.2 and later (`SHOW MASTER STATUS` was removed in 8.4), MariaDB 10.5.2 and later,
+/// and the older servers of both.
+const LOG_STATUS: [&str; 3] = [
+    "SHOW BINARY LOG STATUS",
+    "SHOW BINLOG STATUS",
+    "SHOW MASTER STATUS",
+];
+
+/// MySQL's and MariaDB's `ER_PARSE_ERROR`: the server does not know the statement.
+const ER_PARSE_ERROR: u16 = 1064;
+
+/// The first of [`LOG_STATUS`] this server knows, with its answer. A statement the server
+/// does not parse moves on to the next; any other error (a missing privilege) is returned.
+async fn pick_log_status(
+    conn: &mut Conn,
+) -> Result<(&'static str, (String, u64)), mysql_async::Error> {
+    let mut last = None;
+    for statement in LOG_STATUS {
+        match log_status(conn, statement).await {
+            Ok(at) => return Ok((statement, at)),
+            Err(mysql_async::Error::Server(e)) if e.code == ER_PARSE_ERROR => {
+                last = Some(mysql_async::Error::Server(e));
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| mysql_async::Error::Other("no binary log status".into())))
+}
+
+async fn log_status(conn: &mut Conn, statement: &str) -> Result<(String, u64), mysql_async::Error> {
+    let row: Option<mysql_async::Row> = conn.query_first(statement).await?;
     let row = row.ok_or_else(|| {
         mysql_async::Error::Other(
-            "SHOW MASTER STATUS returned nothing: the binary log is off".into(),
+            format!("{statement} returned nothing: the binary log is off").into(),
         )
     })?;
     let file: String = row.get(0).unwrap_or_default();
@@ -133,13 +171,14 @@ pub(crate) async fn open(url: &str) -> Result<(Positions, Source), CaptureError>
              (SET GLOBAL binlog_format = 'ROW' and in the server's configuration)"
         )));
     }
-    let (file, pos) = master_status(&mut conn).await.map_err(db_error(
-        "SHOW MASTER STATUS (needs BINLOG MONITOR on MariaDB, REPLICATION CLIENT on MySQL)",
+    let (status, (file, pos)) = pick_log_status(&mut conn).await.map_err(db_error(
+        "reading the end of the binary log (SHOW BINARY LOG STATUS or SHOW BINLOG STATUS; \
+         needs REPLICATION CLIENT on MySQL, BINLOG MONITOR on MariaDB)",
     ))?;
     drop(conn);
-    tracing::info!(target: "hintaudit::proxy", "capture: binary log from {file}:{pos}");
+    tracing::info!(target: "hintaudit::proxy", "capture: binary log from {file}:{pos} ({status})");
     Ok((
-        Positions { pool },
+        Positions { pool, status },
         Source {
             opts,
             database,
@@ -178,14 +217,25 @@ impl Open {
     }
 }
 
-/// Streams the binary log until stopped; a lost stream resumes from the last position read
-/// (nothing is lost while the server keeps that file), else from the end (a gap).
+/// Streams the binary log until stopped; a lost stream (a server restart) resumes, every
+/// second until the server answers, from the last position read outside a transaction:
+/// nothing is lost while the server keeps that file. When the server cannot send from there
+/// (the file was purged meanwhile: `ERROR 1236`), the stream goes on from the log's end and
+/// the part between is a gap, counted, as a lost slot is on PostgreSQL.
 pub(crate) async fn run(mut source: Source, shared: Arc<Shared>, positions: Arc<Positions>) {
     let server_id = 0x4841_0000 | (std::process::id() & 0xFFFF);
     loop {
         match stream(&mut source, &shared, &positions, server_id).await {
             Ok(()) => break,
-            Err(e) => capture_error("reading the binary log", &e),
+            Err(e) => {
+                capture_error(
+                    "reading the binary log",
+                    &format_args!("{e} (resuming from {:?} at {})", source.file, source.pos),
+                );
+                if matches!(&e, mysql_async::Error::Server(s) if s.code == 1236) {
+                    skip_to_end(&mut source, &shared, &positions).await;
+                }
+            }
         }
         tokio::select! {
             () = shared.stop.cancelled() => break,
@@ -193,6 +243,27 @@ pub(crate) async fn run(mut source: Source, shared: Arc<Shared>, positions: Arc<
         }
         shared.reopened.fetch_add(1, Ordering::Relaxed);
     }
+}
+
+/// The stream cannot resume where it stopped: it goes on from the log's end, and what lies
+/// between is a gap (counted; the calls overlapping it are marked incomplete).
+async fn skip_to_end(source: &mut Source, shared: &Shared, positions: &Positions) {
+    let Ok((file, pos)) = positions.end_of_log().await else {
+        return;
+    };
+    let from = *shared.decoded.borrow();
+    let to = fold(&file, pos);
+    tracing::warn!(
+        target: "hintaudit::proxy",
+        "capture: the binary log from {}:{} is gone; going on from {file}:{pos}: changes \
+         committed between were not read (calls in flight then are marked incomplete)",
+        source.file,
+        source.pos
+    );
+    (source.file, source.pos) = (file, pos);
+    shared.gaps.fetch_add(1, Ordering::Relaxed);
+    lock(&shared.ledger).gap(from, to);
+    shared.decoded.send_modify(|d| *d = (*d).max(to));
 }
 
 async fn stream(
@@ -207,6 +278,13 @@ async fn stream(
         .with_pos(source.pos);
     let mut events = conn.get_binlog_stream(request).await?;
     let mut open = Open::default();
+    // The stream opens with a rotate event naming the file asked for, sent before any format
+    // description: read without knowing the checksum, its name ends in the checksum's 4
+    // bytes. Only rotates after a format description name a file.
+    let mut described = false;
+    // A table map read and its transaction's commit not yet: the stream resumes from before
+    // it, so a transaction cut by a lost stream is read again whole.
+    let mut mapped = false;
     let mut tick = tokio::time::interval(shared.options.interval);
     loop {
         let event = tokio::select! {
@@ -239,10 +317,14 @@ async fn stream(
         };
         match data {
             EventData::RotateEvent(r) => {
-                source.file = r.name().trim_end_matches('\0').to_owned();
-                source.pos = r.position();
+                if described {
+                    source.file = r.name().trim_end_matches('\0').to_owned();
+                    source.pos = r.position();
+                }
                 continue;
             }
+            EventData::FormatDescriptionEvent(_) => described = true,
+            EventData::TableMapEvent(_) => mapped = true,
             EventData::RowsEvent(rows) => {
                 let Some(tme) = events.get_tme(rows.table_id()) else {
                     continue;
@@ -266,6 +348,7 @@ async fn stream(
                 }
             }
             EventData::XidEvent(_) => {
+                mapped = false;
                 let done = std::mem::take(&mut open);
                 if let Some(c) = done.commit(fold(&source.file, log_pos)) {
                     lock(&shared.ledger).decoded(c);
@@ -275,6 +358,7 @@ async fn stream(
                 let text = q.query();
                 let upper = text.trim_start().to_ascii_uppercase();
                 if upper.starts_with("COMMIT") {
+                    mapped = false;
                     let done = std::mem::take(&mut open);
                     if let Some(c) = done.commit(fold(&source.file, log_pos)) {
                         lock(&shared.ledger).decoded(c);
@@ -302,9 +386,11 @@ async fn stream(
             _ => {}
         }
         // The format description event at a file's start has its own small position: never
-        // move back.
+        // move back. Inside a transaction the resume position stays before it.
         if log_pos > source.pos {
-            source.pos = log_pos;
+            if !mapped {
+                source.pos = log_pos;
+            }
             let through = fold(&source.file, log_pos);
             shared.decoded.send_modify(|d| *d = (*d).max(through));
         }

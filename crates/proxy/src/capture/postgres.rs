@@ -159,6 +159,7 @@ pub(crate) async fn run(mut source: Source, shared: Arc<Shared>) {
                 };
                 decoder = Decoder::default();
                 shared.reopened.fetch_add(1, Ordering::Relaxed);
+                shared.gaps.fetch_add(1, Ordering::Relaxed);
                 lock(&shared.ledger).gap(from, source.start);
                 shared.decoded.send_modify(|d| *d = (*d).max(source.start));
                 tracing::warn!(

@@ -7,11 +7,11 @@ use sqlx::MySqlPool;
 
 use crate::support::*;
 
-fn mysql_url() -> String {
+pub(crate) fn mysql_url() -> String {
     std::env::var("HINTAUDIT_MYSQL_URL").unwrap_or_else(|_| "mysql://root@127.0.0.1:3306".into())
 }
 
-async fn mysql_or_skip() -> Option<MySqlPool> {
+pub(crate) async fn mysql_or_skip() -> Option<MySqlPool> {
     match MySqlPool::connect(&mysql_url()).await {
         Ok(p) => Some(p),
         Err(e) if hintaudit_test_support::required("HINTAUDIT_REQUIRE_MYSQL") => {
@@ -24,6 +24,16 @@ async fn mysql_or_skip() -> Option<MySqlPool> {
     }
 }
 
+/// Runs `statements` on the server, in order.
+pub(crate) async fn exec(admin: &MySqlPool, statements: impl IntoIterator<Item = String>) {
+    for sql in statements {
+        sqlx::raw_sql(sqlx::AssertSqlSafe(sql.clone()))
+            .execute(admin)
+            .await
+            .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn planted_lies_are_found_live_on_mariadb_from_the_binary_log() {
     let Some(admin) = mysql_or_skip().await else {
@@ -33,15 +43,14 @@ async fn planted_lies_are_found_live_on_mariadb_from_the_binary_log() {
         return;
     };
     let name = "hintaudit_proxy_my";
-    for sql in [
-        format!("DROP DATABASE IF EXISTS {name}"),
-        format!("CREATE DATABASE {name}"),
-    ] {
-        sqlx::raw_sql(sqlx::AssertSqlSafe(sql))
-            .execute(&admin)
-            .await
-            .expect("database");
-    }
+    exec(
+        &admin,
+        [
+            format!("DROP DATABASE IF EXISTS {name}"),
+            format!("CREATE DATABASE {name}"),
+        ],
+    )
+    .await;
     let db = format!("{}/{name}", mysql_url().trim_end_matches('/'));
     // archive_item deletes, then stays in flight for 4 s: calls of other tools overlap it.
     let upstream = fixture(py, &db, "FIXTURE_SLEEP_AFTER=archive_item=4");
@@ -140,9 +149,105 @@ async fn planted_lies_are_found_live_on_mariadb_from_the_binary_log() {
     let s = until(addr, |s| commits(s, "unattributed") > before).await;
     assert_eq!(commits(&s, "unattributed"), before + 1.0, "{}", s.text);
     drop(client);
-    let _ = sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
-        "DROP DATABASE IF EXISTS {name}"
-    )))
-    .execute(&admin)
+    exec(&admin, [format!("DROP DATABASE IF EXISTS {name}")]).await;
+}
+
+/// Positions are server-wide: another database's writers move the binary log on during
+/// every call. The calls' own commits still fall in their intervals (attributed, the lies
+/// found), the other database's commits are no commit of this proxy's (neither
+/// unattributed nor ambiguous), and none is dropped.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn other_writers_on_the_same_server_change_nothing() {
+    let Some(admin) = mysql_or_skip().await else {
+        return;
+    };
+    let Some(py) = python_or_skip() else {
+        return;
+    };
+    let (name, other) = ("hintaudit_proxy_my_busy", "hintaudit_proxy_my_other");
+    exec(
+        &admin,
+        [
+            format!("DROP DATABASE IF EXISTS {name}"),
+            format!("CREATE DATABASE {name}"),
+            format!("DROP DATABASE IF EXISTS {other}"),
+            format!("CREATE DATABASE {other}"),
+            format!("CREATE TABLE {other}.t (id INT AUTO_INCREMENT PRIMARY KEY, n INT)"),
+        ],
+    )
+    .await;
+    let db = format!("{}/{name}", mysql_url().trim_end_matches('/'));
+    let (_proxy, addr) = proxy_http(&["--stdio", &fixture(py, &db, ""), "--database", &db]).await;
+    let client = http_client(&format!("http://{addr}/mcp")).await;
+    client.list_all_tools().await.expect("tools/list");
+    let a = |v: serde_json::Value| v.as_object().cloned().unwrap_or_default();
+    // The fixture's seed committed before this first call: read by its end.
+    call(&client, "read_query", a(json!({"query": "SELECT 1"}))).await;
+    let before = metrics(addr).await;
+
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writer = {
+        let (admin, stop) = (admin.clone(), stop.clone());
+        tokio::spawn(async move {
+            let mut n = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
+                    "INSERT INTO {other}.t (n) VALUES ({n})"
+                )))
+                .execute(&admin)
+                .await
+                .expect("the other database's write");
+                n += 1;
+            }
+            n
+        })
+    };
+    for id in 1..=3 {
+        call(&client, "get_item", a(json!({"id": id}))).await;
+    }
+    call(&client, "archive_item", a(json!({"id": 4}))).await;
+    call(&client, "add_note", a(json!({"id": 9, "text": "nine"}))).await;
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let other_writes = writer.await.expect("writer");
+    assert!(other_writes > 0, "the other database was written to");
+
+    let s = metrics(addr).await;
+    assert_eq!(
+        violations(&s, "get_item", "read_only_write"),
+        3.0,
+        "{}",
+        s.text
+    );
+    assert_eq!(
+        violations(&s, "archive_item", "undeclared_destructive"),
+        1.0
+    );
+    let inserted = s.value(
+        "hintaudit_tool_row_changes_total",
+        &[
+            ("tool", "add_note"),
+            ("table", "notes"),
+            ("operation", "insert"),
+        ],
+    );
+    assert_eq!(inserted, Some(1.0), "{}", s.text);
+    for outcome in ["unattributed", "ambiguous", "dropped"] {
+        assert_eq!(
+            commits(&s, outcome),
+            commits(&before, outcome),
+            "{outcome}: {} other commits\n{}",
+            other_writes,
+            s.text
+        );
+    }
+    assert_eq!(
+        commits(&s, "attributed") - commits(&before, "attributed"),
+        5.0
+    );
+    drop(client);
+    exec(
+        &admin,
+        [name, other].map(|db| format!("DROP DATABASE IF EXISTS {db}")),
+    )
     .await;
 }
