@@ -10,6 +10,11 @@
 //! attributed to the calls in flight by the log's positions, never by clocks
 //! ([design: the proxy's evidence](../../../docs/design.md#the-proxys-evidence)).
 //!
+//! Each downstream session has an upstream connection of its own ([`Forward::for_session`]),
+//! opened with the client's own `initialize` params; its [`Relay`] sends the upstream's
+//! requests to the client (sampling, elicitation, roots) and its notifications to that
+//! session only. With a `--stdio` upstream that is one child per session.
+//!
 //! ```no_run
 //! # async fn run() -> anyhow::Result<()> {
 //! use clap::Parser;
@@ -30,13 +35,20 @@
 
 /// Change capture from the database's log, and attribution by log position.
 pub mod capture;
+/// What passing a request on shares in both directions: `_meta`, cancellation.
+mod exchange;
 /// The forwarding `ServerHandler`.
 mod forward;
 /// The capture's Prometheus metrics.
 mod metrics;
+/// The client side of an upstream connection: what the upstream asks or notifies, sent to
+/// the session it serves.
+mod relay;
 /// The command: arguments, start-up, serving downstream.
 mod serve;
-/// The upstream connection and the notifications it relays downstream.
+/// A downstream session's own upstream connection.
+mod session;
+/// An upstream connection, made again when lost.
 mod upstream;
 
 pub use capture::{
@@ -44,5 +56,6 @@ pub use capture::{
 };
 pub use forward::Forward;
 pub use metrics::CaptureMetrics;
+pub use relay::Relay;
 pub use serve::{Proxy, ProxyArgs, run, start};
-pub use upstream::{Relay, Upstream, UpstreamError, UpstreamSpec};
+pub use upstream::{Upstream, UpstreamError, UpstreamSpec};

@@ -20,7 +20,8 @@ use tower::Layer;
 use crate::capture::{Capture, CaptureOptions};
 use crate::forward::Forward;
 use crate::metrics::CaptureMetrics;
-use crate::upstream::{Relay, Upstream, UpstreamSpec};
+use crate::relay::Relay;
+use crate::upstream::{Upstream, UpstreamSpec};
 
 /// Arguments of `hintaudit proxy`.
 #[derive(Debug, Clone, clap::Args)]
@@ -70,14 +71,26 @@ pub struct ProxyArgs {
 
 /// A running proxy.
 pub struct Proxy {
-    /// The audited handler.
+    /// The audited handler on the start-up connection (requests without a session). A
+    /// downstream session is served by [`Proxy::session`].
     pub audit: HintAudit<Forward>,
-    /// The upstream connection.
+    /// The start-up connection: it checked the upstream works and learnt its tools; it
+    /// serves requests that arrive without a session, and is closed when the first session
+    /// opens its own (it connects again when needed).
     pub upstream: Arc<Upstream>,
     /// The capture, with `--database`.
     pub capture: Option<Capture>,
     /// The Prometheus recorder (its registry serves `/metrics`).
     pub metrics: PrometheusRecorder,
+}
+
+impl Proxy {
+    /// The audited handler of a new downstream session: the same audit (judge, recorders,
+    /// learned hints) around a [`Forward::for_session`], which opens its own upstream
+    /// connection at the session's `initialize` and closes it when dropped.
+    pub fn session(&self) -> HintAudit<Forward> {
+        self.audit.rewrap(self.audit.inner().for_session())
+    }
 }
 
 impl std::fmt::Debug for Proxy {
@@ -165,7 +178,8 @@ pub async fn start(args: &ProxyArgs) -> anyhow::Result<Proxy> {
 }
 
 /// Serves the proxy until the downstream stdio closes or, over HTTP, until Ctrl-C or
-/// SIGTERM; then closes the upstream and the capture (which drops the slot).
+/// SIGTERM; then closes the upstream connections (every session's and the start-up one) and
+/// the capture (which drops the slot).
 ///
 /// # Errors
 /// When the proxy cannot start ([`start`]) or the address cannot be bound.
@@ -175,7 +189,7 @@ pub async fn run(args: ProxyArgs) -> anyhow::Result<()> {
         Some(addr) => serve_http(&proxy, addr, &args.allowed_hosts).await,
         None => serve_stdio(&proxy, args.metrics).await,
     };
-    proxy.upstream.close().await;
+    proxy.audit.inner().close_all().await;
     if let Some(c) = &proxy.capture {
         c.shutdown().await;
     }
@@ -187,7 +201,9 @@ async fn serve_stdio(proxy: &Proxy, metrics: Option<SocketAddr>) -> anyhow::Resu
         Some(addr) => Some(serve_metrics(addr, proxy.metrics.registry().clone()).await?),
         None => None,
     };
-    let running = proxy.audit.clone().serve(rmcp::transport::stdio()).await?;
+    // Stdio downstream is one session: one upstream connection of its own (closed by `run`,
+    // with every session's).
+    let running = proxy.session().serve(rmcp::transport::stdio()).await?;
     tokio::select! {
         r = running.waiting() => { r?; }
         () = shutdown_signal() => {}
@@ -207,9 +223,11 @@ async fn serve_http(proxy: &Proxy, addr: SocketAddr, hosts: &[String]) -> anyhow
         allowed.extend(hosts.iter().cloned());
         config = config.with_allowed_hosts(allowed);
     }
-    let factory = proxy.audit.clone();
+    // One handler per session, each with its own upstream connection (a stateless request
+    // gets a handler without one, and goes on the start-up connection).
+    let audit = proxy.audit.clone();
     let service = StreamableHttpService::new(
-        move || Ok(factory.clone()),
+        move || Ok(audit.rewrap(audit.inner().for_session())),
         Arc::new(LocalSessionManager::default()),
         config,
     );

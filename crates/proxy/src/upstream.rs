@@ -1,26 +1,21 @@
 //! The upstream MCP server: a child process over stdio (started as `hintaudit verify --stdio`
 //! starts one: `NAME=value` words first set its environment) or a streamable HTTP endpoint.
 //!
-//! One connection serves every downstream session. When the child exits or the connection
-//! closes, the request in flight fails with an internal error that says so, and the next
-//! request connects again (a new child for `--stdio`): the proxy keeps serving.
-//! Notifications the upstream sends (progress, log messages, list changes) go to the
-//! downstream sessions ([`Relay`]).
+//! An [`Upstream`] is one connection, with one [`Relay`] as its client side: the start-up
+//! connection, or a downstream session's own ([`Upstream::another`]). When the child exits or
+//! the connection closes, the request in flight fails with an internal error that says so,
+//! and the next request connects again with the same relay, so the same `initialize` params
+//! (a new child for `--stdio`): the proxy keeps serving.
 
-use std::collections::HashMap;
 use std::process::Stdio;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-#[allow(deprecated)] // logging notifications: deprecated upstream (SEP-2577), still relayed
-use rmcp::model::{
-    ClientConfig, LoggingMessageNotificationParam, ProgressNotificationParam, ProgressToken,
-    ResourceUpdatedNotificationParam,
-};
-use rmcp::service::{NotificationContext, Peer, RunningService};
+use rmcp::service::{Peer, RunningService};
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
-use rmcp::{ClientHandler, RoleClient, RoleServer, ServiceExt};
+use rmcp::{RoleClient, ServiceExt};
 use tokio::io::{AsyncBufReadExt, BufReader};
+
+use crate::relay::Relay;
 
 /// Where the upstream server is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -75,123 +70,9 @@ fn split_command(line: &str) -> Option<(Env, Vec<String>)> {
     (!words.is_empty()).then_some((env, words))
 }
 
-/// The downstream sessions, for notifications the upstream sends.
-#[derive(Debug, Clone, Default)]
-pub struct Relay {
-    inner: Arc<Mutex<RelayState>>,
-}
-
-#[derive(Debug, Default)]
-struct RelayState {
-    peers: Vec<Peer<RoleServer>>,
-    /// The upstream progress token of a request in flight → the downstream token and session.
-    progress: HashMap<ProgressToken, (ProgressToken, Peer<RoleServer>)>,
-}
-
-impl Relay {
-    fn state(&self) -> std::sync::MutexGuard<'_, RelayState> {
-        self.inner.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Remembers a downstream session, for broadcast notifications.
-    pub fn session(&self, peer: &Peer<RoleServer>) {
-        let mut s = self.state();
-        s.peers.retain(|p| !p.is_transport_closed());
-        if s.peers.len() < 1024 {
-            s.peers.push(peer.clone());
-        }
-    }
-
-    /// Progress for `upstream` goes to `downstream` on `peer` while the request is in flight.
-    pub fn progress(
-        &self,
-        upstream: ProgressToken,
-        downstream: ProgressToken,
-        peer: Peer<RoleServer>,
-    ) {
-        self.state().progress.insert(upstream, (downstream, peer));
-    }
-
-    /// The request with progress token `upstream` finished. Its mapping stays a moment
-    /// longer: rmcp handles each notification on a task of its own, so progress the upstream
-    /// sent just before its answer may be handled just after it.
-    pub fn done(&self, upstream: &ProgressToken) {
-        let relay = self.clone();
-        let token = upstream.clone();
-        tokio::spawn(async move {
-            tokio::time::sleep(std::time::Duration::from_secs(2)).await;
-            relay.state().progress.remove(&token);
-        });
-    }
-
-    fn peers(&self) -> Vec<Peer<RoleServer>> {
-        let mut s = self.state();
-        s.peers.retain(|p| !p.is_transport_closed());
-        s.peers.clone()
-    }
-}
-
-impl ClientHandler for Relay {
-    async fn on_progress(
-        &self,
-        mut params: ProgressNotificationParam,
-        _context: NotificationContext<RoleClient>,
-    ) {
-        let target = self.state().progress.get(&params.progress_token).cloned();
-        if let Some((token, peer)) = target {
-            params.progress_token = token;
-            let _ = peer.notify_progress(params).await;
-        }
-    }
-
-    #[allow(deprecated)]
-    async fn on_logging_message(
-        &self,
-        params: LoggingMessageNotificationParam,
-        _context: NotificationContext<RoleClient>,
-    ) {
-        for peer in self.peers() {
-            #[allow(deprecated)]
-            let _ = peer.notify_logging_message(params.clone()).await;
-        }
-    }
-
-    async fn on_resource_updated(
-        &self,
-        params: ResourceUpdatedNotificationParam,
-        _context: NotificationContext<RoleClient>,
-    ) {
-        for peer in self.peers() {
-            let _ = peer.notify_resource_updated(params.clone()).await;
-        }
-    }
-
-    async fn on_resource_list_changed(&self, _context: NotificationContext<RoleClient>) {
-        for peer in self.peers() {
-            let _ = peer.notify_resource_list_changed().await;
-        }
-    }
-
-    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
-        for peer in self.peers() {
-            let _ = peer.notify_tool_list_changed().await;
-        }
-    }
-
-    async fn on_prompt_list_changed(&self, _context: NotificationContext<RoleClient>) {
-        for peer in self.peers() {
-            let _ = peer.notify_prompt_list_changed().await;
-        }
-    }
-
-    fn get_info(&self) -> ClientConfig {
-        ClientConfig::default()
-    }
-}
-
 type Service = RunningService<RoleClient, Relay>;
 
-/// The connection to the upstream server, made again when it is lost.
+/// A connection to the upstream server, made again when it is lost, with the same relay.
 #[derive(Debug)]
 pub struct Upstream {
     spec: UpstreamSpec,
@@ -203,7 +84,9 @@ pub struct Upstream {
 }
 
 impl Upstream {
-    /// Connects to the upstream server and completes the MCP handshake within `timeout`.
+    /// Connects to the upstream server and completes the MCP handshake within `timeout`,
+    /// introducing itself with the relay's client params ([`Relay::for_session`]; the
+    /// start-up connection's [`Relay::default`] declares no capabilities).
     ///
     /// # Errors
     /// When the command cannot be parsed or started, or the handshake fails.
@@ -223,7 +106,16 @@ impl Upstream {
         Ok(up)
     }
 
-    /// The relay that carries upstream notifications downstream.
+    /// Another connection to the same server, with `relay` as its client side (a downstream
+    /// session's own connection: a new child for `--stdio`, a new MCP session over HTTP).
+    ///
+    /// # Errors
+    /// As [`Upstream::connect`].
+    pub async fn another(&self, relay: Relay) -> Result<Upstream, UpstreamError> {
+        Upstream::connect(self.spec.clone(), relay, self.timeout).await
+    }
+
+    /// The relay: this connection's client side.
     pub fn relay(&self) -> &Relay {
         &self.relay
     }

@@ -111,6 +111,22 @@ impl<H: ServerHandler> HintAudit<H> {
         }
     }
 
+    /// The same audit around another handler: the result shares this one's judge,
+    /// recorder, span maker, settings and learned hints (so a tool listed through one is
+    /// known to the other, and its listing findings are not given twice), and wraps `inner`.
+    ///
+    /// For servers that make a handler per session, each with state of its own: rmcp's
+    /// `StreamableHttpService` calls its factory once per session, and
+    /// `move || Ok(audit.rewrap(MyHandler::for_session()))` gives each session a fresh
+    /// handler under one audit. ([`Clone`] wraps a clone of the *same* inner handler.)
+    pub fn rewrap(&self, inner: H) -> Self {
+        HintAudit {
+            inner,
+            config: self.config.clone(),
+            registry: self.registry.clone(),
+        }
+    }
+
     /// The wrapped handler.
     pub fn inner(&self) -> &H {
         &self.inner

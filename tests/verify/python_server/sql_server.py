@@ -32,6 +32,13 @@ Switches for tests:
   (a call still in flight after its commit, for overlapping calls).
 - FIXTURE_PROGRESS=1: adds count_to(n), which reports progress n times (notifications
   through `hintaudit proxy`).
+- FIXTURE_RELAY=<dir>: adds the tools `hintaudit proxy`'s relay tests call (count_to too):
+  whoami (the client as this server sees it), pid (writes <dir>/pid-<pid> at start-up too),
+  echo_meta (the request's _meta), slow(label, seconds) (writes <dir>/started-<label>, and
+  <dir>/cancelled-<label> when the client cancels it), shout(text) (a log message and a
+  tools list_changed), ask_sampling(prompt), ask_elicitation(message), ask_roots() (the
+  client's answer, or its error as text); a roots/list_changed notification from the client
+  writes <dir>/roots-changed-<pid>.
 - FIXTURE_STDERR_LINES=<n>: writes n numbered lines on stderr, then exits (a startup
   failure whose cause is not on the last line).
 """
@@ -239,6 +246,131 @@ if os.environ.get("FIXTURE_PROGRESS") == "1":
         return f"counted to {n}"
 
 
+RELAY_DIR = os.environ.get("FIXTURE_RELAY")
+if RELAY_DIR:
+    # Only with the switch: verify's runs of this fixture see the tools above and no others.
+    import warnings
+
+    import anyio
+    from mcp import types
+
+    # Logging, sampling and roots are deprecated as of 2026-07-28 and still spoken here.
+    warnings.filterwarnings("ignore", message="The .* capability is deprecated")
+    from mcp.server.mcpserver import Context
+
+    def _mark(name: str) -> None:
+        with open(os.path.join(RELAY_DIR, name), "w") as f:
+            f.write(str(os.getpid()))
+
+    def _error(e: Exception) -> str:
+        code = getattr(e, "code", None)
+        message = getattr(getattr(e, "error", None), "message", None) or str(e)
+        return f"error {code}: {message}"
+
+    if os.environ.get("FIXTURE_PROGRESS") != "1":
+
+        @mcp.tool(annotations=hints(read_only=True))
+        async def count_to(n: int, ctx: Context) -> str:
+            """Counts to n, reporting progress at each step."""
+            for i in range(1, n + 1):
+                await ctx.report_progress(i, n, f"step {i} of {n}")
+            return f"counted to {n}"
+
+    @mcp.tool(annotations=hints(read_only=True))
+    def whoami(ctx: Context) -> str:
+        """The client as this server sees it: its initialize params (and their _meta)."""
+        params = ctx.session.client_params
+        if params is None:
+            return "{}"
+        raw = params.model_dump(by_alias=True, exclude_none=True, mode="json")
+        return json.dumps(
+            {
+                "client": params.client_info.name,
+                "version": params.client_info.version,
+                "protocol": params.protocol_version,
+                "capabilities": raw.get("capabilities"),
+                "meta": raw.get("_meta"),
+            },
+            sort_keys=True,
+        )
+
+    @mcp.tool(annotations=hints(read_only=True))
+    def pid() -> str:
+        """This server's process id."""
+        return str(os.getpid())
+
+    @mcp.tool(annotations=hints(read_only=True))
+    def echo_meta(ctx: Context) -> str:
+        """The request's _meta, as received (without the progress token)."""
+        raw = (ctx.request_context.params or {}).get("_meta") or {}
+        meta = {k: v for k, v in dict(raw).items() if k != "progressToken"}
+        return json.dumps(meta, sort_keys=True, default=str)
+
+    @mcp.tool(annotations=hints(read_only=True))
+    async def slow(label: str, seconds: float) -> str:
+        """Sleeps; records its start, and its cancellation by the client."""
+        _mark(f"started-{label}")
+        try:
+            await anyio.sleep(seconds)
+        except anyio.get_cancelled_exc_class():
+            _mark(f"cancelled-{label}")
+            raise
+        return f"slept {seconds}"
+
+    @mcp.tool(annotations=hints(read_only=True))
+    async def shout(text: str, ctx: Context) -> str:
+        """Sends a log message and a tools list_changed notification."""
+        await ctx.session.send_log_message(
+            level="info", data=text, logger="fixture", related_request_id=ctx.request_id
+        )
+        try:
+            await ctx.session.send_tool_list_changed()
+        except Exception as e:  # noqa: BLE001 - no standalone channel: say so
+            return f"shouted; list_changed not sent: {e}"
+        return "shouted"
+
+    @mcp.tool(annotations=hints(read_only=True))
+    async def ask_sampling(prompt: str, ctx: Context) -> str:
+        """Asks the client's model (sampling/createMessage)."""
+        try:
+            result = await ctx.session.create_message(
+                messages=[
+                    types.SamplingMessage(role="user", content=types.TextContent(type="text", text=prompt))
+                ],
+                max_tokens=16,
+                related_request_id=ctx.request_id,
+            )
+        except Exception as e:  # noqa: BLE001
+            return _error(e)
+        return json.dumps(result.model_dump(by_alias=True, exclude_none=True, mode="json"), sort_keys=True)
+
+    @mcp.tool(annotations=hints(read_only=True))
+    async def ask_elicitation(message: str, ctx: Context) -> str:
+        """Asks the user for a name (elicitation/create, form mode)."""
+        schema = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+        try:
+            result = await ctx.session.elicit_form(message, schema, related_request_id=ctx.request_id)
+        except Exception as e:  # noqa: BLE001
+            return _error(e)
+        return json.dumps(result.model_dump(by_alias=True, exclude_none=True, mode="json"), sort_keys=True)
+
+    @mcp.tool(annotations=hints(read_only=True))
+    async def ask_roots(ctx: Context) -> str:
+        """Asks the client for its roots (roots/list)."""
+        try:
+            result = await ctx.session.list_roots()
+        except Exception as e:  # noqa: BLE001
+            return _error(e)
+        return json.dumps(result.model_dump(by_alias=True, exclude_none=True, mode="json"), sort_keys=True)
+
+    async def _roots_changed(ctx, params) -> None:
+        _mark(f"roots-changed-{os.getpid()}")
+
+    mcp._lowlevel_server.add_notification_handler(
+        "notifications/roots/list_changed", types.NotificationParams, _roots_changed
+    )
+
+
 SEED = [
     "CREATE TABLE {items} (id INTEGER PRIMARY KEY, name TEXT NOT NULL, "
     "qty INTEGER NOT NULL DEFAULT 0, views INTEGER NOT NULL DEFAULT 0)",
@@ -303,6 +435,8 @@ def main() -> None:
         print(f"connecting with password {password}", file=sys.stderr, flush=True)
     if password is None or password == "right-hunter2":
         init_db()
+    if RELAY_DIR:
+        _mark(f"pid-{os.getpid()}")
     if ARGS.http:
         mcp.run("streamable-http", host="127.0.0.1", port=ARGS.http)
     elif ARGS.sse:

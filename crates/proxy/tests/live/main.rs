@@ -3,14 +3,20 @@
 //! streamable HTTP, a PostgreSQL server with `wal_level = logical` and a MariaDB server with
 //! its binary log on in ROW format.
 //!
+//! The relay tests (relay.rs: server→client requests, notifications per session, an upstream
+//! child per session) run the fixture on a SQLite file of their own and need Python only.
+//!
 //! Each test makes a database of its own, so only its own commits reach its slot; the
 //! restart tests (restart.rs) restart a PostgreSQL and a MariaDB server of their own. Without
 //! a server or Python they print why and skip (`HINTAUDIT_REQUIRE_PG`,
 //! `HINTAUDIT_REQUIRE_MYSQL`, `HINTAUDIT_REQUIRE_ALL` make them fail instead). No test asserts on time.
 
+mod cancel;
+mod clients;
 mod indirect;
 mod mariadb;
 mod postgres;
+mod relay;
 mod restart;
 mod support;
 mod transcripts;

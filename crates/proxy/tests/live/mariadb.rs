@@ -54,7 +54,17 @@ async fn planted_lies_are_found_live_on_mariadb_from_the_binary_log() {
     let db = format!("{}/{name}", mysql_url().trim_end_matches('/'));
     // archive_item deletes, then stays in flight for 4 s: calls of other tools overlap it.
     let upstream = fixture(py, &db, "FIXTURE_SLEEP_AFTER=archive_item=4");
-    let (_proxy, addr) = proxy_http(&["--stdio", &upstream, "--database", &db]).await;
+    // The capture's wait is an upper bound (a call's answer waits for the log at most that
+    // long): room for a loaded machine, where each session's own upstream child starts too.
+    let args = [
+        "--stdio",
+        &upstream,
+        "--database",
+        &db,
+        "--capture-wait-ms",
+        "30000",
+    ];
+    let (_proxy, addr) = proxy_http(&args).await;
     let url = format!("http://{addr}/mcp");
     let client = http_client(&url).await;
     client.list_all_tools().await.expect("tools/list");

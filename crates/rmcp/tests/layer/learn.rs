@@ -89,3 +89,28 @@ async fn a_panicking_recorder_while_learning_is_counted() {
     );
     assert!(stats().audit_errors(AuditStage::Record) >= before + tools.len() as u64);
 }
+
+#[tokio::test]
+async fn a_rewrapped_handler_shares_the_audit() {
+    let (layer, seen) = recording_layer();
+    let first = layer.layer(Clinic::new());
+    let tools = Clinic::tools();
+    first.learn_tools(&tools);
+    let second = first.rewrap(Clinic::new());
+    // The hints learned through one are known to the other, and nothing is declared again.
+    assert_eq!(second.known_tools(), first.known_tools());
+    assert!(std::sync::Arc::ptr_eq(second.judge(), first.judge()));
+    let declared_before = declared(&seen.lock().unwrap()).len();
+    // A call through the second is judged and reaches the same recorder.
+    let client = connect(second).await;
+    client
+        .call_tool(CallToolRequestParams::new("touch_appointment"))
+        .await
+        .unwrap();
+    let events = seen.lock().unwrap().clone();
+    assert_eq!(declared(&events).len(), declared_before);
+    assert!(
+        matches!(events.last(), Some(Seen::Call { tool, .. }) if tool == "touch_appointment"),
+        "{events:?}"
+    );
+}

@@ -1,0 +1,40 @@
+//! What passing a request on shares in both directions (a client's request upstream, in
+//! forward/; a server's request downstream, in relay/): the `_meta` sent on, and the wait for
+//! the answer while the asker may cancel.
+
+use rmcp::model::{
+    CancelledNotification, CancelledNotificationParam, ProgressToken, RequestMetaObject,
+};
+use rmcp::service::{RequestHandle, ServiceError, ServiceRole};
+use tokio_util::sync::CancellationToken;
+
+/// The `_meta` to send on, and the asker's progress token, taken out: rmcp gives each request
+/// it sends a token of its own, which the proxy maps back to the asker's.
+pub(crate) fn meta_and_token(
+    meta: &RequestMetaObject,
+) -> (RequestMetaObject, Option<ProgressToken>) {
+    let mut meta = meta.clone();
+    let token = meta.get_progress_token();
+    meta.remove("progressToken");
+    (meta, token)
+}
+
+/// The answer to `handle`. When `asker` is cancelled first, the cancellation is sent on
+/// under the request's own id with `reason`, and rmcp settles the answer as cancelled.
+pub(crate) async fn answer_or_cancel<R: ServiceRole>(
+    handle: RequestHandle<R>,
+    asker: &CancellationToken,
+    reason: &str,
+) -> Result<R::PeerResp, ServiceError> {
+    let (id, peer) = (handle.id.clone(), handle.peer.clone());
+    let answer = handle.await_response();
+    tokio::pin!(answer);
+    tokio::select! {
+        r = &mut answer => r,
+        () = asker.cancelled() => {
+            let param = CancelledNotificationParam::new(Some(id), Some(reason.to_owned()));
+            let _ = peer.send_notification(CancelledNotification::new(param).into()).await;
+            answer.await
+        }
+    }
+}

@@ -1,0 +1,320 @@
+//! [`Forward`]: an rmcp `ServerHandler` that sends every request to the upstream server and
+//! returns its answer unchanged: results, JSON-RPC errors (code, message and data as the
+//! upstream sent them), `_meta`, progress (the upstream's notifications, with the client's
+//! own token), cancellation (sent on upstream) and the upstream's `initialize` answer (its
+//! name, version, capabilities and instructions).
+//!
+//! Each downstream session has its own upstream connection, opened at the session's
+//! `initialize` with the client's own `initialize` params, so the upstream sees the real
+//! client; what the upstream asks or notifies on it goes to that session only (the
+//! [`Relay`](crate::Relay)). Requests that arrive without a session (stateless streamable
+//! HTTP, a client that skips `initialize`) go on the start-up connection.
+//!
+//! Around tools/call it asks the [`Capture`] for the call's share of the database log and
+//! records it in the call's scope, which the `HintAuditLayer` wrapping this handler judges
+//! like an in-process call's effects.
+
+mod handler;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+
+use hintaudit_core::{
+    CallScope, ObservationSource, Operation, StatementEffect, TransactionObservation,
+};
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CallToolResponse, ClientRequest,
+    InitializeRequestParams, ServerConfig, ServerResult, Tool,
+};
+use rmcp::service::{Peer, PeerRequestOptions, RequestContext, ServiceError};
+use rmcp::{ErrorData as McpError, RoleServer};
+
+use crate::capture::{CallShare, Capture};
+use crate::exchange::{answer_or_cancel, meta_and_token};
+use crate::session::Session;
+use crate::upstream::{Upstream, UpstreamError};
+
+/// The proxy's handler for one downstream session (or for requests without one).
+///
+/// Clones are the same handler: they share the session's upstream connection as well as
+/// what every session shares (the start-up connection, the capture, `--serialize`'s turn and
+/// the tool cache). [`Forward::for_session`] makes the handler of another session.
+#[derive(Debug, Clone)]
+pub struct Forward {
+    shared: Arc<Shared>,
+    session: Arc<Session>,
+}
+
+/// What every session's handler shares.
+#[derive(Debug)]
+struct Shared {
+    /// The start-up connection: requests without a session.
+    startup: Arc<Upstream>,
+    /// Whether the start-up connection was closed when the first session opened its own (it
+    /// connects again for the next request without a session).
+    retired: AtomicBool,
+    /// Every session's connection slot, to close them all at shutdown.
+    sessions: Mutex<Vec<Weak<Session>>>,
+    capture: Option<Capture>,
+    /// `--serialize`: tool calls go upstream one at a time, across sessions.
+    serialize: Option<tokio::sync::Mutex<()>>,
+    /// The tools of the last tools/list answer, for `get_tool`.
+    tools: Mutex<HashMap<String, Tool>>,
+    /// The upstream's answer to the start-up handshake.
+    info: ServerConfig,
+}
+
+impl Forward {
+    /// Forwards to `upstream` (the start-up connection); attributes database changes with
+    /// `capture`, when given.
+    pub async fn new(upstream: Arc<Upstream>, capture: Option<Capture>, serialize: bool) -> Self {
+        let info = upstream.info().await.unwrap_or_default();
+        let base = Forward {
+            shared: Arc::new(Shared {
+                startup: upstream,
+                retired: AtomicBool::new(false),
+                sessions: Mutex::default(),
+                capture,
+                serialize: serialize.then(|| tokio::sync::Mutex::new(())),
+                tools: Mutex::default(),
+                info,
+            }),
+            session: Arc::default(),
+        };
+        // Its session is in the registry too, should it be served as one.
+        base.for_session()
+    }
+
+    /// The handler of a new downstream session: shares the start-up connection, the
+    /// capture, `--serialize` and the tool cache with `self`, and has no upstream connection
+    /// of its own until the session's `initialize`. rmcp's `StreamableHttpService` calls its
+    /// factory once per session: the factory calls this.
+    pub fn for_session(&self) -> Forward {
+        let session = Arc::<Session>::default();
+        let mut sessions = self
+            .shared
+            .sessions
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        sessions.retain(|s| s.strong_count() > 0);
+        sessions.push(Arc::downgrade(&session));
+        drop(sessions);
+        Forward {
+            shared: self.shared.clone(),
+            session,
+        }
+    }
+
+    /// The connection this handler's requests go on: the session's own once open, else the
+    /// start-up connection.
+    pub fn upstream(&self) -> &Arc<Upstream> {
+        self.session.upstream().unwrap_or(&self.shared.startup)
+    }
+
+    /// Whether this session has its own upstream connection.
+    fn has_own_upstream(&self) -> bool {
+        self.session.upstream().is_some()
+    }
+
+    /// Closes the session's own upstream connection, if any (a `--stdio` child is stopped).
+    /// Dropping the session's last handler does the same.
+    pub async fn close(&self) {
+        self.session.close().await;
+    }
+
+    /// At shutdown: closes the upstream connection of every session still open and the
+    /// start-up connection, waiting for each (`--stdio` children are stopped).
+    pub async fn close_all(&self) {
+        let sessions: Vec<Arc<Session>> = {
+            let sessions = self
+                .shared
+                .sessions
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            sessions.iter().filter_map(Weak::upgrade).collect()
+        };
+        for session in sessions {
+            session.close().await;
+        }
+        self.shared.startup.close().await;
+    }
+
+    /// Remembers `tools` for `get_tool` (the layer's source of hints for a call).
+    pub fn learn(&self, tools: &[Tool]) {
+        let mut map = self.shared.tools.lock().unwrap_or_else(|e| e.into_inner());
+        if map.len() + tools.len() > 10_000 {
+            map.clear();
+        }
+        for t in tools {
+            map.insert(t.name.to_string(), t.clone());
+        }
+    }
+
+    /// The tool `name` as last listed.
+    fn tool(&self, name: &str) -> Option<Tool> {
+        let map = self.shared.tools.lock().unwrap_or_else(|e| e.into_inner());
+        map.get(name).cloned()
+    }
+
+    /// The upstream's `initialize` answer for this session: its own handshake's, or the
+    /// start-up connection's.
+    fn info(&self) -> ServerConfig {
+        self.session.info().unwrap_or(&self.shared.info).clone()
+    }
+
+    /// At the session's `initialize`: opens its own upstream connection with the client's
+    /// params, and closes the start-up connection the first time (it reconnects for the
+    /// next request without a session), so that a `--stdio` upstream runs one child per
+    /// session.
+    async fn open_session(
+        &self,
+        client: InitializeRequestParams,
+        downstream: Peer<RoleServer>,
+    ) -> Result<(), UpstreamError> {
+        self.session
+            .open(&self.shared.startup, client, downstream)
+            .await?;
+        if !self.shared.retired.swap(true, Ordering::AcqRel) {
+            self.shared.startup.close().await;
+        }
+        Ok(())
+    }
+
+    /// Sends `request` upstream with the downstream request's `_meta`, relays its progress
+    /// and its cancellation, and returns the upstream's answer.
+    async fn forward(
+        &self,
+        request: ClientRequest,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<ServerResult, McpError> {
+        let (meta, downstream_token) = meta_and_token(&context.meta);
+        let options = || PeerRequestOptions::no_options().with_meta(meta.clone());
+        let upstream = self.upstream();
+        let peer = upstream.peer().await.map_err(unavailable)?;
+        let handle = match peer
+            .send_request_with_option(request.clone(), options())
+            .await
+        {
+            // The connection was found closed before the request left: nothing reached the
+            // upstream, so connect again and send it once more.
+            Err(ServiceError::TransportClosed) => {
+                upstream.reset().await;
+                let peer = upstream.peer().await.map_err(unavailable)?;
+                peer.send_request_with_option(request, options()).await
+            }
+            sent => sent,
+        }
+        .map_err(upstream_error)?;
+        let up_token = handle.progress_token.clone();
+        if let Some(token) = downstream_token {
+            upstream
+                .relay()
+                .progress(up_token.clone(), token, context.peer.clone());
+        }
+        let result = answer_or_cancel(handle, &context.ct, "cancelled by the client").await;
+        upstream.relay().done(&up_token);
+        if matches!(
+            result,
+            Err(ServiceError::TransportClosed | ServiceError::TransportSend(_))
+        ) {
+            // The connection is gone (a child that exited, an HTTP server that restarted and
+            // no longer knows the session): the next request connects again.
+            upstream.reset().await;
+        }
+        result.map_err(upstream_error)
+    }
+
+    /// tools/call, one at a time under `--serialize`, with the call's share of the log.
+    async fn call(
+        &self,
+        params: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let _turn = match &self.shared.serialize {
+            Some(m) => Some(m.lock().await),
+            None => None,
+        };
+        let tool: Arc<str> = Arc::from(params.name.as_ref());
+        let ticket = match &self.shared.capture {
+            Some(c) => Some(c.begin(tool).await),
+            None => None,
+        };
+        let result = self
+            .forward(
+                ClientRequest::CallToolRequest(CallToolRequest::new(params)),
+                &context,
+            )
+            .await;
+        if let (Some(capture), Some(ticket)) = (&self.shared.capture, ticket) {
+            let share = capture.finish(ticket).await;
+            record(&share);
+        }
+        match result? {
+            ServerResult::CallToolResult(r) => Ok(CallToolResponse::Complete(r)),
+            ServerResult::InputRequiredResult(r) => Ok(CallToolResponse::InputRequired(r)),
+            ServerResult::CreateTaskResult(r) => Ok(CallToolResponse::Task(r)),
+            _ => Err(unexpected()),
+        }
+    }
+}
+
+/// Puts a call's share of the log into its scope: attributed commits as transaction
+/// observations from the log (`likely`), truncations as statements; ambiguous ones are
+/// logged with their candidate tools, never recorded as this call's.
+fn record(share: &CallShare) {
+    let Some(scope) = CallScope::current() else {
+        return;
+    };
+    let effects = scope.effects();
+    for commit in &share.attributed {
+        if !commit.tables.is_empty() {
+            effects.record_transaction(TransactionObservation {
+                wrote: true,
+                tables: commit.tables.clone(),
+                sequences: Vec::new(),
+                committed: true,
+                source: ObservationSource::Log,
+            });
+        }
+        for t in &commit.truncated {
+            let mut s = StatementEffect::new(Operation::Truncate, vec![t.clone()]);
+            s.summary = format!("TRUNCATE {t} (database log)").into();
+            effects.record_statement(s);
+        }
+    }
+    for (commit, tools) in &share.ambiguous {
+        let tables: Vec<&str> = commit.tables.iter().map(|w| w.table.as_str()).collect();
+        tracing::info!(
+            target: "hintaudit::proxy",
+            tool = effects.tool(),
+            candidates = ?tools,
+            ?tables,
+            "a commit while calls of several tools were in flight: not attributed"
+        );
+    }
+    if share.gap {
+        tracing::warn!(
+            target: "hintaudit::proxy",
+            tool = effects.tool(),
+            "the capture did not read the whole log of this call: its evidence is incomplete"
+        );
+    }
+}
+
+/// A JSON-RPC internal error for an upstream that cannot be reached, naming it.
+pub(crate) fn unavailable(e: UpstreamError) -> McpError {
+    McpError::internal_error(format!("hintaudit proxy: upstream unavailable: {e}"), None)
+}
+
+pub(crate) fn upstream_error(e: ServiceError) -> McpError {
+    match e {
+        // The upstream's own JSON-RPC error, unchanged.
+        ServiceError::McpError(e) => e,
+        other => McpError::internal_error(format!("hintaudit proxy: upstream: {other}"), None),
+    }
+}
+
+pub(crate) fn unexpected() -> McpError {
+    McpError::internal_error("hintaudit proxy: unexpected answer from the upstream", None)
+}
