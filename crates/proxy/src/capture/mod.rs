@@ -161,6 +161,19 @@ impl Shared {
     }
 }
 
+impl Shared {
+    /// The capture goes on from `to`, a later log position than it had read through (a new
+    /// slot, a purged binary log file): the part between is a gap, counted, and the calls
+    /// overlapping it are marked incomplete. Returns where the read had got to.
+    pub(crate) fn skip_to(&self, to: Lsn) -> Lsn {
+        let from = *self.decoded.borrow();
+        self.gaps.fetch_add(1, Ordering::Relaxed);
+        lock(&self.ledger).gap(from, to);
+        self.decoded.send_modify(|d| *d = (*d).max(to));
+        from
+    }
+}
+
 impl Capture {
     /// Checks the database named by `url`, opens its log and starts reading it.
     ///

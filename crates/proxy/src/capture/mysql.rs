@@ -86,6 +86,10 @@ const LOG_STATUS: [&str; 3] = [
 /// MySQL's and MariaDB's `ER_PARSE_ERROR`: the server does not know the statement.
 const ER_PARSE_ERROR: u16 = 1064;
 
+/// MySQL's and MariaDB's error 1236: the server cannot send the binary log from the position
+/// asked for (the file was purged).
+const ER_MASTER_FATAL_ERROR_READING_BINLOG: u16 = 1236;
+
 /// The first of [`LOG_STATUS`] this server knows, with its answer. A statement the server
 /// does not parse moves on to the next; any other error (a missing privilege) is returned.
 async fn pick_log_status(
@@ -232,7 +236,8 @@ pub(crate) async fn run(mut source: Source, shared: Arc<Shared>, positions: Arc<
                     "reading the binary log",
                     &format_args!("{e} (resuming from {:?} at {})", source.file, source.pos),
                 );
-                if matches!(&e, mysql_async::Error::Server(s) if s.code == 1236) {
+                if matches!(&e, mysql_async::Error::Server(s) if s.code == ER_MASTER_FATAL_ERROR_READING_BINLOG)
+                {
                     skip_to_end(&mut source, &shared, &positions).await;
                 }
             }
@@ -251,8 +256,6 @@ async fn skip_to_end(source: &mut Source, shared: &Shared, positions: &Positions
     let Ok((file, pos)) = positions.end_of_log().await else {
         return;
     };
-    let from = *shared.decoded.borrow();
-    let to = fold(&file, pos);
     tracing::warn!(
         target: "hintaudit::proxy",
         "capture: the binary log from {}:{} is gone; going on from {file}:{pos}: changes \
@@ -260,10 +263,8 @@ async fn skip_to_end(source: &mut Source, shared: &Shared, positions: &Positions
         source.file,
         source.pos
     );
+    shared.skip_to(fold(&file, pos));
     (source.file, source.pos) = (file, pos);
-    shared.gaps.fetch_add(1, Ordering::Relaxed);
-    lock(&shared.ledger).gap(from, to);
-    shared.decoded.send_modify(|d| *d = (*d).max(to));
 }
 
 async fn stream(

@@ -152,16 +152,13 @@ pub(crate) async fn run(mut source: Source, shared: Arc<Shared>) {
             Ok(()) => {}
             Err(e) => {
                 capture_error("reading the slot", &e);
-                let from = *shared.decoded.borrow();
                 source = match reopen(&source.options, &shared).await {
                     Some(s) => s,
                     None => break,
                 };
                 decoder = Decoder::default();
                 shared.reopened.fetch_add(1, Ordering::Relaxed);
-                shared.gaps.fetch_add(1, Ordering::Relaxed);
-                lock(&shared.ledger).gap(from, source.start);
-                shared.decoded.send_modify(|d| *d = (*d).max(source.start));
+                let from = shared.skip_to(source.start);
                 tracing::warn!(
                     target: "hintaudit::proxy",
                     "capture: the slot was lost and a new one made; changes committed \
