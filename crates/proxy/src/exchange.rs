@@ -2,6 +2,7 @@
 //! forward/; a server's request downstream, in relay/): the `_meta` sent on, and the wait for
 //! the answer while the asker may cancel.
 
+use rmcp::ErrorData as McpError;
 use rmcp::model::{
     CancelledNotification, CancelledNotificationParam, ProgressToken, RequestMetaObject,
 };
@@ -37,4 +38,23 @@ pub(crate) async fn answer_or_cancel<R: ServiceRole>(
             answer.await
         }
     }
+}
+
+/// The error to give the asker when the peer a request was passed on to (`peer`: `upstream`
+/// or `client`) did not answer it: the peer's own JSON-RPC error unchanged (code, message,
+/// data), else an internal error naming the peer.
+pub(crate) fn passed_on_error(e: ServiceError, peer: &str) -> McpError {
+    match e {
+        ServiceError::McpError(e) => e,
+        other => McpError::internal_error(format!("hintaudit proxy: {peer}: {other}"), None),
+    }
+}
+
+/// The error to give the asker when the peer (`upstream` or `client`) answered with a result
+/// of another kind than the request's.
+pub(crate) fn unexpected_answer(peer: &str) -> McpError {
+    McpError::internal_error(
+        format!("hintaudit proxy: unexpected answer from the {peer}"),
+        None,
+    )
 }

@@ -31,7 +31,7 @@ use rmcp::service::{Peer, PeerRequestOptions, RequestContext, ServiceError};
 use rmcp::{ErrorData as McpError, RoleServer};
 
 use crate::capture::{CallShare, Capture};
-use crate::exchange::{answer_or_cancel, meta_and_token};
+use crate::exchange::{answer_or_cancel, meta_and_token, passed_on_error, unexpected_answer};
 use crate::session::Session;
 use crate::upstream::{Upstream, UpstreamError};
 
@@ -308,13 +308,9 @@ pub(crate) fn unavailable(e: UpstreamError) -> McpError {
 }
 
 pub(crate) fn upstream_error(e: ServiceError) -> McpError {
-    match e {
-        // The upstream's own JSON-RPC error, unchanged.
-        ServiceError::McpError(e) => e,
-        other => McpError::internal_error(format!("hintaudit proxy: upstream: {other}"), None),
-    }
+    passed_on_error(e, "upstream")
 }
 
 pub(crate) fn unexpected() -> McpError {
-    McpError::internal_error("hintaudit proxy: unexpected answer from the upstream", None)
+    unexpected_answer("upstream")
 }

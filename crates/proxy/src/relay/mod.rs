@@ -102,11 +102,18 @@ impl Relay {
     /// The request with progress token `upstream` finished. Its mapping stays 2 s longer
     /// (progress handled just after the answer still passes).
     pub fn done(&self, upstream: &ProgressToken) {
-        let relay = self.clone();
         let token = upstream.clone();
+        self.after_grace(move |s| {
+            s.progress.remove(&token);
+        });
+    }
+
+    /// Runs `forget` on the state once [`PROGRESS_GRACE`] has passed.
+    fn after_grace(&self, forget: impl FnOnce(&mut RelayState) + Send + 'static) {
+        let relay = self.clone();
         tokio::spawn(async move {
             tokio::time::sleep(PROGRESS_GRACE).await;
-            relay.state().progress.remove(&token);
+            forget(&mut relay.state());
         });
     }
 
@@ -135,11 +142,9 @@ impl Relay {
 
     /// The server→client request with downstream token `downstream` finished (kept 2 s).
     fn back_done(&self, downstream: &ProgressToken) {
-        let relay = self.clone();
         let token = downstream.clone();
-        tokio::spawn(async move {
-            tokio::time::sleep(PROGRESS_GRACE).await;
-            relay.state().back.remove(&token);
+        self.after_grace(move |s| {
+            s.back.remove(&token);
         });
     }
 

@@ -21,7 +21,7 @@ use rmcp::service::{PeerRequestOptions, RequestContext, ServiceError};
 use rmcp::{ErrorData as McpError, RoleClient};
 
 use super::Relay;
-use crate::exchange::{answer_or_cancel, meta_and_token};
+use crate::exchange::{answer_or_cancel, meta_and_token, passed_on_error, unexpected_answer};
 
 /// `ping` from the upstream: the client's own answer.
 pub(super) async fn ping(
@@ -128,13 +128,9 @@ async fn send(
 }
 
 fn downstream_error(e: ServiceError) -> McpError {
-    match e {
-        // The client's own JSON-RPC error, unchanged.
-        ServiceError::McpError(e) => e,
-        other => McpError::internal_error(format!("hintaudit proxy: client: {other}"), None),
-    }
+    passed_on_error(e, "client")
 }
 
 fn unexpected() -> McpError {
-    McpError::internal_error("hintaudit proxy: unexpected answer from the client", None)
+    unexpected_answer("client")
 }
