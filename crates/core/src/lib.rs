@@ -26,6 +26,8 @@
 mod closed_world;
 /// `hintaudit.toml` and the builder that takes the same settings.
 mod config;
+/// The kinds of database audited, parsed from a URL's scheme.
+mod database;
 /// What one tool call did: statements, row changes, oracle observations, outbound, reported.
 mod effect;
 /// Enforce mode: what a call may not do, and the record of a refusal.
@@ -61,6 +63,7 @@ pub use config::{
     DEFAULT_LABEL_MAX_TOOLS, HISTORY_KEY_ENV, HISTORY_URL_SCHEMES, HistorySecret,
     MIN_HISTORY_KEY_LEN, Mode, SETTINGS, SharedHistorySettings,
 };
+pub use database::{DatabaseKind, DatabaseUrlError};
 pub use effect::{
     Effect, ExplicitChange, ExplicitEffect, ObservationSource, Operation, OutboundReach, RowChange,
     RowImage, RowOperation, StatementEffect, StatementOutcome, TableWrites, TransactionObservation,

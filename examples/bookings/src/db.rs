@@ -3,6 +3,7 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
+use hintaudit_core::DatabaseKind;
 use hintaudit_sqlx::AuditedPool;
 use sqlx::{MySql, Postgres, Sqlite};
 
@@ -186,41 +187,41 @@ impl Db {
     /// # Errors
     /// Connection or schema errors from sqlx; an unsupported URL scheme.
     pub async fn connect(url: &str) -> anyhow::Result<Db> {
-        let db = if url.starts_with("sqlite:") {
-            let options: sqlx::sqlite::SqliteConnectOptions = url.parse()?;
-            let options = options
-                .create_if_missing(true)
-                .journal_mode(sqlx::sqlite::SqliteJournalMode::Wal)
-                .foreign_keys(true);
-            let pool = AuditedPool::options()
-                .connect_with(
-                    sqlx::sqlite::SqlitePoolOptions::new().max_connections(4),
-                    options,
-                )
-                .await?;
-            Db::Sqlite(pool)
-        } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {
-            let options: sqlx::postgres::PgConnectOptions = url.parse()?;
-            let pool = AuditedPool::options()
-                .connect_with(
-                    sqlx::postgres::PgPoolOptions::new().max_connections(8),
-                    options,
-                )
-                .await?;
-            Db::Postgres(pool)
-        } else if url.starts_with("mysql:") || url.starts_with("mariadb:") {
-            let options: sqlx::mysql::MySqlConnectOptions = url.parse()?;
-            let pool = AuditedPool::options()
-                .connect_with(
-                    sqlx::mysql::MySqlPoolOptions::new().max_connections(8),
-                    options,
-                )
-                .await?;
-            Db::MySql(pool)
-        } else {
-            anyhow::bail!(
-                "unsupported database URL {url:?}: use sqlite:…, postgres://… or mysql://…"
-            );
+        let db = match DatabaseKind::from_url(url)? {
+            DatabaseKind::Sqlite => {
+                let options: sqlx::sqlite::SqliteConnectOptions = url.parse()?;
+                let options = options
+                    .create_if_missing(true)
+                    .journal_mode(sqlx::sqlite::SqliteJournalMode::Wal)
+                    .foreign_keys(true);
+                let pool = AuditedPool::options()
+                    .connect_with(
+                        sqlx::sqlite::SqlitePoolOptions::new().max_connections(4),
+                        options,
+                    )
+                    .await?;
+                Db::Sqlite(pool)
+            }
+            DatabaseKind::Postgres => {
+                let options: sqlx::postgres::PgConnectOptions = url.parse()?;
+                let pool = AuditedPool::options()
+                    .connect_with(
+                        sqlx::postgres::PgPoolOptions::new().max_connections(8),
+                        options,
+                    )
+                    .await?;
+                Db::Postgres(pool)
+            }
+            DatabaseKind::MySql => {
+                let options: sqlx::mysql::MySqlConnectOptions = url.parse()?;
+                let pool = AuditedPool::options()
+                    .connect_with(
+                        sqlx::mysql::MySqlPoolOptions::new().max_connections(8),
+                        options,
+                    )
+                    .await?;
+                Db::MySql(pool)
+            }
         };
         db.migrate().await?;
         Ok(db)

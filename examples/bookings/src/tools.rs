@@ -361,7 +361,7 @@ impl Bookings {
         let sql = match self.db {
             Db::MySql(_) => "INSERT IGNORE INTO confirmations (appointment_id, confirmed_at)
              VALUES ($1, CURRENT_TIMESTAMP)",
-            _ => "INSERT INTO confirmations (appointment_id, confirmed_at) VALUES ($1, CURRENT_TIMESTAMP)
+            Db::Sqlite(_) | Db::Postgres(_) => "INSERT INTO confirmations (appointment_id, confirmed_at) VALUES ($1, CURRENT_TIMESTAMP)
              ON CONFLICT (appointment_id) DO NOTHING",
         };
         on_db!(&self.db, pool => sqlx::query(pool.sql(sql))

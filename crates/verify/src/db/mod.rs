@@ -16,7 +16,7 @@ use std::str::FromStr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use hintaudit_core::Policy;
+use hintaudit_core::{DatabaseKind, Policy};
 use sqlx::{Connection, mysql::MySqlConnection, postgres::PgConnection, sqlite::SqliteConnection};
 
 use crate::error::VerifyError;
@@ -50,10 +50,12 @@ impl Database {
     /// Connects to a sqlx URL: `sqlite:` (the file must exist), `postgres:`/`postgresql:`,
     /// `mysql:`/`mariadb:`.
     pub async fn connect(url: &str) -> Result<Database, VerifyError> {
-        let scheme = url.split(':').next().unwrap_or("").to_ascii_lowercase();
+        let kind = DatabaseKind::from_url(url).map_err(|e| {
+            VerifyError::Database(format!("cannot connect to {}: {e}", redact(url)))
+        })?;
         let fut = async {
-            Ok::<_, sqlx::Error>(match scheme.as_str() {
-                "sqlite" => {
+            Ok::<_, sqlx::Error>(match kind {
+                DatabaseKind::Sqlite => {
                     let opts = sqlx::sqlite::SqliteConnectOptions::from_str(url)?
                         .create_if_missing(false)
                         .busy_timeout(Duration::from_secs(10))
@@ -62,18 +64,10 @@ impl Database {
                         .row_buffer_size(1024);
                     Database::Sqlite(SqliteConnection::connect_with(&opts).await?)
                 }
-                "postgres" | "postgresql" => Database::Postgres(PgConnection::connect(url).await?),
-                "mysql" | "mariadb" => {
+                DatabaseKind::Postgres => Database::Postgres(PgConnection::connect(url).await?),
+                DatabaseKind::MySql => {
                     let url = url.replacen("mariadb:", "mysql:", 1);
                     Database::MySql(MySqlConnection::connect(&url).await?)
-                }
-                _ => {
-                    return Err(sqlx::Error::Configuration(
-                        format!(
-                            "unsupported scheme {scheme:?}: use sqlite:, postgres: or mysql: URLs"
-                        )
-                        .into(),
-                    ));
                 }
             })
         };
@@ -106,7 +100,7 @@ impl Database {
     pub async fn sqlite_file(&mut self) -> Result<Option<PathBuf>, sqlx::Error> {
         match self {
             Database::Sqlite(c) => sqlite::file(c).await,
-            _ => Ok(None),
+            Database::Postgres(_) | Database::MySql(_) => Ok(None),
         }
     }
 

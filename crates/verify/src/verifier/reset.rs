@@ -28,6 +28,7 @@
 
 use std::str::FromStr;
 
+use hintaudit_core::DatabaseKind;
 use sqlx::{AssertSqlSafe, Connection, Row};
 
 use super::Verifier;
@@ -40,6 +41,8 @@ use crate::report::ToolReport;
 /// The pristine copy a run used.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DatabaseCopy {
+    /// The kind of database copied, from `--database`'s scheme.
+    pub kind: DatabaseKind,
     /// The sqlx URL of the database the server runs on: the copy, or (reset in place) the
     /// original.
     pub url: String,
@@ -85,16 +88,13 @@ impl DatabaseCopy {
                 "--reset needs --stdio: verify must start the server on the copy".into(),
             ));
         };
-        let scheme = database
-            .split(':')
-            .next()
-            .unwrap_or("")
-            .to_ascii_lowercase();
-        if !names_database(command, database) {
-            return DatabaseCopy::in_place(server, database, &scheme).await;
+        let kind = DatabaseKind::from_url(database)
+            .map_err(|e| VerifyError::Usage(format!("--reset: {e}")))?;
+        if !names_database(command, database, kind) {
+            return DatabaseCopy::in_place(server, database, kind).await;
         }
-        let (url, replace): (String, Vec<(String, String)>) = match scheme.as_str() {
-            "sqlite" => {
+        let (url, replace): (String, Vec<(String, String)>) = match kind {
+            DatabaseKind::Sqlite => {
                 let path = sqlite_path(database);
                 let copy = match path.rsplit_once('.') {
                     Some((stem, ext)) if !ext.contains('/') => {
@@ -109,19 +109,14 @@ impl DatabaseCopy {
                     vec![(database.to_owned(), url), (path.to_owned(), copy)],
                 )
             }
-            "postgres" | "postgresql" | "mysql" | "mariadb" => {
+            DatabaseKind::Postgres | DatabaseKind::MySql => {
                 let (base, name, query) = split_url(database).ok_or_else(|| {
                     VerifyError::Usage("--reset: --database must name a database".into())
                 })?;
                 let copy_name = format!("{name}_hintaudit_copy");
-                copy_named(&scheme, database, name, &copy_name).await?;
+                copy_named(kind, database, name, &copy_name).await?;
                 let url = format!("{base}/{copy_name}{query}");
                 (url.clone(), vec![(database.to_owned(), url)])
-            }
-            _ => {
-                return Err(VerifyError::Usage(format!(
-                    "--reset: unsupported database scheme {scheme:?}"
-                )));
             }
         };
         // The longest original first: the URL before the bare path inside it.
@@ -137,6 +132,7 @@ impl DatabaseCopy {
                 )
             })?;
         Ok(DatabaseCopy {
+            kind,
             server: ServerSpec::Stdio(command.replace(original.as_str(), copy)),
             url,
             pristine: None,
@@ -149,7 +145,7 @@ impl DatabaseCopy {
     async fn in_place(
         server: &ServerSpec,
         database: &str,
-        scheme: &str,
+        kind: DatabaseKind,
     ) -> Result<DatabaseCopy, VerifyError> {
         let refuse = |why: String| {
             VerifyError::Usage(format!(
@@ -159,11 +155,11 @@ impl DatabaseCopy {
                 crate::db::redact(database)
             ))
         };
-        let (base, name, query) = match scheme {
-            "postgres" | "postgresql" | "mysql" | "mariadb" => {
+        let (base, name, query) = match kind {
+            DatabaseKind::Postgres | DatabaseKind::MySql => {
                 split_url(database).ok_or_else(|| refuse("--database names no database".into()))?
             }
-            _ => {
+            DatabaseKind::Sqlite => {
                 return Err(refuse(
                     "a SQLite file is only ever copied, never reset in place".into(),
                 ));
@@ -177,8 +173,9 @@ impl DatabaseCopy {
             )));
         }
         let pristine = format!("{name}_hintaudit_pristine");
-        copy_named(scheme, database, name, &pristine).await?;
+        copy_named(kind, database, name, &pristine).await?;
         Ok(DatabaseCopy {
+            kind,
             url: database.to_owned(),
             server: server.clone(),
             pristine: Some(format!("{base}/{pristine}{query}")),
@@ -190,15 +187,9 @@ impl DatabaseCopy {
         let Some(pristine_url) = &self.pristine else {
             return Ok(());
         };
-        let scheme = self
-            .url
-            .split(':')
-            .next()
-            .unwrap_or("")
-            .to_ascii_lowercase();
         let name = split_url(&self.url).map_or("", |(_, n, _)| n);
         let pristine = split_url(pristine_url).map_or("", |(_, n, _)| n);
-        copy_named(&scheme, pristine_url, pristine, name).await
+        copy_named(self.kind, pristine_url, pristine, name).await
     }
 
     /// Reset in place, at the end of the run: restores the original and drops the pristine
@@ -209,10 +200,9 @@ impl DatabaseCopy {
         };
         self.restore().await?;
         let (base, pristine, query) = split_url(pristine_url).unwrap_or_default();
-        let (admin, quote) = if self.url.starts_with("postgres") {
-            (format!("{base}/postgres{query}"), '"')
-        } else {
-            (self.url.clone(), '`')
+        let (admin, quote) = match self.kind {
+            DatabaseKind::Postgres => (format!("{base}/postgres{query}"), '"'),
+            DatabaseKind::MySql | DatabaseKind::Sqlite => (self.url.clone(), '`'),
         };
         let sql = format!("DROP DATABASE IF EXISTS {}", quote_ident(pristine, quote));
         Database::connect(&admin)
@@ -224,19 +214,29 @@ impl DatabaseCopy {
 }
 
 /// Whether the server command names `database` (its URL, or a SQLite URL's file path).
-fn names_database(command: &str, database: &str) -> bool {
+fn names_database(command: &str, database: &str, kind: DatabaseKind) -> bool {
     command.contains(database)
-        || (database.starts_with("sqlite") && command.contains(sqlite_path(database)))
+        || (kind == DatabaseKind::Sqlite && command.contains(sqlite_path(database)))
 }
 
 /// Copies the database `name` (reached through `url`, which names it) to `copy`, replacing
-/// `copy`: PostgreSQL `TEMPLATE`, MySQL/MariaDB a dump and restore.
-async fn copy_named(scheme: &str, url: &str, name: &str, copy: &str) -> Result<(), VerifyError> {
-    if scheme.starts_with("postgres") {
-        let (base, _, query) = split_url(url).unwrap_or_default();
-        copy_postgres(&format!("{base}/postgres{query}"), name, copy).await
-    } else {
-        copy_mysql(url, name, copy).await
+/// `copy`: PostgreSQL `TEMPLATE`, MySQL/MariaDB a dump and restore (SQLite files are
+/// copied by [`copy_sqlite`], never by name: refused).
+async fn copy_named(
+    kind: DatabaseKind,
+    url: &str,
+    name: &str,
+    copy: &str,
+) -> Result<(), VerifyError> {
+    match kind {
+        DatabaseKind::Postgres => {
+            let (base, _, query) = split_url(url).unwrap_or_default();
+            copy_postgres(&format!("{base}/postgres{query}"), name, copy).await
+        }
+        DatabaseKind::MySql => copy_mysql(url, name, copy).await,
+        DatabaseKind::Sqlite => Err(VerifyError::Usage(
+            "--reset: a SQLite file is copied whole, never by database name".into(),
+        )),
     }
 }
 
