@@ -32,6 +32,8 @@ Switches for tests:
   (a call still in flight after its commit, for overlapping calls).
 - FIXTURE_PROGRESS=1: adds count_to(n), which reports progress n times (notifications
   through `hintaudit proxy`).
+- FIXTURE_UNANNOTATED=1: adds count_items(), which declares no annotations at all (a
+  `hint_missing` for every hint through `hintaudit proxy`).
 - FIXTURE_RELAY=<dir>: adds the tools `hintaudit proxy`'s relay tests call (count_to too):
   whoami (the client as this server sees it), pid (writes <dir>/pid-<pid> at start-up too),
   echo_meta (the request's _meta), slow(label, seconds) (writes <dir>/started-<label>, and
@@ -244,6 +246,17 @@ if os.environ.get("FIXTURE_PROGRESS") == "1":
         for i in range(1, n + 1):
             await ctx.report_progress(i, n, f"step {i} of {n}")
         return f"counted to {n}"
+
+
+if os.environ.get("FIXTURE_UNANNOTATED") == "1":
+    # Only with the switch: verify's runs of this fixture see the tools above and no others.
+
+    @mcp.tool()
+    @as_text
+    def count_items() -> str:
+        """Counts the items. Declares no annotations."""
+        rows, _ = run(f"SELECT count(*) FROM {q('items')}")
+        return str(rows[0][0])
 
 
 RELAY_DIR = os.environ.get("FIXTURE_RELAY")
