@@ -1,8 +1,9 @@
 //! Listing rules and suggestions through the proxy, read from its log as an operator reads
 //! it (stderr at the proxy's default level): the upstream's tools/list is linted at start-up,
-//! before any client lists it, and a client's listing does not repeat the lints at INFO; a
-//! suggestion is MCP's JSON annotations, and says `destructiveHint: true` for a read-only
-//! tool the database log caught updating a row.
+//! before any client lists it (`hint_missing`, `hint_contradiction`); a client's listing with
+//! other hints is `hints_changed`, and does not repeat the lints at INFO; a suggestion is
+//! MCP's JSON annotations, and says `destructiveHint: true` for a read-only tool the database
+//! log caught updating a row.
 
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
@@ -82,7 +83,8 @@ async fn upstream_listing_is_linted_and_suggestions_are_mcp_json() {
     let (client, log) = proxy_with_log(&["--stdio", &upstream, "--database", &db]).await;
 
     // The start-up tools/list is the upstream's: count_items declares no annotations, so
-    // each of its four hints is missing, said at INFO before any client listed the tools.
+    // each of its four hints is missing; peek_items declares readOnlyHint and
+    // destructiveHint both true. Said at INFO before any client listed the tools.
     for hint in [
         "readOnlyHint",
         "destructiveHint",
@@ -90,15 +92,13 @@ async fn upstream_listing_is_linted_and_suggestions_are_mcp_json() {
         "openWorldHint",
     ] {
         let h = format!("hint=\"{hint}\"");
-        log.line_with(&[
-            "hint lint:",
-            "tool=\"count_items\"",
-            "rule=\"hint_missing\"",
-            &h,
-        ])
-        .await;
+        log.line_with(&["tool=\"count_items\"", "rule=\"hint_missing\"", &h])
+            .await;
     }
+    log.line_with(&["tool=\"peek_items\"", "rule=\"hint_contradiction\""])
+        .await;
     assert_eq!(log.lints("count_items").len(), 4, "{:?}", log.lines());
+    assert_eq!(log.lints("peek_items").len(), 1, "{:?}", log.lines());
     // get_item declares readOnlyHint true and openWorldHint false: the hints it leaves unset
     // are not meaningful for a read-only tool, so it has no lint.
     assert!(
@@ -122,13 +122,26 @@ async fn upstream_listing_is_linted_and_suggestions_are_mcp_json() {
     );
     assert!(!line.contains("#[tool"), "{line}");
 
-    // A client's tools/list lints the same hints again: at DEBUG, not repeated at INFO.
+    // count_items now declares other hints: the client's tools/list differs from the one
+    // the proxy audited at start-up, so it is hints_changed (a warning).
+    call(&client, "annotate_count_items", a(json!({}))).await;
     let tools = client.list_all_tools().await.expect("tools/list");
-    assert!(tools.iter().any(|t| t.name == "count_items"));
-    // A later line shows the listing's lines, if any, were written before it.
+    assert!(tools.iter().any(|t| t.name == "peek_items"));
+    let line = log
+        .line_with(&["tool=\"count_items\"", "rule=\"hints_changed\""])
+        .await;
+    assert!(line.contains(" WARN "), "{line}");
+    assert!(
+        line.contains("to ro=true d=unset i=unset ow=false"),
+        "{line}"
+    );
+
+    // The client's listing linted peek_items again: at DEBUG, not repeated at INFO. A later
+    // line shows the listing's lines, if any, were written before it.
     call(&client, "archive_item", a(json!({"id": 2}))).await;
     log.line_with(&["suggested annotations", "tool=\"archive_item\""])
         .await;
+    assert_eq!(log.lints("peek_items").len(), 1, "{:?}", log.lines());
     assert_eq!(log.lints("count_items").len(), 4, "{:?}", log.lines());
 
     client.cancel().await.ok();
