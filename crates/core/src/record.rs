@@ -171,7 +171,7 @@ impl Recorder for Box<dyn Recorder> {
 /// listing lints of a tools/list (`hint_missing`, `hint_contradiction`) are logged at INFO the
 /// first time this recorder (and its clones) sees the tool listed with those hints, and at
 /// DEBUG when a listing repeats them (every session lists the tools; at most
-/// [`LogRecorder::MAX_LISTED`] tools are remembered, later ones are logged at DEBUG). After
+/// [`LogRecorder::MAX_LISTED`] tool and hint sets are remembered, later ones go to DEBUG). After
 /// a call's findings, the annotations the evidence supports ([`CallReport::suggestion`]), in
 /// the recorder's [`AnnotationsForm`]: INFO when the call had findings, DEBUG when they rest
 /// on advice alone. The default recorder.
