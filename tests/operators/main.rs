@@ -4,6 +4,7 @@
 //! alertmanager, kubectl, Python's validators or PostgreSQL print why they skip when absent;
 //! `HINTAUDIT_REQUIRE_ALL=1` (CI) makes every one mandatory.
 
+mod capture;
 mod dashboards;
 mod manifests;
 mod promql;

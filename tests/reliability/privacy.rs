@@ -103,7 +103,7 @@ async fn no_canary_reaches_spans_metrics_or_logs() {
     let metrics = PrometheusRecorder::new();
     let layer = HintAuditLayer::new()
         .with_judge(Arc::new(Judge::new(demo_policy())))
-        .with_recorder((metrics.clone(), LogRecorder))
+        .with_recorder((metrics.clone(), LogRecorder::default()))
         .with_make_span(OtelMakeSpan::new());
     let route = metrics_router(metrics.registry().clone());
     let server = serve_http(

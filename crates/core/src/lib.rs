@@ -84,7 +84,7 @@ pub use policy::{DEFAULT_ADVICE_AFTER_CALLS, DEFAULT_HISTORY_CAPACITY, Policy, n
 pub use record::{AuditEvent, CallReport, CallStatus, LogRecorder, Recorder};
 pub use scope::{CallEffects, CallScope};
 pub use stats::{AuditStage, AuditStats, stats};
-pub use suggest::{SuggestedHints, SuggestionEvidence};
+pub use suggest::{AnnotationsForm, SuggestedHints, SuggestionEvidence};
 
 /// Table-driven tests of the judge, one row per (hints, effect) case.
 #[cfg(test)]

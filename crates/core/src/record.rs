@@ -22,12 +22,15 @@
 //! assert_eq!(findings.load(Ordering::Relaxed), 0);
 //! ```
 
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::effect::Effect;
 use crate::finding::Finding;
 use crate::hints::DeclaredHints;
 use crate::judge::Verdict;
+use crate::suggest::AnnotationsForm;
 
 /// How a tool call ended, as `hintaudit_tool_calls_total{status}` labels it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -164,54 +167,143 @@ impl Recorder for Box<dyn Recorder> {
     }
 }
 
-/// Logs findings through `tracing`: critical as ERROR, warning as WARN, info as INFO (info
-/// findings of listings at DEBUG, so a restart does not flood the log). After a call's
-/// findings, the annotations the evidence supports ([`CallReport::suggestion`]): INFO when
-/// the call had findings, DEBUG when they rest on advice alone. The default recorder.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct LogRecorder;
+/// Logs findings through `tracing`: critical as ERROR, warning as WARN, info as INFO. The
+/// listing lints of a tools/list (`hint_missing`, `hint_contradiction`) are logged at INFO the
+/// first time this recorder (and its clones) sees the tool listed with those hints, and at
+/// DEBUG when a listing repeats them (every session lists the tools; at most
+/// [`LogRecorder::MAX_LISTED`] tool and hint sets are remembered, later ones go to DEBUG). After
+/// a call's findings, the annotations the evidence supports ([`CallReport::suggestion`]), in
+/// the recorder's [`AnnotationsForm`]: INFO when the call had findings, DEBUG when they rest
+/// on advice alone. The default recorder.
+///
+/// ```
+/// use hintaudit_core::{AnnotationsForm, LogRecorder};
+/// // A Rust server the layer wraps: rmcp's attribute text (the default).
+/// let rust = LogRecorder::default();
+/// // A server in any language, behind `hintaudit proxy`: MCP's JSON annotations.
+/// let any = LogRecorder::default().with_annotations_form(AnnotationsForm::McpJson);
+/// assert_eq!(any.annotations_form(), AnnotationsForm::McpJson);
+/// assert_eq!(rust.annotations_form(), AnnotationsForm::RmcpAttribute);
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct LogRecorder {
+    form: AnnotationsForm,
+    listed: Arc<Mutex<HashSet<(String, DeclaredHints)>>>,
+}
+
+impl LogRecorder {
+    /// Most (tool, hints) pairs whose listing lints a recorder remembers as logged at INFO.
+    pub const MAX_LISTED: usize = 10_000;
+
+    /// The recorder with suggestions written in `form`.
+    pub fn with_annotations_form(mut self, form: AnnotationsForm) -> Self {
+        self.form = form;
+        self
+    }
+
+    /// The form suggestions are written in.
+    pub fn annotations_form(&self) -> AnnotationsForm {
+        self.form
+    }
+
+    /// Whether `tool` is listed with `hints` for the first time (then remembered).
+    fn first_listing(&self, tool: &str, hints: DeclaredHints) -> bool {
+        let mut listed = self.listed.lock().unwrap_or_else(|e| e.into_inner());
+        let key = (tool.to_owned(), hints);
+        if listed.contains(&key) || listed.len() >= Self::MAX_LISTED {
+            return false;
+        }
+        listed.insert(key)
+    }
+}
 
 impl Recorder for LogRecorder {
     fn record(&self, event: &AuditEvent<'_>) {
-        use crate::finding::Severity::*;
-        let (findings, listing) = match event {
-            AuditEvent::Call(r) => (r.verdict.findings.as_slice(), false),
-            AuditEvent::Listing { findings, .. } => (*findings, true),
-            AuditEvent::Settled { findings, .. } => (*findings, false),
+        let (findings, lint_level) = match event {
+            AuditEvent::Call(r) => (r.verdict.findings.as_slice(), None),
+            AuditEvent::Listing {
+                tool,
+                hints,
+                findings,
+            } => {
+                let first = !findings.is_empty() && self.first_listing(tool, *hints);
+                let level = if first {
+                    tracing::Level::INFO
+                } else {
+                    tracing::Level::DEBUG
+                };
+                (*findings, Some(level))
+            }
+            AuditEvent::Settled { findings, .. } => (*findings, None),
             AuditEvent::Declared { .. } => return,
         };
         for f in findings {
-            let (tool, rule, hint, conf, ev) = (
-                f.tool.as_str(),
-                f.rule.as_str(),
-                f.hint.spec_name(),
-                f.confidence.as_str(),
-                f.evidence.as_str(),
-            );
-            match f.severity {
-                Critical => {
-                    tracing::error!(tool, rule, hint, confidence = conf, "hint violation: {ev}")
-                }
-                Warning => {
-                    tracing::warn!(tool, rule, hint, confidence = conf, "hint violation: {ev}")
-                }
-                Info if listing => tracing::debug!(tool, rule, hint, "hint lint: {ev}"),
-                Info => tracing::info!(tool, rule, hint, confidence = conf, "{ev}"),
-            }
+            log_finding(f, lint_level);
         }
         if let AuditEvent::Call(r) = event {
-            log_suggestion(r);
+            log_suggestion(r, self.form);
         }
     }
 }
 
-/// Logs a call's suggestion, if any (see [`LogRecorder`]).
-fn log_suggestion(r: &CallReport<'_>) {
+/// Logs one finding at its severity's level; an info finding of a listing (a lint) at
+/// `lint_level`.
+fn log_finding(f: &Finding, lint_level: Option<tracing::Level>) {
+    use crate::finding::Severity::*;
+    let (tool, rule, hint, conf, ev) = (
+        f.tool.as_str(),
+        f.rule.as_str(),
+        f.hint.spec_name(),
+        f.confidence.as_str(),
+        f.evidence.as_str(),
+    );
+    match (f.severity, lint_level) {
+        (Critical, _) => {
+            tracing::error!(tool, rule, hint, confidence = conf, "hint violation: {ev}")
+        }
+        (Warning, _) => {
+            tracing::warn!(tool, rule, hint, confidence = conf, "hint violation: {ev}")
+        }
+        (Info, Some(tracing::Level::INFO)) => tracing::info!(tool, rule, hint, "hint lint: {ev}"),
+        (Info, Some(_)) => tracing::debug!(tool, rule, hint, "hint lint: {ev}"),
+        (Info, None) => tracing::info!(tool, rule, hint, confidence = conf, "{ev}"),
+    }
+}
+
+/// Logs a call's suggestion, if any, in `form` (see [`LogRecorder`]).
+fn log_suggestion(r: &CallReport<'_>, form: AnnotationsForm) {
     let Some(s) = r.suggestion() else { return };
-    let (tool, annotations, because) = (r.tool, s.rmcp_attribute(), s.evidence.join("; "));
+    let (tool, because) = (r.tool, s.evidence.join("; "));
+    let annotations = s.annotations(form);
     if r.verdict.findings.is_empty() {
-        tracing::debug!(tool, annotations, "suggested annotations: {because}");
+        tracing::debug!(tool, annotations = %annotations, "suggested annotations: {because}");
     } else {
-        tracing::info!(tool, annotations, "suggested annotations: {because}");
+        tracing::info!(tool, annotations = %annotations, "suggested annotations: {because}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A tool's listing lints are said at INFO once per hint set, however often it is listed.
+    #[test]
+    fn a_listing_is_first_once_per_tool_and_hints() {
+        let log = LogRecorder::default();
+        let clone = log.clone();
+        let unset = DeclaredHints::default();
+        let read_only = DeclaredHints::new(Some(true), None, None, None);
+        let rows = [
+            ("lookup", unset, true),
+            ("lookup", unset, false),
+            ("other", unset, true),
+            ("lookup", read_only, true),
+            ("lookup", unset, false),
+        ];
+        for (i, (tool, hints, first)) in rows.into_iter().enumerate() {
+            // Clones share what was said: every session's audit holds a clone.
+            let r = if i % 2 == 0 { &log } else { &clone };
+            assert_eq!(r.first_listing(tool, hints), first, "row {i}");
+        }
     }
 }

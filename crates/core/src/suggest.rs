@@ -12,6 +12,27 @@
 //!
 //! The corrected hints are one consistent set: when readOnlyHint ends up true,
 //! destructiveHint is never left true (`hint_contradiction`); it becomes false.
+//!
+//! Written in the form that fits the server ([`AnnotationsForm`]): rmcp's
+//! `#[tool(annotations(...))]` for a Rust server the layer wraps, MCP's JSON annotations for a
+//! server in any language (`hintaudit proxy`).
+//!
+//! ```
+//! use hintaudit_core::{AnnotationsForm, DeclaredHints, SuggestedHints};
+//! let s = SuggestedHints {
+//!     declared: DeclaredHints::new(Some(true), None, None, Some(false)),
+//!     corrected: DeclaredHints::new(Some(false), Some(true), None, Some(false)),
+//!     evidence: vec![],
+//! };
+//! assert_eq!(
+//!     s.annotations(AnnotationsForm::McpJson),
+//!     r#"{"readOnlyHint": false, "destructiveHint": true, "openWorldHint": false}"#
+//! );
+//! assert_eq!(
+//!     s.annotations(AnnotationsForm::RmcpAttribute),
+//!     "#[tool(annotations(read_only_hint = false, destructive_hint = true, open_world_hint = false))]"
+//! );
+//! ```
 
 use crate::effect::{Effect, Operation, RowOperation};
 use crate::finding::{Advice, Finding, Rule};
@@ -34,6 +55,19 @@ pub struct SuggestionEvidence<'a> {
     /// The tool passed (no behaviour finding), with what it rests on, cited in
     /// parentheses; `None` when it did not or cannot tell (the live layer).
     pub passed: Option<&'a str>,
+}
+
+/// How suggested annotations are written: the form the audited server's author pastes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum AnnotationsForm {
+    /// rmcp's attribute, `#[tool(annotations(read_only_hint = false, ...))]`: for a Rust
+    /// server the layer wraps in its process.
+    #[default]
+    RmcpAttribute,
+    /// MCP's JSON form of `ToolAnnotations`, `{"readOnlyHint": false, ...}`: for a server in
+    /// any language (`hintaudit proxy`).
+    McpJson,
 }
 
 /// The hints the evidence supports for one tool.
@@ -139,23 +173,59 @@ impl SuggestedHints {
             .collect()
     }
 
+    /// The corrected hints that are set (kept ones included), in schema order: what
+    /// [`SuggestedHints::annotations`] writes in either form.
+    pub fn named(&self) -> impl Iterator<Item = (Hint, bool)> + '_ {
+        Hint::ALL
+            .into_iter()
+            .filter_map(|h| Some((h, self.corrected.get(h)?)))
+    }
+
+    /// The corrected hints in `form`: [`SuggestedHints::rmcp_attribute`] or
+    /// [`SuggestedHints::mcp_json`].
+    pub fn annotations(&self, form: AnnotationsForm) -> String {
+        match form {
+            AnnotationsForm::RmcpAttribute => self.rmcp_attribute(),
+            AnnotationsForm::McpJson => self.mcp_json(),
+        }
+    }
+
     /// The rmcp attribute with the corrected hints, e.g.
     /// `#[tool(annotations(read_only_hint = false, destructive_hint = true))]`.
     pub fn rmcp_attribute(&self) -> String {
-        let parts: Vec<String> = Hint::ALL
-            .into_iter()
-            .filter_map(|h| Some(format!("{}_hint = {}", h.label(), self.corrected.get(h)?)))
+        let parts: Vec<String> = self
+            .named()
+            .map(|(h, v)| format!("{}_hint = {v}", h.label()))
             .collect();
         format!("#[tool(annotations({}))]", parts.join(", "))
     }
+
+    /// MCP's JSON `ToolAnnotations` with the corrected hints, in schema order, e.g.
+    /// `{"readOnlyHint": false, "destructiveHint": true}` (a JSON object; `{}` when no hint is
+    /// set).
+    pub fn mcp_json(&self) -> String {
+        let parts: Vec<String> = self
+            .named()
+            .map(|(h, v)| format!("\"{}\": {v}", h.spec_name()))
+            .collect();
+        format!("{{{}}}", parts.join(", "))
+    }
 }
 
-/// Whether a call's effect removed or overwrote rows, or changed the schema.
+/// Whether a call's effect removed or overwrote rows, or changed the schema: a committed
+/// update or delete a hook saw, a committed transaction whose counts (oracle, rows affected,
+/// the database log) updated or deleted rows, or a destructive statement.
 fn destroyed(effect: &Effect) -> bool {
     effect
         .row_changes
         .iter()
         .any(|r| r.committed && matches!(r.operation, RowOperation::Update | RowOperation::Delete))
+        || effect
+            .transactions
+            .iter()
+            .filter(|t| t.committed)
+            .flat_map(|t| &t.tables)
+            .any(|w| w.updated + w.deleted > 0)
         || effect.statements.iter().any(|s| {
             s.overwrites
                 || s.drops
@@ -172,6 +242,12 @@ impl CallReport<'_> {
     /// [`crate::LogRecorder`] logs it.
     pub fn suggestion(&self) -> Option<SuggestedHints> {
         let wrote = self.effect.row_changes.iter().any(|r| r.committed)
+            || self.effect.transactions.iter().any(|t| {
+                t.committed
+                    && t.tables
+                        .iter()
+                        .any(|w| w.inserted + w.updated + w.deleted > 0)
+            })
             || self
                 .effect
                 .statements
@@ -238,6 +314,72 @@ mod tests {
             SuggestedHints::from_evidence(declared, &SuggestionEvidence::default()),
             None
         );
+    }
+
+    /// A read-only tool caught writing: the transaction counts a call carries (one committed
+    /// transaction, `(inserted, updated, deleted)` on one table, from each source) decide
+    /// whether the suggestion also says `destructiveHint: true`. The proxy's database log is
+    /// read like the oracle (issue 36).
+    #[test]
+    fn transaction_counts_that_remove_or_overwrite_rows_suggest_destructive() {
+        use crate::effect::{ObservationSource, TableWrites, TransactionObservation};
+        use crate::judge::Verdict;
+        use ObservationSource::*;
+        // The suggestion's JSON: readOnlyHint false alone, or with destructiveHint true.
+        const WRITES: &str = r#"{"readOnlyHint": false}"#;
+        const DESTROYS: &str = r#"{"readOnlyHint": false, "destructiveHint": true}"#;
+        let rows = [
+            (Log, (0, 0, 2), true, DESTROYS),
+            (Log, (0, 1, 0), true, DESTROYS),
+            (Log, (1, 0, 0), true, WRITES),
+            (Log, (0, 0, 2), false, WRITES),
+            (Oracle, (0, 0, 1), true, DESTROYS),
+            (Oracle, (3, 0, 0), true, WRITES),
+            (RowsAffected, (0, 2, 0), true, DESTROYS),
+            (RowsAffected, (0, 0, 0), true, WRITES),
+        ];
+        for (source, (inserted, updated, deleted), committed, want) in rows {
+            let effect = Effect {
+                transactions: vec![TransactionObservation {
+                    wrote: true,
+                    tables: vec![TableWrites {
+                        table: "items".into(),
+                        inserted,
+                        updated,
+                        deleted,
+                    }],
+                    committed,
+                    source,
+                    ..Default::default()
+                }],
+                ..Default::default()
+            };
+            let verdict = Verdict {
+                findings: vec![Finding::new(
+                    "get_item",
+                    Rule::ReadOnlyWrite,
+                    Hint::ReadOnly,
+                    source.confidence(),
+                    "database log: items",
+                )],
+                ..Default::default()
+            };
+            let report = CallReport {
+                tool: "get_item",
+                known_tool: true,
+                hints: DeclaredHints::new(Some(true), None, None, None),
+                status: crate::CallStatus::Ok,
+                duration: std::time::Duration::ZERO,
+                effect: &effect,
+                verdict: &verdict,
+            };
+            let s = report
+                .suggestion()
+                .expect("read_only_write changes readOnlyHint");
+            let case =
+                format!("{source:?} +{inserted} ~{updated} -{deleted} committed {committed}");
+            assert_eq!(s.mcp_json(), want, "{case}");
+        }
     }
 
     /// (declared read_only, destructive; advice) -> corrected (read_only, destructive): never

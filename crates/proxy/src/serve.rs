@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use hintaudit_core::{Config, Judge, LogRecorder};
+use hintaudit_core::{AnnotationsForm, Config, Judge, LogRecorder};
 use hintaudit_rmcp::{HintAudit, HintAuditLayer};
 use hintaudit_telemetry::{OtelMakeSpan, PrometheusRecorder, metrics_router, serve_metrics};
 use rmcp::ServiceExt;
@@ -99,8 +99,8 @@ impl std::fmt::Debug for Proxy {
     }
 }
 
-/// Starts the capture (when `--database` is given), connects upstream, learns its tools and
-/// builds the audited handler.
+/// Starts the capture (when `--database` is given), connects upstream, audits its tools/list
+/// (as a listing) and builds the audited handler.
 ///
 /// # Errors
 /// A bad config file, a capture that cannot start (the message says why: wal_level, the
@@ -161,14 +161,18 @@ pub async fn start(args: &ProxyArgs) -> anyhow::Result<Proxy> {
              seen, so no call is judged for writes"
         );
     }
+    // Suggestions in MCP's JSON form: the upstream is a server in any language.
+    let log = LogRecorder::default().with_annotations_form(AnnotationsForm::McpJson);
     let layer = HintAuditLayer::new()
         .with_judge(Arc::new(Judge::new(policy)))
-        .with_recorder((metrics.clone(), LogRecorder))
+        .with_recorder((metrics.clone(), log))
         .with_make_span(OtelMakeSpan::new())
         // Proxies in front of a server's replicas share the idempotency history too.
         .with_history_of(&config)?;
     let audit = layer.layer(forward);
-    audit.learn_tools(&tools);
+    // The upstream's tools/list, as the proxy asked it: every listing rule applies to it now,
+    // before (and whether or not) a client lists the tools.
+    audit.audit_listing(&tools);
     Ok(Proxy {
         audit,
         upstream,

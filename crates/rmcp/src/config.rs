@@ -107,7 +107,7 @@ impl Default for Config {
     fn default() -> Self {
         Config {
             judge: Arc::new(Judge::new(Policy::default())),
-            recorder: Arc::new(LogRecorder),
+            recorder: Arc::new(LogRecorder::default()),
             make_span: Arc::new(DefaultMakeSpan::new()),
             modes: None,
             #[cfg(feature = "shared-history")]

@@ -162,7 +162,7 @@ impl HintAuditLayer {
     }
 
     /// Sends audit events to `recorder` instead of the [`LogRecorder`](crate::LogRecorder). To
-    /// keep logging as well, pass a pair: `(LogRecorder, other)`.
+    /// keep logging as well, pass a pair: `(LogRecorder::default(), other)`.
     pub fn with_recorder(mut self, recorder: impl Recorder) -> Self {
         self.config.recorder = Arc::new(recorder);
         self

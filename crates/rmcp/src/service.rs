@@ -176,6 +176,17 @@ impl<H: ServerHandler> HintAudit<H> {
     pub fn learn_tools<'a>(&self, tools: impl IntoIterator<Item = &'a Tool>) -> usize {
         declare_tools(tools, &self.registry, &self.config)
     }
+
+    /// Audits these tools as a tools/list answer that passed through the layer: caches their
+    /// hints, lints them (`hint_missing`, `hint_contradiction`, and `hints_changed` against the
+    /// hints first listed) and sends one [`AuditEvent::Listing`] per tool. For a handler whose
+    /// tool list is itself a tools/list answer, taken outside a client's request:
+    /// `hintaudit proxy` lists its upstream's tools at start-up, and that listing is the
+    /// upstream's, linted before any client lists it. (A server's own router list is not a
+    /// listing: use [`HintAudit::learn_tools`].)
+    pub fn audit_listing(&self, tools: &[Tool]) {
+        audit_listing(tools, &self.registry, &self.config)
+    }
 }
 
 impl<H: Clone> Clone for HintAudit<H> {

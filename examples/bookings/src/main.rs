@@ -213,7 +213,7 @@ fn audited(
         .build()?;
     let audited = HintAuditLayer::new()
         .with_policy(policy)
-        .with_recorder((LogRecorder, recorder.clone()))
+        .with_recorder((LogRecorder::default(), recorder.clone()))
         .with_make_span(make_span)
         .with_modes(config)
         .with_history_of(config)?

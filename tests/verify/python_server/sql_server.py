@@ -32,6 +32,11 @@ Switches for tests:
   (a call still in flight after its commit, for overlapping calls).
 - FIXTURE_PROGRESS=1: adds count_to(n), which reports progress n times (notifications
   through `hintaudit proxy`).
+- FIXTURE_UNANNOTATED=1: adds the listing cases of `hintaudit proxy`'s tests:
+  count_items(), which declares no annotations at all (a `hint_missing` for every hint);
+  peek_items(), read-only and destructive at once (`hint_contradiction`); and
+  annotate_count_items(), after which count_items declares readOnlyHint true (the next
+  tools/list is `hints_changed`).
 - FIXTURE_RELAY=<dir>: adds the tools `hintaudit proxy`'s relay tests call (count_to too):
   whoami (the client as this server sees it), pid (writes <dir>/pid-<pid> at start-up too),
   echo_meta (the request's _meta), slow(label, seconds) (writes <dir>/started-<label>, and
@@ -244,6 +249,30 @@ if os.environ.get("FIXTURE_PROGRESS") == "1":
         for i in range(1, n + 1):
             await ctx.report_progress(i, n, f"step {i} of {n}")
         return f"counted to {n}"
+
+
+if os.environ.get("FIXTURE_UNANNOTATED") == "1":
+    # Only with the switch: verify's runs of this fixture see the tools above and no others.
+
+    @mcp.tool()
+    @as_text
+    def count_items() -> str:
+        """Counts the items. Declares no annotations."""
+        rows, _ = run(f"SELECT count(*) FROM {q('items')}")
+        return str(rows[0][0])
+
+    @mcp.tool(annotations=hints(read_only=True, destructive=True))
+    @as_text
+    def peek_items() -> str:
+        """Shows the item names. Declares readOnlyHint and destructiveHint both true."""
+        rows, _ = run(f"SELECT name FROM {q('items')} ORDER BY id")
+        return json.dumps([r[0] for r in rows or []])
+
+    @mcp.tool(annotations=hints(read_only=False, destructive=False, idempotent=True))
+    def annotate_count_items() -> str:
+        """From now on, count_items declares readOnlyHint true (and openWorldHint false)."""
+        mcp._tool_manager.get_tool("count_items").annotations = hints(read_only=True)
+        return "count_items annotated"
 
 
 RELAY_DIR = os.environ.get("FIXTURE_RELAY")

@@ -155,7 +155,7 @@ pub async fn start(args: &DemoArgs) -> anyhow::Result<DemoServer> {
         )))
         .with_recorder((
             collector.clone(),
-            (metrics.clone(), args.serve.then_some(LogRecorder)),
+            (metrics.clone(), args.serve.then(LogRecorder::default)),
         ))
         .with_make_span(OtelMakeSpan::new())
         .with_modes(&config)

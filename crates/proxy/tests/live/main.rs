@@ -14,6 +14,7 @@
 mod cancel;
 mod clients;
 mod indirect;
+mod listing;
 mod mariadb;
 mod postgres;
 mod relay;
