@@ -152,7 +152,10 @@
 //! [`PgOracle::Off`]. An [`AuditedTransaction`] begun on a held connection costs one round trip
 //! before `BEGIN` (the server flushes earlier transactions' statistics, PostgreSQL 15 and
 //! later); one begun on the pool ([`AuditedPool::begin`]) none, where the pool's test of the
-//! connection did it; and the
+//! connection did it (a pool opened with [`AuditedPool::connect`] or
+//! [`AuditedPool::connect_with`] tests each idle connection it hands out with that flush, in
+//! place of sqlx's ping: sqlx's own `before_acquire` is then replaced, so give your callback
+//! to [`AuditedPoolOptions::before_acquire`]); and the
 //! oracle reads the relations the transaction locked right before `COMMIT` or `ROLLBACK`
 //! (one more round trip for a transaction with a write that is not plain, nothing more for
 //! a read-only one or one with plain writes only), whatever the schema's size; end it with
