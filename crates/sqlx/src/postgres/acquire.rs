@@ -44,9 +44,10 @@ pub(super) fn flushes(conn: &PgConnection) -> bool {
     conn.server_version_num().is_some_and(|v| v >= 150_000)
 }
 
-/// [`crate::Backend::on_connect`] for PostgreSQL: your `after_connect`, followed by a flush;
-/// and, where the pool tests the connections it hands out and the oracle is on, that test
-/// made a flush, then your [`crate::AuditedPoolOptions::before_acquire`] (kept in `state`).
+/// [`crate::Backend::on_connect`] for PostgreSQL: where the pool tests the connections it
+/// hands out and the oracle is on, that test made a flush, then your
+/// [`crate::AuditedPoolOptions::before_acquire`] (kept in `state`); and your `after_connect`,
+/// followed by a flush when the pool's test flushes.
 pub(super) fn on_connect(
     options: PoolOptions<Postgres>,
     state: &Arc<PgPoolState>,
@@ -59,7 +60,11 @@ pub(super) fn on_connect(
                 let (callback, state) = (callback.clone(), state.clone());
                 async move {
                     callback(conn, meta).await?;
-                    // What your callback wrote must not count in the first statement's reading.
+                    // What your callback wrote must not count in the first statement's
+                    // reading, where that statement counts on the pool's flush.
+                    if !state.flush_on_acquire.done(conn) {
+                        return Ok(());
+                    }
                     flush(conn, &state.flush_on_acquire).await.map(|_| ())
                 }
                 .boxed()
