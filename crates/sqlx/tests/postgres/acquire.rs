@@ -125,3 +125,67 @@ async fn what_after_connect_wrote_is_not_blamed_and_before_acquire_runs() {
     pool.close().await;
     db.drop_schema().await;
 }
+
+/// A database of its own where `role` may not call `pg_stat_force_next_flush()` (revoked
+/// from `PUBLIC` there), with [`SETUP`] owned by `role`: its connect options as `role`.
+async fn no_flush_database(admin: &sqlx::PgPool, name: &str) -> PgConnectOptions {
+    for sql in [
+        format!("CREATE ROLE {name} LOGIN"),
+        format!("CREATE DATABASE {name} OWNER {name}"),
+    ] {
+        admin
+            .execute(sqlx::AssertSqlSafe(sql))
+            .await
+            .expect("create");
+    }
+    let url = databases::pg_url();
+    let base = url.parse::<PgConnectOptions>().expect("url").database(name);
+    let root = PgPoolOptions::new()
+        .max_connections(1)
+        .connect_with(base.clone());
+    let root = root.await.expect("connect as the server's user");
+    root.execute("REVOKE EXECUTE ON FUNCTION pg_stat_force_next_flush() FROM PUBLIC")
+        .await
+        .expect("revoke");
+    root.close().await;
+    let options = base.username(name);
+    let owner = PgPoolOptions::new()
+        .max_connections(1)
+        .connect_with(options.clone());
+    let owner = owner.await.expect("connect as the role");
+    owner.execute(SETUP).await.expect("setup");
+    owner.close().await;
+    options
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pool_whose_test_cannot_flush_still_blames_no_pending_counts() {
+    let Some(db) = db(PgOracle::Writes, SETUP).await else {
+        return;
+    };
+    let name = format!("ha_noflush_{}", std::process::id());
+    let options = no_flush_database(&db.admin, &name).await;
+    let pool = AuditedPool::options()
+        .connect_with(PgPoolOptions::new().max_connections(1), options)
+        .await
+        .expect("connect");
+    // The pool's test fails (no privilege) and hands the connection out all the same; the
+    // oracle then reads every relation, before and after.
+    leave_five_pending(&pool).await;
+    let e = book(&pool, "x", false).await;
+    assert_eq!(log_and_appointments(&e), (1, 1), "{e:?}");
+    assert!(e.statements.iter().all(|s| s.observed), "{e:?}");
+    let e = book(&pool, "y", true).await;
+    assert_eq!(log_and_appointments(&e), (1, 1), "{e:?}");
+    pool.close().await;
+    for sql in [
+        format!("DROP DATABASE {name} WITH (FORCE)"),
+        format!("DROP ROLE {name}"),
+    ] {
+        db.admin
+            .execute(sqlx::AssertSqlSafe(sql))
+            .await
+            .expect("drop");
+    }
+    db.drop_schema().await;
+}
