@@ -167,15 +167,18 @@ pub trait Backend: Database + sealed::Sealed + RawExecutor {
         Self::PoolState::default()
     }
 
-    /// Called right before `BEGIN` of an outermost [`crate::AuditedTransaction`]: the
-    /// transaction's audit state to start from (PostgreSQL: asks the server to flush the
-    /// statistics of earlier transactions, one round trip, so that the oracle need not read
-    /// every relation). By default, the empty state. An error only when that round trip
-    /// found the connection lost: it is `begin`'s answer, as `BEGIN`'s would have been.
+    /// Called right before `BEGIN` of an outermost [`crate::AuditedTransaction`], `pooled`
+    /// when its connection came straight from the pool for it ([`crate::AuditedPool::begin`]):
+    /// the transaction's audit state to start from (PostgreSQL: unless the pool's own test of
+    /// a pooled connection flushed them, asks the server to flush the statistics of earlier
+    /// transactions, one round trip, so that the oracle need not read every relation). By
+    /// default, the empty state. An error only when that round trip found the connection
+    /// lost: it is `begin`'s answer, as `BEGIN`'s would have been.
     #[doc(hidden)]
     fn before_begin<'e>(
         _conn: &'e mut Self::Connection,
         _pool: &'e Self::PoolState,
+        _pooled: bool,
     ) -> BoxFuture<'e, Result<Self::TxState, Error>> {
         Box::pin(std::future::ready(Ok(Self::TxState::default())))
     }

@@ -140,15 +140,22 @@
 //! foreign keys (from the catalog, cached per pool and cleared on DDL) runs as it is: its
 //! command tag is the evidence, no extra round trip. Any other autocommit statement that
 //! may write runs wrapped in a transaction whose table counts the oracle reads before
-//! `COMMIT`: 4 extra round trips, whose cost does not grow with the schema (see
+//! `COMMIT`: 3 extra round trips on a connection straight from a pool hintaudit opened
+//! (whose test of the connection, in place of sqlx's ping, flushed the session's
+//! statistics), 4 elsewhere, whose cost does not grow with the schema (see
 //! `docs/performance.md`); plain `SELECT`s run unwrapped at no cost. A wrapped statement
 //! run on the pool streams its rows as they arrive, and one whose stream (or `fetch_one`,
 //! `fetch_optional`) is dropped early is finished (`COMMIT` included) in a spawned task, as
 //! the server would have finished it in autocommit; on a held connection its rows are
 //! buffered until `COMMIT` answers: to stream a large `SELECT` that calls a function not
 //! known to be pure there, run it on the pool, in an [`AuditedTransaction`], or use
-//! [`PgOracle::Off`]. An [`AuditedTransaction`] costs one round trip before `BEGIN` (the
-//! server flushes earlier transactions' statistics, PostgreSQL 15 and later), and the
+//! [`PgOracle::Off`]. An [`AuditedTransaction`] begun on a held connection costs one round trip
+//! before `BEGIN` (the server flushes earlier transactions' statistics, PostgreSQL 15 and
+//! later); one begun on the pool ([`AuditedPool::begin`]) none, where the pool's test of the
+//! connection did it (a pool opened with [`AuditedPool::connect`] or
+//! [`AuditedPool::connect_with`] tests each idle connection it hands out with that flush, in
+//! place of sqlx's ping: sqlx's own `before_acquire` is then replaced, so give your callback
+//! to [`AuditedPoolOptions::before_acquire`]); and the
 //! oracle reads the relations the transaction locked right before `COMMIT` or `ROLLBACK`
 //! (one more round trip for a transaction with a write that is not plain, nothing more for
 //! a read-only one or one with plain writes only), whatever the schema's size; end it with
@@ -207,4 +214,4 @@ pub use held::connection::AuditedConnection;
 pub use held::transaction::AuditedTransaction;
 pub use pool::AuditedPool;
 pub use pool::acquire::UnauditedConnection;
-pub use pool::options::{AfterConnect, AuditedPoolOptions, PgOracle};
+pub use pool::options::{AfterConnect, AuditedPoolOptions, BeforeAcquire, PgOracle};

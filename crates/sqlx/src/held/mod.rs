@@ -179,7 +179,7 @@ impl<'c, DB: Backend> AuditedConn<'c, DB> {
                 Link::Outer(&mut **outer),
             ),
             None => {
-                let (raw, own) = begin_outermost(&mut **raw, shared, statement).await?;
+                let (raw, own) = begin_outermost(&mut **raw, shared, statement, false).await?;
                 (raw, Link::Own(own))
             }
         };

@@ -21,9 +21,9 @@ use crate::pool::inner::Shared;
 /// the same audited statement. End it with [`AuditedTransaction::commit`] or
 /// [`AuditedTransaction::rollback`]; dropping it rolls back as sqlx does. On SQLite, row
 /// changes are buffered per connection until the commit hook (recorded as committed) or the
-/// rollback hook (recorded as rolled back: attempts, not changes). On PostgreSQL, the server
-/// is asked right before `BEGIN` to flush earlier transactions' statistics (one round
-/// trip), and the oracle reads the transaction's writes right before `COMMIT` or `ROLLBACK`
+/// rollback hook (recorded as rolled back: attempts, not changes). On PostgreSQL, earlier
+/// transactions' statistics are flushed before `BEGIN` (by the pool's test of the connection
+/// it hands out, or else in one round trip of their own), and the oracle reads the transaction's writes right before `COMMIT` or `ROLLBACK`
 /// and records one [`hintaudit_core::TransactionObservation`]; a transaction dropped without
 /// either cannot be asked, and its write statements are recorded as failed. A savepoint's statements belong
 /// to its outermost transaction's reading; its own `commit` and `rollback` are `RELEASE
@@ -36,8 +36,8 @@ pub struct AuditedTransaction<'c, DB: Backend> {
 /// the transaction is dropped without `commit()` or `rollback()` (sqlx rolls it back).
 pub(crate) type TxAudit<DB> = Guard<<DB as Backend>::TxState, fn(&mut <DB as Backend>::TxState)>;
 
-/// Begins an outermost audited transaction on `conn` (taken from the pool, or a held
-/// connection's): the reset after a read-only leak (see [`crate::enforce`]), the backend's
+/// Begins an outermost audited transaction on `conn` (taken from the pool for it:
+/// `pooled`, or a held connection's): the reset after a read-only leak (see [`crate::enforce`]), the backend's
 /// [`Backend::before_begin`], sqlx's `BEGIN` (in a call that enforces readOnlyHint, the
 /// backend's read-only begin) or the caller's `statement`, then [`Backend::after_begin`].
 /// The one way every outermost audited transaction begins.
@@ -45,13 +45,14 @@ pub(crate) async fn begin_outermost<'c, DB, C>(
     mut conn: C,
     shared: &Shared<DB>,
     statement: Option<SqlStr>,
+    pooled: bool,
 ) -> Result<(Transaction<'c, DB>, TxAudit<DB>), Error>
 where
     DB: Backend,
     C: DerefMut<Target = DB::Connection> + Into<MaybePoolConnection<'c, DB>>,
 {
     crate::enforce::reset_for_call::<DB>(&mut conn, &shared.read_only_leaks).await;
-    let mut audit = DB::before_begin(&mut conn, &shared.backend).await?;
+    let mut audit = DB::before_begin(&mut conn, &shared.backend, pooled).await?;
     let (statement, read_only) = crate::enforce::begin_statement::<DB>(statement);
     if read_only {
         DB::set_begun_read_only(&mut audit);
@@ -69,7 +70,7 @@ impl<DB: Backend> AuditedTransaction<'static, DB> {
         statement: Option<SqlStr>,
     ) -> Result<Self, Error> {
         let pooled = shared.pool.acquire().await?;
-        let (raw, audit) = begin_outermost(pooled, &shared, statement).await?;
+        let (raw, audit) = begin_outermost(pooled, &shared, statement, true).await?;
         Ok(AuditedTransaction::new(AuditedConn {
             state: Link::Own(DB::ConnState::default()),
             tx: Some(Link::Own(audit)),

@@ -243,9 +243,14 @@ impl<DB: Backend> AuditedPoolOptions<DB> {
     /// sqlx's `after_connect`: **a callback set with [`PoolOptions::after_connect`] on
     /// `pool_options` is replaced** (sqlx keeps one per pool and cannot chain them); give it
     /// to [`AuditedPoolOptions::after_connect`] instead, which runs it after the hooks are in.
-    /// On PostgreSQL `pool_options` is used as it is, unless you set
-    /// [`AuditedPoolOptions::after_connect`]. `before_acquire` and `after_release` are always
-    /// kept.
+    /// On PostgreSQL 15 and later (oracle not [`crate::PgOracle::Off`], `test_before_acquire`
+    /// on, as by default), hintaudit tests each idle connection the pool hands out with
+    /// `SELECT pg_stat_force_next_flush()` in place of sqlx's ping (one round trip either
+    /// way), so that the oracle needs no flush of its own on a connection straight from the
+    /// pool: **a callback set with [`PoolOptions::before_acquire`] is then replaced**; give it
+    /// to [`AuditedPoolOptions::before_acquire`] instead, which runs it after the test.
+    /// Otherwise `pool_options` is used as it is, unless you set
+    /// [`AuditedPoolOptions::after_connect`]. `after_release` is always kept.
     ///
     /// # Errors
     /// As [`PoolOptions::connect_with`].
@@ -254,8 +259,7 @@ impl<DB: Backend> AuditedPoolOptions<DB> {
         pool_options: PoolOptions<DB>,
         connect_options: <DB::Connection as Connection>::Options,
     ) -> Result<AuditedPool<DB>, Error> {
-        let backend = Arc::new(DB::pool_state(&self));
-        let pool_options = DB::on_connect(pool_options, &backend, self.after_connect.clone());
+        let (pool_options, backend) = self.prepare(pool_options);
         let pool = pool_options.connect_with(connect_options).await?;
         Ok(self.build(pool, backend))
     }
@@ -277,8 +281,20 @@ impl<DB: Backend> AuditedPoolOptions<DB> {
         pool_options: PoolOptions<DB>,
         connect_options: <DB::Connection as Connection>::Options,
     ) -> AuditedPool<DB> {
-        let backend = Arc::new(DB::pool_state(&self));
-        let pool_options = DB::on_connect(pool_options, &backend, self.after_connect.clone());
+        let (pool_options, backend) = self.prepare(pool_options);
         self.build(pool_options.connect_lazy_with(connect_options), backend)
+    }
+
+    /// The options of a pool hintaudit opens, and the pool's audit state: `pool_options`
+    /// with your [`AuditedPoolOptions::before_acquire`], then the backend's set-up
+    /// ([`Backend::on_connect`], which runs your [`AuditedPoolOptions::after_connect`]).
+    fn prepare(&self, pool_options: PoolOptions<DB>) -> (PoolOptions<DB>, Arc<DB::PoolState>) {
+        let backend = Arc::new(DB::pool_state(self));
+        let pool_options = match self.before_acquire.clone() {
+            Some(callback) => pool_options.before_acquire(move |conn, meta| callback(conn, meta)),
+            None => pool_options,
+        };
+        let pool_options = DB::on_connect(pool_options, &backend, self.after_connect.clone());
+        (pool_options, backend)
     }
 }

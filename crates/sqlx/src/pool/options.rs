@@ -1,6 +1,6 @@
 //! What you configure on an [`crate::AuditedPool`]: when the PostgreSQL oracle runs
-//! ([`PgOracle`]), the classification cache, and your own `after_connect` callback
-//! ([`AfterConnect`]).
+//! ([`PgOracle`]), the classification cache, and your own `after_connect` and
+//! `before_acquire` callbacks ([`AfterConnect`], [`BeforeAcquire`]).
 //!
 //! The builder's last steps, which open or wrap a pool ([`AuditedPoolOptions::connect`],
 //! [`AuditedPoolOptions::connect_with`], [`AuditedPoolOptions::wrap`]), live beside the pool
@@ -47,12 +47,25 @@ pub type AfterConnect<DB> = Arc<
         + Sync,
 >;
 
+/// A callback run on every idle connection a pool hands out, with the shape of sqlx's
+/// [`sqlx::pool::PoolOptions::before_acquire`] (`Ok(false)` closes the connection and takes
+/// another); see [`AuditedPoolOptions::before_acquire`].
+pub type BeforeAcquire<DB> = Arc<
+    dyn for<'c> Fn(
+            &'c mut <DB as Database>::Connection,
+            PoolConnectionMetadata,
+        ) -> BoxFuture<'c, Result<bool, Error>>
+        + Send
+        + Sync,
+>;
+
 /// Options for an [`crate::AuditedPool`]; start with [`crate::AuditedPool::options`].
 #[derive(Clone)]
 pub struct AuditedPoolOptions<DB: Database> {
     pub(crate) oracle: PgOracle,
     pub(crate) classify_cache: usize,
     pub(crate) after_connect: Option<AfterConnect<DB>>,
+    pub(crate) before_acquire: Option<BeforeAcquire<DB>>,
     _db: PhantomData<fn() -> DB>,
 }
 
@@ -62,6 +75,7 @@ impl<DB: Database> fmt::Debug for AuditedPoolOptions<DB> {
             .field("oracle", &self.oracle)
             .field("classify_cache", &self.classify_cache)
             .field("after_connect", &self.after_connect.is_some())
+            .field("before_acquire", &self.before_acquire.is_some())
             .finish()
     }
 }
@@ -72,6 +86,7 @@ impl<DB: Database> Default for AuditedPoolOptions<DB> {
             oracle: PgOracle::default(),
             classify_cache: DEFAULT_CLASSIFY_CACHE,
             after_connect: None,
+            before_acquire: None,
             _db: PhantomData,
         }
     }
@@ -107,6 +122,25 @@ impl<DB: Database> AuditedPoolOptions<DB> {
             + 'static,
     {
         self.after_connect = Some(Arc::new(callback));
+        self
+    }
+
+    /// Your callback for every idle connection the pool hands out, as sqlx's
+    /// [`sqlx::pool::PoolOptions::before_acquire`]. Use this instead of sqlx's when hintaudit
+    /// opens the pool ([`AuditedPoolOptions::connect_with`]): on PostgreSQL 15 and later
+    /// hintaudit tests each connection it hands out with a query that also flushes the
+    /// session's statistics, in place of sqlx's ping (see [`crate::PgOracle`]), and sqlx
+    /// keeps one such callback per pool. It runs after that test; `Ok(false)` or an error
+    /// closes the connection and the pool takes another, as in sqlx. Not used by
+    /// [`AuditedPoolOptions::wrap`], whose pool is already open.
+    pub fn before_acquire<F>(mut self, callback: F) -> Self
+    where
+        for<'c> F: Fn(&'c mut DB::Connection, PoolConnectionMetadata) -> BoxFuture<'c, Result<bool, Error>>
+            + Send
+            + Sync
+            + 'static,
+    {
+        self.before_acquire = Some(Arc::new(callback));
         self
     }
 }

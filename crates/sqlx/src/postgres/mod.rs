@@ -18,7 +18,8 @@
 //! - Any other statement runs wrapped on one connection (see `wrap`): the flush of pending
 //!   statistics, `BEGIN`, the statement, `SAVEPOINT` with a snapshot of the relations the
 //!   transaction locked, `COMMIT` (`ROLLBACK` when it fails): 4 extra round trips, each
-//!   independent of the schema's size.
+//!   independent of the schema's size; 3 on a connection straight from a pool hintaudit
+//!   opened, whose test of the connection was the flush (see `acquire`).
 //!
 //! Plain `SELECT`s, `SELECT ... FOR UPDATE`, transaction control and session statements run
 //! unwrapped at no cost.
@@ -42,8 +43,9 @@
 //! # Audited transactions
 //!
 //! In an [`crate::AuditedTransaction`] the statements run as they are. Right before
-//! `BEGIN` the server is asked to flush this backend's pending statistics (one round trip,
-//! PostgreSQL 15 and later, unless the oracle is [`PgOracle::Off`]): counts of earlier
+//! `BEGIN` the server is asked to flush this backend's pending statistics (PostgreSQL 15 and
+//! later, unless the oracle is [`PgOracle::Off`]; one round trip, none on a connection
+//! straight from a pool hintaudit opened, whose test of it did so: see `acquire`): counts of earlier
 //! transactions are only flushed between transactions, and after the flush the
 //! transaction's counts start from zero. The oracle then reads, right before `COMMIT` or
 //! `ROLLBACK` (savepoint and snapshot, one round trip), only the relations the transaction
@@ -62,6 +64,8 @@
 //! transaction); a savepoint merely dropped is rolled back by sqlx later, unseen, so the
 //! transaction stays unobserved and the judge falls back to statement analysis for it.
 
+/// Connections handed out already flushed, by the pool's test of each one.
+mod acquire;
 mod catalog;
 mod lost;
 mod oracle;
@@ -99,6 +103,10 @@ use wrap::Opened;
 pub struct PgPoolState {
     catalog: Arc<Catalog>,
     oracle: PgOracle,
+    /// The pool's test of the connections it hands out flushes their statistics.
+    flush_on_acquire: acquire::FlushOnAcquire,
+    /// Your `before_acquire`, run after that test.
+    before_acquire: acquire::Kept,
 }
 
 /// A held PostgreSQL connection's audit state: whether the caller opened a transaction with
@@ -225,7 +233,17 @@ impl Backend for Postgres {
         PgPoolState {
             catalog: Arc::default(),
             oracle: options.oracle,
+            flush_on_acquire: acquire::FlushOnAcquire::default(),
+            before_acquire: acquire::Kept(options.before_acquire.clone()),
         }
+    }
+
+    fn on_connect(
+        options: sqlx::pool::PoolOptions<Self>,
+        state: &Arc<PgPoolState>,
+        after_connect: Option<crate::AfterConnect<Self>>,
+    ) -> sqlx::pool::PoolOptions<Self> {
+        acquire::on_connect(options, state, after_connect)
     }
 
     fn set_begun_read_only(tx: &mut PgTxState) {
@@ -306,14 +324,18 @@ impl Backend for Postgres {
     fn before_begin<'e>(
         conn: &'e mut PgConnection,
         pool: &'e PgPoolState,
+        pooled: bool,
     ) -> BoxFuture<'e, Result<PgTxState, Error>> {
         async move {
             let mut tx = PgTxState::default();
             tx.oracle = pool.oracle;
-            if tx.oracle != PgOracle::Off
-                && !conn.is_in_transaction()
-                && conn.server_version_num().is_some_and(|v| v >= 150_000)
-            {
+            if tx.oracle == PgOracle::Off || conn.is_in_transaction() {
+                return Ok(tx);
+            }
+            if pooled && pool.flush_on_acquire.done(conn) {
+                // Flushed by the pool's test of the connection, right before.
+                tx.flushed = true;
+            } else if acquire::flushes(conn) {
                 match oracle::flush(conn).await {
                     Ok(()) => tx.flushed = true,
                     // `BEGIN` would have read this error: it is `begin`'s (see `lost`).

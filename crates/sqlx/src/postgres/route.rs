@@ -100,6 +100,8 @@ pub(super) struct Started<'e> {
     /// The connection was lost under the audit's own round trips before the statement
     /// (see `lost`): its error is the statement's, which is not sent.
     pub(super) lost: Option<Error>,
+    /// Straight from a pool whose test of it flushed its statistics (see `acquire`).
+    pub(super) flushed: bool,
     pub(super) conn: &'e mut PgConnection,
     pub(super) att: Attribution,
     pub(super) rest: Rest<'e>,
@@ -113,6 +115,7 @@ pub(super) struct Started<'e> {
 pub(super) async fn start(ctx: Ctx<'_, Postgres>) -> Started<'_> {
     let wrappable = wrappable(&ctx);
     let unwrapped = (!wrappable && ctx.tx.is_none()).then(|| why_unwrapped(&ctx));
+    let flushed = ctx.pooled && ctx.pool.flush_on_acquire.done(ctx.conn);
     let Ctx {
         conn,
         state,
@@ -154,6 +157,7 @@ pub(super) async fn start(ctx: Ctx<'_, Postgres>) -> Started<'_> {
     Started {
         wrapped: wrapped && direct.is_none(),
         lost,
+        flushed,
         conn,
         att,
         rest: Rest {
@@ -178,6 +182,7 @@ pub(super) async fn before<'e>(
     let Started {
         wrapped,
         lost,
+        flushed,
         conn,
         att,
         mut rest,
@@ -202,7 +207,7 @@ pub(super) async fn before<'e>(
     let on_drop: fn(&mut Counting<u64>) = if y.is_some() { rolled_back } else { nothing };
     let mut live = Guard::new(Counting { att, rows: 0 }, on_drop);
     let conn = if wrapped {
-        match wrap::open(conn).await {
+        match wrap::open(conn, flushed).await {
             Ok(opened) => {
                 let read = match (y, first) {
                     (Some(y), _) => {

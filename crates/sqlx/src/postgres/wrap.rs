@@ -32,17 +32,22 @@ pub(super) struct Opened<'c> {
 }
 
 /// Opens the oracle's transaction: the flush of pending statistics ([`oracle::flush`]),
-/// `BEGIN`; where the flush is not available (PostgreSQL before 15), a snapshot of every
-/// relation right after `BEGIN`. Hands the connection back when it could not open; when one
-/// of these round trips finds the connection lost (see `lost`), its error is the
-/// statement's, which is not sent.
+/// unless the connection is `flushed` already (straight from a pool whose test of it
+/// flushed, see `acquire`), then `BEGIN`; where the flush is not available (PostgreSQL
+/// before 15), a snapshot of every relation right after `BEGIN`. Hands the connection back
+/// when it could not open; when one of these round trips finds the connection lost (see
+/// `lost`), its error is the statement's, which is not sent.
 pub(super) async fn open(
     conn: &mut PgConnection,
+    flushed: bool,
 ) -> Result<Opened<'_>, (Error, Option<&mut PgConnection>)> {
-    let scope = match oracle::flush(conn).await {
-        Ok(()) => oracle::Scope::Locked,
-        Err(e) if connection_lost(&e) => return Err((e, None)),
-        Err(_) => oracle::Scope::All,
+    let scope = match flushed {
+        true => oracle::Scope::Locked,
+        false => match oracle::flush(conn).await {
+            Ok(()) => oracle::Scope::Locked,
+            Err(e) if connection_lost(&e) => return Err((e, None)),
+            Err(_) => oracle::Scope::All,
+        },
     };
     // Until it is open, the transaction stands on a reborrow, so that the connection can be
     // handed back; as sqlx's `begin`, a `BEGIN` that fails or is dropped is rolled back.

@@ -15,6 +15,7 @@ use hintaudit_sqlx::{AuditedPool, PgOracle};
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{Executor, Postgres};
 
+mod acquire;
 #[path = "../support/databases.rs"]
 mod databases;
 mod direct;
