@@ -13,7 +13,7 @@
 //! - candidates of several tools: ambiguous, counted, attributed to none;
 //! - no candidate (settled when it is decoded): unattributed, counted.
 //!
-//! Pure: no I/O, no async, no clock. The capture (postgres.rs) feeds it.
+//! Pure: no I/O, no async, no clock. The capture (postgres/, mysql/) feeds it.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;

@@ -16,10 +16,12 @@ use std::time::Duration;
 use tokio::sync::{Notify, watch};
 use tokio_util::sync::CancellationToken;
 
-pub mod decode;
+mod commit;
 pub mod ledger;
 mod mysql;
 mod postgres;
+
+pub use postgres::decode;
 
 pub use ledger::{CallShare, Commit, Ledger, Lsn, Settled};
 

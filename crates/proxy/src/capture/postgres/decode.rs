@@ -15,10 +15,7 @@
 //! orders against the positions read around each call. Only the table and the kind of each
 //! change are kept: never a value.
 
-use std::collections::BTreeMap;
-
-use hintaudit_core::TableWrites;
-
+use crate::capture::commit::{CommitBuilder, RowChange};
 use crate::capture::ledger::{Commit, Lsn};
 
 /// Parses `X/Y` (PostgreSQL's text form of an LSN) into a number.
@@ -32,13 +29,7 @@ pub fn parse_lsn(text: &str) -> Option<Lsn> {
 /// Folds decoded rows into commits.
 #[derive(Debug, Default)]
 pub struct Decoder {
-    open: Option<Open>,
-}
-
-#[derive(Debug, Default)]
-struct Open {
-    tables: BTreeMap<String, (u64, u64, u64)>,
-    truncated: Vec<String>,
+    open: Option<CommitBuilder>,
 }
 
 impl Decoder {
@@ -46,39 +37,19 @@ impl Decoder {
     /// not know (a `message:` row, a future plugin's output) are skipped.
     pub fn row(&mut self, lsn: Lsn, data: &str) -> Option<Commit> {
         if data.starts_with("BEGIN") {
-            self.open = Some(Open::default());
+            self.open = Some(CommitBuilder::default());
             return None;
         }
         if data.starts_with("COMMIT") {
-            let open = self.open.take().unwrap_or_default();
-            return Some(Commit {
-                lsn,
-                tables: open
-                    .tables
-                    .into_iter()
-                    .map(|(table, (inserted, updated, deleted))| TableWrites {
-                        table,
-                        inserted,
-                        updated,
-                        deleted,
-                    })
-                    .collect(),
-                truncated: open.truncated,
-            });
+            return Some(self.open.take().unwrap_or_default().finish(lsn));
         }
         let (table, op) = change(data)?;
-        let open = self.open.get_or_insert_with(Open::default);
-        if op == "TRUNCATE" {
-            if !open.truncated.contains(&table) {
-                open.truncated.push(table);
-            }
-            return None;
-        }
-        let counts = open.tables.entry(table).or_default();
+        let open = self.open.get_or_insert_with(CommitBuilder::default);
         match op {
-            "INSERT" => counts.0 += 1,
-            "UPDATE" => counts.1 += 1,
-            _ => counts.2 += 1,
+            "TRUNCATE" => open.truncate(table),
+            "INSERT" => open.rows(table, RowChange::Insert, 1),
+            "UPDATE" => open.rows(table, RowChange::Update, 1),
+            _ => open.rows(table, RowChange::Delete, 1),
         }
         None
     }

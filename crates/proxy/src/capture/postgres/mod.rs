@@ -15,6 +15,8 @@
 //! position advances), so the database keeps only what has not been read yet: the lag,
 //! exported as a metric.
 
+pub mod decode;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -22,8 +24,8 @@ use std::time::Duration;
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 use sqlx::{ConnectOptions, Connection, PgConnection, Row};
 
-use crate::capture::decode::{Decoder, parse_lsn};
 use crate::capture::{CaptureError, Lsn, Shared, capture_error, lock};
+use decode::{Decoder, parse_lsn};
 
 /// Reads the log positions around calls, on connections of their own.
 #[derive(Debug)]
