@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use hintaudit_core::TableWrites;
 
 use crate::capture::ledger::{Commit, Lsn};
+use crate::capture::writer::Writer;
 
 /// The kind of a row change the log shows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,12 +30,13 @@ pub struct Counts {
     pub deleted: u64,
 }
 
-/// A transaction being read: rows per table (unqualified, lower-cased) and the tables it
-/// truncated, in the order first seen.
+/// A transaction being read: rows per table (unqualified, lower-cased), the tables it
+/// truncated, in the order first seen, and its writer once named.
 #[derive(Debug, Default)]
 pub struct CommitBuilder {
     tables: BTreeMap<String, Counts>,
     truncated: Vec<String>,
+    writer: Option<Writer>,
 }
 
 impl CommitBuilder {
@@ -53,6 +55,12 @@ impl CommitBuilder {
         if !self.truncated.contains(&table) {
             self.truncated.push(table);
         }
+    }
+
+    /// The database named the transaction's writer (the first naming counts: a transaction
+    /// has one backend).
+    pub fn writer(&mut self, writer: Writer) {
+        self.writer.get_or_insert(writer);
     }
 
     /// Whether it holds no change.
@@ -75,6 +83,7 @@ impl CommitBuilder {
                 })
                 .collect(),
             truncated: self.truncated,
+            writer: self.writer,
         }
     }
 }

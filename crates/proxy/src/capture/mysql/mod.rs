@@ -22,7 +22,7 @@ use mysql_async::prelude::Queryable;
 use mysql_async::{BinlogStream, BinlogStreamRequest, Conn, Opts, Pool};
 
 use crate::capture::ledger::Lsn;
-use crate::capture::{CaptureError, Shared, capture_error, lock};
+use crate::capture::{CaptureError, Origin, Shared, capture_error, lock};
 use decode::{BinlogDecoder, Step};
 
 /// Reads the binary log position around calls.
@@ -307,7 +307,8 @@ fn read_event(
         }
         Step::Unplaced => return,
         Step::Commit(c) => {
-            lock(&shared.ledger).decoded(c);
+            // The binary log as read names no writer: every call in flight is a candidate.
+            lock(&shared.ledger).decoded(c, Origin::AnyCall);
         }
         Step::Nothing => {}
     }
