@@ -31,10 +31,6 @@ async fn seeded(admin: &sqlx::PgPool, name: &str, py: &str) -> String {
     db
 }
 
-fn args(v: Value) -> rmcp::model::JsonObject {
-    v.as_object().cloned().unwrap_or_default()
-}
-
 /// Client `c`'s round `r`: two lies (get_item's UPDATE, archive_item's DELETE) and two honest
 /// writes (add_note, write_query), each one commit, and a read.
 async fn round(client: &Client, c: usize, r: usize) {
@@ -58,15 +54,6 @@ async fn round(client: &Client, c: usize, r: usize) {
         let text = answer["content"][0]["text"].as_str().unwrap_or_default();
         assert!(!text.starts_with("Error"), "{tool}: {text}");
     }
-}
-
-/// `hintaudit_tool_row_changes_total{tool, table, operation}`.
-fn rows(s: &hintaudit_test_support::scrape::Scraped, tool: &str, table: &str, op: &str) -> f64 {
-    s.value(
-        "hintaudit_tool_row_changes_total",
-        &[("tool", tool), ("table", table), ("operation", op)],
-    )
-    .unwrap_or(0.0)
 }
 
 /// `clients` clients at once through one proxy (`--stdio` upstream, a child per session),
