@@ -25,7 +25,8 @@ const KNOWN_MAX: usize = 4096;
 #[derive(Debug)]
 pub(crate) struct Identify {
     host: UpstreamHost,
-    /// Upstream connection → its child's pid (`--stdio`), as last started.
+    /// Upstream connection → its child's pid (`--stdio`), as last started; a child found
+    /// gone is removed.
     children: Mutex<HashMap<u64, u32>>,
     known: Mutex<HashMap<(u32, i64), Origin>>,
 }
@@ -102,6 +103,9 @@ impl Identify {
         let mut seen_any = false;
         for (session, pid) in children {
             let Some(sockets) = tree_sockets(pid) else {
+                // The child is gone (its session ended): forget it, so the map stays as
+                // small as the sessions alive.
+                lock(&self.children).remove(&session);
                 continue;
             };
             seen_any = true;
