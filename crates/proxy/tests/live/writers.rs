@@ -64,13 +64,27 @@ async fn concurrent_clients(clients: usize, rounds: usize) {
     };
     let name = format!("hintaudit_proxy_writers_{clients}");
     let db = seeded(&admin, &name, py).await;
-    let (_proxy, addr) = proxy_http(&["--stdio", &fixture(py, &db, ""), "--database", &db]).await;
+    // A child per session: on a loaded machine 16 Python servers take a while to start.
+    let upstream = fixture(py, &db, "");
+    let (_proxy, addr) = proxy_http(&[
+        "--stdio",
+        &upstream,
+        "--database",
+        &db,
+        "--handshake-timeout",
+        "300",
+    ])
+    .await;
     let url = format!("http://{addr}/mcp");
+    // The sessions open one after another (their children start then); their calls run
+    // all at once.
+    let mut sessions = Vec::new();
+    for _ in 0..clients {
+        sessions.push(http_client(&url).await);
+    }
     let mut tasks = Vec::new();
-    for c in 0..clients {
-        let url = url.clone();
+    for (c, client) in sessions.into_iter().enumerate() {
         tasks.push(tokio::spawn(async move {
-            let client = http_client(&url).await;
             for r in 0..rounds {
                 round(&client, c, r).await;
             }
