@@ -42,7 +42,7 @@ pub struct ProxyArgs {
     /// come from (its pod's IP). Commits from other addresses are never this proxy's calls'.
     /// Without it, the processes listening on the upstream's port are the upstream when this
     /// host shows them (same host, or a shared PID namespace).
-    #[arg(long, value_name = "IP", requires = "upstream")]
+    #[arg(long, value_name = "IP", conflicts_with = "stdio")]
     pub upstream_addr: Option<std::net::IpAddr>,
     /// Serve streamable HTTP on this address (`/mcp`, and `/metrics` beside it) instead of
     /// stdio.
@@ -293,4 +293,55 @@ async fn shutdown_signal() {
         }
     }
     let _ = tokio::signal::ctrl_c().await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        proxy: ProxyArgs,
+    }
+
+    #[test]
+    fn the_upstream_is_told_apart_as_the_deployment_allows() {
+        let rows: [(&[&str], UpstreamHost); 5] = [
+            (&["--stdio", "python3 s.py"], UpstreamHost::Children),
+            (
+                &["--upstream", "http://127.0.0.1:8000/mcp"],
+                UpstreamHost::Listening(8000),
+            ),
+            (
+                &["--upstream", "http://server/mcp"],
+                UpstreamHost::Listening(80),
+            ),
+            (
+                &["--upstream", "https://server/mcp"],
+                UpstreamHost::Listening(443),
+            ),
+            (
+                &[
+                    "--upstream",
+                    "http://server:8000/mcp",
+                    "--upstream-addr",
+                    "10.1.2.3",
+                ],
+                UpstreamHost::Address("10.1.2.3".parse().expect("ip")),
+            ),
+        ];
+        for (words, want) in rows {
+            let cli = Cli::parse_from(std::iter::once("proxy").chain(words.iter().copied()));
+            assert_eq!(upstream_host(&cli.proxy), want, "{words:?}");
+        }
+        let stdio_with_addr =
+            Cli::try_parse_from(["proxy", "--stdio", "x", "--upstream-addr", "10.1.2.3"]);
+        assert!(
+            stdio_with_addr.is_err(),
+            "--upstream-addr is for --upstream: {:?}",
+            stdio_with_addr.as_ref().map(|c| upstream_host(&c.proxy))
+        );
+    }
 }

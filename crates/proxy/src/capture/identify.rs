@@ -253,4 +253,29 @@ mod tests {
         );
         assert_eq!(listening.origin(Some(&other)), Origin::Foreign);
     }
+
+    #[test]
+    fn an_address_names_the_upstream() {
+        let pod = Identify::new(UpstreamHost::Address("10.1.2.3".parse().expect("ip")));
+        let rows = [
+            (Some("10.1.2.3:40000"), "", Origin::AnyCall),
+            (Some("[::ffff:10.1.2.3]:40001"), "", Origin::AnyCall),
+            (Some("10.1.2.4:40000"), "", Origin::Foreign),
+            (None, "", Origin::AnyCall),
+            (
+                Some("10.1.2.3:40002"),
+                "hintaudit:000000000000:1",
+                Origin::Foreign,
+            ),
+        ];
+        for (i, (client, name, want)) in rows.into_iter().enumerate() {
+            let writer = Writer {
+                pid: i as u32,
+                backend_start: 1,
+                client: client.map(|c| c.parse().expect("addr")),
+                application_name: name.into(),
+            };
+            assert_eq!(pod.origin(Some(&writer)), want, "{client:?} {name}");
+        }
+    }
 }
