@@ -81,7 +81,7 @@ impl Identify {
             UpstreamHost::Listening(port) => {
                 let roots = listeners(*port);
                 if roots.is_empty() {
-                    return Origin::AnyCall;
+                    return by_network_namespace(client);
                 }
                 let ours = roots.iter().any(|root| {
                     tree_sockets(*root).is_some_and(|s| s.iter().any(|a| same(*a, client)))
@@ -119,6 +119,24 @@ impl Identify {
             Origin::AnyCall
         }
     }
+}
+
+/// The upstream's processes are not visible (a sidecar in a pod that shares its network
+/// namespace, not its PID namespace): a writer whose socket is in this network namespace is
+/// the pod's, so the upstream's; one that is not is foreign. `/proc` unreadable: not known.
+fn by_network_namespace(client: SocketAddr) -> Origin {
+    match local_sockets() {
+        Some(sockets) if sockets.iter().any(|a| same(*a, client)) => Origin::AnyCall,
+        Some(_) => Origin::Foreign,
+        None => Origin::AnyCall,
+    }
+}
+
+/// The local endpoints of every TCP socket in this network namespace.
+fn local_sockets() -> Option<Vec<SocketAddr>> {
+    let mut table = procfs::net::tcp().ok()?;
+    table.extend(procfs::net::tcp6().unwrap_or_default());
+    Some(table.into_iter().map(|e| e.local_address).collect())
 }
 
 /// The same endpoint, an IPv4 address and its IPv6-mapped form alike.
@@ -252,6 +270,17 @@ mod tests {
             Origin::AnyCall
         );
         assert_eq!(listening.origin(Some(&other)), Origin::Foreign);
+    }
+
+    #[test]
+    fn a_socket_of_this_network_namespace_is_the_pods() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = listener.local_addr().expect("addr").port();
+        let client = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
+        let local = client.local_addr().expect("local");
+        assert_eq!(by_network_namespace(local), Origin::AnyCall);
+        let elsewhere: SocketAddr = "10.255.255.1:1".parse().expect("addr");
+        assert_eq!(by_network_namespace(elsewhere), Origin::Foreign);
     }
 
     #[test]
