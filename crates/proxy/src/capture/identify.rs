@@ -217,12 +217,23 @@ fn listeners(port: u16) -> Vec<u32> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn this_process_is_found_by_its_own_socket() {
+    /// A loopback listener and a client connected to it (kept open while held): the
+    /// listener's port and the client's local endpoint.
+    fn connected() -> (
+        (std::net::TcpListener, std::net::TcpStream),
+        u16,
+        SocketAddr,
+    ) {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
         let port = listener.local_addr().expect("addr").port();
         let client = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
         let local = client.local_addr().expect("local");
+        ((listener, client), port, local)
+    }
+
+    #[test]
+    fn this_process_is_found_by_its_own_socket() {
+        let (_sockets, port, local) = connected();
         let me = std::process::id();
         assert!(
             listeners(port).contains(&me),
@@ -274,10 +285,7 @@ mod tests {
 
     #[test]
     fn a_socket_of_this_network_namespace_is_the_pods() {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-        let port = listener.local_addr().expect("addr").port();
-        let client = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
-        let local = client.local_addr().expect("local");
+        let (_sockets, _, local) = connected();
         assert_eq!(by_network_namespace(local), Origin::AnyCall);
         let elsewhere: SocketAddr = "10.255.255.1:1".parse().expect("addr");
         assert_eq!(by_network_namespace(elsewhere), Origin::Foreign);
