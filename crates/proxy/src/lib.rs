@@ -52,7 +52,8 @@ mod session;
 mod upstream;
 
 pub use capture::{
-    CallShare, Capture, CaptureError, CaptureOptions, CaptureStats, Settled, Ticket,
+    CallShare, Capture, CaptureError, CaptureOptions, CaptureStats, Origin, Settled, Ticket,
+    UpstreamHost, UpstreamLink,
 };
 pub use forward::Forward;
 pub use metrics::CaptureMetrics;

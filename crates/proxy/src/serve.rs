@@ -17,7 +17,7 @@ use rmcp::transport::streamable_http_server::{
 use tokio_util::sync::CancellationToken;
 use tower::Layer;
 
-use crate::capture::{Capture, CaptureOptions};
+use crate::capture::{Capture, CaptureOptions, UpstreamHost};
 use crate::forward::Forward;
 use crate::metrics::CaptureMetrics;
 use crate::relay::Relay;
@@ -38,6 +38,12 @@ pub struct ProxyArgs {
     /// The upstream server's streamable HTTP endpoint, e.g. `http://127.0.0.1:8080/mcp`.
     #[arg(long, value_name = "URL")]
     pub upstream: Option<String>,
+    /// With `--upstream`: the address the database sees the upstream server's connections
+    /// come from (its pod's IP). Commits from other addresses are never this proxy's calls'.
+    /// Without it, the processes listening on the upstream's port are the upstream when this
+    /// host shows them (same host, or a shared PID namespace).
+    #[arg(long, value_name = "IP", conflicts_with = "stdio")]
+    pub upstream_addr: Option<std::net::IpAddr>,
     /// Serve streamable HTTP on this address (`/mcp`, and `/metrics` beside it) instead of
     /// stdio.
     #[arg(long, value_name = "ADDR")]
@@ -99,6 +105,27 @@ impl std::fmt::Debug for Proxy {
     }
 }
 
+/// How the capture tells the upstream's database connections from others': its children
+/// (`--stdio`), the address given (`--upstream-addr`), else whoever listens on the
+/// `--upstream` URL's port.
+fn upstream_host(args: &ProxyArgs) -> UpstreamHost {
+    if let Some(ip) = args.upstream_addr {
+        return UpstreamHost::Address(ip);
+    }
+    let Some(url) = &args.upstream else {
+        return UpstreamHost::Children;
+    };
+    let uri: Option<axum::http::Uri> = url.parse().ok();
+    let port = uri.as_ref().and_then(|u| {
+        u.port_u16().or_else(|| match u.scheme_str() {
+            Some("https") => Some(443),
+            Some("http") => Some(80),
+            _ => None,
+        })
+    });
+    port.map_or(UpstreamHost::Children, UpstreamHost::Listening)
+}
+
 /// Starts the capture (when `--database` is given), connects upstream, audits its tools/list
 /// (as a listing) and builds the audited handler.
 ///
@@ -112,6 +139,7 @@ pub async fn start(args: &ProxyArgs) -> anyhow::Result<Proxy> {
         Some(url) => {
             let options = CaptureOptions {
                 wait: Duration::from_millis(args.capture_wait_ms),
+                upstream: upstream_host(args),
                 ..CaptureOptions::default()
             };
             Some(Capture::start(url, options).await?)
@@ -269,4 +297,55 @@ async fn shutdown_signal() {
         }
     }
     let _ = tokio::signal::ctrl_c().await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        proxy: ProxyArgs,
+    }
+
+    #[test]
+    fn the_upstream_is_told_apart_as_the_deployment_allows() {
+        let rows: [(&[&str], UpstreamHost); 5] = [
+            (&["--stdio", "python3 s.py"], UpstreamHost::Children),
+            (
+                &["--upstream", "http://127.0.0.1:8000/mcp"],
+                UpstreamHost::Listening(8000),
+            ),
+            (
+                &["--upstream", "http://server/mcp"],
+                UpstreamHost::Listening(80),
+            ),
+            (
+                &["--upstream", "https://server/mcp"],
+                UpstreamHost::Listening(443),
+            ),
+            (
+                &[
+                    "--upstream",
+                    "http://server:8000/mcp",
+                    "--upstream-addr",
+                    "10.1.2.3",
+                ],
+                UpstreamHost::Address("10.1.2.3".parse().expect("ip")),
+            ),
+        ];
+        for (words, want) in rows {
+            let cli = Cli::parse_from(std::iter::once("proxy").chain(words.iter().copied()));
+            assert_eq!(upstream_host(&cli.proxy), want, "{words:?}");
+        }
+        let stdio_with_addr =
+            Cli::try_parse_from(["proxy", "--stdio", "x", "--upstream-addr", "10.1.2.3"]);
+        assert!(
+            stdio_with_addr.is_err(),
+            "--upstream-addr is for --upstream: {:?}",
+            stdio_with_addr.as_ref().map(|c| upstream_host(&c.proxy))
+        );
+    }
 }

@@ -15,6 +15,8 @@ use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{RoleClient, ServiceExt};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
+use crate::capture::UpstreamLink;
+use crate::capture::writer::child_env;
 use crate::relay::Relay;
 
 /// Where the upstream server is.
@@ -81,7 +83,14 @@ pub struct Upstream {
     service: tokio::sync::Mutex<Option<Service>>,
     /// Connections made so far (1 after start; more after restarts).
     connects: std::sync::atomic::AtomicU64,
+    /// This connection's number, unique in the process: its child's application_name.
+    id: u64,
+    /// The pid of its current child (`--stdio`), 0 before the first.
+    child: std::sync::atomic::AtomicU32,
 }
+
+/// The next [`Upstream::id`].
+static IDS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 impl Upstream {
     /// Connects to the upstream server and completes the MCP handshake within `timeout`,
@@ -101,6 +110,8 @@ impl Upstream {
             timeout,
             service: tokio::sync::Mutex::new(None),
             connects: Default::default(),
+            id: IDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            child: Default::default(),
         };
         up.peer().await?;
         Ok(up)
@@ -118,6 +129,21 @@ impl Upstream {
     /// The relay: this connection's client side.
     pub fn relay(&self) -> &Relay {
         &self.relay
+    }
+
+    /// This connection's number, unique in the process (kept across reconnections). With a
+    /// PostgreSQL capture, a `--stdio` child's `PGAPPNAME` is `hintaudit:<nonce>:<id>`.
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// The connection as the capture tells writers apart: its number and its child's pid.
+    pub fn link(&self) -> UpstreamLink {
+        let pid = self.child.load(std::sync::atomic::Ordering::Relaxed);
+        UpstreamLink {
+            connection: self.id,
+            child: (pid != 0).then_some(pid),
+        }
     }
 
     /// How many times the proxy connected to the upstream (started its child).
@@ -172,6 +198,10 @@ impl Upstream {
                 let (env, words) =
                     split_command(line).ok_or_else(|| UpstreamError::Command(line.clone()))?;
                 let mut cmd = tokio::process::Command::new(&words[0]);
+                // The child's database connections name it, unless its command line does.
+                if let Some((name, value)) = child_env(self.id) {
+                    cmd.env(name, value);
+                }
                 cmd.args(&words[1..]).envs(env);
                 let (proc, stderr) = TokioChildProcess::builder(cmd)
                     .stderr(Stdio::piped())
@@ -180,6 +210,9 @@ impl Upstream {
                         program: words[0].clone(),
                         source,
                     })?;
+                if let Some(pid) = proc.id() {
+                    self.child.store(pid, std::sync::atomic::Ordering::Relaxed);
+                }
                 if let Some(stderr) = stderr {
                     // The child's stderr, line by line, on ours: a stdio proxy's stdout is
                     // the protocol.

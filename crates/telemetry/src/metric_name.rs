@@ -70,8 +70,8 @@ pub enum MetricName {
     CaptureLag,
     /// `hintaudit_capture_commits_total{attribution}`: commits `hintaudit proxy` read from
     /// the database log, by how they were settled: `attributed`, `ambiguous` (calls of
-    /// several tools in flight), `unattributed` (no call in flight) or `dropped`. Exported
-    /// by the proxy only.
+    /// several tools in flight), `unattributed` (no call in flight), `dropped` or `foreign`
+    /// (another writer's: not the proxy's upstream). Exported by the proxy only.
     CaptureCommits,
     /// `hintaudit_capture_gaps_total{backend}`: times `hintaudit proxy`'s capture went on
     /// from a later log position than it had read through, so what committed between was

@@ -3,22 +3,30 @@
 //! answered, and the committed transactions the capture decoded, each with the position of
 //! its commit. No clock is read.
 //!
-//! A commit at position `c` is a *candidate* of every call with `start < c ≤ end` (a call
-//! still in flight has no end yet; a call whose start has not been read yet counts as
-//! started, so it can only widen a set, never narrow it). When a call is judged, every commit
-//! in its interval is settled once, by the first of its candidates judged:
+//! Each commit comes with its [`Origin`]: which of the proxy's upstream connections wrote it
+//! (the writer the database named), that the writer is not the proxy's upstream at all, or
+//! that this is not known. A commit at position `c` is a *candidate* of every call with
+//! `start < c ≤ end` (a call still in flight has no end yet; a call whose start has not been
+//! read yet counts as started, so it can only widen a set, never narrow it) that its origin
+//! allows: the calls on its connection ([`Origin::Session`]), every call
+//! ([`Origin::AnyCall`]), none ([`Origin::Foreign`]). When a call is judged, every commit in
+//! its interval that it is a candidate of is settled once, by the first of its candidates
+//! judged:
 //!
 //! - one candidate, or candidates that are all calls of one tool: attributed (to that call,
 //!   or to the first of that tool's calls judged);
 //! - candidates of several tools: ambiguous, counted, attributed to none;
-//! - no candidate (settled when it is decoded): unattributed, counted.
+//! - no candidate (settled when it is decoded): unattributed, counted;
+//! - another writer's (settled when it is decoded): foreign, counted.
 //!
-//! Pure: no I/O, no async, no clock. The capture (postgres.rs) feeds it.
+//! Pure: no I/O, no async, no clock. The capture (postgres/, mysql/) feeds it.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
 
 use hintaudit_core::TableWrites;
+
+pub use crate::capture::writer::{Origin, Writer};
 
 /// A position in the database's log (PostgreSQL: an LSN as a 64-bit number; MySQL: the
 /// binlog file number and offset folded into one).
@@ -33,38 +41,47 @@ pub struct Commit {
     pub tables: Vec<TableWrites>,
     /// Tables it truncated.
     pub truncated: Vec<String>,
+    /// Who wrote it, when the database said (PostgreSQL: the writer trigger's message).
+    pub writer: Option<Writer>,
 }
 
 /// What the ledger settled for one commit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Settled {
-    /// One call, or calls of one tool, were in flight: the commit is theirs.
+    /// One call, or calls of one tool, were in flight (on the writer's connection, when it is
+    /// known): the commit is theirs.
     Attributed,
     /// Calls of several tools were in flight: no tool is blamed.
     Ambiguous,
-    /// No call was in flight.
+    /// No call was in flight (on the writer's connection, when it is known).
     Unattributed,
     /// Dropped: the ledger was full, or the commit was decoded after every candidate had
     /// been judged (the capture fell behind its wait).
     Dropped,
+    /// Another writer's: not this proxy's upstream (another replica's server, a job, a
+    /// person), so no call of this proxy's.
+    Foreign,
 }
 
 impl Settled {
     /// Every outcome, in label order.
-    pub const ALL: [Settled; 4] = [
+    pub const ALL: [Settled; 5] = [
         Settled::Attributed,
         Settled::Ambiguous,
         Settled::Unattributed,
         Settled::Dropped,
+        Settled::Foreign,
     ];
 
-    /// The metric label value: `attributed`, `ambiguous`, `unattributed`, `dropped`.
+    /// The metric label value: `attributed`, `ambiguous`, `unattributed`, `dropped`,
+    /// `foreign`.
     pub fn as_str(self) -> &'static str {
         match self {
             Settled::Attributed => "attributed",
             Settled::Ambiguous => "ambiguous",
             Settled::Unattributed => "unattributed",
             Settled::Dropped => "dropped",
+            Settled::Foreign => "foreign",
         }
     }
 }
@@ -86,6 +103,8 @@ pub struct CallShare {
 #[derive(Debug)]
 struct CallSpan {
     tool: Arc<str>,
+    /// The upstream connection it went on.
+    session: u64,
     start: Option<Lsn>,
     end: Option<Lsn>,
     judged: bool,
@@ -94,6 +113,7 @@ struct CallSpan {
 #[derive(Debug)]
 struct Pending {
     commit: Commit,
+    origin: Origin,
     settled: Option<Settled>,
     /// The call it was attributed to, once settled `Attributed`.
     owner: Option<u64>,
@@ -112,7 +132,7 @@ pub struct Ledger {
     /// beyond them is read: a commit read late inside one is dropped, not unattributed.
     late: VecDeque<(Lsn, Lsn)>,
     max_commits: usize,
-    counts: [u64; 4],
+    counts: [u64; 5],
 }
 
 impl Ledger {
@@ -125,17 +145,19 @@ impl Ledger {
             gaps: Vec::new(),
             late: VecDeque::new(),
             max_commits: max_commits.max(1),
-            counts: [0; 4],
+            counts: [0; 5],
         }
     }
 
-    /// A call begins; its start position is not known yet ([`Ledger::started`]).
-    pub fn begin(&mut self, tool: Arc<str>) -> u64 {
+    /// A call of `tool` begins on upstream connection `session`; its start position is not
+    /// known yet ([`Ledger::started`]).
+    pub fn begin(&mut self, tool: Arc<str>, session: u64) -> u64 {
         self.next_id += 1;
         self.calls.insert(
             self.next_id,
             CallSpan {
                 tool,
+                session,
                 start: None,
                 end: None,
                 judged: false,
@@ -178,22 +200,33 @@ impl Ledger {
         }
     }
 
-    /// The candidates of a commit at `lsn`: call ids with `start < lsn ≤ end`.
-    fn candidates(&self, lsn: Lsn) -> Vec<u64> {
+    /// The candidates of a commit at `lsn` from `origin`: call ids with `start < lsn ≤ end`
+    /// that the origin allows.
+    fn candidates(&self, lsn: Lsn, origin: Origin) -> Vec<u64> {
         self.calls
             .iter()
+            .filter(|(_, c)| match origin {
+                Origin::Session(s) => c.session == s,
+                Origin::AnyCall => true,
+                Origin::Foreign => false,
+            })
             .filter(|(_, c)| c.start.is_none_or(|s| s < lsn) && c.end.is_none_or(|e| lsn <= e))
             .map(|(id, _)| *id)
             .collect()
     }
 
-    /// A commit the capture decoded. Settled at once when no call can be its candidate.
-    pub fn decoded(&mut self, commit: Commit) -> Option<Settled> {
+    /// A commit the capture decoded, written from `origin`. Settled at once when it is
+    /// another writer's or no call can be its candidate.
+    pub fn decoded(&mut self, commit: Commit, origin: Origin) -> Option<Settled> {
+        if origin == Origin::Foreign {
+            self.count(Settled::Foreign);
+            return Some(Settled::Foreign);
+        }
         // Commits are read in log order: an interval that ends before this one is passed.
         while self.late.front().is_some_and(|(_, end)| *end < commit.lsn) {
             self.late.pop_front();
         }
-        let candidates = self.candidates(commit.lsn);
+        let candidates = self.candidates(commit.lsn, origin);
         if candidates.is_empty() {
             if self
                 .late
@@ -218,6 +251,7 @@ impl Ledger {
         }
         self.commits.push_back(Pending {
             commit,
+            origin,
             settled: None,
             owner: None,
         });
@@ -239,17 +273,22 @@ impl Ledger {
             if p.commit.lsn <= start || p.commit.lsn > end {
                 continue;
             }
+            // Another connection's commit in this call's interval is not this call's to
+            // settle, nor to be told of.
+            let candidates = self.candidates(p.commit.lsn, p.origin);
+            if !candidates.contains(&id) {
+                continue;
+            }
             match p.settled {
                 Some(Settled::Attributed) if p.owner == Some(id) => {
                     share.attributed.push(p.commit.clone())
                 }
                 Some(Settled::Ambiguous) => {
-                    let tools = self.tools_of(&self.candidates(p.commit.lsn));
+                    let tools = self.tools_of(&candidates);
                     share.ambiguous.push((p.commit.clone(), tools));
                 }
                 Some(_) => {}
                 None => {
-                    let candidates = self.candidates(p.commit.lsn);
                     let tools = self.tools_of(&candidates);
                     if tools.len() == 1 && tools[0] == tool {
                         settled.push((i, Settled::Attributed));

@@ -7,21 +7,32 @@
 //! database never keeps log for it. Around each tool call the proxy asks
 //! [`Capture::begin`] (reads the log position before the call goes upstream) and
 //! [`Capture::finish`] (reads it again after the answer, waits until the capture has read
-//! that far, and returns the call's [`CallShare`]).
+//! that far, and returns the call's [`CallShare`]). On PostgreSQL each commit names its
+//! writer (a trigger's message, see postgres/install.rs), matched to the proxy's upstream
+//! connections by identify.rs, so that a commit is only ever a candidate of the calls on the
+//! connection that wrote it.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use hintaudit_core::DatabaseKind;
 use tokio::sync::{Notify, watch};
 use tokio_util::sync::CancellationToken;
 
-pub mod decode;
+mod commit;
+mod identify;
 pub mod ledger;
 mod mysql;
 mod postgres;
+pub mod writer;
+
+pub use postgres::decode;
 
 pub use ledger::{CallShare, Commit, Ledger, Lsn, Settled};
+pub use writer::{Origin, UpstreamHost, Writer};
+
+use identify::Identify;
 
 /// Why the capture cannot start or went on without part of the log.
 #[derive(Debug, thiserror::Error)]
@@ -54,6 +65,8 @@ pub struct CaptureOptions {
     pub max_commits: usize,
     /// Changes read from the log in one go, at most (whole transactions).
     pub batch: u32,
+    /// How the upstream's own database connections are told from other writers'.
+    pub upstream: UpstreamHost,
 }
 
 impl Default for CaptureOptions {
@@ -63,6 +76,7 @@ impl Default for CaptureOptions {
             wait: Duration::from_secs(5),
             max_commits: 10_000,
             batch: 10_000,
+            upstream: UpstreamHost::Children,
         }
     }
 }
@@ -90,6 +104,8 @@ pub(crate) struct Shared {
     /// Calls whose answer went back before the capture had read past their end.
     pub(crate) late: AtomicU64,
     pub(crate) stop: CancellationToken,
+    /// Whose each commit is.
+    pub(crate) identify: Identify,
     /// `postgresql`, `mysql`: the `backend` label of the lag.
     backend: &'static str,
     positions: Positions,
@@ -102,7 +118,7 @@ pub struct CaptureStats {
     /// Bytes of log the database keeps for the capture's slot, as last read.
     pub lag_bytes: u64,
     /// Commits settled, by [`Settled`] in [`Settled::ALL`] order.
-    pub settled: [u64; 4],
+    pub settled: [u64; 5],
     /// Times the slot or stream was lost and a new one opened.
     pub reopened: u64,
     /// Times the capture went on from a later log position than it had read through (a new
@@ -144,6 +160,7 @@ impl Shared {
         start: Lsn,
     ) -> Arc<Shared> {
         let (decoded, _) = watch::channel(start);
+        let identify = Identify::new(options.upstream.clone());
         Arc::new(Shared {
             ledger: std::sync::Mutex::new(Ledger::new(options.max_commits)),
             decoded,
@@ -154,6 +171,7 @@ impl Shared {
             gaps: AtomicU64::new(0),
             late: AtomicU64::new(0),
             stop: CancellationToken::new(),
+            identify,
             backend,
             positions,
             task: std::sync::Mutex::new(None),
@@ -183,43 +201,43 @@ impl Capture {
     /// names the setting and how to change it); [`CaptureError::Database`] when the database
     /// cannot be reached.
     pub async fn start(url: &str, options: CaptureOptions) -> Result<Capture, CaptureError> {
-        if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-            let (positions, source) = postgres::open(url).await?;
-            let start = source.start();
-            let shared = Shared::new(options, "postgresql", Positions::Pg(positions), start);
-            let task = tokio::spawn(postgres::run(source, shared.clone()));
-            *lock(&shared.task) = Some(task);
-            return Ok(Capture { shared });
-        }
-        if url.starts_with("mysql://") || url.starts_with("mariadb://") {
-            let (positions, source) = mysql::open(url).await?;
-            let positions = Arc::new(positions);
-            let start = source.start();
-            let shared = Shared::new(options, "mysql", Positions::My(positions.clone()), start);
-            let task = tokio::spawn(mysql::run(source, shared.clone(), positions));
-            *lock(&shared.task) = Some(task);
-            return Ok(Capture { shared });
-        }
-        if url.starts_with("sqlite:") {
-            return Err(CaptureError::Unsupported(
+        let kind = DatabaseKind::from_url(url)
+            .map_err(|e| CaptureError::Unsupported(format!("--database: {e}")))?;
+        match kind {
+            DatabaseKind::Postgres => {
+                let (positions, source) = postgres::open(url).await?;
+                let start = source.start();
+                let shared = Shared::new(options, "postgresql", Positions::Pg(positions), start);
+                let task = tokio::spawn(postgres::run(source, shared.clone()));
+                *lock(&shared.task) = Some(task);
+                Ok(Capture { shared })
+            }
+            DatabaseKind::MySql => {
+                let (positions, source) = mysql::open(url).await?;
+                let positions = Arc::new(positions);
+                let start = source.start();
+                let shared = Shared::new(options, "mysql", Positions::My(positions.clone()), start);
+                let task = tokio::spawn(mysql::run(source, shared.clone(), positions));
+                *lock(&shared.task) = Some(task);
+                Ok(Capture { shared })
+            }
+            DatabaseKind::Sqlite => Err(CaptureError::Unsupported(
                 "SQLite has no log another process can read (its WAL is checkpointed away and \
                  holds pages, not rows): the proxy cannot see a SQLite server's writes. Check \
                  the server with `hintaudit verify --stdio \"…\" --database sqlite:FILE`, which \
                  snapshots the file around every call"
                     .into(),
-            ));
+            )),
         }
-        Err(CaptureError::Unsupported(format!(
-            "--database: unknown scheme in {:?}; postgres:// and mysql:// are supported",
-            url.split("://").next().unwrap_or(url)
-        )))
     }
 
-    /// A call of `tool` begins: registers it, then reads the log position. Returns the
-    /// call's ticket for [`Capture::finish`]; a ticket dropped unfinished (the call's future
-    /// was dropped) takes the call out of every later candidate set.
-    pub async fn begin(&self, tool: Arc<str>) -> Ticket {
-        let id = lock(&self.shared.ledger).begin(tool);
+    /// A call of `tool` begins on upstream connection `link`: registers it, then reads the
+    /// log position. Returns the call's ticket for [`Capture::finish`]; a ticket dropped
+    /// unfinished (the call's future was dropped) takes the call out of every later
+    /// candidate set.
+    pub async fn begin(&self, tool: Arc<str>, link: UpstreamLink) -> Ticket {
+        self.shared.identify.child(link.connection, link.child);
+        let id = lock(&self.shared.ledger).begin(tool, link.connection);
         let ticket = Ticket {
             id,
             shared: self.shared.clone(),
@@ -324,6 +342,15 @@ impl Capture {
             let _ = task.await;
         }
     }
+}
+
+/// The upstream connection a call goes on, as the capture tells writers apart.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct UpstreamLink {
+    /// The connection's number, unique in this process ([`Upstream::id`](crate::Upstream::id)).
+    pub connection: u64,
+    /// Its child's pid, for `--stdio` (the root of the process tree whose sockets are its).
+    pub child: Option<u32>,
 }
 
 /// How long a call waits, at most, for the log position at its start before it goes

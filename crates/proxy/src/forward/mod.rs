@@ -237,7 +237,7 @@ impl Forward {
         };
         let tool: Arc<str> = Arc::from(params.name.as_ref());
         let ticket = match &self.shared.capture {
-            Some(c) => Some(c.begin(tool).await),
+            Some(c) => Some(c.begin(tool, self.upstream().link()).await),
             None => None,
         };
         let result = self

@@ -6,6 +6,9 @@
 //! The relay tests (relay.rs: server→client requests, notifications per session, an upstream
 //! child per session) run the fixture on a SQLite file of their own and need Python only.
 //!
+//! The writer tests (writers.rs: 4 and 16 concurrent clients, two proxies on one database)
+//! check that each commit goes to the call on the connection that wrote it.
+//!
 //! Each test makes a database of its own, so only its own commits reach its slot; the
 //! restart tests (restart.rs) restart a PostgreSQL and a MariaDB server of their own. Without
 //! a server or Python they print why and skip (`HINTAUDIT_REQUIRE_PG`,
@@ -21,3 +24,4 @@ mod relay;
 mod restart;
 mod support;
 mod transcripts;
+mod writers;

@@ -6,7 +6,7 @@ use serde_json::json;
 use crate::support::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn planted_lies_are_found_live_over_stdio_and_a_write_outside_calls_is_unattributed() {
+async fn planted_lies_are_found_live_over_stdio_and_another_writers_commit_is_foreign() {
     let Some((admin, py)) = parts().await else {
         return;
     };
@@ -74,15 +74,16 @@ async fn planted_lies_are_found_live_over_stdio_and_a_write_outside_calls_is_una
     assert_eq!(inserted, Some(1.0), "{}", s.text);
     assert!(commits(&s, "attributed") >= 3.0);
 
-    // A write while no call is in flight: unattributed, and counted.
-    let before = commits(&s, "unattributed");
+    // A write by another writer (this test's own connection, not the proxy's child): it
+    // names its writer, which is not the upstream's, so it is foreign, and counted.
+    let before = commits(&s, "foreign");
     let pool = sqlx::PgPool::connect(&db).await.expect("connect");
     sqlx::query("INSERT INTO public.notes (id, text) VALUES (100, 'cron')")
         .execute(&pool)
         .await
         .expect("background write");
-    let s = until(metrics_addr, |s| commits(s, "unattributed") > before).await;
-    assert_eq!(commits(&s, "unattributed"), before + 1.0, "{}", s.text);
+    let s = until(metrics_addr, |s| commits(s, "foreign") > before).await;
+    assert_eq!(commits(&s, "foreign"), before + 1.0, "{}", s.text);
     assert_eq!(violations(&s, "add_note", "undeclared_destructive"), 0.0);
     pool.close().await;
     client.cancel().await.ok();

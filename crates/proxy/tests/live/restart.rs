@@ -44,10 +44,6 @@ fn log_path(test: &str) -> PathBuf {
     std::env::temp_dir().join(format!("hintaudit-{test}-{}.log", std::process::id()))
 }
 
-fn args(v: serde_json::Value) -> rmcp::model::JsonObject {
-    v.as_object().cloned().unwrap_or_default()
-}
-
 /// The text of a tool's answer (its first content item), or the JSON-RPC error.
 fn text(answer: &serde_json::Value) -> String {
     answer["content"][0]["text"]
@@ -65,14 +61,6 @@ fn errors(s: &Scraped) -> f64 {
 fn gaps(s: &Scraped, backend: &str) -> f64 {
     s.value(MetricName::CaptureGaps.as_str(), &[("backend", backend)])
         .unwrap_or(0.0)
-}
-
-fn rows(s: &Scraped, tool: &str, table: &str, operation: &str) -> f64 {
-    s.value(
-        MetricName::ToolRowChanges.as_str(),
-        &[("tool", tool), ("table", table), ("operation", operation)],
-    )
-    .unwrap_or(0.0)
 }
 
 /// Calls get_item until the upstream's own answer is not an error (its database connection

@@ -214,6 +214,20 @@ pub fn violations(s: &Scraped, tool: &str, rule: &str) -> f64 {
         .sum()
 }
 
+/// A JSON object's fields as a tool call's arguments.
+pub fn args(v: serde_json::Value) -> JsonObject {
+    v.as_object().cloned().unwrap_or_default()
+}
+
+/// `hintaudit_tool_row_changes_total{tool, table, operation}`.
+pub fn rows(s: &Scraped, tool: &str, table: &str, operation: &str) -> f64 {
+    s.value(
+        MetricName::ToolRowChanges.as_str(),
+        &[("tool", tool), ("table", table), ("operation", operation)],
+    )
+    .unwrap_or(0.0)
+}
+
 /// `hintaudit_capture_commits_total{attribution}`.
 pub fn commits(s: &Scraped, attribution: &str) -> f64 {
     s.value(

@@ -12,12 +12,18 @@ fn commit(lsn: Lsn) -> Commit {
             deleted: 0,
         }],
         truncated: vec![],
+        writer: None,
     }
 }
 
-/// A call of `tool` over `(start, end)`.
+/// A call of `tool` over `(start, end)`, on upstream connection 0.
 fn call(l: &mut Ledger, tool: &str, start: Lsn, end: Option<Lsn>) -> u64 {
-    let id = l.begin(Arc::from(tool));
+    on(l, 0, tool, start, end)
+}
+
+/// A call of `tool` on upstream connection `session` over `(start, end)`.
+fn on(l: &mut Ledger, session: u64, tool: &str, start: Lsn, end: Option<Lsn>) -> u64 {
+    let id = l.begin(Arc::from(tool), session);
     l.started(id, start);
     if let Some(end) = end {
         l.ended(id, end);
@@ -29,7 +35,7 @@ fn call(l: &mut Ledger, tool: &str, start: Lsn, end: Option<Lsn>) -> u64 {
 fn one_call_in_flight_gets_the_commit() {
     let mut l = Ledger::new(100);
     let a = call(&mut l, "get_item", 10, None);
-    assert_eq!(l.decoded(commit(15)), None);
+    assert_eq!(l.decoded(commit(15), Origin::AnyCall), None);
     l.ended(a, 20);
     let share = l.judge(a);
     assert_eq!(share.attributed, [commit(15)]);
@@ -42,9 +48,12 @@ fn one_call_in_flight_gets_the_commit() {
 fn no_call_in_flight_is_unattributed() {
     let mut l = Ledger::new(100);
     let a = call(&mut l, "get_item", 10, Some(20));
-    assert_eq!(l.decoded(commit(25)), Some(Settled::Unattributed));
     assert_eq!(
-        l.decoded(commit(10)),
+        l.decoded(commit(25), Origin::AnyCall),
+        Some(Settled::Unattributed)
+    );
+    assert_eq!(
+        l.decoded(commit(10), Origin::AnyCall),
         Some(Settled::Unattributed),
         "at start: before"
     );
@@ -57,8 +66,8 @@ fn overlapping_calls_of_two_tools_are_ambiguous_for_both() {
     let mut l = Ledger::new(100);
     let a = call(&mut l, "archive_item", 10, None);
     let b = call(&mut l, "get_item", 12, None);
-    l.decoded(commit(11)); // only a was in flight (b started at 12)
-    l.decoded(commit(15)); // both
+    l.decoded(commit(11), Origin::AnyCall); // only a was in flight (b started at 12)
+    l.decoded(commit(15), Origin::AnyCall); // both
     l.ended(a, 16);
     let share_a = l.judge(a);
     assert_eq!(share_a.attributed, [commit(11)]);
@@ -77,7 +86,7 @@ fn overlapping_calls_of_one_tool_attribute_once() {
     let mut l = Ledger::new(100);
     let a = call(&mut l, "get_item", 10, None);
     let b = call(&mut l, "get_item", 11, None);
-    l.decoded(commit(15));
+    l.decoded(commit(15), Origin::AnyCall);
     l.ended(b, 20);
     assert_eq!(
         l.judge(b).attributed,
@@ -93,8 +102,8 @@ fn overlapping_calls_of_one_tool_attribute_once() {
 fn a_call_whose_start_is_unknown_widens_the_set() {
     let mut l = Ledger::new(100);
     let a = call(&mut l, "get_item", 10, None);
-    let _b = l.begin(Arc::from("archive_item")); // start not read yet
-    l.decoded(commit(15));
+    let _b = l.begin(Arc::from("archive_item"), 0); // start not read yet
+    l.decoded(commit(15), Origin::AnyCall);
     l.ended(a, 20);
     let share = l.judge(a);
     assert!(share.attributed.is_empty());
@@ -107,7 +116,7 @@ fn late_commits_and_a_full_ledger_are_dropped_and_counted() {
     let a = call(&mut l, "t", 10, None);
     let keep = call(&mut l, "u", 5, None); // keeps the floor low
     for lsn in [11, 12, 13] {
-        l.decoded(commit(lsn));
+        l.decoded(commit(lsn), Origin::AnyCall);
     }
     assert_eq!(l.settled(Settled::Dropped), 1, "the oldest made room");
     l.ended(a, 14);
@@ -122,12 +131,15 @@ fn late_commits_and_a_full_ledger_are_dropped_and_counted() {
     let d = call(&mut l, "t", 41, None);
     l.judge(c);
     assert_eq!(
-        l.decoded(commit(45)),
+        l.decoded(commit(45), Origin::AnyCall),
         None,
         "d is still in flight: it waits"
     );
     l.ended(d, 42);
-    assert_eq!(l.decoded(commit(46)), Some(Settled::Dropped));
+    assert_eq!(
+        l.decoded(commit(46), Origin::AnyCall),
+        Some(Settled::Dropped)
+    );
 }
 
 #[test]
@@ -138,18 +150,22 @@ fn a_commit_read_after_its_late_call_was_judged_is_dropped_not_unattributed() {
     assert!(share.gap && share.attributed.is_empty());
     assert_eq!(l.calls(), 0, "pruned: nothing in flight");
     assert_eq!(
-        l.decoded(commit(15)),
+        l.decoded(commit(15), Origin::AnyCall),
         Some(Settled::Dropped),
         "inside a's interval"
     );
-    assert_eq!(l.decoded(commit(20)), Some(Settled::Dropped), "at its end");
     assert_eq!(
-        l.decoded(commit(25)),
+        l.decoded(commit(20), Origin::AnyCall),
+        Some(Settled::Dropped),
+        "at its end"
+    );
+    assert_eq!(
+        l.decoded(commit(25), Origin::AnyCall),
         Some(Settled::Unattributed),
         "beyond it"
     );
     assert_eq!(
-        l.decoded(commit(18)),
+        l.decoded(commit(18), Origin::AnyCall),
         Some(Settled::Unattributed),
         "the interval was passed"
     );
@@ -163,7 +179,7 @@ fn a_forgotten_call_is_no_candidate_of_later_commits() {
     let a = call(&mut l, "t", 10, None);
     let b = call(&mut l, "u", 12, None);
     l.forget(b); // dropped before it answered
-    l.decoded(commit(15));
+    l.decoded(commit(15), Origin::AnyCall);
     l.ended(a, 20);
     assert_eq!(l.judge(a).attributed, [commit(15)]);
 }
@@ -176,4 +192,120 @@ fn a_gap_marks_the_calls_it_overlaps() {
     l.gap(15, 25);
     assert!(l.judge(a).gap);
     assert!(!l.judge(b).gap);
+}
+
+/// Calls on several connections at once, and commits whose writer is known: each row is
+/// (calls as (connection, tool, start, end), commit position and origin, what it settles
+/// as, and the call it is attributed to).
+#[test]
+fn a_known_writer_narrows_the_candidates_to_its_connection() {
+    type Row = (
+        &'static [(u64, &'static str, Lsn, Lsn)],
+        Lsn,
+        Origin,
+        Settled,
+        Option<usize>,
+    );
+    let two_sessions: &[(u64, &str, Lsn, Lsn)] =
+        &[(1, "get_item", 10, 30), (2, "archive_item", 12, 32)];
+    let rows: [Row; 7] = [
+        // By position alone both calls were in flight: ambiguous.
+        (two_sessions, 20, Origin::AnyCall, Settled::Ambiguous, None),
+        // The writer was connection 2's child: its call's, exactly.
+        (
+            two_sessions,
+            20,
+            Origin::Session(2),
+            Settled::Attributed,
+            Some(1),
+        ),
+        (
+            two_sessions,
+            20,
+            Origin::Session(1),
+            Settled::Attributed,
+            Some(0),
+        ),
+        // Connection 3 has no call in flight: unattributed, never blamed on 1 or 2.
+        (
+            two_sessions,
+            20,
+            Origin::Session(3),
+            Settled::Unattributed,
+            None,
+        ),
+        // Another replica's server, or any other writer: never this proxy's calls.
+        (two_sessions, 20, Origin::Foreign, Settled::Foreign, None),
+        // Two calls on one connection (a child serving two calls at once), two tools.
+        (
+            &[(1, "get_item", 10, 30), (1, "archive_item", 12, 32)],
+            20,
+            Origin::Session(1),
+            Settled::Ambiguous,
+            None,
+        ),
+        // Connection 1's call had ended before the commit: not its.
+        (
+            &[(1, "get_item", 10, 15), (2, "archive_item", 12, 32)],
+            20,
+            Origin::Session(1),
+            Settled::Unattributed,
+            None,
+        ),
+    ];
+    for (i, (calls, lsn, origin, want, owner)) in rows.into_iter().enumerate() {
+        let mut l = Ledger::new(100);
+        let ids: Vec<u64> = calls
+            .iter()
+            .map(|(session, tool, start, _)| on(&mut l, *session, tool, *start, None))
+            .collect();
+        for (id, (_, _, _, end)) in ids.iter().zip(calls) {
+            if *end < lsn {
+                l.ended(*id, *end);
+            }
+        }
+        let at_once = l.decoded(commit(lsn), origin);
+        let mut shares = Vec::new();
+        for (id, (_, _, _, end)) in ids.iter().zip(calls) {
+            l.ended(*id, *end);
+            shares.push(l.judge(*id));
+        }
+        let got = Settled::ALL
+            .into_iter()
+            .find(|s| l.settled(*s) == 1)
+            .expect("settled once");
+        assert_eq!(got, want, "row {i}");
+        assert_eq!(
+            at_once.is_some(),
+            matches!(want, Settled::Unattributed | Settled::Foreign),
+            "row {i}"
+        );
+        for (k, share) in shares.iter().enumerate() {
+            let theirs = owner == Some(k);
+            assert_eq!(
+                share.attributed == [commit(lsn)],
+                theirs,
+                "row {i}, call {k}"
+            );
+            assert!(theirs || share.attributed.is_empty(), "row {i}, call {k}");
+        }
+        let told: usize = shares.iter().map(|s| s.ambiguous.len()).sum();
+        let candidates = match origin {
+            Origin::Session(s) => calls
+                .iter()
+                .filter(|c| c.0 == s && c.2 < lsn && lsn <= c.3)
+                .count(),
+            Origin::AnyCall => calls.len(),
+            Origin::Foreign => 0,
+        };
+        let want_told = if want == Settled::Ambiguous {
+            candidates
+        } else {
+            0
+        };
+        assert_eq!(
+            told, want_told,
+            "row {i}: only candidates are told of an ambiguous commit"
+        );
+    }
 }

@@ -10,19 +10,20 @@
 //! restart) resumes from the last position read outside a transaction (from the log's end,
 //! a counted gap, when that file was purged meanwhile).
 
-use std::collections::BTreeMap;
+mod decode;
+
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use futures_util::StreamExt;
-use hintaudit_core::TableWrites;
-use mysql_async::binlog::events::{EventData, RowsEventData};
+use mysql_async::binlog::events::{Event, EventData};
 use mysql_async::prelude::Queryable;
-use mysql_async::{BinlogStreamRequest, Conn, Opts, Pool};
+use mysql_async::{BinlogStream, BinlogStreamRequest, Conn, Opts, Pool};
 
-use crate::capture::ledger::{Commit, Lsn};
-use crate::capture::{CaptureError, Shared, capture_error, lock};
+use crate::capture::ledger::Lsn;
+use crate::capture::{CaptureError, Origin, Shared, capture_error, lock};
+use decode::{BinlogDecoder, Step};
 
 /// Reads the binary log position around calls.
 #[derive(Debug)]
@@ -192,35 +193,6 @@ pub(crate) async fn open(url: &str) -> Result<(Positions, Source), CaptureError>
     ))
 }
 
-/// A transaction being read: rows per table of the watched database.
-#[derive(Default)]
-struct Open {
-    tables: BTreeMap<String, (u64, u64, u64)>,
-    truncated: Vec<String>,
-}
-
-impl Open {
-    fn commit(self, lsn: Lsn) -> Option<Commit> {
-        if self.tables.is_empty() && self.truncated.is_empty() {
-            return None;
-        }
-        Some(Commit {
-            lsn,
-            tables: self
-                .tables
-                .into_iter()
-                .map(|(table, (inserted, updated, deleted))| TableWrites {
-                    table,
-                    inserted,
-                    updated,
-                    deleted,
-                })
-                .collect(),
-            truncated: self.truncated,
-        })
-    }
-}
-
 /// Streams the binary log until stopped; a lost stream (a server restart) resumes, every
 /// second until the server answers, from the last position read outside a transaction:
 /// nothing is lost while the server keeps that file. When the server cannot send from there
@@ -278,23 +250,13 @@ async fn stream(
         .with_filename(source.file.as_bytes())
         .with_pos(source.pos);
     let mut events = conn.get_binlog_stream(request).await?;
-    let mut open = Open::default();
-    // The stream opens with a rotate event naming the file asked for, sent before any format
-    // description: read without knowing the checksum, its name ends in the checksum's 4
-    // bytes. Only rotates after a format description name a file.
-    let mut described = false;
-    // A table map read and its transaction's commit not yet: the stream resumes from before
-    // it, so a transaction cut by a lost stream is read again whole.
-    let mut mapped = false;
+    let mut decoder = BinlogDecoder::new(source.database.clone());
     let mut tick = tokio::time::interval(shared.options.interval);
     loop {
         let event = tokio::select! {
             () = shared.stop.cancelled() => return Ok(()),
             _ = tick.tick() => {
-                if let Ok(now) = positions.now().await {
-                    let lag = behind(now, *shared.decoded.borrow());
-                    shared.lag.store(lag, Ordering::Relaxed);
-                }
+                record_lag(shared, positions).await;
                 continue;
             }
             e = events.next() => e,
@@ -304,97 +266,60 @@ async fn stream(
                 "the binary log stream ended".into(),
             ));
         };
-        let event = event?;
-        let log_pos = u64::from(event.header().log_pos());
-        tracing::trace!(
-            target: "hintaudit::proxy",
-            event_type = event.header().event_type_raw(),
-            log_pos,
-            "capture: binary log event"
-        );
-        let data = match event.read_data() {
-            Ok(Some(d)) => d,
-            _ => continue,
-        };
-        match data {
-            EventData::RotateEvent(r) => {
-                if described {
-                    source.file = r.name().trim_end_matches('\0').to_owned();
-                    source.pos = r.position();
-                }
-                continue;
-            }
-            EventData::FormatDescriptionEvent(_) => described = true,
-            EventData::TableMapEvent(_) => mapped = true,
-            EventData::RowsEvent(rows) => {
-                let Some(tme) = events.get_tme(rows.table_id()) else {
-                    continue;
-                };
-                if tme.database_name() != source.database {
-                    continue;
-                }
-                let n = rows.rows(tme).count() as u64;
-                let counts = open
-                    .tables
-                    .entry(tme.table_name().to_lowercase())
-                    .or_default();
-                match rows {
-                    RowsEventData::WriteRowsEventV1(_) | RowsEventData::WriteRowsEvent(_) => {
-                        counts.0 += n
-                    }
-                    RowsEventData::DeleteRowsEventV1(_) | RowsEventData::DeleteRowsEvent(_) => {
-                        counts.2 += n
-                    }
-                    _ => counts.1 += n,
-                }
-            }
-            EventData::XidEvent(_) => {
-                mapped = false;
-                let done = std::mem::take(&mut open);
-                if let Some(c) = done.commit(fold(&source.file, log_pos)) {
-                    lock(&shared.ledger).decoded(c);
-                }
-            }
-            EventData::QueryEvent(q) => {
-                let text = q.query();
-                let upper = text.trim_start().to_ascii_uppercase();
-                if upper.starts_with("COMMIT") {
-                    mapped = false;
-                    let done = std::mem::take(&mut open);
-                    if let Some(c) = done.commit(fold(&source.file, log_pos)) {
-                        lock(&shared.ledger).decoded(c);
-                    }
-                } else if upper.starts_with("TRUNCATE") && q.schema() == source.database {
-                    // Logged as a statement even in ROW format; it commits by itself.
-                    let table = text
-                        .split_whitespace()
-                        .last()
-                        .unwrap_or_default()
-                        .trim_matches('`')
-                        .rsplit('.')
-                        .next()
-                        .unwrap_or_default()
-                        .trim_matches('`')
-                        .to_lowercase();
-                    let c = Commit {
-                        lsn: fold(&source.file, log_pos),
-                        tables: vec![],
-                        truncated: vec![table],
-                    };
-                    lock(&shared.ledger).decoded(c);
-                }
-            }
-            _ => {}
+        read_event(&event?, &events, &mut decoder, source, shared);
+    }
+}
+
+/// The lag: bytes between the log's end and what was read.
+async fn record_lag(shared: &Shared, positions: &Positions) {
+    if let Ok(now) = positions.now().await {
+        let lag = behind(now, *shared.decoded.borrow());
+        shared.lag.store(lag, Ordering::Relaxed);
+    }
+}
+
+/// One event: decoded, its commit handed to the ledger, and the read position moved on.
+fn read_event(
+    event: &Event,
+    events: &BinlogStream,
+    decoder: &mut BinlogDecoder,
+    source: &mut Source,
+    shared: &Shared,
+) {
+    let log_pos = u64::from(event.header().log_pos());
+    tracing::trace!(
+        target: "hintaudit::proxy",
+        event_type = event.header().event_type_raw(),
+        log_pos,
+        "capture: binary log event"
+    );
+    let Ok(Some(data)) = event.read_data() else {
+        return;
+    };
+    let tme = match &data {
+        EventData::RowsEvent(rows) => events.get_tme(rows.table_id()),
+        _ => None,
+    };
+    match decoder.event(data, tme, fold(&source.file, log_pos)) {
+        Step::Rotate { file, pos } => {
+            (source.file, source.pos) = (file, pos);
+            return;
         }
-        // The format description event at a file's start has its own small position: never
-        // move back. Inside a transaction the resume position stays before it.
-        if log_pos > source.pos {
-            if !mapped {
-                source.pos = log_pos;
-            }
-            let through = fold(&source.file, log_pos);
-            shared.decoded.send_modify(|d| *d = (*d).max(through));
+        Step::Unplaced => return,
+        Step::Commit(c) => {
+            // The binary log as read names no writer: every call in flight is a candidate.
+            lock(&shared.ledger).decoded(c, Origin::AnyCall);
         }
+        Step::Nothing => {}
+    }
+    // The format description event at a file's start has its own small position: never
+    // move back. Inside a transaction the resume position stays before it.
+    if log_pos > source.pos {
+        if !decoder.inside_transaction() {
+            source.pos = log_pos;
+        }
+        let through = fold(&source.file, log_pos);
+        shared.decoded.send_modify(|d| *d = (*d).max(through));
     }
 }
 

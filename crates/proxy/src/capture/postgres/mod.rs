@@ -15,6 +15,9 @@
 //! position advances), so the database keeps only what has not been read yet: the lag,
 //! exported as a metric.
 
+pub mod decode;
+mod install;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -22,8 +25,9 @@ use std::time::Duration;
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 use sqlx::{ConnectOptions, Connection, PgConnection, Row};
 
-use crate::capture::decode::{Decoder, parse_lsn};
-use crate::capture::{CaptureError, Lsn, Shared, capture_error, lock};
+use crate::capture::writer::enable_child_names;
+use crate::capture::{CaptureError, Commit, Lsn, Shared, capture_error, lock};
+use decode::{Decoder, parse_lsn};
 
 /// Reads the log positions around calls, on connections of their own.
 #[derive(Debug)]
@@ -76,17 +80,48 @@ pub(crate) async fn open(url: &str) -> Result<(Positions, Source), CaptureError>
         .parse()
         .map_err(db_error("parsing the --database URL"))?;
     let options = options.application_name("hintaudit-proxy");
-    let source = open_slot(&options).await?;
+    let (source, superuser) = open_slot(&options).await?;
     let pool = PgPoolOptions::new()
         .max_connections(4)
         .acquire_timeout(Duration::from_secs(5))
         .connect_with(options.clone())
         .await
         .map_err(db_error("connecting to PostgreSQL"))?;
+    name_writers(&pool, superuser).await;
     Ok((Positions { pool }, source))
 }
 
-async fn open_slot(options: &PgConnectOptions) -> Result<Source, CaptureError> {
+/// Installs the writer trigger and names the children by it; without it (no `CREATE` on the
+/// database) every commit is settled by position, as it is logged.
+async fn name_writers(pool: &PgPool, superuser: bool) {
+    match install::install(pool, superuser).await {
+        Ok(done) => {
+            enable_child_names();
+            tracing::info!(
+                target: "hintaudit::proxy",
+                tables = done.tables,
+                refused = ?done.refused,
+                new_tables = done.new_tables,
+                "capture: writer trigger installed (commits name their writer)"
+            );
+            if !done.new_tables {
+                tracing::warn!(
+                    target: "hintaudit::proxy",
+                    "capture: no event trigger (it needs a superuser): tables created after \
+                     start-up have no writer trigger until the proxy starts again, and their \
+                     commits are settled by position"
+                );
+            }
+        }
+        Err(e) => capture_error(
+            "installing the writer trigger (commits are settled by position)",
+            &e,
+        ),
+    }
+}
+
+/// Opens the slot's session and its slot; whether the role is a superuser.
+async fn open_slot(options: &PgConnectOptions) -> Result<(Source, bool), CaptureError> {
     let mut conn = options
         .connect()
         .await
@@ -103,13 +138,13 @@ async fn open_slot(options: &PgConnectOptions) -> Result<Source, CaptureError> {
         )));
     }
     let row = sqlx::query(
-        "SELECT current_user::text, rolreplication OR rolsuper FROM pg_roles \
+        "SELECT current_user::text, rolreplication OR rolsuper, rolsuper FROM pg_roles \
          WHERE rolname = current_user",
     )
     .fetch_one(&mut conn)
     .await
     .map_err(db_error("reading the role's attributes"))?;
-    let (role, may): (String, bool) = (row.get(0), row.get(1));
+    let (role, may, superuser): (String, bool, bool) = (row.get(0), row.get(1), row.get(2));
     if !may {
         return Err(CaptureError::Prerequisite(format!(
             "role {role} has no REPLICATION attribute: logical decoding needs it \
@@ -130,12 +165,13 @@ async fn open_slot(options: &PgConnectOptions) -> Result<Source, CaptureError> {
     .map_err(db_error("creating a temporary logical replication slot"))?;
     let start = parse_lsn(&start).unwrap_or(0);
     tracing::info!(target: "hintaudit::proxy", slot, "capture: logical decoding from {start:#x}");
-    Ok(Source {
+    let source = Source {
         options: options.clone(),
         conn,
         slot,
         start,
-    })
+    };
+    Ok((source, superuser))
 }
 
 /// Reads the slot until stopped; on a lost session (terminated backend, restart), opens a
@@ -176,7 +212,7 @@ pub(crate) async fn run(mut source: Source, shared: Arc<Shared>) {
 async fn reopen(options: &PgConnectOptions, shared: &Shared) -> Option<Source> {
     loop {
         match open_slot(options).await {
-            Ok(s) => return Some(s),
+            Ok((s, _)) => return Some(s),
             Err(e) => capture_error("reopening the slot", &e),
         }
         tokio::select! {
@@ -208,16 +244,24 @@ async fn poll(
         .fetch_all(&mut source.conn)
         .await?;
         let full = rows.len() >= shared.options.batch as usize;
-        let mut last_commit = None;
-        {
-            let mut ledger = lock(&shared.ledger);
-            for row in &rows {
+        let commits: Vec<Commit> = rows
+            .iter()
+            .filter_map(|row| {
                 let lsn: String = row.get(0);
                 let data: String = row.get(1);
-                if let Some(commit) = decoder.row(parse_lsn(&lsn).unwrap_or(0), &data) {
-                    last_commit = Some(commit.lsn);
-                    ledger.decoded(commit);
-                }
+                decoder.row(parse_lsn(&lsn).unwrap_or(0), &data)
+            })
+            .collect();
+        let last_commit = commits.last().map(|c| c.lsn);
+        // Whose each commit is, before the ledger is locked: it may read /proc.
+        let origins: Vec<_> = commits
+            .iter()
+            .map(|c| shared.identify.origin(c.writer.as_ref()))
+            .collect();
+        {
+            let mut ledger = lock(&shared.ledger);
+            for (commit, origin) in commits.into_iter().zip(origins) {
+                ledger.decoded(commit, origin);
             }
         }
         let through = if full {

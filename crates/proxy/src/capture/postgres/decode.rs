@@ -13,13 +13,16 @@
 //!
 //! The `lsn` of the `COMMIT` row is the end of the commit record, which is what the ledger
 //! orders against the positions read around each call. Only the table and the kind of each
-//! change are kept: never a value.
+//! change are kept: never a value. A transactional message with the prefix `hintaudit`
+//! (the writer trigger's, see install.rs) names the transaction's writer:
+//!
+//! ```text
+//! message: transactional: 1 prefix: hintaudit, sz: 41 content:4242 127.0.0.1 51234 1733330000123456 hintaudit:3fa9c2d1e0b7:3
+//! ```
 
-use std::collections::BTreeMap;
-
-use hintaudit_core::TableWrites;
-
+use crate::capture::commit::{CommitBuilder, RowChange};
 use crate::capture::ledger::{Commit, Lsn};
+use crate::capture::writer::{MESSAGE_PREFIX, Writer};
 
 /// Parses `X/Y` (PostgreSQL's text form of an LSN) into a number.
 pub fn parse_lsn(text: &str) -> Option<Lsn> {
@@ -32,56 +35,44 @@ pub fn parse_lsn(text: &str) -> Option<Lsn> {
 /// Folds decoded rows into commits.
 #[derive(Debug, Default)]
 pub struct Decoder {
-    open: Option<Open>,
-}
-
-#[derive(Debug, Default)]
-struct Open {
-    tables: BTreeMap<String, (u64, u64, u64)>,
-    truncated: Vec<String>,
+    open: Option<CommitBuilder>,
 }
 
 impl Decoder {
     /// One row (`lsn`, `data`); a [`Commit`] when the row ends a transaction. Rows it does
-    /// not know (a `message:` row, a future plugin's output) are skipped.
+    /// not know (another prefix's message, a future plugin's output) are skipped.
     pub fn row(&mut self, lsn: Lsn, data: &str) -> Option<Commit> {
         if data.starts_with("BEGIN") {
-            self.open = Some(Open::default());
+            self.open = Some(CommitBuilder::default());
             return None;
         }
         if data.starts_with("COMMIT") {
-            let open = self.open.take().unwrap_or_default();
-            return Some(Commit {
-                lsn,
-                tables: open
-                    .tables
-                    .into_iter()
-                    .map(|(table, (inserted, updated, deleted))| TableWrites {
-                        table,
-                        inserted,
-                        updated,
-                        deleted,
-                    })
-                    .collect(),
-                truncated: open.truncated,
-            });
+            return Some(self.open.take().unwrap_or_default().finish(lsn));
         }
-        let (table, op) = change(data)?;
-        let open = self.open.get_or_insert_with(Open::default);
-        if op == "TRUNCATE" {
-            if !open.truncated.contains(&table) {
-                open.truncated.push(table);
-            }
+        if let Some(writer) = writer(data) {
+            self.open
+                .get_or_insert_with(CommitBuilder::default)
+                .writer(writer);
             return None;
         }
-        let counts = open.tables.entry(table).or_default();
+        let (table, op) = change(data)?;
+        let open = self.open.get_or_insert_with(CommitBuilder::default);
         match op {
-            "INSERT" => counts.0 += 1,
-            "UPDATE" => counts.1 += 1,
-            _ => counts.2 += 1,
+            "TRUNCATE" => open.truncate(table),
+            "INSERT" => open.rows(table, RowChange::Insert, 1),
+            "UPDATE" => open.rows(table, RowChange::Update, 1),
+            _ => open.rows(table, RowChange::Delete, 1),
         }
         None
     }
+}
+
+/// The writer a transactional `hintaudit` message names.
+fn writer(data: &str) -> Option<Writer> {
+    let rest = data.strip_prefix("message: transactional: 1 prefix: ")?;
+    let rest = rest.strip_prefix(MESSAGE_PREFIX)?.strip_prefix(", sz: ")?;
+    let (_, content) = rest.split_once(" content:")?;
+    Writer::parse(content)
 }
 
 /// `table SCHEMA.NAME: OP: …` → (name, lower-cased and unquoted, without its schema; OP).
@@ -167,6 +158,28 @@ mod tests {
             [("items".into(), 2, 0, 0), ("notes".into(), 0, 1, 1)]
         );
         assert_eq!(out[0].truncated, ["t"]);
+        assert_eq!(out[0].writer, None, "no message: no writer");
+    }
+
+    #[test]
+    fn a_message_names_the_writer() {
+        let mut d = Decoder::default();
+        let rows = [
+            "BEGIN 730",
+            "table public.items: UPDATE: id[integer]:1 views[integer]:2",
+            "message: transactional: 1 prefix: hintaudit, sz: 44 content:4242 127.0.0.1 51234 17 hintaudit:ab:3",
+            "message: transactional: 1 prefix: other, sz: 3 content:1 - - 1 x",
+            "COMMIT 730",
+            "message: transactional: 0 prefix: hintaudit, sz: 9 content:9 - - 1 y",
+        ];
+        let out: Vec<Commit> = rows.iter().filter_map(|r| d.row(7, r)).collect();
+        assert_eq!(out.len(), 1);
+        let writer = out[0].writer.as_ref().expect("named");
+        assert_eq!(
+            (writer.pid, writer.application_name.as_str()),
+            (4242, "hintaudit:ab:3")
+        );
+        assert_eq!(writer.client.map(|c| c.port()), Some(51234));
     }
 
     #[test]

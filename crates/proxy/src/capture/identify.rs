@@ -1,0 +1,318 @@
+//! Whose a commit is ([`Origin`]): a writer matched to this proxy's upstream by its
+//! application_name (the `PGAPPNAME` each `--stdio` child gets), else by its client address
+//! and port against the TCP sockets of the upstream's processes, read from `/proc` with the
+//! procfs crate ([design: the proxy's evidence](../../../../docs/design.md#the-proxys-evidence)).
+//!
+//! A backend (pid, backend start) is one connection, so `/proc` is read at most once per
+//! connection: the answer is kept (at most [`KNOWN_MAX`] backends; then the memory starts
+//! over). Where `/proc` cannot show the upstream (another host, no permission) the answer is
+//! [`Origin::AnyCall`]: the position rule, never a guess that a write is not ours.
+
+use std::collections::{HashMap, HashSet};
+use std::net::SocketAddr;
+use std::sync::Mutex;
+
+use procfs::net::TcpState;
+use procfs::process::{FDTarget, Process};
+
+use crate::capture::lock;
+use crate::capture::writer::{Origin, UpstreamHost, Writer, by_application_name};
+
+/// Backends whose origin is kept, at most.
+const KNOWN_MAX: usize = 4096;
+
+/// Tells this proxy's upstream connections from other writers.
+#[derive(Debug)]
+pub(crate) struct Identify {
+    host: UpstreamHost,
+    /// Upstream connection → its child's pid (`--stdio`), as last started; a child found
+    /// gone is removed.
+    children: Mutex<HashMap<u64, u32>>,
+    known: Mutex<HashMap<(u32, i64), Origin>>,
+}
+
+impl Identify {
+    pub(crate) fn new(host: UpstreamHost) -> Self {
+        Identify {
+            host,
+            children: Mutex::default(),
+            known: Mutex::default(),
+        }
+    }
+
+    /// Upstream connection `session` runs in child `pid` (`--stdio`).
+    pub(crate) fn child(&self, session: u64, pid: Option<u32>) {
+        if let Some(pid) = pid {
+            lock(&self.children).insert(session, pid);
+        }
+    }
+
+    /// Whose a commit written by `writer` is; [`Origin::AnyCall`] when no writer is known.
+    pub(crate) fn origin(&self, writer: Option<&Writer>) -> Origin {
+        let Some(writer) = writer else {
+            return Origin::AnyCall;
+        };
+        if let Some(origin) = by_application_name(&writer.application_name) {
+            return origin;
+        }
+        if let Some(origin) = lock(&self.known).get(&writer.backend()) {
+            return *origin;
+        }
+        let origin = self.look_up(writer);
+        let mut known = lock(&self.known);
+        if known.len() >= KNOWN_MAX {
+            known.clear();
+        }
+        known.insert(writer.backend(), origin);
+        origin
+    }
+
+    fn look_up(&self, writer: &Writer) -> Origin {
+        let Some(client) = writer.client else {
+            // A Unix socket: no port to match, and no application_name of ours.
+            return Origin::AnyCall;
+        };
+        match &self.host {
+            UpstreamHost::Address(ip) if ip.to_canonical() == client.ip().to_canonical() => {
+                Origin::AnyCall
+            }
+            UpstreamHost::Address(_) => Origin::Foreign,
+            UpstreamHost::Children => self.child_of(client),
+            UpstreamHost::Listening(port) => {
+                let roots = listeners(*port);
+                if roots.is_empty() {
+                    return by_network_namespace(client);
+                }
+                let ours = roots.iter().any(|root| {
+                    tree_sockets(*root).is_some_and(|s| s.iter().any(|a| same(*a, client)))
+                });
+                if ours {
+                    Origin::AnyCall
+                } else {
+                    Origin::Foreign
+                }
+            }
+        }
+    }
+
+    /// The child whose process tree holds the socket `client`; [`Origin::Foreign`] when
+    /// every child could be read and none does, [`Origin::AnyCall`] when none could be read.
+    fn child_of(&self, client: SocketAddr) -> Origin {
+        let children: Vec<(u64, u32)> =
+            lock(&self.children).iter().map(|(s, p)| (*s, *p)).collect();
+        let mut seen_any = false;
+        for (session, pid) in children {
+            let Some(sockets) = tree_sockets(pid) else {
+                // The child is gone (its session ended): forget it, so the map stays as
+                // small as the sessions alive.
+                lock(&self.children).remove(&session);
+                continue;
+            };
+            seen_any = true;
+            if sockets.iter().any(|a| same(*a, client)) {
+                return Origin::Session(session);
+            }
+        }
+        if seen_any {
+            Origin::Foreign
+        } else {
+            Origin::AnyCall
+        }
+    }
+}
+
+/// The upstream's processes are not visible (a sidecar in a pod that shares its network
+/// namespace, not its PID namespace): a writer whose socket is in this network namespace is
+/// the pod's, so the upstream's; one that is not is foreign. `/proc` unreadable: not known.
+fn by_network_namespace(client: SocketAddr) -> Origin {
+    match local_sockets() {
+        Some(sockets) if sockets.iter().any(|a| same(*a, client)) => Origin::AnyCall,
+        Some(_) => Origin::Foreign,
+        None => Origin::AnyCall,
+    }
+}
+
+/// The local endpoints of every TCP socket in this network namespace.
+fn local_sockets() -> Option<Vec<SocketAddr>> {
+    let mut table = procfs::net::tcp().ok()?;
+    table.extend(procfs::net::tcp6().unwrap_or_default());
+    Some(table.into_iter().map(|e| e.local_address).collect())
+}
+
+/// The same endpoint, an IPv4 address and its IPv6-mapped form alike.
+fn same(a: SocketAddr, b: SocketAddr) -> bool {
+    a.port() == b.port() && a.ip().to_canonical() == b.ip().to_canonical()
+}
+
+/// `root` and every process descended from it.
+fn tree(root: u32) -> Vec<i32> {
+    let mut parents: HashMap<i32, Vec<i32>> = HashMap::new();
+    if let Ok(all) = procfs::process::all_processes() {
+        for p in all.flatten() {
+            if let Ok(stat) = p.stat() {
+                parents.entry(stat.ppid).or_default().push(stat.pid);
+            }
+        }
+    }
+    let mut out = vec![root as i32];
+    let mut i = 0;
+    while i < out.len() {
+        out.extend(parents.get(&out[i]).into_iter().flatten().copied());
+        i += 1;
+    }
+    out
+}
+
+/// The socket inodes process `pid` holds.
+fn socket_inodes(pid: i32) -> HashSet<u64> {
+    let Ok(fds) = Process::new(pid).and_then(|p| p.fd()) else {
+        return HashSet::new();
+    };
+    fds.flatten()
+        .filter_map(|fd| match fd.target {
+            FDTarget::Socket(inode) => Some(inode),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The local endpoints of the TCP sockets held by `root`'s process tree (in its network
+/// namespace); `None` when `root` cannot be read.
+fn tree_sockets(root: u32) -> Option<Vec<SocketAddr>> {
+    let process = Process::new(root as i32).ok()?;
+    let mut table = process.tcp().ok()?;
+    table.extend(process.tcp6().unwrap_or_default());
+    let inodes: HashSet<u64> = tree(root).into_iter().flat_map(socket_inodes).collect();
+    Some(
+        table
+            .into_iter()
+            .filter(|e| inodes.contains(&e.inode))
+            .map(|e| e.local_address)
+            .collect(),
+    )
+}
+
+/// The processes holding a socket that listens on TCP `port` (in this network namespace).
+fn listeners(port: u16) -> Vec<u32> {
+    let mut table = procfs::net::tcp().unwrap_or_default();
+    table.extend(procfs::net::tcp6().unwrap_or_default());
+    let listening: HashSet<u64> = table
+        .into_iter()
+        .filter(|e| e.state == TcpState::Listen && e.local_address.port() == port)
+        .map(|e| e.inode)
+        .collect();
+    if listening.is_empty() {
+        return Vec::new();
+    }
+    let Ok(all) = procfs::process::all_processes() else {
+        return Vec::new();
+    };
+    all.flatten()
+        .filter(|p| !socket_inodes(p.pid).is_disjoint(&listening))
+        .map(|p| p.pid as u32)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A loopback listener and a client connected to it (kept open while held): the
+    /// listener's port and the client's local endpoint.
+    fn connected() -> (
+        (std::net::TcpListener, std::net::TcpStream),
+        u16,
+        SocketAddr,
+    ) {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = listener.local_addr().expect("addr").port();
+        let client = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
+        let local = client.local_addr().expect("local");
+        ((listener, client), port, local)
+    }
+
+    #[test]
+    fn this_process_is_found_by_its_own_socket() {
+        let (_sockets, port, local) = connected();
+        let me = std::process::id();
+        assert!(
+            listeners(port).contains(&me),
+            "the listener is this process's"
+        );
+        let sockets = tree_sockets(me).expect("/proc readable");
+        assert!(
+            sockets.iter().any(|a| same(*a, local)),
+            "{local} in {sockets:?}"
+        );
+
+        let identify = Identify::new(UpstreamHost::Children);
+        identify.child(7, Some(me));
+        let writer = |client| Writer {
+            pid: 1,
+            backend_start: 1,
+            client,
+            application_name: String::new(),
+        };
+        assert_eq!(
+            identify.origin(Some(&writer(Some(local)))),
+            Origin::Session(7)
+        );
+        let elsewhere: SocketAddr = "10.255.255.1:1".parse().expect("addr");
+        let other = Writer {
+            pid: 2,
+            ..writer(Some(elsewhere))
+        };
+        assert_eq!(identify.origin(Some(&other)), Origin::Foreign);
+        assert_eq!(
+            identify.origin(Some(&writer(None))),
+            Origin::Session(7),
+            "kept per backend"
+        );
+        let unix = Writer {
+            pid: 3,
+            ..writer(None)
+        };
+        assert_eq!(identify.origin(Some(&unix)), Origin::AnyCall);
+        assert_eq!(identify.origin(None), Origin::AnyCall);
+
+        let listening = Identify::new(UpstreamHost::Listening(port));
+        assert_eq!(
+            listening.origin(Some(&writer(Some(local)))),
+            Origin::AnyCall
+        );
+        assert_eq!(listening.origin(Some(&other)), Origin::Foreign);
+    }
+
+    #[test]
+    fn a_socket_of_this_network_namespace_is_the_pods() {
+        let (_sockets, _, local) = connected();
+        assert_eq!(by_network_namespace(local), Origin::AnyCall);
+        let elsewhere: SocketAddr = "10.255.255.1:1".parse().expect("addr");
+        assert_eq!(by_network_namespace(elsewhere), Origin::Foreign);
+    }
+
+    #[test]
+    fn an_address_names_the_upstream() {
+        let pod = Identify::new(UpstreamHost::Address("10.1.2.3".parse().expect("ip")));
+        let rows = [
+            (Some("10.1.2.3:40000"), "", Origin::AnyCall),
+            (Some("[::ffff:10.1.2.3]:40001"), "", Origin::AnyCall),
+            (Some("10.1.2.4:40000"), "", Origin::Foreign),
+            (None, "", Origin::AnyCall),
+            (
+                Some("10.1.2.3:40002"),
+                "hintaudit:000000000000:1",
+                Origin::Foreign,
+            ),
+        ];
+        for (i, (client, name, want)) in rows.into_iter().enumerate() {
+            let writer = Writer {
+                pid: i as u32,
+                backend_start: 1,
+                client: client.map(|c| c.parse().expect("addr")),
+                application_name: name.into(),
+            };
+            assert_eq!(pod.origin(Some(&writer)), want, "{client:?} {name}");
+        }
+    }
+}

@@ -1,0 +1,236 @@
+//! Attribution by writer on PostgreSQL: 4 and 16 concurrent clients, each a session with a
+//! `--stdio` child of its own, every commit attributed to exactly its call and every planted
+//! lie found with no false finding; and two proxies on one database (`--stdio` and
+//! `--upstream`), where neither blames its calls for the other's writes.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::support::*;
+
+/// Creates the fixture's tables in `db` (as its server would at start-up) and 1,000 more
+/// items (ids 100 to 1099) for the clients to archive.
+async fn seeded(admin: &sqlx::PgPool, name: &str, py: &str) -> String {
+    let db = fresh_db(admin, name).await;
+    let status = std::process::Command::new(py)
+        .arg(sql_server())
+        .args(["--db", &db, "--init-only"])
+        .status()
+        .expect("python runs");
+    assert!(status.success(), "the fixture's tables");
+    let pool = sqlx::PgPool::connect(&db).await.expect("connect");
+    sqlx::query(
+        "INSERT INTO public.items (id, name) SELECT g, 'item ' || g FROM generate_series(100, 1099) g",
+    )
+    .execute(&pool)
+    .await
+    .expect("items");
+    pool.close().await;
+    db
+}
+
+/// Client `c`'s round `r`: two lies (get_item's UPDATE, archive_item's DELETE) and two honest
+/// writes (add_note, write_query), each one commit, and a read.
+async fn round(client: &Client, c: usize, r: usize) {
+    let note = 10_000 + c * 100 + r;
+    let calls = [
+        ("get_item", json!({"id": 1 + c % 4})),
+        ("add_note", json!({"id": note, "text": "n"})),
+        ("archive_item", json!({"id": 100 + c * 10 + r})),
+        (
+            "write_query",
+            json!({"query": format!("UPDATE public.notes SET text = 'm' WHERE id = {note}")}),
+        ),
+        (
+            "read_query",
+            json!({"query": "SELECT count(*) FROM public.items"}),
+        ),
+    ];
+    for (tool, arguments) in calls {
+        let answer = call(client, tool, args(arguments)).await;
+        assert!(answer.get("error").is_none(), "{tool}: {answer}");
+        let text = answer["content"][0]["text"].as_str().unwrap_or_default();
+        assert!(!text.starts_with("Error"), "{tool}: {text}");
+    }
+}
+
+/// `clients` clients at once through one proxy (`--stdio` upstream, a child per session),
+/// `rounds` rounds each.
+async fn concurrent_clients(clients: usize, rounds: usize) {
+    let Some((admin, py)) = parts().await else {
+        return;
+    };
+    let name = format!("hintaudit_proxy_writers_{clients}");
+    let db = seeded(&admin, &name, py).await;
+    // A child per session: on a loaded machine 16 Python servers take a while to start.
+    let upstream = fixture(py, &db, "");
+    let (_proxy, addr) = proxy_http(&[
+        "--stdio",
+        &upstream,
+        "--database",
+        &db,
+        "--handshake-timeout",
+        "300",
+    ])
+    .await;
+    let url = format!("http://{addr}/mcp");
+    // The sessions open one after another (their children start then); their calls run
+    // all at once.
+    let mut sessions = Vec::new();
+    for _ in 0..clients {
+        sessions.push(http_client(&url).await);
+    }
+    let mut tasks = Vec::new();
+    for (c, client) in sessions.into_iter().enumerate() {
+        tasks.push(tokio::spawn(async move {
+            for r in 0..rounds {
+                round(&client, c, r).await;
+            }
+            client.cancel().await.ok();
+        }));
+    }
+    for t in tasks {
+        t.await.expect("a client's rounds");
+    }
+
+    // Every answer came back after the capture had read past its call: metrics are final.
+    let s = metrics(addr).await;
+    let n = (clients * rounds) as f64;
+    assert_eq!(commits(&s, "ambiguous"), 0.0, "{}", s.text);
+    assert_eq!(commits(&s, "dropped"), 0.0, "{}", s.text);
+    assert_eq!(commits(&s, "foreign"), 0.0, "{}", s.text);
+    assert_eq!(commits(&s, "attributed"), 4.0 * n, "{}", s.text);
+    assert_eq!(violations(&s, "get_item", "read_only_write"), n);
+    assert_eq!(violations(&s, "archive_item", "undeclared_destructive"), n);
+    for honest in ["add_note", "write_query", "read_query"] {
+        for rule in [
+            "read_only_write",
+            "undeclared_destructive",
+            "idempotency_broken",
+        ] {
+            assert_eq!(violations(&s, honest, rule), 0.0, "{honest} {rule}");
+        }
+    }
+    assert_eq!(violations(&s, "archive_item", "idempotency_broken"), 0.0);
+    // Each commit went to its own call: every tool's rows are its own, exactly.
+    assert_eq!(rows(&s, "get_item", "items", "update"), n, "{}", s.text);
+    assert_eq!(rows(&s, "archive_item", "items", "delete"), n);
+    assert_eq!(rows(&s, "add_note", "notes", "insert"), n);
+    assert_eq!(rows(&s, "write_query", "notes", "update"), n);
+    for (tool, table, op) in [
+        ("get_item", "notes", "insert"),
+        ("add_note", "items", "update"),
+        ("archive_item", "notes", "update"),
+        ("read_query", "items", "update"),
+    ] {
+        assert_eq!(rows(&s, tool, table, op), 0.0, "{tool} {table} {op}");
+    }
+    drop(_proxy);
+    drop_db(&admin, &name).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn four_concurrent_clients_each_commit_is_exactly_its_calls() {
+    concurrent_clients(4, 3).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sixteen_concurrent_clients_each_commit_is_exactly_its_calls() {
+    concurrent_clients(16, 2).await;
+}
+
+/// Waits until a backend's last query holds `marker` (at most 20 s): the slow call it
+/// belongs to has reached the database, so its proxy registered it before.
+async fn in_flight(admin: &sqlx::PgPool, marker: &str) {
+    for _ in 0..200 {
+        let n: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%' || $1 || '%' \
+             AND pid <> pg_backend_pid()",
+        )
+        .bind(marker)
+        .fetch_one(admin)
+        .await
+        .expect("pg_stat_activity");
+        if n > 0 {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("no backend ran {marker}");
+}
+
+/// A read-only call held in flight by the fixture's sleep, as a task.
+fn slow_read(url: String, marker: &'static str) -> tokio::task::JoinHandle<Value> {
+    tokio::spawn(async move {
+        let client = http_client(&url).await;
+        let query = format!("SELECT '{marker}' AS marker");
+        let answer = call(&client, "read_query", args(json!({ "query": query }))).await;
+        client.cancel().await.ok();
+        answer
+    })
+}
+
+/// Lies told through `url` while the other proxy's slow read is in flight.
+async fn lie_through(url: &str, item: u64) {
+    let client = http_client(url).await;
+    call(&client, "get_item", args(json!({"id": 1}))).await;
+    call(&client, "archive_item", args(json!({ "id": item }))).await;
+    client.cancel().await.ok();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_proxies_on_one_database_never_blame_their_calls_for_the_others_writes() {
+    let Some((admin, py)) = parts().await else {
+        return;
+    };
+    let name = "hintaudit_proxy_two";
+    let db = seeded(&admin, name, py).await;
+    // A: a --stdio child per session, whose read_query stays in flight 8 s after its read.
+    let stdio = fixture(py, &db, "FIXTURE_SLEEP_AFTER=read_query=8");
+    let (_a, a) = proxy_http(&["--stdio", &stdio, "--database", &db]).await;
+    // B: an HTTP server of its own (another replica's), the same tool held the same way.
+    let (_server, upstream) =
+        fixture_http(py, &db, &[("FIXTURE_SLEEP_AFTER", "read_query=8")]).await;
+    let (_b, b) = proxy_http(&["--upstream", &upstream, "--database", &db]).await;
+    let url = |addr: SocketAddr| format!("http://{addr}/mcp");
+
+    // B serves a read-only call while A's server writes, then the other way round.
+    for (reader, writer, marker, item) in [(b, a, "slow-b", 100), (a, b, "slow-a", 101)] {
+        let slow = slow_read(url(reader), marker);
+        in_flight(&admin, marker).await;
+        lie_through(&url(writer), item).await;
+        assert!(
+            !slow.is_finished(),
+            "the writes committed while the read was in flight"
+        );
+        let answer = slow.await.expect("the slow read answered");
+        assert!(answer.get("error").is_none(), "{answer}");
+    }
+
+    for (me, other) in [(a, "B"), (b, "A")] {
+        let s = until(me, |s| commits(s, "foreign") >= 2.0).await;
+        assert_eq!(
+            violations(&s, "read_query", "read_only_write"),
+            0.0,
+            "the read blamed for {other}'s writes: {}",
+            s.text
+        );
+        assert_eq!(
+            commits(&s, "foreign"),
+            2.0,
+            "{other}'s two commits: {}",
+            s.text
+        );
+        assert_eq!(commits(&s, "ambiguous"), 0.0, "{}", s.text);
+        assert_eq!(commits(&s, "attributed"), 2.0, "its own two: {}", s.text);
+        assert_eq!(violations(&s, "get_item", "read_only_write"), 1.0);
+        assert_eq!(
+            violations(&s, "archive_item", "undeclared_destructive"),
+            1.0
+        );
+    }
+    drop((_a, _b, _server));
+    drop_db(&admin, name).await;
+}
