@@ -12,6 +12,7 @@ mod client;
 mod db;
 mod effect;
 mod error;
+mod files;
 mod format;
 mod ids;
 mod objects;
