@@ -12,8 +12,8 @@ pub(crate) enum ChangeKind {
     /// A file's new content starts with its old content (or the old one was empty):
     /// additive.
     Appended,
-    /// A file was rewritten and every old line is still there, as often (a JSONL store
-    /// written whole to add a record): additive.
+    /// A file was rewritten and every old line is still there, as often, or extended as a
+    /// JSON value (a JSONL store written whole to add a record or an item): additive.
     LinesKept,
     /// A file lost old content, or a link points elsewhere: destructive.
     Overwritten,
@@ -151,8 +151,9 @@ fn change(trees: &Trees, old: &Entry, new: &Entry) -> Option<ChangeKind> {
 }
 
 /// How a file's content changed from `old` to `new` (which differ): appended when `new`
-/// starts with `old`; lines kept when every line of `old` is in `new` at least as often;
-/// else overwritten.
+/// starts with `old`; lines kept when every line of `old` is in `new` at least as often, or
+/// is a JSON value that a line of `new` extends (a JSONL record given another key or array
+/// item: the memory server's `add_observations`); else overwritten.
 pub(crate) fn content_change(old: &[u8], new: &[u8]) -> ChangeKind {
     if new.starts_with(old) {
         return ChangeKind::Appended;
@@ -162,19 +163,52 @@ pub(crate) fn content_change(old: &[u8], new: &[u8]) -> ChangeKind {
         *lines.entry(l).or_default() += 1;
     }
     // A last line without its newline may have gained one: `a` then `a\nb\n` kept `a`.
-    let mut kept = true;
+    let mut lost: Vec<&[u8]> = Vec::new();
     for l in old.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
         match lines.get_mut(l) {
             Some(n) if *n > 0 => *n -= 1,
-            _ => {
-                kept = false;
-                break;
-            }
+            _ => lost.push(l),
         }
     }
-    if kept {
-        ChangeKind::LinesKept
-    } else {
-        ChangeKind::Overwritten
+    let mut spare: Vec<&[u8]> = lines
+        .iter()
+        .filter(|(l, n)| **n > 0 && !l.is_empty())
+        .map(|(l, _)| *l)
+        .collect();
+    spare.sort();
+    for l in lost {
+        match spare.iter().position(|n| json_extends(l, n)) {
+            Some(i) => {
+                spare.remove(i);
+            }
+            None => return ChangeKind::Overwritten,
+        }
+    }
+    ChangeKind::LinesKept
+}
+
+/// Whether line `new` is a JSON value that keeps everything line `old` holds.
+fn json_extends(old: &[u8], new: &[u8]) -> bool {
+    match (
+        serde_json::from_slice::<serde_json::Value>(old),
+        serde_json::from_slice::<serde_json::Value>(new),
+    ) {
+        (Ok(o), Ok(n)) => extends(&o, &n),
+        _ => false,
+    }
+}
+
+/// Whether `new` keeps all of `old`: every key of an object with a value that keeps the old
+/// one, every item of an array at the same place (items added after it), a scalar equal.
+fn extends(old: &serde_json::Value, new: &serde_json::Value) -> bool {
+    use serde_json::Value;
+    match (old, new) {
+        (Value::Object(o), Value::Object(n)) => o
+            .iter()
+            .all(|(k, v)| n.get(k).is_some_and(|w| extends(v, w))),
+        (Value::Array(o), Value::Array(n)) => {
+            o.len() <= n.len() && o.iter().zip(n).all(|(v, w)| extends(v, w))
+        }
+        _ => old == new,
     }
 }

@@ -130,7 +130,17 @@ fn changes_are_judged_on_content() {
 
 #[test]
 fn content_changes() {
-    let cases: [(&str, &str, ChangeKind); 7] = [
+    let cases: [(&str, &str, ChangeKind); 9] = [
+        (
+            "{\"name\":\"a\",\"obs\":[\"x\"]}\n{\"r\":1}",
+            "{\"name\":\"a\",\"obs\":[\"x\",\"y\"]}\n{\"r\":1}",
+            ChangeKind::LinesKept,
+        ),
+        (
+            "{\"name\":\"a\",\"obs\":[\"x\",\"y\"]}",
+            "{\"name\":\"a\",\"obs\":[\"y\"]}",
+            ChangeKind::Overwritten,
+        ),
         ("a\n", "a\nb\n", ChangeKind::Appended),
         ("", "x", ChangeKind::Appended),
         ("a", "a\nb\n", ChangeKind::Appended),
