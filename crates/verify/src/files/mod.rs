@@ -14,6 +14,7 @@
 //!   call's changes with the core's rules (`read_only_write`, `undeclared_destructive`,
 //!   `idempotency_broken`), confirmed, naming paths relative to the root and never content.
 
+mod arguments;
 mod diff;
 mod findings;
 mod restore;
@@ -22,6 +23,7 @@ mod tree;
 #[cfg(test)]
 mod tests;
 
+pub(crate) use arguments::{PATH_ATTEMPTS, PathField, path_field, path_values};
 pub(crate) use diff::{ChangeKind, FileChange, FileDiff, diff};
 pub(crate) use findings::{file_evidence, file_findings};
 pub(crate) use tree::{TreeSnapshot, Trees};
