@@ -33,6 +33,7 @@ pub use client::STDERR_LINES;
 pub use client::ServerSpec;
 pub use db::SnapshotStats;
 pub use error::VerifyError;
+pub use files::{ChangeKind, FileChange};
 pub use format::Format;
 pub use objects::ObjectKind;
 pub use proxy::UnattributedRequest;

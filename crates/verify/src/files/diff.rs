@@ -4,9 +4,11 @@ use std::collections::{BTreeMap, HashMap};
 
 use super::tree::{Entry, Kind, TreeSnapshot, Trees};
 
-/// How one path changed.
+/// How one path of a watched tree changed, judged on content
+/// ([design: file effects](../../../docs/design.md#file-effects)).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum ChangeKind {
+#[non_exhaustive]
+pub enum ChangeKind {
     /// It did not exist (a file, a directory or a link): an insert.
     Created,
     /// A file's new content starts with its old content (or the old one was empty):
@@ -38,9 +40,9 @@ impl ChangeKind {
     }
 }
 
-/// One path that changed.
+/// One path of a watched tree that a call changed (`hintaudit verify --watch`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct FileChange {
+pub struct FileChange {
     /// The path as findings show it: relative to its root (prefixed with the root's label
     /// when several are watched).
     pub path: String,

@@ -24,6 +24,7 @@ mod tree;
 mod tests;
 
 pub(crate) use arguments::{PATH_ATTEMPTS, PathField, path_field, path_values};
-pub(crate) use diff::{ChangeKind, FileChange, FileDiff, diff};
+pub use diff::{ChangeKind, FileChange};
+pub(crate) use diff::{FileDiff, diff};
 pub(crate) use findings::{file_evidence, file_findings};
 pub(crate) use tree::{TreeSnapshot, Trees};

@@ -107,6 +107,7 @@ mod tests {
                     vec![OutboundReach::new("POST", "notify.example", Some(80))]
                 },
                 changes,
+                files: vec![],
             }],
         };
         let diff = TableDiff {

@@ -345,6 +345,7 @@ impl Verifier {
                 error,
                 changes: diff.tables,
                 outbound: sent,
+                files: Vec::new(),
             });
             before = after;
             if !matches!(ended, Ended::Done) {
