@@ -19,6 +19,7 @@ mod diff;
 mod findings;
 mod restore;
 mod tree;
+mod watch;
 
 #[cfg(test)]
 mod tests;
@@ -27,4 +28,5 @@ pub(crate) use arguments::{PATH_ATTEMPTS, PathField, path_field, path_values};
 pub use diff::{ChangeKind, FileChange};
 pub(crate) use diff::{FileDiff, diff};
 pub(crate) use findings::{file_evidence, file_findings};
-pub(crate) use tree::{TreeSnapshot, Trees};
+pub(crate) use tree::TreeStats;
+pub(crate) use watch::FileWatch;

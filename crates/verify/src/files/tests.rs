@@ -8,7 +8,9 @@ use std::time::{Duration, SystemTime};
 use hintaudit_core::{DeclaredHints, Rule};
 
 use super::diff::content_change;
-use super::*;
+use super::diff::{ChangeKind, FileChange, FileDiff, diff};
+use super::findings::file_findings;
+use super::tree::Trees;
 
 /// A tree with a few files: `a.txt`, `log.txt`, `store.jsonl`, `sub/b.txt`, `cache/x`.
 fn tree() -> tempfile::TempDir {
