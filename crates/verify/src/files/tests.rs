@@ -309,3 +309,64 @@ fn only_moved_or_racy_files_are_read_again() {
     );
     assert!(t.is_ignored("cache") && t.is_ignored("cache/deep/x") && !t.is_ignored("cached"));
 }
+
+/// The cost per 10,000 files (docs/performance.md): `cargo test -p hintaudit-verify --lib
+/// --release cost_per_10000_files -- --ignored --nocapture`. Prints, asserts nothing on time.
+#[test]
+#[ignore = "a measurement: run it alone, in release"]
+fn cost_per_10000_files() {
+    use std::time::Instant;
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path();
+    let old = SystemTime::now() - Duration::from_secs(60);
+    let line = "a line of text of about eighty bytes, as a note or a source file would have\n";
+    for d in 0..100 {
+        fs::create_dir(p.join(format!("d{d:03}"))).unwrap();
+        for f in 0..100 {
+            let path = p.join(format!("d{d:03}/f{f:03}.txt"));
+            fs::write(&path, line.repeat(12)).unwrap();
+            fs::File::options()
+                .write(true)
+                .open(&path)
+                .unwrap()
+                .set_modified(old)
+                .unwrap();
+        }
+    }
+    let mut t = trees(p);
+    let timed = |what: &str, f: &mut dyn FnMut()| {
+        let start = Instant::now();
+        f();
+        println!("{what}: {:.1} ms", start.elapsed().as_secs_f64() * 1e3);
+    };
+    let mut first = None;
+    timed(
+        "first snapshot (10,000 files of 1 KB read, hashed, stored)",
+        &mut || {
+            first = Some(t.take(None).unwrap());
+        },
+    );
+    let first = first.unwrap();
+    let mut second = None;
+    timed("snapshot, nothing changed (stat only)", &mut || {
+        second = Some(t.take(Some(&first)).unwrap());
+    });
+    let second = second.unwrap();
+    for d in 0..100 {
+        fs::write(p.join(format!("d{d:03}/f000.txt")), "overwritten\n").unwrap();
+    }
+    let mut third = None;
+    timed("snapshot, 100 files changed", &mut || {
+        third = Some(t.take(Some(&second)).unwrap());
+    });
+    let third = third.unwrap();
+    let mut changes = 0;
+    timed("diff of those two snapshots", &mut || {
+        changes = diff(&t, &second, &third).changes.len();
+    });
+    assert_eq!(changes, 100);
+    timed("restore of the 100 files", &mut || {
+        t.restore(&first).unwrap();
+    });
+    println!("files read in all: {}", t.stats().files_read);
+}
