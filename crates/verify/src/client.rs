@@ -106,6 +106,82 @@ pub(crate) fn command_words(line: &str) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// Starts a `--stdio` server: its command line's environment, the proxy variables (see
+/// [`McpClient::connect`]), its stderr kept in `stderr_tail`. Returns the child's transport
+/// and process id.
+fn spawn_stdio(
+    line: &str,
+    stderr_tail: &StderrTail,
+    proxy: Option<&str>,
+) -> Result<(TokioChildProcess, Option<u32>), VerifyError> {
+    let (env, words) = split_command(line)
+        .ok_or_else(|| VerifyError::Usage(format!("cannot parse --stdio {:?}", redact(line))))?;
+    let mut cmd = tokio::process::Command::new(&words[0]);
+    if let Some(proxy) = proxy {
+        for name in PROXY_VARIABLES {
+            cmd.env(name, proxy);
+        }
+        cmd.env_remove("NO_PROXY").env_remove("no_proxy");
+    }
+    cmd.args(&words[1..]).envs(env);
+    let (proc, stderr) = TokioChildProcess::builder(cmd)
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| VerifyError::server(format!("cannot start {:?}: {e}", words[0])))?;
+    let pid = proc.id();
+    if let Some(stderr) = stderr {
+        let tail = stderr_tail.clone();
+        tokio::spawn(async move {
+            let mut lines = BufReader::new(stderr).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                let mut t = tail.lock().unwrap_or_else(|e| e.into_inner());
+                if t.len() == STDERR_LINES {
+                    t.pop_front();
+                }
+                t.push_back(line);
+            }
+        });
+    }
+    Ok((proc, pid))
+}
+
+/// A `--url` server's URL, if it is plain `http://` (no TLS client in this build).
+fn http_only(url: &str) -> Result<&str, VerifyError> {
+    if !url.starts_with("http://") {
+        return Err(VerifyError::Usage(format!(
+            "--url {}: only http:// URLs are supported (this build has no TLS \
+             client; put the server on loopback http:// for the test)",
+            redact(url)
+        )));
+    }
+    Ok(url)
+}
+
+/// Why the handshake failed, in words: the innermost cause (for a `--url` server, whether
+/// the connection was refused), then the server's last stderr lines.
+async fn handshake_failed(
+    spec: &ServerSpec,
+    e: &ClientInitializeError,
+    stderr_tail: &StderrTail,
+) -> VerifyError {
+    let tail = tail_of(stderr_tail);
+    // rmcp does not chain a transport error as its source: unwrap it here.
+    let (cause, outer) = match e {
+        ClientInitializeError::TransportError { error, .. } => {
+            (root_cause(error.error.as_ref()), error.error.to_string())
+        }
+        other => (root_cause(other), other.to_string()),
+    };
+    let what = match spec {
+        ServerSpec::Stdio(_) => format!("the MCP handshake failed: {cause}"),
+        ServerSpec::Url(url) => {
+            let refused = refused(url).await;
+            http_failure(&redact(url), &cause, &outer, refused)
+        }
+    };
+    VerifyError::server(format!("{what}{tail}"))
+}
+
 /// The innermost cause of an error chain (rmcp wraps transport errors several times; the
 /// innermost says what happened: "Connection refused", "connection closed").
 fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
@@ -153,86 +229,34 @@ impl McpClient {
         stderr_tail: &StderrTail,
         proxy: Option<&str>,
     ) -> Result<McpClient, VerifyError> {
-        let mut pid = None;
-        let handshake = match spec {
+        let (handshake, pid) = match spec {
             ServerSpec::Stdio(line) => {
-                let (env, words) = split_command(line).ok_or_else(|| {
-                    VerifyError::Usage(format!("cannot parse --stdio {:?}", redact(line)))
-                })?;
-                let mut cmd = tokio::process::Command::new(&words[0]);
-                if let Some(proxy) = proxy {
-                    for name in PROXY_VARIABLES {
-                        cmd.env(name, proxy);
-                    }
-                    cmd.env_remove("NO_PROXY").env_remove("no_proxy");
-                }
-                cmd.args(&words[1..]).envs(env);
-                let (proc, stderr) = TokioChildProcess::builder(cmd)
-                    .stderr(Stdio::piped())
-                    .spawn()
-                    .map_err(|e| {
-                        VerifyError::server(format!("cannot start {:?}: {e}", words[0]))
-                    })?;
-                pid = proc.id();
-                if let Some(stderr) = stderr {
-                    let tail = stderr_tail.clone();
-                    tokio::spawn(async move {
-                        let mut lines = BufReader::new(stderr).lines();
-                        while let Ok(Some(line)) = lines.next_line().await {
-                            let mut t = tail.lock().unwrap_or_else(|e| e.into_inner());
-                            if t.len() == STDERR_LINES {
-                                t.pop_front();
-                            }
-                            t.push_back(line);
-                        }
-                    });
-                }
-                tokio::time::timeout(timeout, ().serve(proc)).await
+                let (proc, pid) = spawn_stdio(line, stderr_tail, proxy)?;
+                (tokio::time::timeout(timeout, ().serve(proc)).await, pid)
             }
             ServerSpec::Url(url) => {
-                if !url.starts_with("http://") {
-                    return Err(VerifyError::Usage(format!(
-                        "--url {}: only http:// URLs are supported (this build has no TLS \
-                         client; put the server on loopback http:// for the test)",
-                        redact(url)
-                    )));
-                }
-                let transport = StreamableHttpClientTransport::from_uri(url.as_str());
-                tokio::time::timeout(timeout, ().serve(transport)).await
+                let transport = StreamableHttpClientTransport::from_uri(http_only(url)?);
+                (
+                    tokio::time::timeout(timeout, ().serve(transport)).await,
+                    None,
+                )
             }
         };
-        let client = McpClient {
-            service: match handshake {
-                Ok(Ok(s)) => s,
-                Ok(Err(e)) => {
-                    let tail = tail_of(stderr_tail);
-                    // rmcp does not chain a transport error as its source: unwrap it here.
-                    let (cause, outer) = match &e {
-                        ClientInitializeError::TransportError { error, .. } => {
-                            (root_cause(error.error.as_ref()), error.error.to_string())
-                        }
-                        other => (root_cause(other), other.to_string()),
-                    };
-                    let what = match spec {
-                        ServerSpec::Stdio(_) => format!("the MCP handshake failed: {cause}"),
-                        ServerSpec::Url(url) => {
-                            let refused = refused(url).await;
-                            http_failure(&redact(url), &cause, &outer, refused)
-                        }
-                    };
-                    return Err(VerifyError::server(format!("{what}{tail}")));
-                }
-                Err(_) => {
-                    return Err(VerifyError::server(format!(
-                        "no answer to the MCP handshake within {} s",
-                        timeout.as_secs_f64()
-                    )));
-                }
-            },
+        let service = match handshake {
+            Ok(Ok(s)) => s,
+            Ok(Err(e)) => return Err(handshake_failed(spec, &e, stderr_tail).await),
+            Err(_) => {
+                return Err(VerifyError::server(format!(
+                    "no answer to the MCP handshake within {} s",
+                    timeout.as_secs_f64()
+                )));
+            }
+        };
+        Ok(McpClient {
+            service,
             timeout,
             pid,
-        };
-        Ok(client)
+        })
     }
 
     /// The process id of a stdio server (`None` for a `--url` server).

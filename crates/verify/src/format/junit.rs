@@ -63,97 +63,132 @@ fn suite_notes(report: &Report) -> String {
     lines.join("\n")
 }
 
+/// The document: a testsuite holding one testcase per (tool, rule), then the run's notes.
 pub(super) fn render(report: &Report, fail_on: Severity) -> String {
-    let mut cases: Vec<(String, String, Outcome)> = Vec::new();
-    for t in &report.tools {
-        for rule in VERIFY_RULES {
-            let found: Vec<&Finding> = t.findings.iter().filter(|f| f.rule == rule).collect();
-            let outcome = match (&t.status, found.is_empty()) {
-                (ToolStatus::NotExercised(why), true) if is_behaviour_rule(rule) => {
-                    Outcome::Skip(format!("not exercised: {why}"))
-                }
-                (_, true) if rule == Rule::UndeclaredOpenWorld && !report.outbound_watched => {
-                    Outcome::Skip(
-                        "outbound HTTP not watched: verify's recording proxy only sees servers \
-                         it starts (--stdio)"
-                            .to_owned(),
-                    )
-                }
-                (_, true) => Outcome::Pass(None),
-                (_, false) if found.iter().any(|f| f.severity >= fail_on) => Outcome::Fail(
-                    format!("{} ({})", rule.as_str(), rule.severity().as_str()),
-                    evidence(&found),
-                ),
-                (_, false) => Outcome::Pass(Some(evidence(&found))),
-            };
-            cases.push((t.name.clone(), rule.as_str().to_owned(), outcome));
-        }
-    }
-    let tests = cases.len().to_string();
-    let failures = cases
-        .iter()
-        .filter(|c| matches!(c.2, Outcome::Fail(..)))
-        .count()
-        .to_string();
-    let skipped = cases
-        .iter()
-        .filter(|c| matches!(c.2, Outcome::Skip(_)))
-        .count()
-        .to_string();
-    let time = format!("{:.3}", report.elapsed_seconds);
-
+    let cases = cases(report, fail_on);
     let mut w = Writer::new_with_indent(Vec::new(), b' ', 2);
-    let attrs = [
-        ("tests", tests.as_str()),
-        ("failures", failures.as_str()),
-        ("errors", "0"),
-        ("skipped", skipped.as_str()),
-        ("time", time.as_str()),
-    ];
     let _ = w.write_event(Event::Decl(BytesDecl::new("1.0", Some("UTF-8"), None)));
-    let mut suites = BytesStart::new("testsuites");
-    suites.push_attribute(("name", "hintaudit verify"));
-    suites.extend_attributes(attrs);
-    let _ = w.write_event(Event::Start(suites));
-    let mut suite = BytesStart::new("testsuite");
-    suite.push_attribute(("name", "hintaudit verify"));
-    suite.extend_attributes(attrs);
-    let _ = w.write_event(Event::Start(suite));
-    for (tool, rule, outcome) in &cases {
-        let mut tc = BytesStart::new("testcase");
-        tc.push_attribute(("classname", tool.as_str()));
-        tc.push_attribute(("name", rule.as_str()));
-        tc.push_attribute(("time", "0"));
-        let _ = w.write_event(Event::Start(tc));
-        match outcome {
-            Outcome::Pass(None) => {}
-            Outcome::Pass(Some(notes)) => {
-                let _ = w.write_event(Event::Start(BytesStart::new("system-out")));
-                let _ = w.write_event(Event::Text(BytesText::new(notes)));
-                let _ = w.write_event(Event::End(BytesEnd::new("system-out")));
-            }
-            Outcome::Fail(kind, text) => {
-                let mut f = BytesStart::new("failure");
-                f.push_attribute(("type", kind.as_str()));
-                f.push_attribute(("message", text.lines().next().unwrap_or("")));
-                let _ = w.write_event(Event::Start(f));
-                let _ = w.write_event(Event::Text(BytesText::new(text)));
-                let _ = w.write_event(Event::End(BytesEnd::new("failure")));
-            }
-            Outcome::Skip(why) => {
-                let mut s = BytesStart::new("skipped");
-                s.push_attribute(("message", why.as_str()));
-                let _ = w.write_event(Event::Empty(s));
-            }
-        }
-        let _ = w.write_event(Event::End(BytesEnd::new("testcase")));
+    let counts = Counts::of(&cases, report);
+    for element in ["testsuites", "testsuite"] {
+        let _ = w.write_event(Event::Start(counts.open(element)));
     }
-    let _ = w.write_event(Event::Start(BytesStart::new("system-out")));
-    let _ = w.write_event(Event::Text(BytesText::new(&suite_notes(report))));
-    let _ = w.write_event(Event::End(BytesEnd::new("system-out")));
-    let _ = w.write_event(Event::End(BytesEnd::new("testsuite")));
-    let _ = w.write_event(Event::End(BytesEnd::new("testsuites")));
+    for (tool, rule, outcome) in &cases {
+        write_case(&mut w, tool, rule, outcome);
+    }
+    write_text(&mut w, "system-out", &suite_notes(report));
+    for element in ["testsuite", "testsuites"] {
+        let _ = w.write_event(Event::End(BytesEnd::new(element)));
+    }
     let mut s = String::from_utf8(w.into_inner()).unwrap_or_default();
     s.push('\n');
     s
+}
+
+/// One (tool, rule name, outcome) per tool and rule of [`VERIFY_RULES`], in report order.
+fn cases(report: &Report, fail_on: Severity) -> Vec<(String, String, Outcome)> {
+    let mut cases = Vec::new();
+    for t in &report.tools {
+        for rule in VERIFY_RULES {
+            let found: Vec<&Finding> = t.findings.iter().filter(|f| f.rule == rule).collect();
+            let outcome = outcome(report, &t.status, rule, &found, fail_on);
+            cases.push((t.name.clone(), rule.as_str().to_owned(), outcome));
+        }
+    }
+    cases
+}
+
+/// A rule's outcome for a tool: failed by a finding at or above `fail_on`; skipped when
+/// nothing could have found it (the tool not exercised, outbound HTTP not watched);
+/// passed otherwise, with the lesser findings as notes.
+fn outcome(
+    report: &Report,
+    status: &ToolStatus,
+    rule: Rule,
+    found: &[&Finding],
+    fail_on: Severity,
+) -> Outcome {
+    match (status, found.is_empty()) {
+        (ToolStatus::NotExercised(why), true) if is_behaviour_rule(rule) => {
+            Outcome::Skip(format!("not exercised: {why}"))
+        }
+        (_, true) if rule == Rule::UndeclaredOpenWorld && !report.outbound_watched => {
+            Outcome::Skip(
+                "outbound HTTP not watched: verify's recording proxy only sees servers \
+                 it starts (--stdio)"
+                    .to_owned(),
+            )
+        }
+        (_, true) => Outcome::Pass(None),
+        (_, false) if found.iter().any(|f| f.severity >= fail_on) => Outcome::Fail(
+            format!("{} ({})", rule.as_str(), rule.severity().as_str()),
+            evidence(found),
+        ),
+        (_, false) => Outcome::Pass(Some(evidence(found))),
+    }
+}
+
+/// The counts both `testsuites` and `testsuite` carry.
+struct Counts {
+    tests: String,
+    failures: String,
+    skipped: String,
+    time: String,
+}
+
+impl Counts {
+    fn of(cases: &[(String, String, Outcome)], report: &Report) -> Counts {
+        let count = |f: fn(&Outcome) -> bool| cases.iter().filter(|c| f(&c.2)).count().to_string();
+        Counts {
+            tests: cases.len().to_string(),
+            failures: count(|o| matches!(o, Outcome::Fail(..))),
+            skipped: count(|o| matches!(o, Outcome::Skip(_))),
+            time: format!("{:.3}", report.elapsed_seconds),
+        }
+    }
+
+    fn open<'a>(&'a self, element: &'a str) -> BytesStart<'a> {
+        let mut e = BytesStart::new(element);
+        e.push_attribute(("name", "hintaudit verify"));
+        e.extend_attributes([
+            ("tests", self.tests.as_str()),
+            ("failures", self.failures.as_str()),
+            ("errors", "0"),
+            ("skipped", self.skipped.as_str()),
+            ("time", self.time.as_str()),
+        ]);
+        e
+    }
+}
+
+fn write_case(w: &mut Writer<Vec<u8>>, tool: &str, rule: &str, outcome: &Outcome) {
+    let mut tc = BytesStart::new("testcase");
+    tc.push_attribute(("classname", tool));
+    tc.push_attribute(("name", rule));
+    tc.push_attribute(("time", "0"));
+    let _ = w.write_event(Event::Start(tc));
+    match outcome {
+        Outcome::Pass(None) => {}
+        Outcome::Pass(Some(notes)) => write_text(w, "system-out", notes),
+        Outcome::Fail(kind, text) => {
+            let mut f = BytesStart::new("failure");
+            f.push_attribute(("type", kind.as_str()));
+            f.push_attribute(("message", text.lines().next().unwrap_or("")));
+            let _ = w.write_event(Event::Start(f));
+            let _ = w.write_event(Event::Text(BytesText::new(text)));
+            let _ = w.write_event(Event::End(BytesEnd::new("failure")));
+        }
+        Outcome::Skip(why) => {
+            let mut s = BytesStart::new("skipped");
+            s.push_attribute(("message", why.as_str()));
+            let _ = w.write_event(Event::Empty(s));
+        }
+    }
+    let _ = w.write_event(Event::End(BytesEnd::new("testcase")));
+}
+
+/// `<element>text</element>`.
+fn write_text(w: &mut Writer<Vec<u8>>, element: &str, text: &str) {
+    let _ = w.write_event(Event::Start(BytesStart::new(element)));
+    let _ = w.write_event(Event::Text(BytesText::new(text)));
+    let _ = w.write_event(Event::End(BytesEnd::new(element)));
 }

@@ -79,6 +79,10 @@ fn outbound_json(report: &Report) -> Value {
 }
 
 #[cfg(test)]
+#[path = "golden_tests.rs"]
+mod golden;
+
+#[cfg(test)]
 mod tests {
     use hintaudit_core::{
         Advice, Confidence, DeclaredHints, Finding, Hint, OutboundReach, Rule, Severity,

@@ -6,6 +6,8 @@
 //! returns the report it has, with [`Report::incomplete`] saying why.
 
 mod advice;
+mod attempts;
+mod case;
 mod evidence;
 mod reset;
 mod session;
@@ -220,6 +222,8 @@ impl Verifier {
         result
     }
 
+    /// The run on a started server: the tools to run, the database, each tool in turn,
+    /// tools/list again, the database check.
     async fn run_with(
         &self,
         session: &mut Session,
@@ -227,21 +231,52 @@ impl Verifier {
         reset: Option<&DatabaseCopy>,
         started: Instant,
     ) -> Result<Report, VerifyError> {
+        let tools = self.tools_to_run(session).await?;
+        let shown_db = crate::db::redact(database);
+        let (mut snaps, mut watch) = self.open_database(session, database, &shown_db).await?;
+        let mut run = self
+            .verify_tools(session, &mut snaps, &mut watch, &tools, reset, started)
+            .await;
+        if run.incomplete.is_none() {
+            // tools/list again: hints that changed during the run are `hints_changed`.
+            match session.list_tools().await {
+                Ok(relisted) => hints_changed(&mut run.reports, &relisted),
+                Err(e) => run.incomplete = Some(e.to_string()),
+            }
+        }
+        run.name_tools_not_run(&tools);
+        let database_check = match watch.verdict(&shown_db) {
+            Ok(text) => text,
+            Err(e) if run.incomplete.is_none() => return Err(e),
+            Err(e) => format!("failed: {e}"),
+        };
+        Ok(Report {
+            server: String::new(),
+            database: String::new(),
+            tools: run.reports,
+            stats: snaps.stats(),
+            elapsed_seconds: started.elapsed().as_secs_f64(),
+            incomplete: run.incomplete,
+            database_check,
+            database_copy: None,
+            database_resets: run.resets,
+            server_stderr: Vec::new(),
+            outbound_watched: session.watches_outbound(),
+            unattributed_outbound: session.unattributed_outbound(),
+        })
+    }
+
+    /// The tools the server lists, less those `--tool` leaves out, in run order; an error
+    /// when the cases file or `--tool` names a tool the server does not list.
+    async fn tools_to_run(&self, session: &mut Session) -> Result<Vec<ToolInfo>, VerifyError> {
         let mut tools = session.list_tools().await?;
-        if let Some(unknown) = self
-            .cases
-            .tools()
-            .find(|t| !tools.iter().any(|x| x.name == *t))
-        {
+        let listed = |name: &str| tools.iter().any(|x| x.name == name);
+        if let Some(unknown) = self.cases.tools().find(|t| !listed(t)) {
             return Err(VerifyError::Usage(format!(
                 "the cases file names tool {unknown:?}, which the server does not list"
             )));
         }
-        if let Some(unknown) = self
-            .only
-            .iter()
-            .find(|t| !tools.iter().any(|x| x.name == **t))
-        {
+        if let Some(unknown) = self.only.iter().find(|t| !listed(t)) {
             return Err(VerifyError::Usage(format!(
                 "--tool {unknown:?}: the server does not list it"
             )));
@@ -250,85 +285,97 @@ impl Verifier {
             tools.retain(|t| self.only.contains(&t.name));
         }
         tools.sort_by(|a, b| group(a).cmp(&group(b)).then(a.name.cmp(&b.name)));
-        let shown_db = crate::db::redact(database);
+        Ok(tools)
+    }
+
+    /// Connects to the database, takes the first snapshot (an error when it watches no
+    /// table) and starts the database check.
+    async fn open_database(
+        &self,
+        session: &Session,
+        database: &str,
+        shown_db: &str,
+    ) -> Result<(Snapshotter, Watch), VerifyError> {
         let db = Database::connect(database).await?;
         let mut snaps =
             Snapshotter::new(db, self.policy.clone()).with_schemas(self.schemas.clone());
         let first = snaps.take().await?;
-        Watch::require_tables(first.tables.len(), &shown_db)?;
+        Watch::require_tables(first.tables.len(), shown_db)?;
         let mut watch = Watch::new(session.spec(), snaps.db()).await;
         watch.poll(snaps.db(), session.server_pid()).await;
-        let total = tools.len();
-        let mut reports: Vec<ToolReport> = Vec::with_capacity(total);
-        let mut incomplete = None;
-        let mut resets = 0;
+        Ok((snaps, watch))
+    }
+
+    /// Verifies the tools in order, resetting the database copy after a tool that changed
+    /// it; stops at the first error, saying where.
+    async fn verify_tools(
+        &self,
+        session: &mut Session,
+        snaps: &mut Snapshotter,
+        watch: &mut Watch,
+        tools: &[ToolInfo],
+        reset: Option<&DatabaseCopy>,
+        started: Instant,
+    ) -> ToolsRun {
+        let mut run = ToolsRun::default();
         for (i, tool) in tools.iter().enumerate() {
-            let wrote = reports.last().is_some_and(|r| self.changed_database(r));
+            let wrote = run.reports.last().is_some_and(|r| self.changed_database(r));
             if let Some(copy) = reset.filter(|_| wrote) {
-                if let Err(e) = self.reset_copy(session, &mut snaps, copy).await {
-                    incomplete = Some(format!("before {}: {e}", tool.name));
+                if let Err(e) = self.reset_copy(session, snaps, copy).await {
+                    run.incomplete = Some(format!("before {}: {e}", tool.name));
                     break;
                 }
-                resets += 1;
+                run.resets += 1;
             }
             if self.progress && started.elapsed() > Duration::from_secs(2) {
                 eprintln!(
-                    "hintaudit verify: [{}/{total}] {} ({:.1} s)",
+                    "hintaudit verify: [{}/{}] {} ({:.1} s)",
                     i + 1,
+                    tools.len(),
                     tool.name,
                     started.elapsed().as_secs_f64()
                 );
             }
-            match self
-                .verify_tool(session, &mut snaps, &mut watch, tool)
-                .await
-            {
+            match self.verify_tool(session, snaps, watch, tool).await {
                 Ok((report, stop)) => {
-                    reports.push(report);
+                    run.reports.push(report);
                     if let Some(e) = stop {
-                        incomplete = Some(e.to_string());
+                        run.incomplete = Some(e.to_string());
                         break;
                     }
                 }
                 Err(e) => {
-                    incomplete = Some(format!("while verifying {}: {e}", tool.name));
+                    run.incomplete = Some(format!("while verifying {}: {e}", tool.name));
                     break;
                 }
             }
         }
-        if incomplete.is_none() {
-            // tools/list again: hints that changed during the run are `hints_changed`.
-            match session.list_tools().await {
-                Ok(relisted) => hints_changed(&mut reports, &relisted),
-                Err(e) => incomplete = Some(e.to_string()),
-            }
+        run
+    }
+}
+
+/// The tools verified so far, why the run ended early (if it did), and how many times the
+/// database copy was made again.
+#[derive(Default)]
+struct ToolsRun {
+    reports: Vec<ToolReport>,
+    incomplete: Option<String>,
+    resets: u32,
+}
+
+impl ToolsRun {
+    /// A run that ended early names the tools it did not get to.
+    fn name_tools_not_run(&mut self, tools: &[ToolInfo]) {
+        let left: Vec<&str> = tools[self.reports.len()..]
+            .iter()
+            .map(|t| t.name.as_str())
+            .collect();
+        if !left.is_empty() {
+            self.incomplete = self
+                .incomplete
+                .take()
+                .map(|m| format!("{m}; not run: {}", left.join(", ")));
         }
-        if incomplete.is_some() {
-            let done = reports.len();
-            let left: Vec<&str> = tools[done..].iter().map(|t| t.name.as_str()).collect();
-            if !left.is_empty() {
-                incomplete = incomplete.map(|m| format!("{m}; not run: {}", left.join(", ")));
-            }
-        }
-        let database_check = match watch.verdict(&shown_db) {
-            Ok(text) => text,
-            Err(e) if incomplete.is_none() => return Err(e),
-            Err(e) => format!("failed: {e}"),
-        };
-        Ok(Report {
-            server: String::new(),
-            database: String::new(),
-            tools: reports,
-            stats: snaps.stats(),
-            elapsed_seconds: started.elapsed().as_secs_f64(),
-            incomplete,
-            database_check,
-            database_copy: None,
-            database_resets: resets,
-            server_stderr: Vec::new(),
-            outbound_watched: session.watches_outbound(),
-            unattributed_outbound: session.unattributed_outbound(),
-        })
     }
 }
 
