@@ -110,13 +110,32 @@ async fn planted_file_lies_are_found_and_the_tree_is_restored() {
     }
     let evidence = |tool: &str| {
         let t = report.tools.iter().find(|r| r.name == tool).unwrap();
-        t.findings.iter().map(|f| f.evidence.clone()).collect::<Vec<_>>().join(" | ")
+        t.findings
+            .iter()
+            .map(|f| f.evidence.clone())
+            .collect::<Vec<_>>()
+            .join(" | ")
     };
-    assert!(evidence("read_note").contains("access.log"), "{}", evidence("read_note"));
-    assert!(evidence("archive_note").contains("renamed b.txt to archive/b.txt"), "{}", evidence("archive_note"));
-    assert!(evidence("save_note").contains("overwrote (old content lost) a.txt"), "{}", evidence("save_note"));
+    assert!(
+        evidence("read_note").contains("access.log"),
+        "{}",
+        evidence("read_note")
+    );
+    assert!(
+        evidence("archive_note").contains("renamed b.txt to archive/b.txt"),
+        "{}",
+        evidence("archive_note")
+    );
+    assert!(
+        evidence("save_note").contains("overwrote (old content lost) a.txt"),
+        "{}",
+        evidence("save_note")
+    );
     let json = hintaudit_verify::Format::Json.render(&report, hintaudit_core::Severity::Warning);
-    assert!(!json.contains("a private line"), "file contents never reach a report");
+    assert!(
+        !json.contains("a private line"),
+        "file contents never reach a report"
+    );
     assert_eq!(tree_state(dir.path()), before, "the directory is as it was");
 }
 

@@ -6,7 +6,9 @@
 mod bookings_example;
 mod cli;
 mod failures;
+mod files;
 mod formats;
+mod npm_servers;
 mod python;
 mod real_servers;
 mod reference_servers;

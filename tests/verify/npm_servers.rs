@@ -22,10 +22,7 @@ pub const NPM_VERSION: &str = "2026.8.31";
 /// printed skip (a failure with `HINTAUDIT_REQUIRE_NPM=1`, as `.ci/run` sets).
 fn server_or_skip(package: &str) -> Option<PathBuf> {
     let prefix = std::env::var("HINTAUDIT_NPM_PREFIX").map_or_else(
-        |_| {
-            PathBuf::from(std::env::var("HOME").unwrap_or_default())
-                .join(".cache/hintaudit-npm")
-        },
+        |_| PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(".cache/hintaudit-npm"),
         PathBuf::from,
     );
     let entry = prefix.join(format!(
@@ -102,8 +99,12 @@ async fn the_filesystem_server_with_generated_arguments_is_honest() {
     };
     let dir = project();
     let before = tree_state(dir.path());
-    let cmd = shlex::try_join(["node", entry.to_str().unwrap(), dir.path().to_str().unwrap()])
-        .unwrap();
+    let cmd = shlex::try_join([
+        "node",
+        entry.to_str().unwrap(),
+        dir.path().to_str().unwrap(),
+    ])
+    .unwrap();
     let report = verify(cmd, dir.path(), None).await;
     assert_honest(&report);
     let exercised = report
@@ -111,7 +112,10 @@ async fn the_filesystem_server_with_generated_arguments_is_honest() {
         .iter()
         .filter(|t| t.status == ToolStatus::Passed)
         .count();
-    assert!(exercised >= 10, "path arguments from the tree exercise most tools: {report:#?}");
+    assert!(
+        exercised >= 10,
+        "path arguments from the tree exercise most tools: {report:#?}"
+    );
     assert_eq!(tree_state(dir.path()), before, "DIR is as it was");
 }
 
@@ -124,7 +128,8 @@ async fn the_filesystem_server_with_honest_cases_passes_every_tool() {
     let before = tree_state(dir.path());
     let root = std::fs::canonicalize(dir.path()).unwrap();
     let at = |p: &str| root.join(p).display().to_string();
-    let case = |tool: &str, arguments: serde_json::Value| json!({"tool": tool, "arguments": arguments});
+    let case =
+        |tool: &str, arguments: serde_json::Value| json!({"tool": tool, "arguments": arguments});
     let cases = json!({"case": [
         case("read_file", json!({"path": at("a.txt")})),
         case("read_text_file", json!({"path": at("a.txt"), "head": 1})),
@@ -142,8 +147,12 @@ async fn the_filesystem_server_with_honest_cases_passes_every_tool() {
         case("list_allowed_directories", json!({})),
     ]});
     let cases = Cases::parse(&cases.to_string(), true).unwrap();
-    let cmd = shlex::try_join(["node", entry.to_str().unwrap(), dir.path().to_str().unwrap()])
-        .unwrap();
+    let cmd = shlex::try_join([
+        "node",
+        entry.to_str().unwrap(),
+        dir.path().to_str().unwrap(),
+    ])
+    .unwrap();
     let report = verify(cmd, dir.path(), Some(cases)).await;
     assert_honest(&report);
     let not_passed: Vec<_> = report
@@ -171,7 +180,8 @@ async fn the_memory_server_adds_without_destroying() {
     let lines: Vec<String> = seed.iter().map(|v| v.to_string()).collect();
     std::fs::write(&store, lines.join("\n")).unwrap();
     let before = tree_state(dir.path());
-    let case = |tool: &str, arguments: serde_json::Value| json!({"tool": tool, "arguments": arguments});
+    let case =
+        |tool: &str, arguments: serde_json::Value| json!({"tool": tool, "arguments": arguments});
     let cases = json!({"case": [
         case("create_entities", json!({"entities": [{"name": "Bob", "entityType": "person", "observations": ["likes tea"]}]})),
         case("create_relations", json!({"relations": [{"from": "Alice", "to": "Bob", "relationType": "knows"}]})),

@@ -165,6 +165,8 @@ pub struct Report {
     /// Requests the proxy got while no call was in flight (start-up, between calls, after
     /// the last): judged for no tool, listed here.
     pub unattributed_outbound: Vec<UnattributedRequest>,
+    /// The watched directories (`--watch`), canonical; empty when none is watched.
+    pub watched: Vec<String>,
 }
 
 impl Report {

@@ -31,6 +31,21 @@ pub enum ChangeKind {
 }
 
 impl ChangeKind {
+    /// `created`, `appended`, `lines_kept`, `overwritten`, `mode_changed`, `replaced`,
+    /// `deleted` or `renamed`, as reports name the change.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            ChangeKind::Created => "created",
+            ChangeKind::Appended => "appended",
+            ChangeKind::LinesKept => "lines_kept",
+            ChangeKind::Overwritten => "overwritten",
+            ChangeKind::ModeChanged => "mode_changed",
+            ChangeKind::Replaced => "replaced",
+            ChangeKind::Deleted => "deleted",
+            ChangeKind::RenamedTo(_) => "renamed",
+        }
+    }
+
     /// Whether the change loses something that was there (deletes or overwrites).
     pub fn is_destructive(&self) -> bool {
         !matches!(

@@ -24,9 +24,7 @@ mod watch;
 #[cfg(test)]
 mod tests;
 
-pub(crate) use arguments::{PATH_ATTEMPTS, PathField, path_field, path_values};
+pub(crate) use arguments::{PathField, path_field};
 pub use diff::{ChangeKind, FileChange};
-pub(crate) use diff::{FileDiff, diff};
-pub(crate) use findings::{file_evidence, file_findings};
-pub(crate) use tree::TreeStats;
+pub(crate) use findings::file_findings;
 pub(crate) use watch::FileWatch;

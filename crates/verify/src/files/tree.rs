@@ -160,6 +160,7 @@ impl Trees {
     }
 
     /// The snapshot counters so far.
+    #[cfg(test)]
     pub fn stats(&self) -> TreeStats {
         self.stats
     }

@@ -7,7 +7,7 @@ use serde_json::{Map, Value};
 
 use super::arguments::{PathField, path_values};
 use super::diff::{FileDiff, diff};
-use super::tree::{TreeSnapshot, TreeStats, Trees};
+use super::tree::{TreeSnapshot, Trees};
 use crate::error::VerifyError;
 
 /// The watched trees of a run (`--watch`).
@@ -75,11 +75,6 @@ impl FileWatch {
         fields: &[PathField],
     ) -> Vec<(Map<String, Value>, Vec<(String, String)>)> {
         path_values(&self.trees, &self.last, tool, fields)
-    }
-
-    /// Snapshot counters: snapshots, paths walked, files read.
-    pub fn stats(&self) -> TreeStats {
-        self.trees.stats()
     }
 }
 

@@ -184,6 +184,7 @@ mod tests {
                 request: OutboundReach::new("CONNECT", "telemetry.example", Some(443)),
                 after: None,
             }],
+            watched: vec![],
         }
     }
 

@@ -195,6 +195,13 @@ fn suggestions(report: &Report) -> String {
 /// was in flight for.
 fn watched(report: &Report) -> String {
     let mut out = format!("\ndatabase check: {}\n", report.database_check);
+    if !report.watched.is_empty() {
+        let _ = writeln!(
+            out,
+            "files: {} (snapshotted around every call, put back at the end)",
+            report.watched.join(", ")
+        );
+    }
     let _ = writeln!(
         out,
         "outbound HTTP: {}",
