@@ -308,6 +308,18 @@ fn only_moved_or_racy_files_are_read_again() {
         "written within the racy window: read again"
     );
     assert!(t.is_ignored("cache") && t.is_ignored("cache/deep/x") && !t.is_ignored("cached"));
+    let globs = ["tmp/**".to_owned(), "**/*.log".to_owned()];
+    let g = Trees::new(&[p.to_path_buf()], &globs).unwrap();
+    for (path, ignored) in [
+        ("tmp", true),
+        ("tmp/a/b", true),
+        ("a.log", true),
+        ("x/a.log", true),
+        ("tmpx", false),
+        ("a.txt", false),
+    ] {
+        assert_eq!(g.is_ignored(path), ignored, "{path}");
+    }
 }
 
 /// The cost per 10,000 files (docs/performance.md): `cargo test -p hintaudit-verify --lib

@@ -144,19 +144,21 @@ impl Trees {
     }
 
     /// Whether `path` (relative to its root) is bookkeeping: it, or a directory above it,
-    /// matches an `ignored_paths` glob.
+    /// matches an `ignored_paths` glob, or every name inside it would (`cache/**` covers
+    /// the directory `cache` too).
     pub fn is_ignored(&self, path: &str) -> bool {
         if self.ignored.is_empty() {
             return false;
         }
-        let mut end = 0;
-        for (i, c) in path.char_indices() {
-            if c == '/' && self.ignored.is_match(&path[..i]) {
-                return true;
-            }
-            end = i + c.len_utf8();
-        }
-        self.ignored.is_match(&path[..end])
+        let ancestors = path
+            .char_indices()
+            .filter(|(_, c)| *c == '/')
+            .map(|(i, _)| &path[..i]);
+        // A name no real path has: only a wildcard component matches it.
+        let any_child = format!("{path}/\u{0}");
+        ancestors
+            .chain([path, any_child.as_str()])
+            .any(|p| self.ignored.is_match(p))
     }
 
     /// The snapshot counters so far.
