@@ -39,10 +39,11 @@ pub(super) fn render(report: &Report) -> String {
 }
 
 fn header(report: &Report) -> String {
-    format!(
-        "server: {}\ndatabase: {}\n\n",
-        report.server, report.database
-    )
+    let database = match report.database.as_str() {
+        "" => "none (files only: --watch)",
+        d => d,
+    };
+    format!("server: {}\ndatabase: {database}\n\n", report.server)
 }
 
 /// One row per tool: name, hints, status, cases, calls, findings.
