@@ -22,6 +22,10 @@ use super::tree::{Kind, TreeSnapshot, Trees};
 /// How many sets of path values a tool is tried with, at most.
 pub(crate) const PATH_ATTEMPTS: usize = 3;
 
+/// One set of values for a tool's path-like fields, by name, and where each came from (for
+/// reports).
+pub(crate) type PathValues = (Map<String, Value>, Vec<(String, String)>);
+
 /// What a path-like field is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum PathRole {
@@ -123,7 +127,7 @@ pub(crate) fn path_values(
     snapshot: &TreeSnapshot,
     tool: &str,
     fields: &[PathField],
-) -> Vec<(Map<String, Value>, Vec<(String, String)>)> {
+) -> Vec<PathValues> {
     let (Some(root), Some(entries)) = (trees.roots().first(), snapshot.roots.first()) else {
         return Vec::new();
     };

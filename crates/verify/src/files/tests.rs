@@ -32,9 +32,12 @@ fn trees(dir: &Path) -> Trees {
 
 type Act = fn(&Path);
 
+/// A table row: the case, what the server does, the changes expected, bookkeeping paths.
+type Row = (&'static str, Act, Vec<(&'static str, ChangeKind)>, usize);
+
 #[test]
 fn changes_are_judged_on_content() {
-    let cases: [(&str, Act, Vec<(&str, ChangeKind)>, usize); 12] = [
+    let cases: [Row; 12] = [
         ("nothing", |_| {}, vec![], 0),
         (
             "create",

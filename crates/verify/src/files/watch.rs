@@ -3,9 +3,7 @@
 
 use std::path::PathBuf;
 
-use serde_json::{Map, Value};
-
-use super::arguments::{PathField, path_values};
+use super::arguments::{PathField, PathValues, path_values};
 use super::diff::{FileDiff, diff};
 use super::tree::{TreeSnapshot, Trees};
 use crate::error::VerifyError;
@@ -69,11 +67,7 @@ impl FileWatch {
 
     /// The sets of values to try for a tool's path-like fields (see
     /// [`super::arguments`]), with where each came from.
-    pub fn path_values(
-        &self,
-        tool: &str,
-        fields: &[PathField],
-    ) -> Vec<(Map<String, Value>, Vec<(String, String)>)> {
+    pub fn path_values(&self, tool: &str, fields: &[PathField]) -> Vec<PathValues> {
         path_values(&self.trees, &self.last, tool, fields)
     }
 }

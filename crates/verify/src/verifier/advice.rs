@@ -185,6 +185,9 @@ mod tests {
         }
     }
 
+    /// A table row: the case, the tool, its calls' file changes, the advice, the notes.
+    type Row<'a> = (&'a str, &'a ToolInfo, Vec<ChangeKind>, Vec<Advice>, usize);
+
     #[test]
     fn file_writes_decide_the_advice() {
         let tool = |hints: serde_json::Value| {
@@ -193,7 +196,7 @@ mod tests {
         };
         let writer =
             tool(json!({"readOnlyHint": false, "destructiveHint": true, "openWorldHint": false}));
-        let cases: [(&str, &ToolInfo, Vec<ChangeKind>, Vec<Advice>, usize); 4] = [
+        let cases: [Row; 4] = [
             (
                 "wrote nothing",
                 &writer,

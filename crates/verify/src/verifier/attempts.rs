@@ -9,15 +9,12 @@ use crate::arguments::{self, ArgumentSet, MAX_GENERATED_CASES, Plan};
 use crate::client::ToolInfo;
 use crate::db::{Database, Snapshotter};
 use crate::error::VerifyError;
-use crate::files::{FileWatch, PathField, path_field};
+use crate::files::{FileWatch, PathField, PathValues, path_field};
 use crate::ids::id_sources;
 
 /// How many database values an id-like field is tried with before a tool whose calls all
 /// fail is reported as not exercised.
 pub const ID_CANDIDATES: usize = 3;
-
-/// Path values to try and where each came from (`crate::files`).
-type PathValues = (Map<String, Value>, Vec<(String, String)>);
 
 /// One case to run.
 pub(super) struct Run {
