@@ -22,7 +22,7 @@ use hintaudit_core::{Confidence, Finding, Hint, Policy, Rule};
 
 use crate::cases::Cases;
 use crate::client::{ServerSpec, StderrTail, ToolInfo};
-use crate::db::{Database, Snapshotter};
+
 use crate::error::VerifyError;
 use crate::files::FileWatch;
 use crate::report::{Report, ToolReport};
@@ -248,18 +248,6 @@ impl Verifier {
         Ok(report)
     }
 
-    /// The watched trees' pristine snapshot, when something is watched; a usage error when
-    /// neither a database nor a directory is given.
-    fn start_watching(&self) -> Result<Option<FileWatch>, VerifyError> {
-        match (&self.database, self.watch.is_empty()) {
-            (_, false) => FileWatch::start(&self.watch, &self.ignored_paths).map(Some),
-            (Some(_), true) => Ok(None),
-            (None, true) => Err(VerifyError::Usage(
-                "give --database URL, --watch DIR, or both".into(),
-            )),
-        }
-    }
-
     async fn run_on(
         &self,
         server: &ServerSpec,
@@ -331,29 +319,6 @@ impl Verifier {
         })
     }
 
-    /// No advice loosening readOnlyHint or destructiveHint when the server's state was not
-    /// found: the database check did not confirm the database, and nothing is watched
-    /// (`docs/design.md#file-effects`). Suggestions are made again without it.
-    fn withhold_unseen(&self, reports: &mut [ToolReport], tools: &[ToolInfo], check: &str) {
-        if !self.watch.is_empty() || check.starts_with("confirmed") {
-            return;
-        }
-        let verdict = check.split(':').next().unwrap_or(check);
-        let why = format!(
-            "the database check is {verdict} and no directory is watched (--watch): the \
-             server's writes may go where verify does not look"
-        );
-        advice::withhold_unseen(reports, &why);
-        if self.suggest {
-            for (r, t) in reports.iter_mut().filter_map(|r| {
-                let t = tools.iter().find(|t| t.name == r.name)?;
-                Some((r, t))
-            }) {
-                r.suggestion = crate::suggest::suggest(t, r);
-            }
-        }
-    }
-
     /// The tools the server lists, less those `--tool` leaves out, in run order; an error
     /// when the cases file or `--tool` names a tool the server does not list.
     async fn tools_to_run(&self, session: &mut Session) -> Result<Vec<ToolInfo>, VerifyError> {
@@ -374,30 +339,6 @@ impl Verifier {
         }
         tools.sort_by(|a, b| group(a).cmp(&group(b)).then(a.name.cmp(&b.name)));
         Ok(tools)
-    }
-
-    /// Connects to the database, takes the first snapshot (an error when it watches no
-    /// table) and starts the database check. Without a database (files only), an empty
-    /// in-memory SQLite database stands in, so that the tool loop has one shape: it has no
-    /// table to change, no value to draw, and the check looks at nothing.
-    async fn open_database(
-        &self,
-        session: &Session,
-        database: Option<&str>,
-        shown_db: Option<&str>,
-    ) -> Result<(Snapshotter, Watch), VerifyError> {
-        let Some(database) = database else {
-            let db = Database::connect("sqlite::memory:").await?;
-            return Ok((Snapshotter::new(db, self.policy.clone()), Watch::default()));
-        };
-        let db = Database::connect(database).await?;
-        let mut snaps =
-            Snapshotter::new(db, self.policy.clone()).with_schemas(self.schemas.clone());
-        let first = snaps.take().await?;
-        Watch::require_tables(first.tables.len(), shown_db.unwrap_or(database))?;
-        let mut watch = Watch::new(session.spec(), snaps.db()).await;
-        watch.poll(snaps.db(), session.server_pid()).await;
-        Ok((snaps, watch))
     }
 
     /// Verifies the tools in order, with `--reset` resetting the database copy and putting
