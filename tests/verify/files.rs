@@ -139,10 +139,28 @@ async fn planted_file_lies_are_found_and_the_tree_is_restored() {
     assert_eq!(tree_state(dir.path()), before, "the directory is as it was");
 }
 
-#[tokio::test]
-async fn without_a_database_or_a_watched_tree_there_is_no_run() {
-    let out = crate::cli::hintaudit(&["--stdio", "true"]);
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("--watch DIR"), "{err}");
+#[test]
+fn without_a_database_or_a_watched_tree_there_is_no_run() {
+    use clap::Parser;
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        verify: hintaudit_verify::VerifyArgs,
+    }
+    let args = |extra: &[&str]| {
+        let mut argv = vec!["hintaudit", "--stdio", "true"];
+        argv.extend_from_slice(extra);
+        Cli::parse_from(argv).verify
+    };
+    let err = args(&[])
+        .verifier()
+        .expect_err("neither --database nor --watch");
+    assert!(
+        matches!(err, hintaudit_verify::VerifyError::Usage(_)),
+        "{err}"
+    );
+    assert!(err.to_string().contains("--watch DIR"), "{err}");
+    let dir = tempfile::tempdir().unwrap();
+    let watched = args(&["--watch", dir.path().to_str().unwrap()]);
+    assert!(watched.verifier().is_ok(), "--watch alone is enough");
 }
