@@ -53,9 +53,19 @@ pub struct VerifyArgs {
     #[arg(long, value_name = "URL")]
     pub url: Option<String>,
     /// The test database the server uses, as a sqlx URL: sqlite://path, postgres://...,
-    /// mysql://... (MariaDB too).
+    /// mysql://... (MariaDB too). Optional when a directory is watched (`--watch`, or
+    /// `watch` in hintaudit.toml).
     #[arg(long, value_name = "URL")]
-    pub database: String,
+    pub database: Option<String>,
+    /// A directory whose files are the server's state (repeatable): snapshotted before and
+    /// after every call and judged on content, restored when the run ends (and between
+    /// tools with --reset). Point the server at a test tree.
+    #[arg(long = "watch", value_name = "DIR")]
+    pub watch: Vec<PathBuf>,
+    /// A bookkeeping path under the watched directories, as a glob relative to each
+    /// (`cache/**`; repeatable): its changes are no effect.
+    #[arg(long = "ignore-path", value_name = "GLOB")]
+    pub ignore_path: Vec<String>,
     /// Argument sets and setup SQL per tool (TOML, or JSON by the .json extension).
     #[arg(long, value_name = "FILE")]
     pub cases: Option<PathBuf>,
@@ -134,7 +144,24 @@ impl VerifyArgs {
                 "mode = \"enforce\" takes effect in the layer of a live server; verify observes a server from outside and cannot enforce: use mode = \"observe\"".into(),
             ));
         }
-        let mut v = Verifier::new(server, &self.database)
+        let watch: Vec<&PathBuf> = config.watch().iter().chain(&self.watch).collect();
+        let mut v = match (&self.database, watch.is_empty()) {
+            (Some(db), _) => Verifier::new(server, db),
+            (None, false) => Verifier::without_database(server),
+            (None, true) => {
+                return Err(VerifyError::Usage(
+                    "give --database URL, --watch DIR (or `watch` in hintaudit.toml), or both"
+                        .into(),
+                ));
+            }
+        };
+        for dir in watch {
+            v = v.with_watch(dir);
+        }
+        for glob in config.ignored_paths().iter().chain(&self.ignore_path) {
+            v = v.with_ignored_path(glob);
+        }
+        let mut v = v
             .with_policy(config.policy())
             .with_timeout(timeout)
             .with_reset(self.reset)

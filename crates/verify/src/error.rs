@@ -28,6 +28,9 @@ pub enum VerifyError {
     /// The report could not be written.
     #[error("report: {0}")]
     Report(String),
+    /// A watched directory (`--watch`) could not be read, or restored.
+    #[error("watched files: {0}")]
+    Files(String),
 }
 
 impl VerifyError {
@@ -58,6 +61,7 @@ impl VerifyError {
             },
             VerifyError::Database(m) => VerifyError::Database(f(&m)),
             VerifyError::Server(m) => VerifyError::Server(f(&m)),
+            VerifyError::Files(m) => VerifyError::Files(f(&m)),
             VerifyError::Report(m) => VerifyError::Report(f(&m)),
         }
     }

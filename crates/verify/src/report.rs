@@ -3,6 +3,7 @@
 use hintaudit_core::{Advice, DeclaredHints, Finding, OutboundReach, Rule, Severity};
 
 use crate::db::SnapshotStats;
+use crate::files::FileChange;
 use crate::proxy::UnattributedRequest;
 use crate::snapshot::TableDiff;
 use crate::suggestion::Suggestion;
@@ -64,6 +65,27 @@ pub struct CallRecord {
     /// HTTPS), none forwarded; empty when none came or the proxy was not in use
     /// ([`Report::outbound_watched`]). Host and port only, never a path or query.
     pub outbound: Vec<OutboundReach>,
+    /// What the call changed in the watched trees (`--watch`), path by path, outside
+    /// `ignored_paths`; empty when nothing changed or nothing is watched. Paths relative to
+    /// their root, never content.
+    pub files: Vec<FileChange>,
+}
+
+impl CallRecord {
+    /// Whether the call changed anything verify watches: a table, a sequence, a definition
+    /// or a file.
+    pub fn changed(&self) -> bool {
+        !self.changes.is_empty() || !self.files.is_empty()
+    }
+
+    /// Whether the call removed or overwrote something: rows deleted or updated, a table
+    /// dropped or altered, a file deleted, overwritten, renamed away or replaced.
+    pub fn destroyed(&self) -> bool {
+        self.changes
+            .iter()
+            .any(|d| d.removed > 0 || d.changed > 0 || d.dropped || d.altered)
+            || self.files.iter().any(|f| f.kind.is_destructive())
+    }
 }
 
 /// One argument set for a tool, with its calls (two for tools declaring idempotentHint).
@@ -143,6 +165,8 @@ pub struct Report {
     /// Requests the proxy got while no call was in flight (start-up, between calls, after
     /// the last): judged for no tool, listed here.
     pub unattributed_outbound: Vec<UnattributedRequest>,
+    /// The watched directories (`--watch`), canonical; empty when none is watched.
+    pub watched: Vec<String>,
 }
 
 impl Report {

@@ -12,7 +12,7 @@ use hintaudit_core::{SuggestedHints, SuggestionEvidence};
 use serde_json::Value;
 
 use crate::client::ToolInfo;
-use crate::report::{Report, ToolReport, ToolStatus};
+use crate::report::{CallRecord, Report, ToolReport, ToolStatus};
 use crate::suggestion::Suggestion;
 
 /// The JSON patch of every suggestion of a report, in tool order.
@@ -29,13 +29,7 @@ pub fn json_patch(report: &Report) -> Value {
 
 /// The suggestion for one tool, when its evidence supports a change.
 pub(crate) fn suggest(tool: &ToolInfo, report: &ToolReport) -> Option<Suggestion> {
-    let changes = || {
-        report
-            .cases
-            .iter()
-            .flat_map(|c| c.calls.iter())
-            .flat_map(|c| c.changes.iter())
-    };
+    let calls = || report.cases.iter().flat_map(|c| c.calls.iter());
     let advice_basis = format!("cases: {}", report.advice_basis.join(", "));
     let passed = format!("cases: {}", labels(report));
     let s = SuggestedHints::from_evidence(
@@ -44,8 +38,8 @@ pub(crate) fn suggest(tool: &ToolInfo, report: &ToolReport) -> Option<Suggestion
             findings: &report.findings,
             advice: &report.advice,
             advice_basis: &advice_basis,
-            destroyed: changes().any(|d| d.removed > 0 || d.changed > 0 || d.dropped || d.altered),
-            wrote: changes().next().is_some(),
+            destroyed: calls().any(CallRecord::destroyed),
+            wrote: calls().any(CallRecord::changed),
             passed: (report.status == ToolStatus::Passed).then_some(passed.as_str()),
         },
     )?;

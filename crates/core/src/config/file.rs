@@ -20,6 +20,10 @@ struct File {
     #[serde(default)]
     ignored_columns: Vec<String>,
     #[serde(default)]
+    watch: Vec<std::path::PathBuf>,
+    #[serde(default)]
+    ignored_paths: Vec<String>,
+    #[serde(default)]
     closed_world: ClosedWorldFile,
     open_world_alert: Option<ReadingValue>,
     advice_after_calls: Option<u64>,
@@ -203,6 +207,8 @@ pub(super) fn parse(text: &str, source: &str) -> Result<Config, ConfigError> {
         },
         ignored_tables: f.ignored_tables,
         ignored_columns: f.ignored_columns,
+        watch: f.watch,
+        ignored_paths: f.ignored_paths,
         closed_world: world,
         open_world_alert: match f.open_world_alert {
             Some(ReadingValue::Interaction) | None => OpenWorldReading::Interaction,

@@ -27,6 +27,10 @@
 
 /// The file's shape (serde) and its checks.
 mod file;
+/// The settings' keys, defaults and meanings.
+mod settings;
+
+pub use settings::SETTINGS;
 
 use std::collections::BTreeMap;
 use std::num::NonZeroUsize;
@@ -64,76 +68,6 @@ pub const HISTORY_URL_SCHEMES: &[&str] = &[
 pub const DEFAULT_LABEL_MAX_TOOLS: usize = 1000;
 /// Default cap on distinct `table` label values (as hintaudit-telemetry's recorder).
 pub const DEFAULT_LABEL_MAX_TABLES: usize = 200;
-
-/// Every setting as `(key, default as TOML, meaning)`: the README's table is checked against
-/// it, and a file made of these lines parses to [`Config::default`].
-pub const SETTINGS: &[(&str, &str, &str)] = &[
-    (
-        "mode",
-        "\"observe\"",
-        "`observe` judges and reports; `enforce` also makes the database and the HTTP middleware refuse what the declared hints rule out (see *Enforce mode*)",
-    ),
-    (
-        "ignored_tables",
-        "[]",
-        "bookkeeping tables: changes to them are no effect",
-    ),
-    (
-        "ignored_columns",
-        "[]",
-        "bookkeeping columns, `column` or `table.column`",
-    ),
-    (
-        "closed_world.hosts",
-        "[]",
-        "hosts, `.suffixes` and CIDR blocks (optionally `:port`) added to the closed world, besides loopback",
-    ),
-    (
-        "closed_world.outside",
-        "[]",
-        "entries outside the closed world even when loopback or listed (a local stand-in for an outside service)",
-    ),
-    (
-        "open_world_alert",
-        "\"interaction\"",
-        "which reading of `openWorldHint: false` alerts: `interaction` (the spec's) or `state_change` (the directory reading)",
-    ),
-    (
-        "advice_after_calls",
-        "20",
-        "calls without contrary evidence before advice",
-    ),
-    (
-        "history_size",
-        "10000",
-        "(tool, arguments) entries the idempotency history keeps",
-    ),
-    (
-        "history_url",
-        "\"\"",
-        "a Redis or Valkey server the replicas share the idempotency history on (`redis://host:6379/0`, `rediss://` for TLS; needs `HINTAUDIT_HISTORY_KEY`); empty: each process keeps its own",
-    ),
-    (
-        "history_ttl_seconds",
-        "86400",
-        "how long the shared history remembers a call",
-    ),
-    (
-        "labels.max_tools",
-        "1000",
-        "distinct `tool` label values; later tools count as `__unknown__`",
-    ),
-    (
-        "labels.max_tables",
-        "200",
-        "distinct `table` label values; later tables count as `__other__`",
-    ),
-    (
-        "tools.<name>.mode",
-        "\"observe\"",
-        "per-tool override of `mode`",
-    ),
-];
 
 /// Whether a declared hint is only judged, or also enforced ([`crate::Enforcement`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -195,6 +129,8 @@ pub struct Config {
     mode: Mode,
     ignored_tables: Vec<String>,
     ignored_columns: Vec<String>,
+    watch: Vec<std::path::PathBuf>,
+    ignored_paths: Vec<String>,
     closed_world: ClosedWorld,
     open_world_alert: OpenWorldReading,
     advice_after_calls: u64,
@@ -243,6 +179,8 @@ impl Default for Config {
             mode: Mode::Observe,
             ignored_tables: Vec::new(),
             ignored_columns: Vec::new(),
+            watch: Vec::new(),
+            ignored_paths: Vec::new(),
             closed_world: ClosedWorld::default(),
             open_world_alert: OpenWorldReading::Interaction,
             advice_after_calls: DEFAULT_ADVICE_AFTER_CALLS,
@@ -314,6 +252,29 @@ impl Config {
     pub fn with_ignored_column(mut self, column: impl Into<String>) -> Self {
         self.ignored_columns.push(column.into());
         self
+    }
+
+    /// Adds a directory `hintaudit verify` watches (its files are the server's state).
+    pub fn with_watch(mut self, dir: impl Into<std::path::PathBuf>) -> Self {
+        self.watch.push(dir.into());
+        self
+    }
+
+    /// Adds a bookkeeping path glob under the watched directories (`cache/**`).
+    pub fn with_ignored_path(mut self, glob: impl Into<String>) -> Self {
+        self.ignored_paths.push(glob.into());
+        self
+    }
+
+    /// The directories `watch` names, in file order.
+    pub fn watch(&self) -> &[std::path::PathBuf] {
+        &self.watch
+    }
+
+    /// The `ignored_paths` globs, in file order (checked by `hintaudit verify`, which
+    /// matches them).
+    pub fn ignored_paths(&self) -> &[String] {
+        &self.ignored_paths
     }
 
     /// Replaces the closed world.

@@ -259,3 +259,18 @@ fn the_shared_history_needs_its_secret() {
             .contains("memcached://x")
     );
 }
+
+#[test]
+fn watched_directories_and_ignored_paths() {
+    let text = "watch = [\"notes\", \"/srv/files\"]\nignored_paths = [\"cache/**\"]\n";
+    let c = Config::parse(text, "h.toml").unwrap();
+    let want: Vec<std::path::PathBuf> = vec!["notes".into(), "/srv/files".into()];
+    assert_eq!(c.watch(), want.as_slice());
+    assert_eq!(c.ignored_paths(), ["cache/**".to_owned()].as_slice());
+    let err = Config::parse("watch = \"notes\"\n", "h.toml").unwrap_err();
+    assert_eq!((err.key.as_str(), err.line), ("watch", 1));
+    assert_eq!(
+        Config::default().with_watch("d").watch(),
+        [std::path::PathBuf::from("d")].as_slice()
+    );
+}

@@ -9,6 +9,7 @@ use hintaudit_core::{
 };
 
 use super::Format;
+use crate::files::{ChangeKind, FileChange};
 use crate::report::{CallRecord, CaseReport, Report, ToolReport, ToolStatus};
 use crate::snapshot::TableDiff;
 use crate::suggestion::Suggestion;
@@ -19,6 +20,7 @@ fn call(changes: Vec<TableDiff>, outbound: Vec<OutboundReach>) -> CallRecord {
         error: None,
         changes,
         outbound,
+        files: Vec::new(),
     }
 }
 
@@ -78,10 +80,22 @@ fn liar(read_only: DeclaredHints) -> ToolReport {
         "generated",
         vec![
             call(vec![diff], vec![post.clone(), post]),
-            call(
-                vec![],
-                vec![OutboundReach::new("CONNECT", "api.example", Some(443))],
-            ),
+            CallRecord {
+                files: vec![
+                    FileChange {
+                        path: "access.log".into(),
+                        kind: ChangeKind::Appended,
+                    },
+                    FileChange {
+                        path: "a.txt".into(),
+                        kind: ChangeKind::RenamedTo("archive/a.txt".into()),
+                    },
+                ],
+                ..call(
+                    vec![],
+                    vec![OutboundReach::new("CONNECT", "api.example", Some(443))],
+                )
+            },
         ],
     )];
     liar.suggestion = Some(Suggestion {
@@ -138,6 +152,7 @@ fn full() -> Report {
                 after: Some("stats".into()),
             },
         ],
+        watched: vec!["/srv/notes".into()],
     }
 }
 
@@ -160,6 +175,7 @@ fn bare() -> Report {
         server_stderr: vec![],
         outbound_watched: false,
         unattributed_outbound: vec![],
+        watched: vec![],
     }
 }
 

@@ -3,6 +3,7 @@
 use hintaudit_core::{Finding, Hint};
 use serde_json::{Value, json};
 
+use crate::files::{ChangeKind, FileChange};
 use crate::report::{Report, ToolStatus};
 use crate::verifier::advice_text;
 
@@ -15,6 +16,14 @@ pub(super) fn finding(f: &Finding) -> Value {
         "confidence": f.confidence.as_str(),
         "evidence": f.evidence,
     })
+}
+
+/// A changed path: `{"path", "change"}`, and `"to"` for a rename; never content.
+fn file_json(f: &FileChange) -> Value {
+    match &f.kind {
+        ChangeKind::RenamedTo(to) => json!({"path": f.path, "change": f.kind.as_str(), "to": to}),
+        k => json!({"path": f.path, "change": k.as_str()}),
+    }
 }
 
 pub(super) fn render(report: &Report) -> String {
@@ -53,6 +62,7 @@ pub(super) fn render(report: &Report) -> String {
                         "error": call.error,
                         "changes": call.changes,
                         "outbound": call.outbound.iter().map(super::reach_json).collect::<Vec<_>>(),
+                        "files": call.files.iter().map(file_json).collect::<Vec<_>>(),
                     })).collect::<Vec<_>>(),
                 })).collect::<Vec<_>>(),
             })
@@ -76,6 +86,7 @@ pub(super) fn render(report: &Report) -> String {
         "incomplete": report.incomplete,
         "server_stderr": report.server_stderr,
         "outbound": super::outbound_json(report),
+        "watched": report.watched,
         "snapshots": report.stats,
         "elapsed_seconds": report.elapsed_seconds,
     });

@@ -111,6 +111,7 @@ mod tests {
                     vec![OutboundReach::new("POST", "notify.example", Some(80))]
                 },
                 changes,
+                files: vec![],
             }],
         };
         let diff = TableDiff {
@@ -183,6 +184,7 @@ mod tests {
                 request: OutboundReach::new("CONNECT", "telemetry.example", Some(443)),
                 after: None,
             }],
+            watched: vec![],
         }
     }
 

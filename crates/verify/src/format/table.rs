@@ -39,10 +39,11 @@ pub(super) fn render(report: &Report) -> String {
 }
 
 fn header(report: &Report) -> String {
-    format!(
-        "server: {}\ndatabase: {}\n\n",
-        report.server, report.database
-    )
+    let database = match report.database.as_str() {
+        "" => "none (files only: --watch)",
+        d => d,
+    };
+    format!("server: {}\ndatabase: {database}\n\n", report.server)
 }
 
 /// One row per tool: name, hints, status, cases, calls, findings.
@@ -195,6 +196,13 @@ fn suggestions(report: &Report) -> String {
 /// was in flight for.
 fn watched(report: &Report) -> String {
     let mut out = format!("\ndatabase check: {}\n", report.database_check);
+    if !report.watched.is_empty() {
+        let _ = writeln!(
+            out,
+            "files: {} (snapshotted around every call, put back at the end)",
+            report.watched.join(", ")
+        );
+    }
     let _ = writeln!(
         out,
         "outbound HTTP: {}",

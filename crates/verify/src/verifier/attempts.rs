@@ -9,6 +9,7 @@ use crate::arguments::{self, ArgumentSet, MAX_GENERATED_CASES, Plan};
 use crate::client::ToolInfo;
 use crate::db::{Database, Snapshotter};
 use crate::error::VerifyError;
+use crate::files::{FileWatch, PathField, PathValues, path_field};
 use crate::ids::id_sources;
 
 /// How many database values an id-like field is tried with before a tool whose calls all
@@ -28,11 +29,12 @@ pub(super) struct Run {
 impl Verifier {
     /// The attempts for a tool, run in order until one exercises it (a call succeeds or
     /// writes): the cases file is one attempt; generated arguments are one attempt per
-    /// database value drawn for the id-like fields (the smallest first). With no attempt,
-    /// the reason.
+    /// database value drawn for the id-like fields (the smallest first) and per set of path
+    /// values drawn from the watched trees (`files`). With no attempt, the reason.
     pub(super) async fn attempts(
         &self,
         snaps: &mut Snapshotter,
+        files: Option<&FileWatch>,
         tool: &ToolInfo,
         notes: &mut Vec<String>,
     ) -> Result<(Vec<Vec<Run>>, Option<String>), VerifyError> {
@@ -53,8 +55,13 @@ impl Verifier {
             return Ok((Vec::new(), Some(why)));
         }
         let probe_sql = probe_statement(db, &schemas).await?;
+        let paths = files
+            .map(|f| f.path_values(&tool.name, &path_fields(&plan, tool)))
+            .unwrap_or_default();
         let mut attempts = Vec::new();
-        for (k, ids) in candidates.iter().enumerate() {
+        for k in 0..candidates.len().max(paths.len()) {
+            let ids = &candidates[k.min(candidates.len() - 1)];
+            let paths = paths.get(k.min(paths.len().saturating_sub(1)));
             let expansion = plan.expand(ids);
             if k == 0 && expansion.combinations > expansion.sets.len() {
                 notes.push(format!(
@@ -63,7 +70,7 @@ impl Verifier {
                     expansion.combinations
                 ));
             }
-            let generated = |set| generated_run(&plan, tool, k, set, probe_sql.as_deref());
+            let generated = |set| generated_run(&plan, tool, k, set, probe_sql.as_deref(), paths);
             attempts.push(expansion.sets.into_iter().map(generated).collect());
         }
         Ok((attempts, None))
@@ -86,22 +93,40 @@ impl Verifier {
     }
 }
 
-/// A generated case of the `k`-th database value: the set's arguments, SQL-taking fields
-/// given the probe statement, and where each generated argument came from.
+/// A generated case of the `k`-th database value (and set of path values): the set's
+/// arguments, SQL-taking fields given the probe statement, path-like fields the watched
+/// tree's paths (no longer made up), and where each generated argument came from.
 fn generated_run(
     plan: &Plan,
     tool: &ToolInfo,
     k: usize,
     set: ArgumentSet,
     probe_sql: Option<&str>,
+    paths: Option<&PathValues>,
 ) -> Run {
     let mut args = set.arguments;
+    let mut made_up = set.made_up;
+    let mut generated = set.sources;
     for field in &plan.sql {
         if let (Some(sql), Some(v)) = (probe_sql, args.get_mut(field.as_str())) {
             *v = Value::String(sql.to_owned());
         }
     }
-    let mut generated = set.sources;
+    for (name, value) in paths.map(|(v, _)| v.iter()).into_iter().flatten() {
+        if let Some(slot) = args.get_mut(name.as_str()) {
+            *slot = value.clone();
+            made_up.retain(|m| m != name);
+            generated.retain(|(n, _)| n != name);
+        }
+    }
+    generated.extend(
+        paths
+            .map(|(_, s)| s.iter())
+            .into_iter()
+            .flatten()
+            .filter(|(n, _)| args.get(n.as_str()).is_some())
+            .cloned(),
+    );
     generated.extend(plan.ids.iter().map(|f| {
         let source = if fresh_id(&tool.name, &f.name, &f.ty) {
             "one past the largest value in the database (a new row)"
@@ -112,17 +137,33 @@ fn generated_run(
     }));
     generated.sort();
     Run {
-        label: if k == 0 {
-            set.label
-        } else {
-            format!("{} (database value #{})", set.label, k + 1)
+        label: match (k, plan.ids.is_empty()) {
+            (0, _) => set.label,
+            (_, false) => format!("{} (database value #{})", set.label, k + 1),
+            (_, true) => format!("{} (path values #{})", set.label, k + 1),
         },
         from_file: false,
         setup: Vec::new(),
         arguments: args,
-        made_up: set.made_up,
+        made_up,
         generated,
     }
+}
+
+/// The path-like fields among those a plan fills (required, or optional when none is).
+fn path_fields(plan: &Plan, tool: &ToolInfo) -> Vec<PathField> {
+    let Some(props) = tool
+        .input_schema
+        .get("properties")
+        .and_then(Value::as_object)
+    else {
+        return Vec::new();
+    };
+    props
+        .iter()
+        .filter(|(name, _)| plan.base.contains_key(*name) || plan.optional.contains_key(*name))
+        .filter_map(|(name, schema)| path_field(name, schema))
+        .collect()
 }
 
 /// Whether an id-like field gets a fresh value (one past the largest): a non-string `id`

@@ -9,13 +9,15 @@ use serde_json::Value;
 
 use super::Verifier;
 use super::attempts::Run;
-use super::evidence::Judged;
+use super::evidence::{Files, Judged};
 use super::session::Session;
+use super::state::State;
 use super::watch::Watch;
 use crate::client::{CallOutcome, ToolInfo};
 use crate::db::Snapshotter;
 use crate::effect::effect_of;
 use crate::error::VerifyError;
+use crate::files::{FileChange, file_findings};
 use crate::report::{CallRecord, CaseReport};
 use crate::snapshot::{Diff, Snapshot};
 
@@ -32,11 +34,13 @@ pub(super) enum Ended {
     Stop(VerifyError),
 }
 
-/// What one call did: the requests it sent, how it ended, the diff of its snapshots.
+/// What one call did: the requests it sent, how it ended, the diff of its snapshots, what
+/// it changed in the watched trees.
 struct Observed {
     sent: Vec<OutboundReach>,
     outcome: CallOutcome,
     diff: Diff,
+    files: Vec<FileChange>,
 }
 
 impl Verifier {
@@ -46,22 +50,25 @@ impl Verifier {
     pub(super) async fn run_case(
         &self,
         session: &mut Session,
-        snaps: &mut Snapshotter,
+        state: &mut State<'_>,
         watch: &mut Watch,
         tool: &ToolInfo,
         run: Run,
         behaviour: &mut Vec<Judged>,
     ) -> Result<(CaseReport, Ended), VerifyError> {
-        run_setup(snaps, tool, &run).await?;
+        run_setup(&mut state.db, tool, &run).await?;
         let repeat = tool.hints.read_only != Some(true) && tool.hints.idempotent == Some(true);
         let judge = Judge::new(self.policy.clone());
-        let mut before = snaps.take().await?;
+        let mut before = state.db.take().await?;
         let mut calls = Vec::new();
         let mut ended = Ended::Done;
-        for _ in 0..if repeat { 2 } else { 1 } {
-            let (observed, after) = observe_call(
+        for call in 0..if repeat { 2 } else { 1 } {
+            if let Some(files) = state.files.as_deref_mut() {
+                files.before_call()?;
+            }
+            let (mut observed, after) = observe_call(
                 session,
-                snaps,
+                &mut state.db,
                 watch,
                 tool,
                 &run.arguments,
@@ -69,7 +76,11 @@ impl Verifier {
                 &mut ended,
             )
             .await?;
-            behaviour.extend(judge_call(&judge, tool, &run.arguments, &observed));
+            if let Some(files) = state.files.as_deref_mut() {
+                observed.files = files.after_call()?.changes;
+            }
+            let judged = judge_call(&judge, tool, &run.arguments, &observed, call == 1);
+            behaviour.extend(judged);
             calls.push(record(observed, &mut ended));
             before = after;
             if !matches!(ended, Ended::Done) {
@@ -147,12 +158,20 @@ async fn observe_call(
         sent,
         outcome,
         diff,
+        files: Vec::new(),
     };
     Ok((observed, after))
 }
 
-/// The judge's verdict on one call's effect (its diff and the requests it sent).
-fn judge_call(judge: &Judge, tool: &ToolInfo, args: &Value, observed: &Observed) -> Option<Judged> {
+/// The judge's verdict on one call's effect (its diff and the requests it sent), with the
+/// findings of the files it changed (`repeat`: the call repeats the one before it).
+fn judge_call(
+    judge: &Judge,
+    tool: &ToolInfo,
+    args: &Value,
+    observed: &Observed,
+    repeat: bool,
+) -> Option<Judged> {
     let mut effect = effect_of(&observed.diff);
     effect.outbound = observed.sent.clone();
     let verdict = judge.judge(&ToolCall {
@@ -162,7 +181,12 @@ fn judge_call(judge: &Judge, tool: &ToolInfo, args: &Value, observed: &Observed)
         effect: &effect,
     });
     let moved = crate::sequences::moved(&observed.diff.tables);
-    Judged::call(tool, verdict.findings, effect, &moved)
+    let files = Files {
+        findings: file_findings(&tool.name, tool.hints, &observed.files, repeat),
+        changes: observed.files.clone(),
+        repeat,
+    };
+    Judged::call(tool, verdict.findings, effect, &moved, files)
 }
 
 /// The call's record in the report; a lost server ends the case (`ended`), unless the
@@ -182,5 +206,6 @@ fn record(observed: Observed, ended: &mut Ended) -> CallRecord {
         error,
         changes: observed.diff.tables,
         outbound: observed.sent,
+        files: observed.files,
     }
 }

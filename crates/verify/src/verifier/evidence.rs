@@ -1,11 +1,12 @@
-//! Behaviour findings: each call judged by the core judge, plus moved sequences (which the
-//! core has no effect type for: `crate::sequences`), then one finding per (rule, hint) for
-//! the tool whose evidence counts every call that gave it (two cases that each deleted a
-//! row: `2 rows deleted from items`).
+//! Behaviour findings: each call judged by the core judge, plus moved sequences and changed
+//! files (which the core has no effect type for: `crate::sequences`, `crate::files`), then
+//! one finding per (rule, hint) for the tool whose evidence counts every call that gave it
+//! (two cases that each deleted a row: `2 rows deleted from items`).
 
 use hintaudit_core::{Confidence, Effect, Finding, Hint, Judge, Policy, Rule, ToolCall};
 
 use crate::client::ToolInfo;
+use crate::files::{FileChange, file_findings};
 use crate::report::is_behaviour_rule;
 use crate::sequences::{self, sequence_findings};
 
@@ -17,16 +18,31 @@ pub(super) struct Judged {
     pub effect: Effect,
     /// The sequences it moved.
     pub moved: Vec<String>,
+    /// What it changed in the watched trees.
+    pub files: Files,
+}
+
+/// A call's file changes and their findings (`crate::files`: the core judge has no file
+/// effect).
+#[derive(Default)]
+pub(super) struct Files {
+    /// The findings of the changes.
+    pub findings: Vec<Finding>,
+    /// The changes, path by path.
+    pub changes: Vec<FileChange>,
+    /// Whether the call repeated the one before it with the same arguments.
+    pub repeat: bool,
 }
 
 impl Judged {
-    /// A call's behaviour findings: the judge's, and that of the sequences it moved, merged
-    /// per (rule, hint). `None` when there are none.
+    /// A call's behaviour findings: the judge's, that of the sequences it moved and those of
+    /// the files it changed, merged per (rule, hint). `None` when there are none.
     pub fn call(
         tool: &ToolInfo,
         judge_findings: Vec<Finding>,
         effect: Effect,
         moved: &[&str],
+        files: Files,
     ) -> Option<Judged> {
         let mut findings: Vec<Finding> = judge_findings
             .into_iter()
@@ -44,10 +60,20 @@ impl Judged {
                 None => findings.push(s),
             }
         }
+        for f in &files.findings {
+            match findings
+                .iter_mut()
+                .find(|x| x.rule == f.rule && x.hint == f.hint)
+            {
+                Some(x) => x.evidence = format!("{}; {}", x.evidence, f.evidence),
+                None => findings.push(f.clone()),
+            }
+        }
         (!findings.is_empty()).then(|| Judged {
             findings,
             effect,
             moved: moved.iter().map(|s| (*s).to_owned()).collect(),
+            files,
         })
     }
 }
@@ -112,7 +138,9 @@ fn merged_evidence(
 ) -> Option<String> {
     let mut effect = Effect::default();
     let mut moved: Vec<&str> = Vec::new();
+    let mut files: Vec<FileChange> = Vec::new();
     for j in calls {
+        files.extend(j.files.changes.iter().cloned());
         effect
             .statements
             .extend(j.effect.statements.iter().cloned());
@@ -146,8 +174,11 @@ fn merged_evidence(
     let seqs = sequence_findings(&tool.name, tool.hints, &moved)
         .filter(|f| f.rule == rule && f.hint == hint)
         .map(|f| f.evidence);
-    match (rows, seqs) {
-        (Some(r), Some(s)) => Some(format!("{r}; {s}")),
-        (r, s) => r.or(s),
-    }
+    let repeat = calls.iter().any(|j| j.files.repeat);
+    let files = file_findings(&tool.name, tool.hints, &files, repeat)
+        .into_iter()
+        .find(|f| f.rule == rule && f.hint == hint)
+        .map(|f| f.evidence);
+    let parts: Vec<String> = [rows, seqs, files].into_iter().flatten().collect();
+    (!parts.is_empty()).then(|| parts.join("; "))
 }

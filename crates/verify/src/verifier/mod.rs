@@ -11,25 +11,31 @@ mod case;
 mod evidence;
 mod reset;
 mod session;
+mod state;
 mod tool;
 mod watch;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use hintaudit_core::{Confidence, Finding, Hint, Policy, Rule};
 
 use crate::cases::Cases;
 use crate::client::{ServerSpec, StderrTail, ToolInfo};
-use crate::db::{Database, Snapshotter};
+
 use crate::error::VerifyError;
+use crate::files::FileWatch;
 use crate::report::{Report, ToolReport};
 use crate::secrets::Secrets;
 
 pub(crate) use advice::advice_text;
 pub use reset::DatabaseCopy;
 use session::Session;
+use state::State;
 use watch::Watch;
+
+/// The database check's verdict when no database is given.
+const NO_DATABASE: &str = "none: no --database; the server's state is the watched directories";
 
 /// Default time one tool call may take, in seconds.
 pub const DEFAULT_TIMEOUT_SECS: u64 = 30;
@@ -45,7 +51,9 @@ pub const DEFAULT_TIMEOUT_SECS: u64 = 30;
 #[derive(Debug, Clone)]
 pub struct Verifier {
     server: ServerSpec,
-    database: String,
+    database: Option<String>,
+    watch: Vec<PathBuf>,
+    ignored_paths: Vec<String>,
     cases: Cases,
     policy: Policy,
     timeout: Duration,
@@ -61,8 +69,20 @@ impl Verifier {
     /// A verifier for `server`, whose test database is at `database` (a sqlx URL).
     pub fn new(server: ServerSpec, database: impl Into<String>) -> Self {
         Verifier {
+            database: Some(database.into()),
+            ..Verifier::without_database(server)
+        }
+    }
+
+    /// A verifier for `server` whose state is files only: give it the directories with
+    /// [`Verifier::with_watch`] (a run with neither a database nor a watched directory is a
+    /// usage error).
+    pub fn without_database(server: ServerSpec) -> Self {
+        Verifier {
             server,
-            database: database.into(),
+            database: None,
+            watch: Vec::new(),
+            ignored_paths: Vec::new(),
             cases: Cases::default(),
             policy: Policy::default(),
             timeout: Duration::from_secs(DEFAULT_TIMEOUT_SECS),
@@ -89,6 +109,21 @@ impl Verifier {
     /// Judges under `policy` (from `hintaudit.toml`); later `with_ignored_*` calls add to it.
     pub fn with_policy(mut self, policy: Policy) -> Self {
         self.policy = policy;
+        self
+    }
+
+    /// Watches a directory whose files are the server's state (repeatable): snapshotted
+    /// before and after every call and judged on content, restored when the run ends (and
+    /// between tools with [`Verifier::with_reset`]).
+    pub fn with_watch(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.watch.push(dir.into());
+        self
+    }
+
+    /// A bookkeeping path under the watched directories, as a glob relative to each
+    /// (`cache/**`): its changes are no effect.
+    pub fn with_ignored_path(mut self, glob: impl Into<String>) -> Self {
+        self.ignored_paths.push(glob.into());
         self
     }
 
@@ -156,7 +191,7 @@ impl Verifier {
         let server = match &self.server {
             ServerSpec::Stdio(c) | ServerSpec::Url(c) => c,
         };
-        Secrets::collect(server, &self.database)
+        Secrets::collect(server, self.database.as_deref().unwrap_or(""))
     }
 
     /// Runs the verification. An error ends the run before any tool is judged: the
@@ -168,33 +203,37 @@ impl Verifier {
         let started = Instant::now();
         let secrets = self.secrets();
         let mask = |e: VerifyError| e.map_text(|t| secrets.mask(t));
-        let copy = if self.reset {
-            Some(
-                DatabaseCopy::make(&self.server, &self.database)
-                    .await
-                    .map_err(mask)?,
-            )
-        } else {
-            None
+        let mut files = self.start_watching().map_err(mask)?;
+        let copy = match (&self.database, self.reset) {
+            (Some(db), true) => Some(DatabaseCopy::make(&self.server, db).await.map_err(mask)?),
+            _ => None,
         };
         let (server, database) = match &copy {
-            Some(c) => (c.server.clone(), c.url.clone()),
+            Some(c) => (c.server.clone(), Some(c.url.clone())),
             None => (self.server.clone(), self.database.clone()),
         };
-        let result = self.run_on(&server, &database, copy.as_ref()).await;
+        let result = self
+            .run_on(&server, database.as_deref(), copy.as_ref(), files.as_mut())
+            .await;
         // Reset in place: the original is made pristine again, and the pristine copy
-        // dropped, whatever the run's outcome.
+        // dropped, whatever the run's outcome; the watched trees put back likewise, with
+        // the server stopped.
         let finished = match &copy {
             Some(c) => c.finish().await,
             None => Ok(()),
         };
+        let restored = files.as_mut().map_or(Ok(0), FileWatch::restore);
         let mut report = result.map_err(mask)?;
         finished.map_err(mask)?;
+        restored.map_err(mask)?;
         report.server = match &self.server {
             ServerSpec::Stdio(c) => secrets.mask_command(c),
             ServerSpec::Url(u) => secrets.mask(u),
         };
-        report.database = secrets.mask(&self.database);
+        report.database = self
+            .database
+            .as_deref()
+            .map_or_else(String::new, |d| secrets.mask(d));
         report.database_copy = copy.map(|c| c.pristine.unwrap_or(c.url));
         report.server_stderr = self
             .stderr
@@ -212,30 +251,41 @@ impl Verifier {
     async fn run_on(
         &self,
         server: &ServerSpec,
-        database: &str,
+        database: Option<&str>,
         reset: Option<&DatabaseCopy>,
+        files: Option<&mut FileWatch>,
     ) -> Result<Report, VerifyError> {
         let started = Instant::now();
         let mut session = Session::start(server, self.timeout, self.stderr.clone()).await?;
-        let result = self.run_with(&mut session, database, reset, started).await;
+        let result = self
+            .run_with(&mut session, database, reset, files, started)
+            .await;
         session.close().await;
         result
     }
 
     /// The run on a started server: the tools to run, the database, each tool in turn,
-    /// tools/list again, the database check.
+    /// tools/list again, the database check, advice withheld when no state was found.
     async fn run_with(
         &self,
         session: &mut Session,
-        database: &str,
+        database: Option<&str>,
         reset: Option<&DatabaseCopy>,
+        files: Option<&mut FileWatch>,
         started: Instant,
     ) -> Result<Report, VerifyError> {
         let tools = self.tools_to_run(session).await?;
-        let shown_db = crate::db::redact(database);
-        let (mut snaps, mut watch) = self.open_database(session, database, &shown_db).await?;
+        let shown_db = database.map(crate::db::redact);
+        let (snaps, mut watch) = self
+            .open_database(session, database, shown_db.as_deref())
+            .await?;
+        let watched = files
+            .as_ref()
+            .map(|f| f.roots().iter().map(|r| r.display().to_string()).collect())
+            .unwrap_or_default();
+        let mut state = State { db: snaps, files };
         let mut run = self
-            .verify_tools(session, &mut snaps, &mut watch, &tools, reset, started)
+            .verify_tools(session, &mut state, &mut watch, &tools, reset, started)
             .await;
         if run.incomplete.is_none() {
             // tools/list again: hints that changed during the run are `hints_changed`.
@@ -245,16 +295,18 @@ impl Verifier {
             }
         }
         run.name_tools_not_run(&tools);
-        let database_check = match watch.verdict(&shown_db) {
-            Ok(text) => text,
-            Err(e) if run.incomplete.is_none() => return Err(e),
-            Err(e) => format!("failed: {e}"),
+        let database_check = match (&shown_db, watch.verdict(shown_db.as_deref().unwrap_or(""))) {
+            (None, _) => NO_DATABASE.to_owned(),
+            (Some(_), Ok(text)) => text,
+            (Some(_), Err(e)) if run.incomplete.is_none() => return Err(e),
+            (Some(_), Err(e)) => format!("failed: {e}"),
         };
+        self.withhold_unseen(&mut run.reports, &tools, &database_check);
         Ok(Report {
             server: String::new(),
             database: String::new(),
             tools: run.reports,
-            stats: snaps.stats(),
+            stats: state.db.stats(),
             elapsed_seconds: started.elapsed().as_secs_f64(),
             incomplete: run.incomplete,
             database_check,
@@ -263,6 +315,7 @@ impl Verifier {
             server_stderr: Vec::new(),
             outbound_watched: session.watches_outbound(),
             unattributed_outbound: session.unattributed_outbound(),
+            watched,
         })
     }
 
@@ -288,30 +341,13 @@ impl Verifier {
         Ok(tools)
     }
 
-    /// Connects to the database, takes the first snapshot (an error when it watches no
-    /// table) and starts the database check.
-    async fn open_database(
-        &self,
-        session: &Session,
-        database: &str,
-        shown_db: &str,
-    ) -> Result<(Snapshotter, Watch), VerifyError> {
-        let db = Database::connect(database).await?;
-        let mut snaps =
-            Snapshotter::new(db, self.policy.clone()).with_schemas(self.schemas.clone());
-        let first = snaps.take().await?;
-        Watch::require_tables(first.tables.len(), shown_db)?;
-        let mut watch = Watch::new(session.spec(), snaps.db()).await;
-        watch.poll(snaps.db(), session.server_pid()).await;
-        Ok((snaps, watch))
-    }
-
-    /// Verifies the tools in order, resetting the database copy after a tool that changed
-    /// it; stops at the first error, saying where.
+    /// Verifies the tools in order, with `--reset` resetting the database copy and putting
+    /// the watched trees back after a tool that changed them; stops at the first error,
+    /// saying where.
     async fn verify_tools(
         &self,
         session: &mut Session,
-        snaps: &mut Snapshotter,
+        state: &mut State<'_>,
         watch: &mut Watch,
         tools: &[ToolInfo],
         reset: Option<&DatabaseCopy>,
@@ -319,13 +355,15 @@ impl Verifier {
     ) -> ToolsRun {
         let mut run = ToolsRun::default();
         for (i, tool) in tools.iter().enumerate() {
-            let wrote = run.reports.last().is_some_and(|r| self.changed_database(r));
-            if let Some(copy) = reset.filter(|_| wrote) {
-                if let Err(e) = self.reset_copy(session, snaps, copy).await {
+            match self
+                .reset_between(session, state, reset, run.reports.last())
+                .await
+            {
+                Ok(reset) => run.resets += u32::from(reset),
+                Err(e) => {
                     run.incomplete = Some(format!("before {}: {e}", tool.name));
                     break;
                 }
-                run.resets += 1;
             }
             if self.progress && started.elapsed() > Duration::from_secs(2) {
                 eprintln!(
@@ -336,7 +374,7 @@ impl Verifier {
                     started.elapsed().as_secs_f64()
                 );
             }
-            match self.verify_tool(session, snaps, watch, tool).await {
+            match self.verify_tool(session, state, watch, tool).await {
                 Ok((report, stop)) => {
                     run.reports.push(report);
                     if let Some(e) = stop {

@@ -269,7 +269,9 @@ impl Verifier {
         if copy.pristine.is_some() {
             copy.restore().await?;
         } else {
-            let again = DatabaseCopy::make(&self.server, &self.database).await?;
+            // A copy exists only for a run given a database.
+            let original = self.database.as_deref().unwrap_or_default();
+            let again = DatabaseCopy::make(&self.server, original).await?;
             debug_assert_eq!(again.url, copy.url);
         }
         snaps.reconnect(Database::connect(&copy.url).await?);

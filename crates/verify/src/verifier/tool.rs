@@ -9,18 +9,19 @@ use super::attempts::Run;
 use super::case::Ended;
 use super::evidence::{Judged, merge};
 use super::session::Session;
+use super::state::State;
 use super::watch::Watch;
 use crate::client::ToolInfo;
-use crate::db::Snapshotter;
 use crate::error::VerifyError;
 use crate::report::{CallRecord, CaseReport, ToolReport, ToolStatus, is_behaviour_rule};
 
-/// What a tool's attempts ran: its cases, their judged calls, and the error that stops the
-/// run, if one does.
+/// What a tool's attempts ran: its cases, their judged calls, notes about them, and the
+/// error that stops the run, if one does.
 #[derive(Default)]
 struct Ran {
     cases: Vec<CaseReport>,
     behaviour: Vec<Judged>,
+    notes: Vec<String>,
     stop: Option<VerifyError>,
 }
 
@@ -29,15 +30,19 @@ impl Verifier {
     pub(super) async fn verify_tool(
         &self,
         session: &mut Session,
-        snaps: &mut Snapshotter,
+        state: &mut State<'_>,
         watch: &mut Watch,
         tool: &ToolInfo,
     ) -> Result<(ToolReport, Option<VerifyError>), VerifyError> {
         let mut notes = Vec::new();
-        let (attempts, no_attempt) = self.attempts(snaps, tool, &mut notes).await?;
-        let ran = self
-            .run_attempts(session, snaps, watch, tool, attempts, &mut notes)
+        let files = state.files.as_deref();
+        let (attempts, no_attempt) = self
+            .attempts(&mut state.db, files, tool, &mut notes)
             .await?;
+        let mut ran = self
+            .run_attempts(session, state, watch, tool, attempts)
+            .await?;
+        notes.append(&mut ran.notes);
         let not_exercised = not_exercised(&ran.cases, no_attempt);
         let findings = findings(
             listing_findings(tool),
@@ -45,7 +50,7 @@ impl Verifier {
         );
         let status = status(&findings, not_exercised);
         let (advice, advice_basis) = if status == ToolStatus::Passed {
-            let blind: Vec<&str> = snaps.blind_spots().collect();
+            let blind: Vec<&str> = state.db.blind_spots().collect();
             let watches_outbound = session.watches_outbound();
             let (advice, basis, withheld) =
                 advice(tool, &ran.cases, &self.policy, watches_outbound, &blind);
@@ -76,31 +81,31 @@ impl Verifier {
     async fn run_attempts(
         &self,
         session: &mut Session,
-        snaps: &mut Snapshotter,
+        state: &mut State<'_>,
         watch: &mut Watch,
         tool: &ToolInfo,
         attempts: Vec<Vec<Run>>,
-        notes: &mut Vec<String>,
     ) -> Result<Ran, VerifyError> {
         let mut ran = Ran::default();
         for attempt in attempts {
             let first = ran.cases.len();
             for run in attempt {
                 let (case, ended) = self
-                    .run_case(session, snaps, watch, tool, run, &mut ran.behaviour)
+                    .run_case(session, state, watch, tool, run, &mut ran.behaviour)
                     .await?;
                 ran.cases.push(case);
                 match ended {
                     Ended::Done => {}
                     Ended::Lost(why) => {
-                        notes.push(format!(
+                        ran.notes.push(format!(
                             "a call got no result ({why}); the server was restarted and the \
                              tool's remaining cases skipped"
                         ));
                         return Ok(ran);
                     }
                     Ended::Stop(e) => {
-                        notes.push(format!("a call got no result and the run stopped: {e}"));
+                        ran.notes
+                            .push(format!("a call got no result and the run stopped: {e}"));
                         ran.stop = Some(e);
                         return Ok(ran);
                     }
@@ -168,8 +173,8 @@ fn status(findings: &[Finding], not_exercised: Option<String>) -> ToolStatus {
 }
 
 /// Whether a call shows something about its tool: it succeeded, or it failed after changing
-/// the database or sending a request (a notification refused by the recording proxy is a
-/// tool error, and still the tool's doing).
+/// the database or a watched file or sending a request (a notification refused by the
+/// recording proxy is a tool error, and still the tool's doing).
 fn exercised(c: &CallRecord) -> bool {
-    c.error.is_none() || !c.changes.is_empty() || !c.outbound.is_empty()
+    c.error.is_none() || c.changed() || !c.outbound.is_empty()
 }

@@ -1,0 +1,82 @@
+//! Every key of `hintaudit.toml`, with its default and meaning: the README's table is
+//! checked against [`SETTINGS`].
+
+/// Every setting as `(key, default as TOML, meaning)`: the README's table is checked against
+/// it, and a file made of these lines parses to [`Config::default`].
+pub const SETTINGS: &[(&str, &str, &str)] = &[
+    (
+        "mode",
+        "\"observe\"",
+        "`observe` judges and reports; `enforce` also makes the database and the HTTP middleware refuse what the declared hints rule out (see *Enforce mode*)",
+    ),
+    (
+        "ignored_tables",
+        "[]",
+        "bookkeeping tables: changes to them are no effect",
+    ),
+    (
+        "ignored_columns",
+        "[]",
+        "bookkeeping columns, `column` or `table.column`",
+    ),
+    (
+        "watch",
+        "[]",
+        "`hintaudit verify`: directories whose files are the server's state, snapshotted around every call as `--watch` does (relative to the current directory)",
+    ),
+    (
+        "ignored_paths",
+        "[]",
+        "bookkeeping paths under a watched directory, as globs relative to it (`cache/**`, `**/*.log`; a path under a matching directory is ignored too): changes to them are no effect",
+    ),
+    (
+        "closed_world.hosts",
+        "[]",
+        "hosts, `.suffixes` and CIDR blocks (optionally `:port`) added to the closed world, besides loopback",
+    ),
+    (
+        "closed_world.outside",
+        "[]",
+        "entries outside the closed world even when loopback or listed (a local stand-in for an outside service)",
+    ),
+    (
+        "open_world_alert",
+        "\"interaction\"",
+        "which reading of `openWorldHint: false` alerts: `interaction` (the spec's) or `state_change` (the directory reading)",
+    ),
+    (
+        "advice_after_calls",
+        "20",
+        "calls without contrary evidence before advice",
+    ),
+    (
+        "history_size",
+        "10000",
+        "(tool, arguments) entries the idempotency history keeps",
+    ),
+    (
+        "history_url",
+        "\"\"",
+        "a Redis or Valkey server the replicas share the idempotency history on (`redis://host:6379/0`, `rediss://` for TLS; needs `HINTAUDIT_HISTORY_KEY`); empty: each process keeps its own",
+    ),
+    (
+        "history_ttl_seconds",
+        "86400",
+        "how long the shared history remembers a call",
+    ),
+    (
+        "labels.max_tools",
+        "1000",
+        "distinct `tool` label values; later tools count as `__unknown__`",
+    ),
+    (
+        "labels.max_tables",
+        "200",
+        "distinct `table` label values; later tables count as `__other__`",
+    ),
+    (
+        "tools.<name>.mode",
+        "\"observe\"",
+        "per-tool override of `mode`",
+    ),
+];

@@ -1,0 +1,77 @@
+//! The watched trees over one verification run: the pristine snapshot taken before the
+//! first call, the last one, and what each call changed.
+
+use std::path::PathBuf;
+
+use super::arguments::{PathField, PathValues, path_values};
+use super::diff::{FileDiff, diff};
+use super::tree::{TreeSnapshot, Trees};
+use crate::error::VerifyError;
+
+/// The watched trees of a run (`--watch`).
+#[derive(Debug)]
+pub(crate) struct FileWatch {
+    trees: Trees,
+    pristine: TreeSnapshot,
+    last: TreeSnapshot,
+}
+
+impl FileWatch {
+    /// Starts watching `roots` (directories) with `ignored` globs: the pristine snapshot,
+    /// which [`FileWatch::restore`] puts back. Errors: a root that is not a readable
+    /// directory, a bad glob.
+    pub fn start(roots: &[PathBuf], ignored: &[String]) -> Result<FileWatch, VerifyError> {
+        let mut trees = Trees::new(roots, ignored).map_err(VerifyError::Files)?;
+        let pristine = trees.take(None).map_err(files_error)?;
+        Ok(FileWatch {
+            trees,
+            last: pristine.clone(),
+            pristine,
+        })
+    }
+
+    /// The watched roots, canonical, in `--watch` order.
+    pub fn roots(&self) -> &[PathBuf] {
+        self.trees.roots()
+    }
+
+    /// Snapshots the trees before a call (what changed since the last snapshot, between
+    /// calls, is no call's doing).
+    pub fn before_call(&mut self) -> Result<(), VerifyError> {
+        self.last = self.trees.take(Some(&self.last)).map_err(files_error)?;
+        Ok(())
+    }
+
+    /// Snapshots the trees after a call: what the call changed since
+    /// [`FileWatch::before_call`].
+    pub fn after_call(&mut self) -> Result<FileDiff, VerifyError> {
+        let now = self.trees.take(Some(&self.last)).map_err(files_error)?;
+        let d = diff(&self.trees, &self.last, &now);
+        self.last = now;
+        Ok(d)
+    }
+
+    /// Whether the trees differ from the pristine snapshot, bookkeeping included.
+    pub fn changed_since_start(&self) -> bool {
+        let d = diff(&self.trees, &self.pristine, &self.last);
+        !d.changes.is_empty() || d.bookkeeping > 0
+    }
+
+    /// Puts the trees back as they were before the first call; returns how many paths it
+    /// removed or wrote.
+    pub fn restore(&mut self) -> Result<usize, VerifyError> {
+        let n = self.trees.restore(&self.pristine).map_err(files_error)?;
+        self.last = self.trees.take(Some(&self.pristine)).map_err(files_error)?;
+        Ok(n)
+    }
+
+    /// The sets of values to try for a tool's path-like fields (see
+    /// [`super::arguments`]), with where each came from.
+    pub fn path_values(&self, tool: &str, fields: &[PathField]) -> Vec<PathValues> {
+        path_values(&self.trees, &self.last, tool, fields)
+    }
+}
+
+fn files_error(e: std::io::Error) -> VerifyError {
+    VerifyError::Files(e.to_string())
+}
