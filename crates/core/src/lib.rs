@@ -21,6 +21,7 @@
 //! let second = judge.judge(&call);                 // the repeat inserts again
 //! assert_eq!(second.findings[0].rule, Rule::IdempotencyBroken);
 //! ```
+#![cfg_attr(not(test), warn(clippy::too_many_lines))]
 
 /// The closed world of `openWorldHint: false`, and the readings of that hint.
 mod closed_world;

@@ -32,6 +32,7 @@
 //! hintaudit_proxy::run(cli.proxy).await
 //! # }
 //! ```
+#![cfg_attr(not(test), warn(clippy::too_many_lines))]
 
 /// Change capture from the database's log, and attribution by log position.
 pub mod capture;

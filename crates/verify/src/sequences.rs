@@ -26,8 +26,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use hintaudit_core::{Confidence, DeclaredHints, Finding, Hint, Rule};
 
-use crate::objects::{ObjectKind, ObjectState};
-use crate::snapshot::TableDiff;
+use crate::objects::{ObjectKind, ObjectState, TableDiff};
 
 /// One sequence as a backend read it.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -124,10 +124,42 @@ pub fn classify(sql: &str, dialect: SqlDialect) -> Classification {
         }
         _ => return unknown(d, sql, sanitized),
     };
+    let (w, keywords, tx_controls) = walk_statements(&statements);
+    let one = statements.len() == 1;
+    let operation_name = if one {
+        w.keyword.clone()
+    } else {
+        keywords.join(";")
+    };
+    let tx_control = if one { w.tx_control } else { None };
+    let no_transaction_block = w.no_transaction_block || (tx_controls > 0 && !one);
+    let delete_without_where = w.delete_without_where;
+    Classification {
+        effect: statement_effect(w, &operation_name),
+        operation_name,
+        sanitized,
+        tx_control,
+        no_transaction_block,
+        delete_without_where,
+        parsed: true,
+        not_proved: proof::not_proved(&statements).map(Arc::from),
+        own_row_count: matches!(
+            statements.as_slice(),
+            [Statement::Insert(_)
+                | Statement::Update(_)
+                | Statement::Delete(_)
+                | Statement::Merge(_)]
+        ),
+    }
+}
+
+/// Walks every statement of a text into one [`walk::Walk`] (the strongest operation wins),
+/// with each statement's keyword once and how many statements are transaction control.
+fn walk_statements(statements: &[Statement]) -> (walk::Walk, Vec<String>, usize) {
     let mut w = walk::Walk::default();
     let mut keywords: Vec<String> = Vec::new();
     let mut tx_controls = 0usize;
-    for s in &statements {
+    for s in statements {
         let before = w.operation;
         w.operation = None;
         w.statement(s);
@@ -145,16 +177,13 @@ pub fn classify(sql: &str, dialect: SqlDialect) -> Classification {
             _ => this,
         });
     }
+    (w, keywords, tx_controls)
+}
+
+/// The statement skeleton of a walked text: its operation, the tables it writes, those it
+/// only reads (not its CTEs), the opaque functions it calls, and its summary.
+fn statement_effect(w: walk::Walk, operation_name: &str) -> StatementEffect {
     let operation = w.operation.unwrap_or(Operation::Unknown);
-    let not_proved = proof::not_proved(&statements).map(Arc::from);
-    let own_row_count =
-        matches!(
-            statements.as_slice(),
-            [Statement::Insert(_)
-                | Statement::Update(_)
-                | Statement::Delete(_)
-                | Statement::Merge(_)]
-        );
     let read_tables: Vec<String> = w
         .read_tables
         .iter()
@@ -168,17 +197,12 @@ pub fn classify(sql: &str, dialect: SqlDialect) -> Classification {
             opaque.push(c.clone());
         }
     }
-    let operation_name = if statements.len() == 1 {
-        w.keyword.clone()
-    } else {
-        keywords.join(";")
-    };
     let shown = if w.tables.is_empty() {
         &read_tables
     } else {
         &w.tables
     };
-    let summary = summary(&operation_name, shown);
+    let summary = summary(operation_name, shown);
     let mut effect = StatementEffect::new(operation, w.tables);
     effect.read_tables = read_tables.into();
     effect.set_columns = w.set_columns.into();
@@ -188,21 +212,7 @@ pub fn classify(sql: &str, dialect: SqlDialect) -> Classification {
     effect.drops = w.drops;
     effect.session_tables = w.session_tables.into();
     effect.summary = summary.into();
-    Classification {
-        effect,
-        operation_name,
-        sanitized,
-        tx_control: if statements.len() == 1 {
-            w.tx_control
-        } else {
-            None
-        },
-        no_transaction_block: w.no_transaction_block || (tx_controls > 0 && statements.len() > 1),
-        delete_without_where: w.delete_without_where,
-        parsed: true,
-        not_proved,
-        own_row_count,
-    }
+    effect
 }
 
 /// Whether `op` changes rows one by one (`INSERT`, upsert, `UPDATE`, `DELETE`): the

@@ -6,18 +6,16 @@ use std::ops::ControlFlow;
 
 use hintaudit_core::Operation;
 use sqlparser::ast::{
-    Assignment, AssignmentTarget, Expr, FromTable, Insert, ObjectType, OnConflictAction, OnInsert,
-    Query, SetExpr, SqliteOnConflict, Statement, TableFactor, TableObject, Visit, Visitor,
+    Assignment, AssignmentTarget, Expr, Query, SetExpr, Statement, TableFactor, Visit, Visitor,
 };
 
 use super::converge::is_non_convergent;
-use super::names::{
-    first_relation, first_word, is_session_setting, is_show, keyword_of, last_of, last_part,
-    object_name,
-};
-use super::pragma;
-use super::proof::{Nesting, explain_runs};
-use super::transaction::{TxControl, cannot_run_in_transaction};
+use super::names::{last_part, object_name};
+use super::proof::Nesting;
+use super::transaction::TxControl;
+
+/// One statement's own kind, one method per kind.
+mod statement;
 
 /// What one statement does, before merging with the other statements of the same text.
 #[derive(Debug, Default)]
@@ -100,229 +98,6 @@ impl Walk {
         }
     }
 
-    fn insert(&mut self, insert: &Insert) {
-        let table = match &insert.table {
-            TableObject::TableName(n) => object_name(n),
-            other => other.to_string().to_lowercase(),
-        };
-        let mut aliases = vec![table.clone(), last_of(&table)];
-        if let Some(a) = &insert.table_alias {
-            aliases.push(a.alias.value.to_lowercase());
-        }
-        let (op, keyword, overwrites) = match (&insert.on, insert.or) {
-            (_, Some(SqliteOnConflict::Replace)) => (Operation::Upsert, "INSERT", true),
-            _ if insert.replace_into => (Operation::Upsert, "REPLACE", true),
-            (Some(OnInsert::DuplicateKeyUpdate(a)), _) => {
-                self.assignments(a, &aliases);
-                (Operation::Upsert, "INSERT", true)
-            }
-            (Some(OnInsert::OnConflict(c)), _) => match &c.action {
-                OnConflictAction::DoNothing => (Operation::Upsert, "INSERT", false),
-                OnConflictAction::DoUpdate(u) => {
-                    self.assignments(&u.assignments, &aliases);
-                    (Operation::Upsert, "INSERT", true)
-                }
-            },
-            (_, Some(SqliteOnConflict::Ignore)) => (Operation::Upsert, "INSERT", false),
-            _ if insert.ignore => (Operation::Upsert, "INSERT", false),
-            _ => (Operation::Insert, "INSERT", false),
-        };
-        self.overwrites |= overwrites;
-        self.write(op, keyword, vec![table]);
-    }
-
-    pub(crate) fn statement(&mut self, statement: &Statement) {
-        match statement {
-            Statement::Query(q) => self.query(q),
-            Statement::Insert(i) => self.insert(i),
-            Statement::Update(u) => {
-                let table = first_relation(std::slice::from_ref(&u.table));
-                let mut aliases = vec![];
-                if let Some(t) = &table {
-                    aliases.push(t.clone());
-                    aliases.push(last_of(t));
-                }
-                if let TableFactor::Table { alias: Some(a), .. } = &u.table.relation {
-                    aliases.push(a.name.value.to_lowercase());
-                }
-                self.assignments(&u.assignments, &aliases);
-                self.write(Operation::Update, "UPDATE", table.into_iter().collect());
-            }
-            Statement::Delete(d) => {
-                let tables: Vec<String> = if d.tables.is_empty() {
-                    match &d.from {
-                        FromTable::WithFromKeyword(t) | FromTable::WithoutKeyword(t) => {
-                            first_relation(t).into_iter().collect()
-                        }
-                    }
-                } else {
-                    d.tables.iter().map(object_name).collect()
-                };
-                if d.selection.is_none() && d.using.is_none() && d.limit.is_none() {
-                    self.delete_without_where = true;
-                }
-                self.write(Operation::Delete, "DELETE", tables);
-            }
-            Statement::Merge(m) => {
-                let tables = match &m.table {
-                    TableFactor::Table { name, .. } => vec![object_name(name)],
-                    _ => vec![],
-                };
-                self.overwrites = true;
-                self.write(Operation::Upsert, "MERGE", tables);
-            }
-            Statement::Truncate(t) => {
-                let tables = t.table_names.iter().map(|t| object_name(&t.name)).collect();
-                self.write(Operation::Truncate, "TRUNCATE", tables);
-            }
-            Statement::Drop {
-                object_type, names, ..
-            } => {
-                self.drops = true;
-                let keyword = format!("DROP {object_type}");
-                let tables = match object_type {
-                    ObjectType::Table | ObjectType::View | ObjectType::MaterializedView => {
-                        names.iter().map(object_name).collect()
-                    }
-                    _ => vec![],
-                };
-                if cannot_run_in_transaction(&statement.to_string()) {
-                    self.no_transaction_block = true;
-                }
-                self.write(Operation::Ddl, &keyword, tables);
-            }
-            Statement::DropFunction(_)
-            | Statement::DropDomain(_)
-            | Statement::DropProcedure { .. }
-            | Statement::DropPolicy(_)
-            | Statement::DropRule(_)
-            | Statement::DropTrigger(_)
-            | Statement::DropExtension(_) => {
-                self.drops = true;
-                self.write(Operation::Ddl, "DROP", vec![]);
-            }
-            Statement::CreateTable(c) => {
-                if c.temporary {
-                    // A session-only object: it lives and dies with the session.
-                    self.session_object("CREATE TEMPORARY TABLE", object_name(&c.name));
-                } else {
-                    self.write(Operation::Ddl, "CREATE TABLE", vec![object_name(&c.name)]);
-                }
-                if let Some(q) = &c.query {
-                    self.query(q);
-                }
-            }
-            Statement::CreateView(v) => {
-                self.write(Operation::Ddl, "CREATE VIEW", vec![object_name(&v.name)]);
-            }
-            Statement::CreateIndex(i) => {
-                if i.concurrently {
-                    self.no_transaction_block = true;
-                }
-                self.write(
-                    Operation::Ddl,
-                    "CREATE INDEX",
-                    vec![object_name(&i.table_name)],
-                );
-            }
-            Statement::AlterTable(a) => {
-                self.write(Operation::Ddl, "ALTER TABLE", vec![object_name(&a.name)]);
-            }
-            Statement::RenameTable(r) => {
-                let tables = r.iter().map(|r| object_name(&r.old_name)).collect();
-                self.write(Operation::Ddl, "RENAME TABLE", tables);
-            }
-            Statement::CreateDatabase { .. } => {
-                self.no_transaction_block = true;
-                self.write(Operation::Ddl, "CREATE DATABASE", vec![]);
-            }
-            Statement::Vacuum(_) => {
-                self.no_transaction_block = true;
-                self.set(Operation::Session, "VACUUM");
-            }
-            Statement::Call(f) => {
-                self.calls.push(object_name(&f.name));
-                if self.operation.is_none_or(|o| !o.is_write()) {
-                    self.set(Operation::Call, "CALL");
-                }
-            }
-            Statement::StartTransaction { .. } => {
-                self.tx_control = Some(TxControl::Begin);
-                self.set(Operation::Transaction, "BEGIN");
-            }
-            Statement::Commit { .. } => {
-                self.tx_control = Some(TxControl::Commit);
-                self.set(Operation::Transaction, "COMMIT");
-            }
-            Statement::Rollback { savepoint, .. } => {
-                self.tx_control = Some(if savepoint.is_some() {
-                    TxControl::RollbackTo
-                } else {
-                    TxControl::Rollback
-                });
-                self.set(Operation::Transaction, "ROLLBACK");
-            }
-            Statement::Savepoint { .. } => {
-                self.tx_control = Some(TxControl::Savepoint);
-                self.set(Operation::Transaction, "SAVEPOINT");
-            }
-            Statement::ReleaseSavepoint { .. } => {
-                self.tx_control = Some(TxControl::Release);
-                self.set(Operation::Transaction, "RELEASE");
-            }
-            Statement::Pragma { name, value, .. } => {
-                if pragma::is_session(&last_part(name), value.is_some()) {
-                    self.set(Operation::Session, "PRAGMA");
-                } else {
-                    self.write(Operation::Ddl, "PRAGMA", vec![]);
-                }
-            }
-            s if is_session_setting(s)
-                || matches!(s, Statement::Prepare { .. } | Statement::Analyze(_)) =>
-            {
-                let text = statement.to_string();
-                // `DISCARD ALL`: a session statement, so never wrapped anyway.
-                self.no_transaction_block |= cannot_run_in_transaction(&text);
-                self.set(Operation::Session, &first_word(&text));
-            }
-            s if is_show(s) => self.set(Operation::Session, "SHOW"),
-            Statement::Explain {
-                analyze, options, ..
-            } => {
-                // EXPLAIN ANALYZE, in any spelling, runs the statement: the nested walk
-                // reports it.
-                if !explain_runs(*analyze, options.as_deref()) {
-                    self.set(Operation::Select, "EXPLAIN");
-                }
-            }
-            Statement::Execute { name, .. } => {
-                // EXECUTE of a prepared statement: its text is unknown here.
-                if let Some(n) = name {
-                    self.calls.push(object_name(n));
-                }
-                self.set(Operation::Unknown, "EXECUTE");
-            }
-            Statement::Lock(_) | Statement::LockTables { .. } | Statement::UnlockTables => {
-                self.set(Operation::SelectForUpdate, "LOCK");
-            }
-            Statement::Copy { to, .. } => {
-                if *to {
-                    self.set(Operation::Select, "COPY");
-                } else {
-                    self.write(Operation::Insert, "COPY", copy_table(statement));
-                }
-            }
-            other => {
-                let text = other.to_string();
-                let kw = keyword_of(&text);
-                if cannot_run_in_transaction(&text) {
-                    self.no_transaction_block = true;
-                }
-                self.write(Operation::Ddl, &kw, vec![]);
-            }
-        }
-    }
-
     /// A statement that creates a session-only object (a temporary table): a session
     /// statement, unless the text also writes; the object is listed in `tables`, where the
     /// judge finds the session's own objects (writes to them are no effect).
@@ -378,16 +153,6 @@ impl Walk {
             nesting: Nesting::default(),
         };
         let _ = statement.visit(&mut v);
-    }
-}
-
-fn copy_table(statement: &Statement) -> Vec<String> {
-    match statement {
-        Statement::Copy {
-            source: sqlparser::ast::CopySource::Table { table_name, .. },
-            ..
-        } => vec![object_name(table_name)],
-        _ => vec![],
     }
 }
 
