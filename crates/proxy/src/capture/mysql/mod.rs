@@ -239,7 +239,6 @@ async fn skip_to_end(source: &mut Source, shared: &Shared, positions: &Positions
     (source.file, source.pos) = (file, pos);
 }
 
-#[allow(clippy::too_many_lines)] // split in issue 36
 async fn stream(
     source: &mut Source,
     shared: &Shared,
