@@ -183,18 +183,6 @@ pub trait Backend: Database + sealed::Sealed + RawExecutor {
         Box::pin(std::future::ready(Ok(Self::TxState::default())))
     }
 
-    /// Records into `tx` that its transaction was begun with [`ReadOnlySql::begin`].
-    /// Nothing by default.
-    #[doc(hidden)]
-    fn set_begun_read_only(_tx: &mut Self::TxState) {}
-
-    /// Whether `tx`'s transaction was begun with [`ReadOnlySql::begin`], so that the
-    /// database itself refuses its writes. `false` by default.
-    #[doc(hidden)]
-    fn begun_read_only(_tx: &Self::TxState) -> bool {
-        false
-    }
-
     /// Called right after `BEGIN` of an outermost [`crate::AuditedTransaction`]. Nothing by
     /// default.
     #[doc(hidden)]
@@ -392,15 +380,24 @@ impl<DB: Database> Answer<'_, DB> {
     /// Hands on `items` held until the statement's end (the PostgreSQL oracle's `COMMIT`).
     pub(crate) async fn deliver(&mut self, items: Vec<Step<DB>>) {
         for item in items {
-            match self {
-                Answer::Stream(y) => y.send(item).await,
-                Answer::First(first) => {
-                    if let (None, Either::Right(row)) = (&first, item) {
-                        *first = Some(row);
-                    }
+            self.offer(item).await;
+        }
+    }
+
+    /// Hands on one item of the statement's answer: sent on to the caller's stream, kept if
+    /// it is the first row ([`keep_first`]), or held (every result, the first `rows` rows).
+    pub(crate) async fn offer(&mut self, item: Step<DB>) {
+        match self {
+            Answer::Stream(y) => y.send(item).await,
+            Answer::First(first) => keep_first(first, item),
+            Answer::Buffer { items, rows } => match item {
+                Either::Right(_) if *rows == 0 => {}
+                Either::Right(_) => {
+                    *rows -= 1;
+                    items.push(item);
                 }
-                Answer::Buffer { items, .. } => items.push(item),
-            }
+                Either::Left(_) => items.push(item),
+            },
         }
     }
 
@@ -413,12 +410,25 @@ impl<DB: Database> Answer<'_, DB> {
     }
 }
 
+/// `fetch_optional`'s answer: keeps `item` in `first` when it is a row and none is kept yet;
+/// results, and rows after the first, are dropped. The one place the first row is chosen,
+/// for the drive loop, a held answer's delivery and the pool's `fetch_optional` over a
+/// stream.
+pub(crate) fn keep_first<Q, R>(first: &mut Option<R>, item: Either<Q, R>) {
+    if let (None, Either::Right(row)) = (&*first, item) {
+        *first = Some(row);
+    }
+}
+
 /// Everything a backend needs to run one audited statement.
 #[doc(hidden)]
 pub struct Ctx<'e, DB: Backend> {
     pub(crate) conn: &'e mut DB::Connection,
     pub(crate) state: &'e mut DB::ConnState,
     pub(crate) tx: Option<&'e mut DB::TxState>,
+    /// The transaction was begun with the backend's read-only `BEGIN` ([`ReadOnlySql::begin`]):
+    /// the database itself refuses its writes.
+    pub(crate) begun_read_only: bool,
     /// The pool's audit state (SQLite: the registry of hooked connections; PostgreSQL: the
     /// oracle's mode and the catalog cache).
     pub(crate) pool: &'e DB::PoolState,

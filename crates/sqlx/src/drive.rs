@@ -8,7 +8,7 @@
 
 use futures_util::TryStreamExt;
 use hintaudit_core::StatementOutcome;
-use sqlx::{Database, Either, Error, Executor};
+use sqlx::{Database, Error, Executor};
 
 use crate::backend::{Answer, Backend, Ctx, Read};
 use crate::execute::{Attribution, AuditedQuery, StatementEnd};
@@ -68,22 +68,7 @@ pub(crate) async fn drain<DB: Backend>(
     let mut s = DB::raw(conn).fetch_many(query);
     while let Some(item) = s.try_next().await? {
         rows.add(&item);
-        match answer {
-            Answer::Stream(y) => y.send(item).await,
-            Answer::First(first) => {
-                if let (None, Either::Right(row)) = (&first, item) {
-                    *first = Some(row);
-                }
-            }
-            Answer::Buffer { items, rows } => match item {
-                Either::Right(_) if *rows == 0 => {}
-                Either::Right(_) => {
-                    *rows -= 1;
-                    items.push(item);
-                }
-                Either::Left(_) => items.push(item),
-            },
-        }
+        answer.offer(item).await;
     }
     Ok(())
 }

@@ -47,7 +47,7 @@
 //! # What is recorded
 //!
 //! `&AuditedPool<DB>`, `&mut AuditedConnection<DB>`, `&mut AuditedTransaction<DB>` and
-//! `&mut AuditedConn<DB>` (what `*conn` and `*tx` deref to) are sqlx [`sqlx::Executor`]s, so
+//! `&mut *conn` and `&mut *tx` (the audited connection they deref to) are sqlx [`sqlx::Executor`]s, so
 //! `query`, `query_as`, `query_scalar`, `query!`, `query_as!` and their `execute`,
 //! `fetch_one`, `fetch_optional`, `fetch_all` and `fetch` work unchanged, and the driver gets
 //! the same text, arguments and caching flag it would get without auditing.
@@ -56,8 +56,8 @@
 //!
 //! Code written as the sqlx docs write it compiles with only the pool type changed, and what
 //! runs through the executors above is audited:
-//! - `execute(&mut *tx)` and `fetch_all(&mut *conn)`: `*tx` and `*conn` are an
-//!   [`AuditedConn`], not the driver's connection, so that they cannot bypass the audit (a
+//! - `execute(&mut *tx)` and `fetch_all(&mut *conn)`: `*tx` and `*conn` are the
+//!   audited connection (a type the crate does not export), not the driver's connection, so that they cannot bypass the audit (a
 //!   helper taking `&mut SqliteConnection` does not compile: take `impl Executor<'_, Database =
 //!   DB>` instead, as the sqlx docs also do);
 //! - `pool.begin()`, `pool.begin_with("BEGIN IMMEDIATE")`, `conn.begin()`, and `tx.begin()`
@@ -68,7 +68,7 @@
 //!
 //! # Acquire and set-up
 //!
-//! `&AuditedPool`, `&mut AuditedConnection`, `&mut AuditedTransaction` and `&mut AuditedConn`
+//! `&AuditedPool`, `&mut AuditedConnection`, `&mut AuditedTransaction` and `&mut *conn`
 //! implement sqlx's [`sqlx::Acquire`], so `sqlx::migrate!().run(&pool)` and helpers over
 //! `impl Acquire<'_, Database = DB>` compile. sqlx's trait hands out the driver's connection
 //! (its `Connection` must deref to `DB::Connection`) and a sqlx `Transaction`: statements run
@@ -189,7 +189,8 @@ mod execute;
 /// [`guard::Guard`]: what must still happen when a future is dropped part-way.
 mod guard;
 /// What a tool call holds: [`AuditedConnection`], [`AuditedTransaction`], and
-/// [`AuditedConn`], what `*conn` and `*tx` are, an audited executor.
+/// `AuditedConn`, what `*conn` and `*tx` are, an audited executor (not exported: one
+/// connection type to name).
 mod held;
 /// The MySQL and MariaDB backend: rows affected, upserts, triggers and routines.
 #[cfg(feature = "mysql")]
@@ -210,7 +211,6 @@ mod stream;
 pub use backend::Backend;
 pub use classify::{Classification, DEFAULT_CLASSIFY_CACHE, SqlDialect, TxControl, classify};
 pub use enforce::Refused;
-pub use held::AuditedConn;
 pub use held::connection::AuditedConnection;
 pub use held::transaction::AuditedTransaction;
 pub use pool::AuditedPool;

@@ -156,7 +156,7 @@ async fn before<'e, DB: Backend>(ctx: &mut Ctx<'e, DB>, leak: &mut Option<LeakCo
         (None, _) => None,
         // Begun `BEGIN READ ONLY` / `START TRANSACTION READ ONLY`: the database refuses
         // the writes.
-        (Some(tx), _) if DB::begun_read_only(tx) => return Plan::Run { restore: false },
+        (Some(_), _) if ctx.begun_read_only => return Plan::Run { restore: false },
         (Some(_), InTransaction::Statement(in_tx)) => Some(in_tx),
         // MySQL cannot make a running transaction read-only: statement analysis refuses
         // what may write (a write, `CALL`, an opaque function), the rest runs.

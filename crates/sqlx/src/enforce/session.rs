@@ -12,7 +12,7 @@ use crate::backend::Backend;
 /// The statement that begins an outermost audited transaction: `statement` when the caller
 /// gave one (kept as it is); otherwise, in a call whose enforcement says read-only, the
 /// backend's [`ReadOnlySql::begin`] (`BEGIN READ ONLY`, `START TRANSACTION READ ONLY`), and then
-/// `true`: the transaction is begun read-only ([`Backend::set_begun_read_only`]). `None` is
+/// `true`: the transaction is begun read-only (`TxAudit::begun_read_only`). `None` is
 /// sqlx's own `BEGIN`.
 pub(crate) fn begin_statement<DB: Backend>(statement: Option<SqlStr>) -> (Option<SqlStr>, bool) {
     match (statement, DB::READ_ONLY.begin) {

@@ -12,13 +12,13 @@ use crate::pool::inner::Shared;
 
 /// A connection taken from an [`crate::AuditedPool`] with [`crate::AuditedPool::acquire`].
 ///
-/// `&mut AuditedConnection<DB>` is a sqlx [`sqlx::Executor`], and so is `&mut *conn` (an
-/// [`AuditedConn`], where sqlx's `PoolConnection` derefs to the driver's connection): both
+/// `&mut AuditedConnection<DB>` is a sqlx [`sqlx::Executor`], and so is `&mut *conn` (the
+/// audited connection, where sqlx's `PoolConnection` derefs to the driver's connection): both
 /// run the same audited statement. Each statement is attributed to the call scope current
 /// when it starts. On SQLite, the connection's hooks stay bound to that call until the next
 /// statement or until the connection is dropped (returned to the pool), so changes committed
 /// later by a raw `COMMIT` still land in the call that made them. `conn.begin()` opens an
-/// audited transaction on it ([`AuditedConn::begin`]).
+/// audited transaction on it ([`AuditedConnection::begin`]).
 pub struct AuditedConnection<DB: Backend> {
     conn: AuditedConn<'static, DB>,
 }

@@ -194,10 +194,12 @@ impl<'c, DB: Backend> AuditedConn<'c, DB> {
     /// What the backend needs to run `att`'s statement on this connection, held by its
     /// caller.
     fn context(&mut self, att: Attribution) -> Ctx<'_, DB> {
+        let begun_read_only = self.tx.as_deref().is_some_and(|tx| tx.begun_read_only);
         Ctx {
             conn: &mut self.raw,
             state: &mut self.state,
             tx: self.tx.as_deref_mut().map(|tx| &mut **tx),
+            begun_read_only,
             pool: &self.shared.backend,
             leaks: &self.shared.read_only_leaks,
             att,
@@ -316,9 +318,13 @@ macro_rules! delegate_held {
         }
 
         impl<$($lt,)? DB: Backend> $held<$($lt,)? DB> {
-            /// Begins a transaction on this connection, or a savepoint inside a transaction:
-            /// see [`crate::AuditedConn::begin`]. Here as well as on the connection it derefs
-            /// to, so that `tx.begin()` stays audited with sqlx's `Acquire` in scope (whose
+            /// Begins a transaction on this connection, or a savepoint when it is already in
+            /// one, as sqlx's `Connection::begin`. Statements in it are audited; a savepoint's
+            /// statements belong to the enclosing transaction's oracle reading (PostgreSQL) and
+            /// hooks (SQLite). An outermost transaction begun in a call that enforces
+            /// readOnlyHint is begun read-only (`BEGIN READ ONLY`, `START TRANSACTION READ
+            /// ONLY`; see [enforce mode](crate#enforce-mode)). Here as well as on the
+            /// connection it derefs to, so that `tx.begin()` stays audited with sqlx's `Acquire` in scope (whose
             /// `begin` for `&mut Self` would otherwise be picked first, as it is for sqlx's
             /// own `Transaction`, and hand out an unaudited sqlx transaction).
             ///
@@ -330,8 +336,10 @@ macro_rules! delegate_held {
                 (**self).begin().await
             }
 
-            /// Begins a transaction with your own statement: see
-            /// [`crate::AuditedConn::begin_with`].
+            /// Begins a transaction with your own statement (`BEGIN IMMEDIATE`, `START
+            /// TRANSACTION READ ONLY`), as sqlx's `Connection::begin_with`. Your statement is
+            /// kept in enforce mode too (see [enforce mode](crate#enforce-mode) for how a
+            /// read-only call's transaction begun with it is guarded).
             ///
             /// # Errors
             /// As sqlx's `Connection::begin_with`.
@@ -343,7 +351,7 @@ macro_rules! delegate_held {
             }
         }
 
-        /// sqlx's `Acquire`, as for [`crate::AuditedConn`]: hands out the driver's
+        /// sqlx's `Acquire`, as for the connection it derefs to: hands out the driver's
         /// connection, unaudited statement by statement.
         impl<'a, $($lt,)? DB: Backend> sqlx::Acquire<'a> for &'a mut $held<$($lt,)? DB> {
             type Database = DB;

@@ -13,11 +13,12 @@ use crate::guard::Guard;
 use crate::pool::inner::Shared;
 
 /// A transaction started with [`crate::AuditedPool::begin`] (`'static`), or with
-/// [`AuditedConn::begin`] on a held connection or inside a transaction (a savepoint), as
+/// [`crate::AuditedConnection::begin`] or [`AuditedTransaction::begin`] on a held connection or
+/// inside a transaction (a savepoint), as
 /// sqlx's `Transaction<'c, DB>`.
 ///
-/// `&mut AuditedTransaction<DB>` is a sqlx [`sqlx::Executor`], and so is `&mut *tx` (an
-/// [`AuditedConn`], where sqlx's `Transaction` derefs to the driver's connection): both run
+/// `&mut AuditedTransaction<DB>` is a sqlx [`sqlx::Executor`], and so is `&mut *tx` (the
+/// audited connection, where sqlx's `Transaction` derefs to the driver's connection): both run
 /// the same audited statement. End it with [`AuditedTransaction::commit`] or
 /// [`AuditedTransaction::rollback`]; dropping it rolls back as sqlx does. On SQLite, row
 /// changes are buffered per connection until the commit hook (recorded as committed) or the
@@ -32,9 +33,36 @@ pub struct AuditedTransaction<'c, DB: Backend> {
     conn: AuditedConn<'c, DB>,
 }
 
-/// An outermost transaction's audit state, recorded with [`Backend::dropped_unended`] when
-/// the transaction is dropped without `commit()` or `rollback()` (sqlx rolls it back).
-pub(crate) type TxAudit<DB> = Guard<<DB as Backend>::TxState, fn(&mut <DB as Backend>::TxState)>;
+/// An outermost transaction's audit state: the backend's ([`Backend::TxState`], which it
+/// derefs to), recorded with [`Backend::dropped_unended`] when the transaction is dropped
+/// without `commit()` or `rollback()` (sqlx rolls it back), and what every backend keeps
+/// alike.
+pub(crate) struct TxAudit<DB: Backend> {
+    backend: Guard<DB::TxState, fn(&mut DB::TxState)>,
+    /// Begun with the backend's read-only `BEGIN` ([`crate::backend::ReadOnlySql::begin`],
+    /// enforce mode): the database itself refuses its writes.
+    pub(crate) begun_read_only: bool,
+}
+
+impl<DB: Backend> TxAudit<DB> {
+    /// The transaction ended with `commit()` or `rollback()`: nothing is recorded on drop.
+    pub(crate) fn defuse(&mut self) {
+        self.backend.defuse();
+    }
+}
+
+impl<DB: Backend> Deref for TxAudit<DB> {
+    type Target = DB::TxState;
+    fn deref(&self) -> &DB::TxState {
+        &self.backend
+    }
+}
+
+impl<DB: Backend> DerefMut for TxAudit<DB> {
+    fn deref_mut(&mut self) -> &mut DB::TxState {
+        &mut self.backend
+    }
+}
 
 /// Begins an outermost audited transaction on `conn` (taken from the pool for it:
 /// `pooled`, or a held connection's): the reset after a read-only leak (see [`crate::enforce`]), the backend's
@@ -52,13 +80,13 @@ where
     C: DerefMut<Target = DB::Connection> + Into<MaybePoolConnection<'c, DB>>,
 {
     crate::enforce::reset_for_call::<DB>(&mut conn, &shared.read_only_leaks).await;
-    let mut audit = DB::before_begin(&mut conn, &shared.backend, pooled).await?;
-    let (statement, read_only) = crate::enforce::begin_statement::<DB>(statement);
-    if read_only {
-        DB::set_begun_read_only(&mut audit);
-    }
+    let audit = DB::before_begin(&mut conn, &shared.backend, pooled).await?;
+    let (statement, begun_read_only) = crate::enforce::begin_statement::<DB>(statement);
     let mut raw = Transaction::begin(conn, statement).await?;
-    let mut audit: TxAudit<DB> = Guard::new(audit, DB::dropped_unended);
+    let mut audit = TxAudit::<DB> {
+        backend: Guard::new(audit, DB::dropped_unended),
+        begun_read_only,
+    };
     DB::after_begin(&mut raw, &mut audit).await;
     Ok((raw, audit))
 }

@@ -101,8 +101,6 @@ pub struct MySqlConnState {
 #[derive(Debug, Default)]
 pub struct MySqlTxState {
     pending: Pending,
-    /// Begun with `START TRANSACTION READ ONLY` ([`ReadOnlySql::begin`]).
-    read_only: bool,
 }
 
 impl sealed::Sealed for MySql {}
@@ -337,14 +335,6 @@ impl Backend for MySql {
     /// `ER_CANT_EXECUTE_IN_READ_ONLY_TRANSACTION`, SQLSTATE `25006`.
     fn is_read_only_refusal(e: &dyn DatabaseError) -> bool {
         crate::backend::sqlstate_read_only(e)
-    }
-
-    fn set_begun_read_only(tx: &mut MySqlTxState) {
-        tx.read_only = true;
-    }
-
-    fn begun_read_only(tx: &MySqlTxState) -> bool {
-        tx.read_only
     }
 
     async fn before<'e, 'q>(

@@ -10,7 +10,7 @@ use futures_core::stream::BoxStream;
 use futures_util::{FutureExt, TryStreamExt};
 use sqlx::{Describe, Either, Error, Execute, Executor, SqlStr};
 
-use crate::backend::Answer;
+use crate::backend::{Answer, keep_first};
 use crate::backend::{Backend, describe_raw, prepare_raw};
 use crate::execute::{Attribution, AuditedQuery, StatementEnd, boxed_in_span};
 use crate::held::connection::AuditedConnection;
@@ -56,9 +56,7 @@ impl<'p, DB: Backend> Executor<'p> for &'_ AuditedPool<DB> {
             return Box::pin(async move {
                 let mut first = None;
                 while let Some(item) = items.try_next().await? {
-                    if let (Either::Right(row), None) = (item, &first) {
-                        first = Some(row);
-                    }
+                    keep_first(&mut first, item);
                 }
                 Ok(first)
             });

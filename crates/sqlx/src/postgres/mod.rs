@@ -246,14 +246,6 @@ impl Backend for Postgres {
         acquire::on_connect(options, state, after_connect)
     }
 
-    fn set_begun_read_only(tx: &mut PgTxState) {
-        tx.read_only = true;
-    }
-
-    fn begun_read_only(tx: &PgTxState) -> bool {
-        tx.read_only
-    }
-
     async fn before<'e, 'q>(
         ctx: Ctx<'e, Self>,
         _query: &'q AuditedQuery<Self>,

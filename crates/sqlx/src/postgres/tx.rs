@@ -29,8 +29,6 @@ pub struct PgTxState {
     /// revived it: nothing can be asked, and its COMMIT rolls back.
     pub(super) aborted: bool,
     pub(super) observation: Option<TransactionObservation>,
-    /// Begun with `BEGIN READ ONLY` ([`crate::backend::ReadOnlySql::begin`]).
-    pub(super) read_only: bool,
     /// Direct writes (see [`catalog::direct_target`]) that ran before any oracle snapshot:
     /// their command tags are the evidence, recorded when the transaction ends.
     pub(super) direct: Vec<(Sink, Direct, u64)>,
