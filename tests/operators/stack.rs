@@ -64,7 +64,11 @@ impl Database {
                 return None;
             }
         };
-        let name = format!("hintaudit_stack_{}", std::process::id());
+        // One database per test: the tests of this binary run at once (the stack's and the
+        // capture row's), so the process id alone would give them the same one.
+        static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let name = format!("hintaudit_stack_{}_{n}", std::process::id());
         conn.execute(sqlx::AssertSqlSafe(format!(
             "DROP DATABASE IF EXISTS {name} WITH (FORCE)"
         )))
