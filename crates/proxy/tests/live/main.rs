@@ -13,6 +13,7 @@
 
 mod cancel;
 mod clients;
+mod correct;
 mod indirect;
 mod listing;
 mod mariadb;
