@@ -143,3 +143,40 @@ async fn without_the_option_the_listing_passes_unchanged() {
     drop(proxy);
     drop_db(&admin, name).await;
 }
+
+/// The Python SDK's client, with a message handler (list_changed_client.py), sees the same:
+/// the notification, then get_item corrected and every other tool as listed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_python_sdk_client_with_a_message_handler_is_told_and_relists() {
+    let Some((admin, py)) = parts().await else {
+        return;
+    };
+    let name = "hintaudit_proxy_correct_py";
+    let db = fresh_db(&admin, name).await;
+    let upstream = fixture(py, &db, "");
+    let (proxy, addr) =
+        proxy_http(&["--stdio", &upstream, "--database", &db, "--correct-hints"]).await;
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/live/list_changed_client.py");
+    let out = tokio::process::Command::new(py)
+        .arg(&script)
+        .arg(format!("http://{addr}/mcp"))
+        .output()
+        .await
+        .expect("python runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let seen: Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    assert_eq!(seen["advertised"], json!(true), "{seen}");
+    assert_eq!(seen["told"], json!(true), "{seen}");
+    let after = &seen["after"];
+    assert_eq!(after["get_item"]["readOnlyHint"], json!(false), "{seen}");
+    assert_eq!(after["get_item"]["destructiveHint"], json!(true), "{seen}");
+    for (tool, listed) in seen["before"].as_object().expect("tools") {
+        if tool != "get_item" {
+            assert_eq!(&after[tool], listed, "{tool}");
+        }
+    }
+    drop(proxy);
+    drop_db(&admin, name).await;
+}
