@@ -11,26 +11,13 @@ use bookings::{Bookings, Db};
 use hintaudit::core::{Config, Judge};
 use hintaudit::rmcp::HintAuditLayer;
 use hintaudit_cli::demo::{demo_policy, serve_http};
+use hintaudit_test_support::mcp::ListChangedWatcher;
+use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
-use rmcp::service::NotificationContext;
 use rmcp::transport::StreamableHttpClientTransport;
-use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use serde_json::{Map, Value, json};
-use tokio::sync::Notify;
 
 use crate::support;
-
-/// A client that wakes `changed` on every `notifications/tools/list_changed`.
-#[derive(Clone, Default)]
-struct Watcher {
-    changed: Arc<Notify>,
-}
-
-impl ClientHandler for Watcher {
-    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
-        self.changed.notify_one();
-    }
-}
 
 #[tokio::test]
 async fn bookings_get_appointment_caught_writing_is_served_corrected() {
@@ -49,7 +36,7 @@ async fn bookings_get_appointment_caught_writing_is_served_corrected() {
     )
     .await
     .expect("serve");
-    let watcher = Watcher::default();
+    let watcher = ListChangedWatcher::default();
     let client = watcher
         .clone()
         .serve(StreamableHttpClientTransport::from_uri(server.url.clone()))

@@ -5,34 +5,21 @@
 //! Python fixture lists it. Without the option nothing changes.
 
 use std::net::SocketAddr;
-use std::sync::Arc;
 use std::time::Duration;
 
 use hintaudit_telemetry::MetricName;
+use hintaudit_test_support::mcp::ListChangedWatcher;
 use rmcp::model::ListToolsResult;
-use rmcp::service::{NotificationContext, RunningService};
+use rmcp::service::RunningService;
 use rmcp::transport::StreamableHttpClientTransport;
-use rmcp::{ClientHandler, RoleClient, ServiceExt};
+use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Map, Value, json};
-use tokio::sync::Notify;
 
 use crate::support::*;
 
-/// A client that wakes `changed` on every `notifications/tools/list_changed`.
-#[derive(Clone, Default)]
-struct Watcher {
-    changed: Arc<Notify>,
-}
+type Watching = RunningService<RoleClient, ListChangedWatcher>;
 
-impl ClientHandler for Watcher {
-    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
-        self.changed.notify_one();
-    }
-}
-
-type Watching = RunningService<RoleClient, Watcher>;
-
-async fn watching_client(addr: SocketAddr, watcher: Watcher) -> Watching {
+async fn watching_client(addr: SocketAddr, watcher: ListChangedWatcher) -> Watching {
     let url = format!("http://{addr}/mcp");
     watcher
         .serve(StreamableHttpClientTransport::from_uri(url))
@@ -74,7 +61,7 @@ async fn a_read_only_tool_caught_writing_is_served_corrected_and_clients_are_tol
     let upstream = fixture(py, &db, "");
     let (proxy, addr) =
         proxy_http(&["--stdio", &upstream, "--database", &db, "--correct-hints"]).await;
-    let watcher = Watcher::default();
+    let watcher = ListChangedWatcher::default();
     let client = watching_client(addr, watcher.clone()).await;
     let info = client.peer_info().expect("initialized");
     let tools_cap = info.capabilities.tools.as_ref().expect("tools capability");
@@ -127,7 +114,7 @@ async fn without_the_option_the_listing_passes_unchanged() {
     let db = fresh_db(&admin, name).await;
     let upstream = fixture(py, &db, "");
     let (proxy, addr) = proxy_http(&["--stdio", &upstream, "--database", &db]).await;
-    let client = watching_client(addr, Watcher::default()).await;
+    let client = watching_client(addr, ListChangedWatcher::default()).await;
     let before = listing(&client).await;
     get_item(&client).await;
     let s = metrics(addr).await;
