@@ -3,6 +3,7 @@
 //! file and (mandatory in CI) a real PostgreSQL and a real MariaDB.
 
 mod concurrency;
+mod correct;
 mod fleet;
 mod rules;
 mod stateless;

@@ -115,6 +115,19 @@ pub enum AuditEvent<'a> {
         /// Its declared hints.
         hints: DeclaredHints,
     },
+    /// Corrected annotations (`correct_hints`): a finding at warning or above made the layer
+    /// serve this tool's hints tightened to what the evidence shows, in every tools/list, until
+    /// the correction is lifted. Sent when a correction starts or tightens further. Metrics
+    /// recorders count it (`hintaudit_tool_hints_corrected_total{tool}`); [`LogRecorder`]
+    /// logs it at WARN.
+    Corrected {
+        /// The tool.
+        tool: &'a str,
+        /// Its hints as the server declares them.
+        hints: DeclaredHints,
+        /// The hints served instead.
+        corrected: DeclaredHints,
+    },
 }
 
 /// Receives audit events. Implemented by `()` (records nothing), by closures
@@ -236,6 +249,20 @@ impl Recorder for LogRecorder {
             }
             AuditEvent::Settled { findings, .. } => (*findings, None),
             AuditEvent::Declared { .. } => return,
+            AuditEvent::Corrected {
+                tool,
+                hints,
+                corrected,
+            } => {
+                let (declared, served) = (hints.compact(), corrected.compact());
+                tracing::warn!(
+                    tool,
+                    declared,
+                    served,
+                    "serving corrected annotations: the tool's findings contradict its hints"
+                );
+                return;
+            }
         };
         for f in findings {
             log_finding(f, lint_level);

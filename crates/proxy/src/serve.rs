@@ -73,6 +73,12 @@ pub struct ProxyArgs {
     /// Milliseconds a call's answer waits, at most, for the capture to read past its end.
     #[arg(long, value_name = "MS", default_value_t = 5000)]
     pub capture_wait_ms: u64,
+    /// Serve corrected annotations (as `correct_hints = true` in hintaudit.toml): once a tool
+    /// has a finding at warning or above, every tools/list carries its hints tightened to
+    /// what the database log showed, and every open session gets
+    /// `notifications/tools/list_changed` (docs/design.md, *Corrected annotations*).
+    #[arg(long)]
+    pub correct_hints: bool,
 }
 
 /// A running proxy.
@@ -133,8 +139,11 @@ fn upstream_host(args: &ProxyArgs) -> UpstreamHost {
 /// A bad config file, a capture that cannot start (the message says why: wal_level, the
 /// REPLICATION attribute, an unsupported backend), or an upstream that cannot be reached.
 pub async fn start(args: &ProxyArgs) -> anyhow::Result<Proxy> {
-    let config = Config::load_or_default(args.config.as_deref())?;
+    let mut config = Config::load_or_default(args.config.as_deref())?;
     config.validate()?;
+    if args.correct_hints {
+        config = config.with_correct_hints(true);
+    }
     let capture = match &args.database {
         Some(url) => {
             let options = CaptureOptions {
@@ -195,6 +204,7 @@ pub async fn start(args: &ProxyArgs) -> anyhow::Result<Proxy> {
         .with_judge(Arc::new(Judge::new(policy)))
         .with_recorder((metrics.clone(), log))
         .with_make_span(OtelMakeSpan::new())
+        .with_corrections_of(&config)
         // Proxies in front of a server's replicas share the idempotency history too.
         .with_history_of(&config)?;
     let audit = layer.layer(forward);

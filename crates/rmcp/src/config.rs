@@ -11,6 +11,7 @@ use hintaudit_core::{
 };
 use serde_json::{Map, Value};
 
+use crate::correct::Corrections;
 use crate::guard::guarded;
 #[cfg(feature = "shared-history")]
 use crate::shared::SharedHistory;
@@ -29,6 +30,8 @@ pub(crate) struct Config {
     /// The fleet's shared idempotency history; `None`: this process's own only.
     #[cfg(feature = "shared-history")]
     pub(crate) shared: Option<SharedHistory>,
+    /// Corrected annotations (`correct_hints`); `None`: tools/list answers pass as they are.
+    pub(crate) corrections: Option<Arc<Corrections>>,
 }
 
 impl Config {
@@ -112,6 +115,7 @@ impl Default for Config {
             modes: None,
             #[cfg(feature = "shared-history")]
             shared: None,
+            corrections: None,
         }
     }
 }

@@ -1,5 +1,5 @@
 //! The MCP methods [`HintAudit`](crate::HintAudit) only forwards: every `ServerHandler` method
-//! but `call_tool`, `list_tools` and `get_tool` (service.rs), passed to the inner handler
+//! but `call_tool`, `list_tools`, `get_tool` and `initialize` (service.rs), passed to the inner handler
 //! unchanged, so a wrapped server answers `initialize`, `get_info`, notifications, prompts,
 //! resources, subscriptions, tasks and skills exactly as it would unwrapped.
 //!
@@ -14,7 +14,7 @@
 //! [server.rs]: https://github.com/modelcontextprotocol/rust-sdk/blob/main/crates/rmcp/src/handler/server.rs
 
 /// Expands, inside `impl ServerHandler for HintAudit<H>`, to every `ServerHandler` method but
-/// `call_tool`, `list_tools` and `get_tool`, each calling the same method of `self.inner`.
+/// `call_tool`, `list_tools`, `get_tool` and `initialize`, each calling the same method of `self.inner`.
 macro_rules! delegate_to_inner {
     () => {
         fn ping(
@@ -24,17 +24,6 @@ macro_rules! delegate_to_inner {
         + ::rmcp::service::MaybeSendFuture
         + '_ {
             self.inner.ping(context)
-        }
-
-        fn initialize(
-            &self,
-            request: ::rmcp::model::InitializeRequestParams,
-            context: ::rmcp::service::RequestContext<::rmcp::RoleServer>,
-        ) -> impl ::std::future::Future<
-            Output = Result<::rmcp::model::InitializeResult, ::rmcp::ErrorData>,
-        > + ::rmcp::service::MaybeSendFuture
-        + '_ {
-            self.inner.initialize(request, context)
         }
 
         fn negotiate_initialize(

@@ -9,6 +9,7 @@ use hintaudit_core::{CONFIG_ENV, ConfigError, Judge, Policy, Recorder};
 use rmcp::ServerHandler;
 
 use crate::config::Config;
+use crate::correct::Corrections;
 use crate::make_span::MakeSpan;
 use crate::service::HintAudit;
 
@@ -83,6 +84,7 @@ impl HintAuditLayer {
         HintAuditLayer::new()
             .with_policy(config.policy())
             .with_modes(&config)
+            .with_corrections_of(&config)
             .with_history_of(&config)
     }
 
@@ -110,7 +112,10 @@ impl HintAuditLayer {
     /// [`HintAuditLayer::from_env`], which returns it as an error) is logged at ERROR and
     /// counted at stage `history`; the history then stays in this process.
     pub fn with_config(self, config: &hintaudit_core::Config) -> Self {
-        let layer = self.with_policy(config.policy()).with_modes(config);
+        let layer = self
+            .with_policy(config.policy())
+            .with_modes(config)
+            .with_corrections_of(config);
         match layer.clone().with_history_of(config) {
             Ok(layer) => layer,
             Err(e) => {
@@ -158,6 +163,21 @@ impl HintAuditLayer {
     pub fn with_modes(mut self, config: &hintaudit_core::Config) -> Self {
         self.config.modes = Some(Arc::new(config.clone()));
         self.configured = true;
+        self
+    }
+
+    /// Takes `correct_hints` and `correct_hints_seconds` of `config` and nothing else (the
+    /// proxy's `--correct-hints`; [`HintAuditLayer::with_config`] and
+    /// [`HintAuditLayer::from_env`] take them too). With `correct_hints = true`, once a tool
+    /// has a finding at warning or above, every tools/list the handlers serve carries its
+    /// hints tightened to what the evidence shows, every open session is sent
+    /// `notifications/tools/list_changed`, and the initialize answer advertises
+    /// `tools.listChanged`. Off, nothing changes. See
+    /// [design: corrected annotations](../../../docs/design.md#corrected-annotations).
+    pub fn with_corrections_of(mut self, config: &hintaudit_core::Config) -> Self {
+        self.config.corrections = config
+            .correct_hints()
+            .then(|| Corrections::new(config.correct_hints_for()));
         self
     }
 

@@ -84,6 +84,8 @@
 
 /// What every handler one layer makes shares: judge, recorder, span maker.
 mod config;
+/// Corrected annotations (`correct_hints`).
+mod correct;
 /// The `ServerHandler` methods that only forward to the inner handler.
 mod delegate;
 /// Runs the layer's own steps so a panic in one is counted, never felt by the call.

@@ -25,14 +25,15 @@ use hintaudit_core::{
     Enforcement, Judge, ToolCall,
 };
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, Extensions, JsonObject, ListToolsResult,
-    PaginatedRequestParams, Tool,
+    CallToolRequestParams, CallToolResponse, Extensions, InitializeRequestParams, InitializeResult,
+    JsonObject, ListToolsResult, PaginatedRequestParams, Tool,
 };
 use rmcp::service::{MaybeSendFuture, RequestContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use tracing::{Instrument, Span};
 
 use crate::config::Config;
+use crate::correct::advertise_list_changed;
 use crate::delegate::delegate_to_inner;
 use crate::guard::guarded;
 use crate::listing::{audit_listing, declare_tools};
@@ -218,15 +219,37 @@ impl<H: ServerHandler> ServerHandler for HintAudit<H> {
         self.audited_call(request, context)
     }
 
-    /// tools/list: the inner answer, unchanged, after listing.rs has cached and linted it.
+    /// tools/list: the inner answer after listing.rs has cached and linted it; unchanged, but
+    /// for the corrected tools with `correct_hints` (correct.rs).
     async fn list_tools(
         &self,
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        let result = self.inner.list_tools(request, context).await;
-        if let Ok(list) = &result {
+        let mut result = self.inner.list_tools(request, context).await;
+        if let Ok(list) = &mut result {
             audit_listing(&list.tools, &self.registry, &self.config);
+            if let Some(corrections) = &self.config.corrections {
+                guarded(AuditStage::Registry, "correcting hints panicked", || {
+                    corrections.serve(&mut list.tools)
+                });
+            }
+        }
+        result
+    }
+
+    /// initialize: the inner answer; with `correct_hints`, it advertises `tools.listChanged`
+    /// and the session is told when a correction changes the tools (correct.rs).
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, McpError> {
+        let peer = context.peer.clone();
+        let mut result = self.inner.initialize(request, context).await;
+        if let (Ok(info), Some(corrections)) = (&mut result, &self.config.corrections) {
+            corrections.register(peer);
+            advertise_list_changed(info);
         }
         result
     }
@@ -389,6 +412,11 @@ impl<H: ServerHandler> HintAudit<H> {
         guarded(AuditStage::Record, "recorder panicked", || {
             self.config.recorder.record(&AuditEvent::Call(&report))
         });
+        if let Some(corrections) = &self.config.corrections {
+            guarded(AuditStage::Judge, "correcting hints panicked", || {
+                corrections.after_call(&report, &self.config.recorder)
+            });
+        }
         // With a shared history: the repeat, judged when the store answers (never awaited).
         if let Some(pending) = pending {
             self.config
@@ -444,50 +472,4 @@ fn session_id(extensions: &Extensions) -> Option<&str> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use rmcp::model::{CallToolResult, ErrorCode};
-
-    #[test]
-    fn status_and_error_type() {
-        let rows: [(Result<CallToolResponse, McpError>, CallStatus, Option<&str>); 4] = [
-            (
-                Ok(CallToolResult::success(vec![]).into()),
-                CallStatus::Ok,
-                None,
-            ),
-            (
-                Ok(CallToolResult::error(vec![]).into()),
-                CallStatus::ToolError,
-                Some("tool_error"),
-            ),
-            (
-                Err(McpError::invalid_params("bad", None)),
-                CallStatus::ProtocolError,
-                Some("-32602"),
-            ),
-            (
-                Err(McpError::new(ErrorCode(-32000), "custom", None)),
-                CallStatus::ProtocolError,
-                Some("-32000"),
-            ),
-        ];
-        for (result, status, error_type) in rows {
-            let (s, e) = call_status(&result);
-            assert_eq!((s, e.as_deref()), (status, error_type), "{result:?}");
-        }
-    }
-
-    #[test]
-    fn session_id_comes_from_the_http_parts() {
-        let mut extensions = Extensions::new();
-        assert_eq!(session_id(&extensions), None);
-        let (parts, ()) = http::Request::builder()
-            .header("Mcp-Session-Id", "session-1")
-            .body(())
-            .unwrap()
-            .into_parts();
-        extensions.insert(parts);
-        assert_eq!(session_id(&extensions), Some("session-1"));
-    }
-}
+mod tests;

@@ -58,6 +58,9 @@ pub enum MetricName {
     ToolAdvice,
     /// `hintaudit_tool_hints_changed_total{tool}`: times a tool's listed hints changed.
     ToolHintsChanged,
+    /// `hintaudit_tool_hints_corrected_total{tool}`: times the layer started serving a tool's
+    /// hints corrected, or tightened a correction further (`correct_hints`).
+    ToolHintsCorrected,
     /// `hintaudit_unattributed_statements_total{operation}`: statements run outside any call.
     UnattributedStatements,
     /// `hintaudit_audit_errors_total{stage}`: audit failures (the call went on), including
@@ -84,7 +87,7 @@ pub enum MetricName {
 impl MetricName {
     /// Every metric, in the order of
     /// [design: telemetry names](../../../docs/design.md#5-telemetry-names).
-    pub const ALL: [MetricName; 13] = [
+    pub const ALL: [MetricName; 14] = [
         MetricName::ToolCalls,
         MetricName::ToolCallDuration,
         MetricName::HintViolations,
@@ -93,6 +96,7 @@ impl MetricName {
         MetricName::ToolDeclaredHints,
         MetricName::ToolAdvice,
         MetricName::ToolHintsChanged,
+        MetricName::ToolHintsCorrected,
         MetricName::UnattributedStatements,
         MetricName::AuditErrors,
         MetricName::CaptureLag,
@@ -120,6 +124,7 @@ impl MetricName {
             MetricName::ToolDeclaredHints => "hintaudit_tool_declared_hints",
             MetricName::ToolAdvice => "hintaudit_tool_advice",
             MetricName::ToolHintsChanged => "hintaudit_tool_hints_changed_total",
+            MetricName::ToolHintsCorrected => "hintaudit_tool_hints_corrected_total",
             MetricName::UnattributedStatements => "hintaudit_unattributed_statements_total",
             MetricName::AuditErrors => "hintaudit_audit_errors_total",
             MetricName::CaptureLag => "hintaudit_capture_lag_bytes",
@@ -150,6 +155,9 @@ impl MetricName {
                 "1 while a hint could be less cautious with no contrary evidence, else 0."
             }
             MetricName::ToolHintsChanged => "Times the hints served for a tool changed.",
+            MetricName::ToolHintsCorrected => {
+                "Times hintaudit started serving a tool's hints corrected to what it was seen doing."
+            }
             MetricName::UnattributedStatements => {
                 "SQL statements run outside any tool call scope, by operation."
             }
@@ -195,7 +203,7 @@ impl MetricName {
                 "open_world",
             ],
             MetricName::ToolAdvice => &["tool", "advice"],
-            MetricName::ToolHintsChanged => &["tool"],
+            MetricName::ToolHintsChanged | MetricName::ToolHintsCorrected => &["tool"],
             MetricName::UnattributedStatements => &["operation"],
             MetricName::AuditErrors => &["stage"],
             MetricName::CaptureLag => &["backend"],

@@ -1,9 +1,27 @@
-//! A real rmcp client connected to a server over an in-memory duplex stream, and tools/call
-//! requests that carry a client's trace context in `_meta`.
+//! A real rmcp client connected to a server over an in-memory duplex stream, tools/call
+//! requests that carry a client's trace context in `_meta`, and a client handler that sees
+//! `notifications/tools/list_changed`.
+
+use std::sync::Arc;
 
 use rmcp::model::{CallToolRequestParams, JsonObject, RequestMetaObject};
-use rmcp::service::RunningService;
-use rmcp::{RoleClient, ServerHandler, ServiceExt};
+use rmcp::service::{NotificationContext, RunningService};
+use rmcp::{ClientHandler, RoleClient, ServerHandler, ServiceExt};
+use tokio::sync::Notify;
+
+/// A client handler that wakes `changed` on every `notifications/tools/list_changed` (serve
+/// a clone of it and await `changed.notified()`).
+#[derive(Clone, Default)]
+pub struct ListChangedWatcher {
+    /// Notified once per `notifications/tools/list_changed` received.
+    pub changed: Arc<Notify>,
+}
+
+impl ClientHandler for ListChangedWatcher {
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.changed.notify_one();
+    }
+}
 
 /// Serves `server` on one end of a duplex stream (on a task of the current Tokio runtime)
 /// and connects a plain client to the other.

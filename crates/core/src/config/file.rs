@@ -30,6 +30,8 @@ struct File {
     history_size: Option<NonZeroUsize>,
     history_url: Option<Spanned<String>>,
     history_ttl_seconds: Option<NonZeroU64>,
+    correct_hints: Option<bool>,
+    correct_hints_seconds: Option<u64>,
     #[serde(default)]
     labels: LabelsFile,
     #[serde(default)]
@@ -221,6 +223,11 @@ pub(super) fn parse(text: &str, source: &str) -> Result<Config, ConfigError> {
             .history_ttl_seconds
             .map_or(d.history_ttl, |s| std::time::Duration::from_secs(s.get())),
         history_secret: None,
+        correct_hints: f.correct_hints.unwrap_or(d.correct_hints),
+        correct_hints_for: f
+            .correct_hints_seconds
+            .filter(|s| *s > 0)
+            .map(std::time::Duration::from_secs),
         label_max_tools: f.labels.max_tools.unwrap_or(d.label_max_tools),
         label_max_tables: f.labels.max_tables.unwrap_or(d.label_max_tables),
         tools,

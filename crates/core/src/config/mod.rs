@@ -138,6 +138,8 @@ pub struct Config {
     history_url: Option<String>,
     history_ttl: Duration,
     history_secret: Option<HistorySecret>,
+    correct_hints: bool,
+    correct_hints_for: Option<Duration>,
     label_max_tools: usize,
     label_max_tables: usize,
     tools: BTreeMap<String, Mode>,
@@ -188,6 +190,8 @@ impl Default for Config {
             history_url: None,
             history_ttl: DEFAULT_HISTORY_TTL,
             history_secret: None,
+            correct_hints: false,
+            correct_hints_for: None,
             label_max_tools: DEFAULT_LABEL_MAX_TOOLS,
             label_max_tables: DEFAULT_LABEL_MAX_TABLES,
             tools: BTreeMap::new(),
@@ -353,6 +357,30 @@ impl Config {
             entries: self.history_size,
             secret,
         }))
+    }
+
+    /// Serves corrected annotations (`correct_hints`): see
+    /// [design: corrected annotations](../../../docs/design.md#corrected-annotations).
+    pub fn with_correct_hints(mut self, on: bool) -> Self {
+        self.correct_hints = on;
+        self
+    }
+
+    /// How long a correction is served (`correct_hints_seconds`); `None` (or zero): until
+    /// the process restarts, or the server's own hints are at least as cautious.
+    pub fn with_correct_hints_for(mut self, lasts: Option<Duration>) -> Self {
+        self.correct_hints_for = lasts.filter(|d| !d.is_zero());
+        self
+    }
+
+    /// Whether corrected annotations are served (`correct_hints`).
+    pub fn correct_hints(&self) -> bool {
+        self.correct_hints
+    }
+
+    /// How long a correction is served (`correct_hints_seconds`); `None`: until restart.
+    pub fn correct_hints_for(&self) -> Option<Duration> {
+        self.correct_hints_for
     }
 
     /// Label caps: distinct `tool` and `table` values.

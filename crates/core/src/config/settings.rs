@@ -65,6 +65,16 @@ pub const SETTINGS: &[(&str, &str, &str)] = &[
         "how long the shared history remembers a call",
     ),
     (
+        "correct_hints",
+        "false",
+        "serve corrected annotations: once a tool has a finding at warning or above, every tools/list carries its hints tightened to what the evidence shows, and open sessions get `notifications/tools/list_changed` (see *Corrected annotations* in docs/design.md)",
+    ),
+    (
+        "correct_hints_seconds",
+        "0",
+        "how long a correction is served, seconds; 0: until the process restarts (or the server's own hints are at least as cautious)",
+    ),
+    (
         "labels.max_tools",
         "1000",
         "distinct `tool` label values; later tools count as `__unknown__`",

@@ -16,6 +16,7 @@
 
 mod cancel;
 mod clients;
+mod correct;
 mod indirect;
 mod listing;
 mod mariadb;

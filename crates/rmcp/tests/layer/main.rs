@@ -2,6 +2,7 @@
 //! over an in-memory duplex stream (rmcp's async read/write transport).
 
 mod common;
+mod correct;
 mod delegation;
 mod learn;
 mod recorder;

@@ -82,6 +82,7 @@ pub(crate) struct Families {
     pub(crate) declared: IntGaugeVec,
     pub(crate) advice: IntGaugeVec,
     pub(crate) hints_changed: IntCounterVec,
+    pub(crate) hints_corrected: IntCounterVec,
 }
 
 fn opts(name: MetricName) -> Opts {
@@ -105,6 +106,7 @@ impl Families {
             declared: gauge(MetricName::ToolDeclaredHints)?,
             advice: gauge(MetricName::ToolAdvice)?,
             hints_changed: counter(MetricName::ToolHintsChanged)?,
+            hints_corrected: counter(MetricName::ToolHintsCorrected)?,
         })
     }
 
@@ -117,6 +119,7 @@ impl Families {
         registry.register(Box::new(self.declared.clone()))?;
         registry.register(Box::new(self.advice.clone()))?;
         registry.register(Box::new(self.hints_changed.clone()))?;
+        registry.register(Box::new(self.hints_corrected.clone()))?;
         Ok(())
     }
 }
@@ -131,12 +134,13 @@ pub(crate) struct HintState {
 }
 
 /// What only a declared tool has: advice gauges in [`Advice::ALL`] order, its hint state and
-/// its hints-changed counter.
+/// its hints-changed and hints-corrected counters.
 #[derive(Debug)]
 pub(crate) struct Declared {
     pub(crate) advice: [IntGauge; 4],
     pub(crate) state: Mutex<HintState>,
     pub(crate) changed: IntCounter,
+    pub(crate) corrected: IntCounter,
 }
 
 /// Cached label handles of one `tool` label value.
@@ -160,6 +164,7 @@ impl ToolMetrics {
             advice: Advice::ALL.map(|a| f.advice.with_label_values(&[l, a.as_str()])),
             state: Mutex::new(HintState::default()),
             changed: f.hints_changed.with_label_values(&[l]),
+            corrected: f.hints_corrected.with_label_values(&[l]),
         });
         ToolMetrics {
             duration: f.duration.with_label_values(&[l]),
@@ -193,6 +198,14 @@ impl ToolMetrics {
         map.entry(key)
             .or_insert_with(|| f.rows.with_label_values(&[&self.label, table, op.as_str()]))
             .inc_by(n);
+    }
+
+    /// Counts one correction of the tool's served hints (`correct_hints`); none for
+    /// `__unknown__`.
+    pub(crate) fn corrected(&self) {
+        if let Some(d) = &self.declared {
+            d.corrected.inc();
+        }
     }
 
     /// Counts one violation.

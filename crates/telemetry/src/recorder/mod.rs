@@ -58,6 +58,7 @@ struct Inner {
 /// | call | `hintaudit_tool_calls_total{tool,status}` +1; `hintaudit_tool_call_duration_seconds{tool}` observes the wall time; `hintaudit_tool_statements_total{tool,operation}` +1 per statement; `hintaudit_tool_row_changes_total{tool,table,operation}` + committed rows (hook row changes, and PostgreSQL oracle counts of committed transactions); `hintaudit_hint_violations_total{tool,rule,hint,severity}` +1 per finding; for declared tools, `hintaudit_tool_advice{tool,advice}` set to 1 or 0 for each advice, and the declared-hints gauge brought up to date (with the zero series of hints it has not shown before) |
 /// | listing | the tool becomes declared; `hintaudit_tool_declared_hints{tool,…}` is 1 for its current hints (the series of its previous hints is removed), and the violation series of these hints exist, at 0 if new; when the hints differ from the previous listing of the tool, `hintaudit_tool_hints_changed_total{tool}` +1, and if the judge reported `hints_changed` for it, `hintaudit_hint_violations_total{rule="hints_changed",…}` +1 |
 /// | settled | `hintaudit_hint_violations_total{tool,rule,hint,severity}` +1 per finding (`idempotency_broken` of a repeat the shared history judged, `hints_changed` the fleet saw); nothing else |
+/// | corrected | `hintaudit_tool_hints_corrected_total{tool}` +1 (`correct_hints`: the layer started serving the tool's hints corrected, or tightened them further); the series exists at 0 from the tool's declaration, as the hints-changed counter |
 ///
 /// **Zero series.** A counter series that first appears at 1 is invisible to `increase()` and
 /// `rate()`, so an alert on the first violation would never fire. Whenever a declared tool's
@@ -409,6 +410,11 @@ impl Recorder for PrometheusRecorder {
                 findings,
                 ..
             } => self.record_settled(tool, *known_tool, findings),
+            AuditEvent::Corrected { tool, .. } => {
+                if let Some(t) = self.declared(tool) {
+                    t.corrected();
+                }
+            }
             _ => {}
         }
     }
