@@ -47,6 +47,12 @@ pub const MAY_BE_EMPTY: &[(&str, &str, &str)] = &[
          (DEFAULT_ADVICE_AFTER_CALLS) before it can hold",
     ),
     (
+        "hintaudit-overview",
+        "Tools served corrected hints",
+        "lists only tools with a correction served in the range (`> 0`); `correct_hints` is off \
+         by default and the stack's replicas run with the defaults",
+    ),
+    (
         "hintaudit-fleet",
         "Replicas that disagree",
         "lists only tools with more than one hint set across replicas; every replica runs the \
