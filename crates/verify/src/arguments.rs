@@ -426,5 +426,14 @@ impl Plan {
     }
 }
 
+/// The first word of a tool's name, lowercased (`create` for `create_note`, `createNote` or
+/// `create-note`): the verb that says what the tool does to what it names.
+pub(crate) fn name_verb(tool: &str) -> String {
+    tool.split(|c: char| c == '_' || c == '-' || c.is_ascii_uppercase())
+        .next()
+        .unwrap_or("")
+        .to_ascii_lowercase()
+}
+
 #[cfg(test)]
 mod tests;

@@ -108,13 +108,8 @@ pub(crate) fn path_field(name: &str, schema: &Value) -> Option<PathField> {
 /// Whether a tool's name says it makes something new (`create_*`, `write_*`, `save_*`,
 /// `add_*`, `new_*`, `make_*`, `mkdir*`, `put_*`, `upload_*`).
 fn creates(tool: &str) -> bool {
-    let first = tool
-        .split(|c: char| c == '_' || c == '-' || c.is_ascii_uppercase())
-        .next()
-        .unwrap_or("")
-        .to_ascii_lowercase();
     matches!(
-        first.as_str(),
+        crate::arguments::name_verb(tool).as_str(),
         "create" | "write" | "save" | "add" | "new" | "make" | "mkdir" | "put" | "upload"
     )
 }

@@ -175,13 +175,8 @@ fn fresh_id(tool: &str, field: &str, ty: &str) -> bool {
 /// Whether a tool's name says it creates rows (`create_*`, `add_*`, `insert_*`, `new_*`,
 /// `register_*`): its own `id` argument gets a fresh value.
 fn creates(tool: &str) -> bool {
-    let first = tool
-        .split(|c: char| c == '_' || c == '-' || c.is_ascii_uppercase())
-        .next()
-        .unwrap_or("")
-        .to_ascii_lowercase();
     matches!(
-        first.as_str(),
+        arguments::name_verb(tool).as_str(),
         "create" | "add" | "insert" | "new" | "register"
     )
 }
