@@ -218,6 +218,19 @@ pub struct EffectiveHints {
     pub open_world: bool,
 }
 
+/// How suggested annotations are written: the form the audited server's author pastes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum AnnotationsForm {
+    /// rmcp's attribute, `#[tool(annotations(read_only_hint = false, ...))]`: for a Rust
+    /// server the layer wraps in its process.
+    #[default]
+    RmcpAttribute,
+    /// MCP's JSON form of `ToolAnnotations`, `{"readOnlyHint": false, ...}`: for a server in
+    /// any language (`hintaudit proxy`).
+    McpJson,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

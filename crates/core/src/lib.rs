@@ -72,7 +72,7 @@ pub use effect::{
 pub use enforce::{Enforcement, Refusal, RefusedBy};
 pub use facts::{Evidence, Facts, summarize};
 pub use finding::{Advice, Confidence, Finding, Rule, Severity};
-pub use hints::{DeclaredHints, EffectiveHints, Hint, tri_label};
+pub use hints::{AnnotationsForm, DeclaredHints, EffectiveHints, Hint, tri_label};
 pub use history::{
     ArgsHasher, ArgsKey, History, MAX_SUMMARY_BYTES, PendingRepeat, Previous, Repeat, SharedAnswer,
     SharedCall,
@@ -85,7 +85,7 @@ pub use policy::{DEFAULT_ADVICE_AFTER_CALLS, DEFAULT_HISTORY_CAPACITY, Policy, n
 pub use record::{AuditEvent, CallReport, CallStatus, LogRecorder, Recorder};
 pub use scope::{CallEffects, CallScope};
 pub use stats::{AuditStage, AuditStats, stats};
-pub use suggest::{AnnotationsForm, SuggestedHints, SuggestionEvidence};
+pub use suggest::{SuggestedHints, SuggestionEvidence};
 
 /// Table-driven tests of the judge, one row per (hints, effect) case.
 #[cfg(test)]

@@ -28,9 +28,8 @@ use std::time::Duration;
 
 use crate::effect::Effect;
 use crate::finding::Finding;
-use crate::hints::DeclaredHints;
+use crate::hints::{AnnotationsForm, DeclaredHints};
 use crate::judge::Verdict;
-use crate::suggest::AnnotationsForm;
 
 /// How a tool call ended, as `hintaudit_tool_calls_total{status}` labels it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -36,7 +36,7 @@
 
 use crate::effect::{Effect, Operation, RowOperation};
 use crate::finding::{Advice, Finding, Rule};
-use crate::hints::{DeclaredHints, Hint};
+use crate::hints::{AnnotationsForm, DeclaredHints, Hint};
 use crate::record::CallReport;
 
 /// What a suggestion rests on: a tool's findings and advice, and what its calls did.
@@ -55,19 +55,6 @@ pub struct SuggestionEvidence<'a> {
     /// The tool passed (no behaviour finding), with what it rests on, cited in
     /// parentheses; `None` when it did not or cannot tell (the live layer).
     pub passed: Option<&'a str>,
-}
-
-/// How suggested annotations are written: the form the audited server's author pastes.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum AnnotationsForm {
-    /// rmcp's attribute, `#[tool(annotations(read_only_hint = false, ...))]`: for a Rust
-    /// server the layer wraps in its process.
-    #[default]
-    RmcpAttribute,
-    /// MCP's JSON form of `ToolAnnotations`, `{"readOnlyHint": false, ...}`: for a server in
-    /// any language (`hintaudit proxy`).
-    McpJson,
 }
 
 /// The hints the evidence supports for one tool.
