@@ -6,6 +6,7 @@
 
 mod capture;
 mod dashboards;
+mod empty_panels;
 mod manifests;
 mod promql;
 mod rules;

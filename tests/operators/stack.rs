@@ -284,7 +284,7 @@ async fn every_panel_returns_data(api: &Api, tool: &str, replica: &Replica) {
                 q.dashboard, q.panel_id, q.title, q.expr
             )
         });
-        let may_be_empty = crate::dashboards::MAY_BE_EMPTY
+        let may_be_empty = crate::empty_panels::MAY_BE_EMPTY
             .iter()
             .any(|(uid, title, _)| *uid == q.dashboard && *title == q.title)
             || crate::capture::is_proxy_only(q);
