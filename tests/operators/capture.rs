@@ -18,16 +18,11 @@ use crate::servers::{Prometheus, free_port};
 use crate::stack::{Api, Database, eventually, value_of};
 use crate::support::{available, repo_path, runs};
 
-/// The metrics only `hintaudit proxy` exports: its capture's.
-const PROXY_ONLY: [MetricName; 3] = [
-    MetricName::CaptureLag,
-    MetricName::CaptureCommits,
-    MetricName::CaptureGaps,
-];
-
-/// Whether a panel query reads a metric only `hintaudit proxy` exports.
+/// Whether a panel query reads a metric only `hintaudit proxy` exports (its capture's).
 pub fn is_proxy_only(q: &PanelQuery) -> bool {
-    PROXY_ONLY.iter().any(|m| q.expr.contains(m.as_str()))
+    MetricName::ALL
+        .iter()
+        .any(|m| m.proxy_only() && q.expr.contains(m.as_str()))
 }
 
 /// `hintaudit proxy --stdio bookings --database URL --http ADDR`, killed on drop.
@@ -105,13 +100,20 @@ async fn the_capture_row_shows_a_real_proxy() {
     })
     .await;
 
+    // The log the capture read, the write's WAL among it: the decoding cost's counter moved.
+    let read = r#"hintaudit_capture_read_bytes_total{backend="postgresql"} > 0"#;
+    eventually(30, "the log bytes read scraped", || async {
+        (api.try_query(read).await.ok()?.len() == 1).then_some(())
+    })
+    .await;
+
     let instance = addr.to_string();
     let queries: Vec<PanelQuery> = panel_queries(&[("instance", &instance)])
         .into_iter()
         .filter(is_proxy_only)
         .collect();
     assert!(
-        queries.len() >= 4 && queries.iter().all(|q| q.dashboard == "hintaudit-fleet"),
+        queries.len() >= 5 && queries.iter().all(|q| q.dashboard == "hintaudit-fleet"),
         "the fleet dashboard's capture row: {:?}",
         queries.iter().map(|q| &q.title).collect::<Vec<_>>()
     );

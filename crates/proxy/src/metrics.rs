@@ -1,6 +1,6 @@
 //! The capture's metrics, read from the [`Capture`] at scrape time:
 //! `hintaudit_capture_lag_bytes{backend}`, `hintaudit_capture_commits_total{attribution}` and
-//! `hintaudit_capture_gaps_total{backend}`
+//! `hintaudit_capture_gaps_total{backend}` and `hintaudit_capture_read_bytes_total{backend}`
 //! ([design: telemetry names](../../../docs/design.md#5-telemetry-names)).
 
 use std::sync::Mutex;
@@ -12,7 +12,7 @@ use prometheus::{IntCounterVec, IntGaugeVec, Opts, Registry};
 
 use crate::capture::{Capture, Settled};
 
-/// Exports a capture's lag, settled commits and gaps; every `attribution` value, and the
+/// Exports a capture's lag, settled commits, gaps and log bytes read; every `attribution` value, and the
 /// gaps of its backend, are present from the start, at 0.
 #[derive(Debug)]
 pub struct CaptureMetrics {
@@ -20,6 +20,7 @@ pub struct CaptureMetrics {
     lag: IntGaugeVec,
     commits: IntCounterVec,
     gaps: IntCounterVec,
+    read: IntCounterVec,
     sync: Mutex<()>,
 }
 
@@ -43,11 +44,16 @@ impl CaptureMetrics {
             opts(MetricName::CaptureGaps),
             MetricName::CaptureGaps.labels(),
         )?;
+        let read = IntCounterVec::new(
+            opts(MetricName::CaptureReadBytes),
+            MetricName::CaptureReadBytes.labels(),
+        )?;
         let me = CaptureMetrics {
             capture,
             lag,
             commits,
             gaps,
+            read,
             sync: Mutex::new(()),
         };
         me.sync();
@@ -67,6 +73,10 @@ impl CaptureMetrics {
             &self.gaps.with_label_values(&[self.capture.backend()]),
             stats.gaps,
         );
+        catch_up(
+            &self.read.with_label_values(&[self.capture.backend()]),
+            stats.read_bytes,
+        );
     }
 }
 
@@ -75,6 +85,7 @@ impl Collector for CaptureMetrics {
         let mut d = self.lag.desc();
         d.extend(self.commits.desc());
         d.extend(self.gaps.desc());
+        d.extend(self.read.desc());
         d
     }
 
@@ -83,6 +94,7 @@ impl Collector for CaptureMetrics {
         let mut families = self.lag.collect();
         families.extend(self.commits.collect());
         families.extend(self.gaps.collect());
+        families.extend(self.read.collect());
         families
     }
 }

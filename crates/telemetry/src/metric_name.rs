@@ -82,12 +82,18 @@ pub enum MetricName {
     /// session, and a new one made; MySQL: the binary log file to resume from was purged).
     /// Exported by the proxy only.
     CaptureGaps,
+    /// `hintaudit_capture_read_bytes_total{backend}`: bytes of database log `hintaudit
+    /// proxy`'s capture has read through (PostgreSQL: WAL its slot decoded, the whole
+    /// cluster's, which the server decodes once per slot; MySQL: binary log events received).
+    /// The decoding cost: every proxy on a database reads all of it. Exported by the proxy
+    /// only.
+    CaptureReadBytes,
 }
 
 impl MetricName {
     /// Every metric, in the order of
     /// [design: telemetry names](../../../docs/design.md#5-telemetry-names).
-    pub const ALL: [MetricName; 14] = [
+    pub const ALL: [MetricName; 15] = [
         MetricName::ToolCalls,
         MetricName::ToolCallDuration,
         MetricName::HintViolations,
@@ -102,6 +108,7 @@ impl MetricName {
         MetricName::CaptureLag,
         MetricName::CaptureCommits,
         MetricName::CaptureGaps,
+        MetricName::CaptureReadBytes,
     ];
 
     /// Whether only `hintaudit proxy` exports it (the capture's metrics); the
@@ -109,7 +116,10 @@ impl MetricName {
     pub const fn proxy_only(self) -> bool {
         matches!(
             self,
-            MetricName::CaptureLag | MetricName::CaptureCommits | MetricName::CaptureGaps
+            MetricName::CaptureLag
+                | MetricName::CaptureCommits
+                | MetricName::CaptureGaps
+                | MetricName::CaptureReadBytes
         )
     }
 
@@ -130,6 +140,7 @@ impl MetricName {
             MetricName::CaptureLag => "hintaudit_capture_lag_bytes",
             MetricName::CaptureCommits => "hintaudit_capture_commits_total",
             MetricName::CaptureGaps => "hintaudit_capture_gaps_total",
+            MetricName::CaptureReadBytes => "hintaudit_capture_read_bytes_total",
         }
     }
 
@@ -173,6 +184,9 @@ impl MetricName {
             MetricName::CaptureGaps => {
                 "Times the proxy's change capture lost its place and went on without part of the database log."
             }
+            MetricName::CaptureReadBytes => {
+                "Bytes of database log the proxy's change capture read (and the server decoded for it)."
+            }
         }
     }
 
@@ -208,7 +222,7 @@ impl MetricName {
             MetricName::AuditErrors => &["stage"],
             MetricName::CaptureLag => &["backend"],
             MetricName::CaptureCommits => &["attribution"],
-            MetricName::CaptureGaps => &["backend"],
+            MetricName::CaptureGaps | MetricName::CaptureReadBytes => &["backend"],
         }
     }
 

@@ -103,6 +103,8 @@ pub(crate) struct Shared {
     pub(crate) gaps: AtomicU64,
     /// Calls whose answer went back before the capture had read past their end.
     pub(crate) late: AtomicU64,
+    /// Bytes of log read through (the decoding cost).
+    pub(crate) read_bytes: AtomicU64,
     pub(crate) stop: CancellationToken,
     /// Whose each commit is.
     pub(crate) identify: Identify,
@@ -127,6 +129,9 @@ pub struct CaptureStats {
     pub gaps: u64,
     /// Calls judged before the capture had read past their end.
     pub late: u64,
+    /// Bytes of log read through: PostgreSQL, WAL decoded by the slot (the whole cluster's
+    /// WAL, every database's); MySQL, binary log events received.
+    pub read_bytes: u64,
 }
 
 /// Reads the log's position around calls, per backend.
@@ -170,6 +175,7 @@ impl Shared {
             reopened: AtomicU64::new(0),
             gaps: AtomicU64::new(0),
             late: AtomicU64::new(0),
+            read_bytes: AtomicU64::new(0),
             stop: CancellationToken::new(),
             identify,
             backend,
@@ -330,6 +336,7 @@ impl Capture {
             reopened: self.shared.reopened.load(Ordering::Relaxed),
             gaps: self.shared.gaps.load(Ordering::Relaxed),
             late: self.shared.late.load(Ordering::Relaxed),
+            read_bytes: self.shared.read_bytes.load(Ordering::Relaxed),
         }
     }
 

@@ -287,6 +287,9 @@ fn read_event(
     shared: &Shared,
 ) {
     let log_pos = u64::from(event.header().log_pos());
+    shared
+        .read_bytes
+        .fetch_add(u64::from(event.header().event_size()), Ordering::Relaxed);
     tracing::trace!(
         target: "hintaudit::proxy",
         event_type = event.header().event_type_raw(),

@@ -269,6 +269,10 @@ async fn poll(
         } else {
             upto_lsn
         };
+        let before = *shared.decoded.borrow();
+        shared
+            .read_bytes
+            .fetch_add(through.saturating_sub(before), Ordering::Relaxed);
         shared.decoded.send_modify(|d| *d = (*d).max(through));
         if !full {
             break;
