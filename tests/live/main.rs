@@ -2,6 +2,7 @@
 //! through the layer and the audited pool, driven by a real rmcp client, on a real SQLite
 //! file and (mandatory in CI) a real PostgreSQL and a real MariaDB.
 
+mod action;
 mod concurrency;
 mod correct;
 mod fleet;

@@ -281,3 +281,52 @@ async fn python_tools_making_http_requests_are_found_through_the_proxy() {
         "{table}"
     );
 }
+
+/// Draft action metadata in the tools' `_meta` (FIXTURE_ACTION_METADATA=1, the Python SDK
+/// 2.x keeps it there): the report names a benign outcome that deleted
+/// (`undeclared_outcome`, with the listing's `action_metadata_contradiction`: benign and
+/// destructiveHint true) and an internal destination that sent a request outside
+/// (`undeclared_destination`, through the recording proxy); honest metadata and values the
+/// draft does not define give no finding. Values are in mixed case.
+#[tokio::test]
+async fn python_tools_action_metadata_is_judged() {
+    let Some(py) = python_or_skip() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let (db, url) = temp_db(dir.path(), "fixture.db");
+    let env = [("FIXTURE_ACTION_METADATA", "1"), ("FIXTURE_OUTSIDE", "1")];
+    let report = Verifier::new(ServerSpec::Stdio(python_cmd(&py, &db, &env)), url)
+        .with_ignored_table("access_log")
+        .with_tool("discard_item")
+        .with_tool("ping_owner")
+        .with_tool("peek_qty")
+        .with_tool("note_item")
+        .run()
+        .await
+        .expect("verify runs");
+    assert_eq!(
+        findings(&report),
+        triples(&[
+            ("discard_item", "undeclared_outcome", "destructiveHint"),
+            (
+                "discard_item",
+                "action_metadata_contradiction",
+                "destructiveHint"
+            ),
+            ("ping_owner", "undeclared_destination", "openWorldHint"),
+        ]),
+        "{report:#?}"
+    );
+    let discard = report.tool("discard_item").unwrap();
+    assert_eq!(discard.status, ToolStatus::Failed);
+    // JUnit: a testcase of each action rule for each of the four tools declaring some.
+    let junit = hintaudit_verify::Format::Junit.render(&report, hintaudit_core::Severity::Warning);
+    assert_eq!(
+        junit.matches(r#"name="undeclared_outcome""#).count(),
+        4,
+        "{junit}"
+    );
+    assert!(
+        junit.contains(r#"classname="discard_item" name="undeclared_outcome""#),
+        "{junit}"
+    );
+}

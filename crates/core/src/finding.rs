@@ -76,11 +76,21 @@ pub enum Rule {
     /// Enforce mode refused what a declared hint rules out (a write, a destructive
     /// statement, an outbound request outside the closed world).
     Enforced,
+    /// Action metadata `outcome` benign, and the call wrote or deleted.
+    UndeclaredOutcome,
+    /// Action metadata `inputMetadata.destination` internal, and a request outside the
+    /// closed world.
+    UndeclaredDestination,
+    /// Action metadata declared without `outcome` or `inputMetadata.destination`.
+    ActionMetadataMissing,
+    /// Action metadata that contradicts the hints: `outcome` benign with destructiveHint
+    /// true, or `inputMetadata.destination` external with openWorldHint false.
+    ActionMetadataContradiction,
 }
 
 impl Rule {
     /// Every rule.
-    pub const ALL: [Rule; 9] = [
+    pub const ALL: [Rule; 13] = [
         Rule::ReadOnlyWrite,
         Rule::ReadOnlyWriteAttempt,
         Rule::UndeclaredDestructive,
@@ -90,6 +100,10 @@ impl Rule {
         Rule::HintContradiction,
         Rule::HintsChanged,
         Rule::Enforced,
+        Rule::UndeclaredOutcome,
+        Rule::UndeclaredDestination,
+        Rule::ActionMetadataMissing,
+        Rule::ActionMetadataContradiction,
     ];
 
     /// The rule id, e.g. `read_only_write`.
@@ -104,19 +118,29 @@ impl Rule {
             Rule::HintContradiction => "hint_contradiction",
             Rule::HintsChanged => "hints_changed",
             Rule::Enforced => "enforced",
+            Rule::UndeclaredOutcome => "undeclared_outcome",
+            Rule::UndeclaredDestination => "undeclared_destination",
+            Rule::ActionMetadataMissing => "action_metadata_missing",
+            Rule::ActionMetadataContradiction => "action_metadata_contradiction",
         }
     }
 
     /// The severity the [design: rules](../../../docs/design.md#2-rules) give it.
     pub fn severity(self) -> Severity {
         match self {
-            Rule::ReadOnlyWrite | Rule::UndeclaredDestructive => Severity::Critical,
+            Rule::ReadOnlyWrite | Rule::UndeclaredDestructive | Rule::UndeclaredOutcome => {
+                Severity::Critical
+            }
             Rule::ReadOnlyWriteAttempt
             | Rule::IdempotencyBroken
             | Rule::UndeclaredOpenWorld
             | Rule::HintsChanged
-            | Rule::Enforced => Severity::Warning,
-            Rule::HintMissing | Rule::HintContradiction => Severity::Info,
+            | Rule::Enforced
+            | Rule::UndeclaredDestination => Severity::Warning,
+            Rule::HintMissing
+            | Rule::HintContradiction
+            | Rule::ActionMetadataMissing
+            | Rule::ActionMetadataContradiction => Severity::Info,
         }
     }
 
@@ -138,7 +162,12 @@ impl Rule {
     /// - `hints_changed`: always (any tool's hints can change);
     /// - `enforced`: a hint enforce mode can enforce is explicit (`readOnlyHint` true,
     ///   `destructiveHint` false, or `openWorldHint` false); whether the tool runs in enforce
-    ///   mode is configuration, not a hint, so metrics make no zero series for it.
+    ///   mode is configuration, not a hint, so metrics make no zero series for it;
+    /// - the action-metadata rules (`undeclared_outcome`, `undeclared_destination`,
+    ///   `action_metadata_missing`, `action_metadata_contradiction`): never by the hints
+    ///   alone. They apply by the tool's [`ActionMetadata`](crate::ActionMetadata), which
+    ///   [`Judge::judge_action`](crate::Judge::judge_action) and
+    ///   [`lint_action`](crate::lint_action) read; metrics make no zero series for them.
     ///
     /// A finding of a rule that does not apply is never reported. Metrics use this to export
     /// the violation series a tool can produce at 0 before its first violation.
@@ -163,12 +192,19 @@ impl Rule {
             Rule::Enforced => {
                 read_only || hints.destructive == Some(false) || hints.open_world == Some(false)
             }
+            Rule::UndeclaredOutcome
+            | Rule::UndeclaredDestination
+            | Rule::ActionMetadataMissing
+            | Rule::ActionMetadataContradiction => false,
         }
     }
 
     /// The hints a finding of this rule can name (its `hint` field, the `hint` label of
     /// `hintaudit_hint_violations_total`): one for each call rule; for `hint_missing` and
-    /// `hints_changed`, any of the four (the hint that is unset, the first that changed).
+    /// `hints_changed`, any of the four (the hint that is unset, the first that changed); for
+    /// the action-metadata rules, the hint that states the same as the field: readOnlyHint
+    /// (a write) or destructiveHint (a deletion) for `outcome`, openWorldHint for
+    /// `inputMetadata.destination`.
     ///
     /// ```
     /// use hintaudit_core::{Hint, Rule};
@@ -183,6 +219,10 @@ impl Rule {
             Rule::UndeclaredOpenWorld => &[Hint::OpenWorld],
             Rule::HintMissing | Rule::HintsChanged => &Hint::ALL,
             Rule::Enforced => &[Hint::ReadOnly, Hint::Destructive, Hint::OpenWorld],
+            Rule::UndeclaredOutcome => &[Hint::ReadOnly, Hint::Destructive],
+            Rule::UndeclaredDestination => &[Hint::OpenWorld],
+            Rule::ActionMetadataMissing => &[Hint::ReadOnly, Hint::OpenWorld],
+            Rule::ActionMetadataContradiction => &[Hint::Destructive, Hint::OpenWorld],
         }
     }
 }

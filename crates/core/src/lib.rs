@@ -23,6 +23,8 @@
 //! ```
 #![cfg_attr(not(test), warn(clippy::too_many_lines))]
 
+/// Action metadata: the draft `io.modelcontextprotocol/action-metadata` a tool may declare.
+mod action;
 /// The closed world of `openWorldHint: false`, and the readings of that hint.
 mod closed_world;
 /// `hintaudit.toml` and the builder that takes the same settings.
@@ -58,6 +60,10 @@ mod stats;
 /// Suggested annotations: the hints the evidence supports.
 mod suggest;
 
+pub use action::{
+    ACTION_METADATA_KEY, ActionMetadata, ActionOutcome, InputDestination, NOT_BENIGN_OUTCOME,
+    OUTBOUND_DESTINATION,
+};
 pub use closed_world::{ClosedWorld, ClosedWorldError, DEFAULT_CLOSED_WORLD, OpenWorldReading};
 pub use config::{
     CONFIG_ENV, Config, ConfigError, DEFAULT_HISTORY_TTL, DEFAULT_LABEL_MAX_TABLES,
@@ -79,7 +85,7 @@ pub use history::{
 };
 pub use judge::{
     Judge, MAX_TRACKED_TABLES, MAX_TRACKED_TOOLS, ToolCall, Verdict, fleet_hints_changed,
-    lint_hints,
+    lint_action, lint_hints,
 };
 pub use policy::{DEFAULT_ADVICE_AFTER_CALLS, DEFAULT_HISTORY_CAPACITY, Policy, normalize_table};
 pub use record::{AuditEvent, CallReport, CallStatus, LogRecorder, Recorder};

@@ -6,8 +6,8 @@
 use std::sync::Arc;
 
 use hintaudit_core::{
-    ArgsKey, AuditEvent, AuditStage, DeclaredHints, Judge, LogRecorder, Mode, PendingRepeat,
-    Policy, Recorder, SharedAnswer, ToolCall, Verdict,
+    ActionMetadata, ArgsKey, AuditEvent, AuditStage, DeclaredHints, Judge, LogRecorder, Mode,
+    PendingRepeat, Policy, Recorder, SharedAnswer, ToolCall, Verdict,
 };
 use serde_json::{Map, Value};
 
@@ -52,13 +52,22 @@ impl Config {
         self.judge.args_key(arguments)
     }
 
-    /// The judge's verdict on a finished call; with a shared history, a call that may repeat
-    /// comes back with its repeat pending (settle it with [`Config::settle_later`]).
+    /// The judge's verdict on a finished call, with the findings of the tool's `action`
+    /// metadata ([`Judge::judge_action`]) when it declares some; with a shared history, a
+    /// call that may repeat comes back with its repeat pending (settle it with
+    /// [`Config::settle_later`]).
     pub(crate) fn judge_call(
         &self,
         call: &ToolCall<'_>,
         key: ArgsKey,
+        action: Option<ActionMetadata>,
     ) -> (Verdict, Option<PendingRepeat>) {
+        let (verdict, pending) = self.judge_hints(call, key);
+        let more = action.map(|a| self.judge.judge_action(call.tool, a, call.effect));
+        (verdict.with_findings(more.unwrap_or_default()), pending)
+    }
+
+    fn judge_hints(&self, call: &ToolCall<'_>, key: ArgsKey) -> (Verdict, Option<PendingRepeat>) {
         #[cfg(feature = "shared-history")]
         if self.shared.is_some() {
             return self.judge.judge_shared(call, key);

@@ -19,6 +19,10 @@ use rmcp::{Peer, RoleServer};
 
 use crate::guard::guarded;
 use crate::registry::hints_of;
+use action::ActionCorrections;
+
+/// Corrected action metadata: `_meta`'s `io.modelcontextprotocol/action-metadata` tightened.
+mod action;
 
 /// Most tools with a correction in force; a tool beyond it is not corrected (its findings are
 /// still recorded).
@@ -153,6 +157,7 @@ struct InForce {
 pub(crate) struct Corrections {
     lasts: Option<Duration>,
     tools: Mutex<HashMap<String, InForce>>,
+    actions: ActionCorrections,
     peers: Mutex<Vec<Peer<RoleServer>>>,
 }
 
@@ -162,6 +167,7 @@ impl Corrections {
         Arc::new(Corrections {
             lasts,
             tools: Mutex::default(),
+            actions: ActionCorrections::default(),
             peers: Mutex::default(),
         })
     }
@@ -180,6 +186,9 @@ impl Corrections {
         report: &CallReport<'_>,
         recorder: &Arc<dyn Recorder>,
     ) {
+        if self.actions.after_call(report, self.lasts) {
+            self.notify();
+        }
         let Some(correction) = correction_for(report) else {
             return;
         };
@@ -220,6 +229,7 @@ impl Corrections {
     /// other tool is left as it is. A correction the listing's own hints now meet (at least as
     /// cautious everywhere it tightens), or whose time is up, is lifted.
     pub(crate) fn serve(&self, tools: &mut [Tool]) {
+        self.actions.serve(tools, self.lasts);
         let mut in_force = self.tools.lock().unwrap_or_else(|e| e.into_inner());
         if in_force.is_empty() {
             return;

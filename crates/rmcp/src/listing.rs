@@ -7,18 +7,19 @@
 //!
 //! [`Registry`]: crate::registry::Registry
 
-use hintaudit_core::{AuditEvent, AuditStage, DeclaredHints, Finding, Recorder};
+use hintaudit_core::{AuditEvent, AuditStage, DeclaredHints, Finding, Recorder, lint_action};
 #[cfg(feature = "shared-history")]
 use hintaudit_core::{Rule, fleet_hints_changed};
 use rmcp::model::Tool;
 
 use crate::config::Config;
 use crate::guard::guarded;
-use crate::registry::Registry;
+use crate::registry::{Registry, action_of};
 
 /// Lints every tool of a tools/list answer, caches its hints and sends one
 /// [`AuditEvent::Listing`] per tool with the `hint_missing`, `hint_contradiction` and
-/// `hints_changed` findings. With a shared history, the events go once the store has said
+/// `hints_changed` findings, and for a tool with action metadata `action_metadata_missing`
+/// and `action_metadata_contradiction`. With a shared history, the events go once the store has said
 /// which hints are new to the fleet ([`settle_listing`]).
 pub(crate) fn audit_listing(tools: &[Tool], registry: &Registry, config: &Config) {
     let mut listed = Vec::new();
@@ -29,7 +30,11 @@ pub(crate) fn audit_listing(tools: &[Tool], registry: &Registry, config: &Config
             continue;
         };
         let findings: Vec<Finding> = guarded(AuditStage::Judge, "listing judge panicked", || {
-            config.judge.judge_listing(&tool.name, hints)
+            let mut findings = config.judge.judge_listing(&tool.name, hints);
+            if let Some(action) = action_of(tool) {
+                findings.extend(lint_action(&tool.name, hints, action));
+            }
+            findings
         })
         .unwrap_or_default();
         listed.push(Listed {

@@ -7,6 +7,10 @@
 //! [`DeclaredHints::from_annotations_json`], so `null`, missing and non-boolean values all
 //! count as unset, never as false.
 //!
+//! A tool's action metadata (the draft `io.modelcontextprotocol/action-metadata`) is read
+//! with its hints, from its `_meta` (rmcp's typed `ToolAnnotations` drops the key the draft
+//! puts in `annotations`), and kept beside them.
+//!
 //! A hand-written handler that does not implement `get_tool` has its tools reported as unknown
 //! until a client has listed them; [`HintAudit::learn_tools`](crate::HintAudit::learn_tools)
 //! seeds the registry at start-up.
@@ -14,17 +18,20 @@
 use hashbrown::HashMap;
 use std::sync::{Arc, RwLock};
 
-use hintaudit_core::DeclaredHints;
+use hintaudit_core::{ACTION_METADATA_KEY, ActionMetadata, DeclaredHints};
 use rmcp::model::Tool;
 
 /// Most tools whose hints one [`crate::HintAudit`] caches. Tools beyond it are still judged:
 /// their hints are asked of the inner server's `get_tool` on every call instead of cached.
 pub const MAX_REGISTERED_TOOLS: usize = 10_000;
 
-/// Tool name → declared hints, bounded by [`MAX_REGISTERED_TOOLS`].
+/// What a tool declares: its hints, and its action metadata if any.
+type Declared = (DeclaredHints, Option<ActionMetadata>);
+
+/// Tool name → declared hints and action metadata, bounded by [`MAX_REGISTERED_TOOLS`].
 #[derive(Debug, Default)]
 pub(crate) struct Registry {
-    tools: RwLock<HashMap<Arc<str>, DeclaredHints>>,
+    tools: RwLock<HashMap<Arc<str>, Declared>>,
 }
 
 impl Registry {
@@ -35,7 +42,16 @@ impl Registry {
             .read()
             .unwrap_or_else(|e| e.into_inner())
             .get_key_value(tool)
-            .map(|(name, hints)| (name.clone(), *hints))
+            .map(|(name, (hints, _))| (name.clone(), *hints))
+    }
+
+    /// The cached action metadata of `tool`; `None` when it declares none or is not cached.
+    pub(crate) fn action(&self, tool: &str) -> Option<ActionMetadata> {
+        self.tools
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(tool)
+            .and_then(|(_, action)| *action)
     }
 
     pub(crate) fn contains(&self, tool: &str) -> bool {
@@ -45,21 +61,21 @@ impl Registry {
             .contains_key(tool)
     }
 
-    /// Caches `hints` for `tool`, replacing earlier hints. Ignored when the registry is full
-    /// and `tool` is new.
-    pub(crate) fn insert(&self, tool: &str, hints: DeclaredHints) {
+    /// Caches `hints` and `action` for `tool`, replacing earlier ones. Ignored when the
+    /// registry is full and `tool` is new.
+    pub(crate) fn insert(&self, tool: &str, hints: DeclaredHints, action: Option<ActionMetadata>) {
         let mut tools = self.tools.write().unwrap_or_else(|e| e.into_inner());
         if let Some(slot) = tools.get_mut(tool) {
-            *slot = hints;
+            *slot = (hints, action);
         } else if tools.len() < MAX_REGISTERED_TOOLS {
-            tools.insert(Arc::from(tool), hints);
+            tools.insert(Arc::from(tool), (hints, action));
         }
     }
 
-    /// Reads `tool`'s hints and caches them; returns them.
+    /// Reads `tool`'s hints and action metadata and caches them; returns the hints.
     pub(crate) fn learn(&self, tool: &Tool) -> DeclaredHints {
         let hints = hints_of(tool);
-        self.insert(&tool.name, hints);
+        self.insert(&tool.name, hints, action_of(tool));
         hints
     }
 
@@ -70,7 +86,7 @@ impl Registry {
             .read()
             .unwrap_or_else(|e| e.into_inner())
             .iter()
-            .map(|(name, hints)| (name.to_string(), *hints))
+            .map(|(name, (hints, _))| (name.to_string(), *hints))
             .collect();
         all.sort_by(|a, b| a.0.cmp(&b.0));
         all
@@ -93,6 +109,24 @@ pub(crate) fn hints_of(tool: &Tool) -> DeclaredHints {
             open_world: annotations.open_world_hint,
         },
     }
+}
+
+/// The action metadata of an rmcp [`Tool`], from its `_meta`, or from its `annotations` as
+/// they serialize (should rmcp ever keep the draft's key there); `None` when it declares none.
+pub(crate) fn action_of(tool: &Tool) -> Option<ActionMetadata> {
+    let in_meta = tool
+        .meta
+        .as_ref()
+        .and_then(|m| m.0.get(ACTION_METADATA_KEY))
+        .filter(|a| a.is_object());
+    if let Some(object) = in_meta {
+        return Some(ActionMetadata::from_json(object));
+    }
+    let annotations = tool
+        .annotations
+        .as_ref()
+        .and_then(|a| serde_json::to_value(a).ok());
+    ActionMetadata::from_tool_json(None, annotations.as_ref())
 }
 
 #[cfg(test)]
@@ -143,6 +177,31 @@ mod tests {
         }
     }
 
+    /// Action metadata is read from `_meta` (rmcp's `ToolAnnotations` drops the key the
+    /// draft puts in `annotations`), cached beside the hints, and absent when not declared.
+    #[test]
+    fn action_metadata_is_read_from_meta_and_cached() {
+        use hintaudit_core::{ActionOutcome, InputDestination};
+        let mut declaring = tool("a", Some(ToolAnnotations::new().read_only(true)));
+        let mut meta = rmcp::model::MetaObject::new();
+        meta.0.insert(
+            ACTION_METADATA_KEY.to_owned(),
+            serde_json::json!({"outcome": "Benign", "inputMetadata": {"destination": "x"}}),
+        );
+        declaring.meta = Some(meta);
+        let want = ActionMetadata {
+            outcome: Some(ActionOutcome::Benign),
+            destination: Some(InputDestination::Other),
+        };
+        assert_eq!(action_of(&declaring), Some(want));
+        assert_eq!(action_of(&tool("b", None)), None);
+        let registry = Registry::default();
+        registry.learn(&declaring);
+        registry.learn(&tool("b", None));
+        assert_eq!(registry.action("a"), Some(want));
+        assert_eq!(registry.action("b"), None);
+    }
+
     #[test]
     fn registry_learns_replaces_and_is_bounded() {
         let registry = Registry::default();
@@ -151,14 +210,14 @@ mod tests {
         assert_eq!(hints.read_only, Some(true));
         let (name, got) = registry.entry("a").expect("learned");
         assert_eq!((&*name, got), ("a", hints));
-        registry.insert("a", DeclaredHints::default());
+        registry.insert("a", DeclaredHints::default(), None);
         // Replaced in place: the same shared name.
         let (again, got) = registry.entry("a").expect("still there");
         assert_eq!(got, DeclaredHints::default());
         assert!(Arc::ptr_eq(&name, &again));
 
         for i in 0..MAX_REGISTERED_TOOLS + 5 {
-            registry.insert(&format!("t{i}"), DeclaredHints::default());
+            registry.insert(&format!("t{i}"), DeclaredHints::default(), None);
         }
         assert_eq!(registry.snapshot().len(), MAX_REGISTERED_TOOLS);
         assert!(registry.contains("a"), "existing entries stay");

@@ -386,6 +386,7 @@ impl<H: ServerHandler> HintAudit<H> {
                     effect: &effect,
                 },
                 call.args_key,
+                self.registry.action(call.tool),
             )
         });
         let (verdict, pending) = match judged {

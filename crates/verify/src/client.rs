@@ -9,7 +9,7 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use hintaudit_core::{DeclaredHints, Hint};
+use hintaudit_core::{ActionMetadata, DeclaredHints, Hint};
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, ClientRequest, CustomRequest, ServerResult,
 };
@@ -46,6 +46,8 @@ pub(crate) struct ToolInfo {
     pub index: usize,
     /// Whether the listing has an `annotations` object for the tool.
     pub annotated: bool,
+    /// The draft action metadata it declares, in `_meta` or `annotations`.
+    pub action: Option<ActionMetadata>,
 }
 
 impl ToolInfo {
@@ -70,6 +72,7 @@ impl ToolInfo {
                 .unwrap_or(Value::Object(Default::default())),
             index: 0,
             annotated: annotations.is_some_and(Value::is_object),
+            action: ActionMetadata::from_tool_json(tool.get("_meta"), annotations),
         })
     }
 }

@@ -39,7 +39,8 @@ pub use format::Format;
 pub use objects::ObjectKind;
 pub use proxy::UnattributedRequest;
 pub use report::{
-    CallRecord, CaseReport, Report, ToolReport, ToolStatus, VERIFY_RULES, is_behaviour_rule,
+    CallRecord, CaseReport, Report, ToolReport, ToolStatus, VERIFY_RULES, is_action_rule,
+    is_behaviour_rule,
 };
 pub use snapshot::TableDiff;
 pub use suggest::json_patch;

@@ -1,6 +1,8 @@
 //! The verification report: per tool, its hints, status, findings, advice and cases.
 
-use hintaudit_core::{Advice, DeclaredHints, Finding, OutboundReach, Rule, Severity};
+use hintaudit_core::{
+    ActionMetadata, Advice, DeclaredHints, Finding, OutboundReach, Rule, Severity,
+};
 
 use crate::db::SnapshotStats;
 use crate::files::FileChange;
@@ -9,7 +11,7 @@ use crate::snapshot::TableDiff;
 use crate::suggestion::Suggestion;
 
 /// The rules `hintaudit verify` checks, in report order: one JUnit testcase per tool and rule.
-pub const VERIFY_RULES: [Rule; 7] = [
+pub const VERIFY_RULES: [Rule; 11] = [
     Rule::ReadOnlyWrite,
     Rule::UndeclaredDestructive,
     Rule::IdempotencyBroken,
@@ -17,7 +19,23 @@ pub const VERIFY_RULES: [Rule; 7] = [
     Rule::HintMissing,
     Rule::HintContradiction,
     Rule::HintsChanged,
+    Rule::UndeclaredOutcome,
+    Rule::UndeclaredDestination,
+    Rule::ActionMetadataMissing,
+    Rule::ActionMetadataContradiction,
 ];
+
+/// Whether a rule concerns the draft action metadata: reported only for tools that declare
+/// some (JUnit has no testcase of these rules for other tools).
+pub fn is_action_rule(rule: Rule) -> bool {
+    matches!(
+        rule,
+        Rule::UndeclaredOutcome
+            | Rule::UndeclaredDestination
+            | Rule::ActionMetadataMissing
+            | Rule::ActionMetadataContradiction
+    )
+}
 
 /// Whether a rule is judged from calls (as opposed to from tools/list).
 pub fn is_behaviour_rule(rule: Rule) -> bool {
@@ -27,6 +45,8 @@ pub fn is_behaviour_rule(rule: Rule) -> bool {
             | Rule::UndeclaredDestructive
             | Rule::IdempotencyBroken
             | Rule::UndeclaredOpenWorld
+            | Rule::UndeclaredOutcome
+            | Rule::UndeclaredDestination
     )
 }
 
@@ -115,6 +135,8 @@ pub struct ToolReport {
     pub name: String,
     /// The hints tools/list declared.
     pub hints: DeclaredHints,
+    /// The draft action metadata tools/list declared (`_meta` or `annotations`), if any.
+    pub action: Option<ActionMetadata>,
     /// The outcome.
     pub status: ToolStatus,
     /// Listing findings (hint_missing, hint_contradiction) and behaviour findings, each

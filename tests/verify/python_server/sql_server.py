@@ -44,6 +44,11 @@ Switches for tests:
   tools list_changed), ask_sampling(prompt), ask_elicitation(message), ask_roots() (the
   client's answer, or its error as text); a roots/list_changed notification from the client
   writes <dir>/roots-changed-<pid>.
+- FIXTURE_ACTION_METADATA=1: adds two tools declaring the draft action metadata in their
+  _meta (io.modelcontextprotocol/action-metadata), as the Python SDK 2.x keeps it:
+  drop_item(id), destructiveHint true (honest) but outcome "Benign" while it DELETEs
+  (`undeclared_outcome`), and show_item(id), read-only and outcome "BENIGN", destination
+  "Internal" (honest).
 - FIXTURE_STDERR_LINES=<n>: writes n numbered lines on stderr, then exits (a startup
   failure whose cause is not on the last line).
 """
@@ -273,6 +278,31 @@ if os.environ.get("FIXTURE_UNANNOTATED") == "1":
         """From now on, count_items declares readOnlyHint true (and openWorldHint false)."""
         mcp._tool_manager.get_tool("count_items").annotations = hints(read_only=True)
         return "count_items annotated"
+
+
+if os.environ.get("FIXTURE_ACTION_METADATA") == "1":
+    # Only with the switch: verify's runs of this fixture see the tools above and no others.
+    ACTION_KEY = "io.modelcontextprotocol/action-metadata"
+
+    @mcp.tool(
+        annotations=hints(read_only=False, destructive=True, idempotent=True),
+        meta={ACTION_KEY: {"outcome": "Benign", "inputMetadata": {"destination": "internal"}}},
+    )
+    @as_text
+    def drop_item(id: int) -> str:
+        """Drops an item. Dishonest action metadata: outcome benign, and it deletes."""
+        _, n = run(f"DELETE FROM {q('items')} WHERE id = %s", (id,))
+        return f"Dropped {n}"
+
+    @mcp.tool(
+        annotations=hints(read_only=True),
+        meta={ACTION_KEY: {"outcome": "BENIGN", "inputMetadata": {"destination": "Internal"}}},
+    )
+    @as_text
+    def show_item(id: int) -> str:
+        """Shows an item. Honest action metadata."""
+        rows, _ = run(f"SELECT id, name FROM {q('items')} WHERE id = %s", (id,))
+        return json.dumps([list(r) for r in rows or []])
 
 
 RELAY_DIR = os.environ.get("FIXTURE_RELAY")

@@ -31,10 +31,14 @@ use crate::history::{ArgsHasher, ArgsKey, History, PendingRepeat, Repeat};
 use crate::policy::Policy;
 use crate::refusals::{enforced_findings, refused_evidence};
 
+/// The action-metadata rules: a tool's declared `outcome` and destination against a call's
+/// facts, and its listing against its hints.
+mod action;
 /// The judge's side of a fleet's shared history: calls judged with their repeat pending, the
 /// repeat settled when the store answers, and `hints_changed` across replicas.
 mod shared;
 
+pub use action::lint_action;
 pub use shared::fleet_hints_changed;
 
 /// Most tools whose first-seen hints and advice counters the judge keeps; calls of further

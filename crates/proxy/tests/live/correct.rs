@@ -17,9 +17,9 @@ use serde_json::{Map, Value, json};
 
 use crate::support::*;
 
-type Watching = RunningService<RoleClient, ListChangedWatcher>;
+pub(crate) type Watching = RunningService<RoleClient, ListChangedWatcher>;
 
-async fn watching_client(addr: SocketAddr, watcher: ListChangedWatcher) -> Watching {
+pub(crate) async fn watching_client(addr: SocketAddr, watcher: ListChangedWatcher) -> Watching {
     let url = format!("http://{addr}/mcp");
     watcher
         .serve(StreamableHttpClientTransport::from_uri(url))
@@ -35,7 +35,7 @@ fn by_name(list: &ListToolsResult) -> Map<String, Value> {
         .collect()
 }
 
-async fn listing(client: &Watching) -> Map<String, Value> {
+pub(crate) async fn listing(client: &Watching) -> Map<String, Value> {
     by_name(&client.list_tools(None).await.expect("tools/list"))
 }
 

@@ -14,6 +14,7 @@
 //! a server or Python they print why and skip (`HINTAUDIT_REQUIRE_PG`,
 //! `HINTAUDIT_REQUIRE_MYSQL`, `HINTAUDIT_REQUIRE_ALL` make them fail instead). No test asserts on time.
 
+mod action;
 mod cancel;
 mod clients;
 mod correct;

@@ -41,6 +41,7 @@ fn tool(name: &str, hints: DeclaredHints, status: ToolStatus) -> ToolReport {
     ToolReport {
         name: name.into(),
         hints,
+        action: None,
         status,
         findings: vec![],
         advice: vec![],

@@ -5,7 +5,7 @@ use hintaudit_core::{Finding, Rule, Severity};
 use quick_xml::Writer;
 use quick_xml::events::{BytesDecl, BytesEnd, BytesStart, BytesText, Event};
 
-use crate::report::{Report, ToolStatus, VERIFY_RULES, is_behaviour_rule};
+use crate::report::{Report, ToolStatus, VERIFY_RULES, is_action_rule, is_behaviour_rule};
 
 enum Outcome {
     Pass(Option<String>),
@@ -84,11 +84,15 @@ pub(super) fn render(report: &Report, fail_on: Severity) -> String {
     s
 }
 
-/// One (tool, rule name, outcome) per tool and rule of [`VERIFY_RULES`], in report order.
+/// One (tool, rule name, outcome) per tool and rule of [`VERIFY_RULES`], in report order;
+/// the action-metadata rules only for tools that declare action metadata.
 fn cases(report: &Report, fail_on: Severity) -> Vec<(String, String, Outcome)> {
     let mut cases = Vec::new();
     for t in &report.tools {
-        for rule in VERIFY_RULES {
+        let rules = VERIFY_RULES
+            .into_iter()
+            .filter(|r| t.action.is_some() || !is_action_rule(*r));
+        for rule in rules {
             let found: Vec<&Finding> = t.findings.iter().filter(|f| f.rule == rule).collect();
             let outcome = outcome(report, &t.status, rule, &found, fail_on);
             cases.push((t.name.clone(), rule.as_str().to_owned(), outcome));

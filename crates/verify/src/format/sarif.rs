@@ -73,6 +73,16 @@ fn description(rule: hintaudit_core::Rule) -> &'static str {
         HintMissing => "A meaningful hint is unset (or null); clients assume the cautious default.",
         HintContradiction => "readOnlyHint and destructiveHint are both true.",
         HintsChanged => "tools/list served other hints for the tool after it was called.",
+        UndeclaredOutcome => {
+            "A tool declaring action metadata outcome benign changed or deleted something."
+        }
+        UndeclaredDestination => {
+            "A tool declaring action metadata inputMetadata.destination internal sent a request outside the closed world."
+        }
+        ActionMetadataMissing => "Action metadata without outcome or inputMetadata.destination.",
+        ActionMetadataContradiction => {
+            "Action metadata contradicts the hints (outcome benign with destructiveHint true, or destination external with openWorldHint false)."
+        }
         _ => "",
     }
 }

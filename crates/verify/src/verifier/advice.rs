@@ -238,6 +238,7 @@ mod tests {
         let mut reports = vec![ToolReport {
             name: "write_file".into(),
             hints: Default::default(),
+            action: None,
             status: crate::report::ToolStatus::Passed,
             findings: vec![],
             advice: vec![Advice::CouldBeReadOnly, Advice::CouldBeClosedWorld],

@@ -174,12 +174,13 @@ fn judge_call(
 ) -> Option<Judged> {
     let mut effect = effect_of(&observed.diff);
     effect.outbound = observed.sent.clone();
-    let verdict = judge.judge(&ToolCall {
+    let call = ToolCall {
         tool: &tool.name,
         hints: tool.hints,
         arguments: Some(args),
         effect: &effect,
-    });
+    };
+    let verdict = super::evidence::verdict(judge, tool, &call);
     let moved = crate::sequences::moved(&observed.diff.tables);
     let files = Files {
         findings: file_findings(&tool.name, tool.hints, &observed.files, repeat),

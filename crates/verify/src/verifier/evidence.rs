@@ -3,7 +3,7 @@
 //! one finding per (rule, hint) for the tool whose evidence counts every call that gave it
 //! (two cases that each deleted a row: `2 rows deleted from items`).
 
-use hintaudit_core::{Confidence, Effect, Finding, Hint, Judge, Policy, Rule, ToolCall};
+use hintaudit_core::{Confidence, Effect, Finding, Hint, Judge, Policy, Rule, ToolCall, Verdict};
 
 use crate::client::ToolInfo;
 use crate::files::{FileChange, file_findings};
@@ -76,6 +76,15 @@ impl Judged {
             files,
         })
     }
+}
+
+/// The judge's verdict on a call of `tool`, with the findings of its action metadata when it
+/// declares some.
+pub(super) fn verdict(judge: &Judge, tool: &ToolInfo, call: &ToolCall<'_>) -> Verdict {
+    let more = tool
+        .action
+        .map(|a| judge.judge_action(&tool.name, a, call.effect));
+    judge.judge(call).with_findings(more.unwrap_or_default())
 }
 
 /// One finding per (rule, hint), in the order first seen. A finding given by one call keeps
@@ -161,7 +170,7 @@ fn merged_evidence(
         arguments: None,
         effect: &effect,
     };
-    let mut verdict = judge.judge(&call);
+    let mut verdict = verdict(&judge, tool, &call);
     if rule == Rule::IdempotencyBroken {
         // The same effect again is a clean repeat: the judge's own repeat evidence.
         verdict = judge.judge(&call);

@@ -1,7 +1,7 @@
 //! One tool: its argument sets (from the cases file or generated), each call between two
 //! snapshots, the judge's verdict, and the tool's status.
 
-use hintaudit_core::{Finding, lint_hints};
+use hintaudit_core::{Finding, lint_action, lint_hints};
 
 use super::Verifier;
 use super::advice::advice;
@@ -62,6 +62,7 @@ impl Verifier {
         let mut report = ToolReport {
             name: tool.name.clone(),
             hints: tool.hints,
+            action: tool.action,
             status,
             findings,
             advice,
@@ -120,13 +121,17 @@ impl Verifier {
     }
 }
 
-/// The listing's findings (hints missing or contradictory), a null hint said as such.
+/// The listing's findings (hints missing or contradictory, a null hint said as such; action
+/// metadata missing or contradictory).
 fn listing_findings(tool: &ToolInfo) -> Vec<Finding> {
     let mut findings = lint_hints(&tool.name, tool.hints);
     for f in &mut findings {
         if tool.null_hints.contains(&f.hint) {
             f.evidence = format!("{} is null (treated as unset); {}", f.hint, f.evidence);
         }
+    }
+    if let Some(action) = tool.action {
+        findings.extend(lint_action(&tool.name, tool.hints, action));
     }
     findings
 }
