@@ -11,9 +11,8 @@ use hintaudit_verify::{Cases, Report, ServerSpec, ToolStatus, Verifier};
 use serde_json::json;
 
 use crate::files::tree_state;
-use crate::support::*;
 
-use hintaudit_test_support::npm::official_server_or_skip as server_or_skip;
+use hintaudit_test_support::npm::{MEMORY_SEED, official_server_or_skip as server_or_skip};
 
 /// A small project tree: two text files, a nested one, an empty directory.
 fn project() -> tempfile::TempDir {
@@ -142,13 +141,7 @@ async fn the_memory_server_adds_without_destroying() {
     };
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("memory.jsonl");
-    let seed = [
-        json!({"type": "entity", "name": "Alice", "entityType": "person", "observations": ["reads"]}),
-        json!({"type": "entity", "name": "Carol", "entityType": "person", "observations": []}),
-        json!({"type": "relation", "from": "Alice", "to": "Carol", "relationType": "knows"}),
-    ];
-    let lines: Vec<String> = seed.iter().map(|v| v.to_string()).collect();
-    std::fs::write(&store, lines.join("\n")).unwrap();
+    std::fs::write(&store, MEMORY_SEED).unwrap();
     let before = tree_state(dir.path());
     let case =
         |tool: &str, arguments: serde_json::Value| json!({"tool": tool, "arguments": arguments});

@@ -8,6 +8,17 @@ use std::process::{Command, Stdio};
 /// The pinned version of both servers.
 pub const NPM_VERSION: &str = "2026.8.31";
 
+/// A memory server's store to start from (`MEMORY_FILE_PATH`): two entities (Alice, who
+/// has an observation, and Carol) and a relation, one JSON value per line, no newline at
+/// the end.
+pub const MEMORY_SEED: &str = concat!(
+    r#"{"type":"entity","name":"Alice","entityType":"person","observations":["reads"]}"#,
+    "\n",
+    r#"{"type":"entity","name":"Carol","entityType":"person","observations":[]}"#,
+    "\n",
+    r#"{"type":"relation","from":"Alice","to":"Carol","relationType":"knows"}"#,
+);
+
 /// The entry point (`dist/index.js`) of an official server package (`server-filesystem`)
 /// under `HINTAUDIT_NPM_PREFIX` (default `~/.cache/hintaudit-npm`), with `node` runnable;
 /// or a printed skip (a panic under `HINTAUDIT_REQUIRE_NPM` or `HINTAUDIT_REQUIRE_ALL`, as

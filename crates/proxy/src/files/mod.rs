@@ -23,6 +23,9 @@
 mod table;
 mod watcher;
 
+#[cfg(test)]
+mod tests;
+
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;

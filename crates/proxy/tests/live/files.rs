@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
 use hintaudit_telemetry::MetricName;
-use hintaudit_test_support::npm::official_server_or_skip;
+use hintaudit_test_support::npm::{MEMORY_SEED, official_server_or_skip};
 use hintaudit_test_support::scrape::Scraped;
 use rmcp::ServiceExt;
 use rmcp::transport::TokioChildProcess;
@@ -213,13 +213,7 @@ async fn the_memory_server_behind_the_proxy_adds_without_destroying() {
     };
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("memory.jsonl");
-    let seed = [
-        json!({"type": "entity", "name": "Alice", "entityType": "person", "observations": ["reads"]}),
-        json!({"type": "entity", "name": "Carol", "entityType": "person", "observations": []}),
-        json!({"type": "relation", "from": "Alice", "to": "Carol", "relationType": "knows"}),
-    ];
-    let lines: Vec<String> = seed.iter().map(|v| v.to_string()).collect();
-    std::fs::write(&store, lines.join("\n")).unwrap();
+    std::fs::write(&store, MEMORY_SEED).unwrap();
     let env = format!("MEMORY_FILE_PATH={}", store.display());
     let upstream = shlex::try_join([env.as_str(), "node", entry.to_str().unwrap()]).unwrap();
     let (client, addr, log) = proxy(&[
