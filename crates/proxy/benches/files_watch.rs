@@ -1,7 +1,8 @@
 //! `hintaudit proxy --watch`'s cost per 10,000 files (docs/performance.md, *hintaudit proxy
 //! --watch*): a tree of 10,000 files of 1 KB in 100 directories, then
 //!
-//! 1. start-up: every file read and fingerprinted, every directory watched;
+//! 1. start-up: every file read and fingerprinted, every directory watched (time, and the
+//!    growth of resident memory);
 //! 2. a call that appended a line to 100 files: how long its answer waits, from the end
 //!    marker to the settled share (events read, 100 files read and judged);
 //! 3. 1,000 appends with no call in flight (each event reads its file again), then an empty
@@ -33,6 +34,16 @@ fn append(p: &Path, d: usize, f: usize) {
     file.write_all(b"one more line\n").unwrap();
 }
 
+/// This process's resident memory, in KiB (`VmRSS` of /proc/self/status).
+fn rss_kib() -> u64 {
+    let status = fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
 fn ms(d: Duration) -> String {
     format!("{:.1} ms", d.as_secs_f64() * 1e3)
 }
@@ -42,13 +53,18 @@ async fn main() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path();
     tree(p);
+    let rss_before = rss_kib();
     let start = Instant::now();
     let watch = FileWatch::start(&[p.to_path_buf()], &[], Duration::from_secs(60)).unwrap();
     println!(
         "start-up (10,000 files read and fingerprinted, 101 directories watched): {}",
         ms(start.elapsed())
     );
-    println!("paths known: {}", watch.stats().paths);
+    println!(
+        "paths known: {}; resident memory grew by {} KiB",
+        watch.stats().paths,
+        rss_kib().saturating_sub(rss_before)
+    );
 
     let ticket = watch.begin("append".into());
     for d in 0..100 {

@@ -21,15 +21,15 @@ pub const LINES_MAX_BYTES: u64 = 1 << 20;
 pub struct Fingerprint {
     size: u64,
     hash: u128,
-    lines: Option<Vec<Line>>,
+    lines: Option<Lines>,
 }
 
-/// One non-empty line of the old content.
+/// The non-empty lines of the old content: one hash each, and the leaves of those that are
+/// JSON values (by line index), in boxed slices (no spare capacity).
 #[derive(Debug, Clone, PartialEq, Eq)]
-struct Line {
-    hash: u64,
-    /// Its JSON leaves, when it is a JSON value.
-    json: Option<Vec<u64>>,
+struct Lines {
+    hashes: Box<[u64]>,
+    json: Box<[(u32, Box<[u64]>)]>,
 }
 
 impl Fingerprint {
@@ -42,14 +42,19 @@ impl Fingerprint {
     /// The fingerprint of `content`, its lines kept when it is at most `bound` bytes long.
     pub fn bounded(content: &[u8], bound: u64) -> Fingerprint {
         let lines = (content.len() as u64 <= bound).then(|| {
-            content
-                .split(|b| *b == b'\n')
-                .filter(|l| !l.is_empty())
-                .map(|l| Line {
-                    hash: xxh3_64(l),
-                    json: json_leaves(l),
-                })
-                .collect()
+            let mut hashes = Vec::new();
+            let mut json = Vec::new();
+            for l in content.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
+                if let Some(leaves) = json_leaves(l) {
+                    let at = u32::try_from(hashes.len()).unwrap_or(u32::MAX);
+                    json.push((at, leaves.into_boxed_slice()));
+                }
+                hashes.push(xxh3_64(l));
+            }
+            Lines {
+                hashes: hashes.into_boxed_slice(),
+                json: json.into_boxed_slice(),
+            }
         });
         Fingerprint {
             size: content.len() as u64,
@@ -95,16 +100,16 @@ impl Fingerprint {
 }
 
 /// Lines kept or overwritten: `old`'s lines against `new`'s.
-fn lines_change(old: &[Line], new: &[u8]) -> ChangeKind {
+fn lines_change(old: &Lines, new: &[u8]) -> ChangeKind {
     let mut counts: HashMap<u64, (usize, &[u8])> = HashMap::new();
     for l in new.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
         counts.entry(xxh3_64(l)).or_insert((0, l)).0 += 1;
     }
-    let mut lost: Vec<&Line> = Vec::new();
-    for l in old {
-        match counts.get_mut(&l.hash) {
+    let mut lost: Vec<usize> = Vec::new();
+    for (i, h) in old.hashes.iter().enumerate() {
+        match counts.get_mut(h) {
             Some((n, _)) if *n > 0 => *n -= 1,
-            _ => lost.push(l),
+            _ => lost.push(i),
         }
     }
     if lost.is_empty() {
@@ -117,10 +122,12 @@ fn lines_change(old: &[Line], new: &[u8]) -> ChangeKind {
         .collect();
     spare.sort_unstable_by_key(|(h, _)| *h);
     let mut spare: Vec<Option<Vec<u64>>> = spare.into_iter().map(|(_, l)| json_leaves(l)).collect();
-    for l in lost {
-        let Some(old_leaves) = &l.json else {
+    for i in lost {
+        let at = u32::try_from(i).unwrap_or(u32::MAX);
+        let Ok(j) = old.json.binary_search_by_key(&at, |(k, _)| *k) else {
             return ChangeKind::Overwritten;
         };
+        let old_leaves = &old.json[j].1;
         let found = spare.iter().position(|s| {
             s.as_ref()
                 .is_some_and(|new_leaves| is_subset(old_leaves, new_leaves))
