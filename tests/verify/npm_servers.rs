@@ -4,46 +4,15 @@
 //! honest servers get no finding at warning or above, no advice to loosen their writing
 //! tools' hints, and their directory back as it was.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::path::Path;
 
 use hintaudit_core::{Advice, Severity};
 use hintaudit_verify::{Cases, Report, ServerSpec, ToolStatus, Verifier};
 use serde_json::json;
 
 use crate::files::tree_state;
-use crate::support::*;
 
-/// The pinned version of both servers.
-pub const NPM_VERSION: &str = "2026.8.31";
-
-/// The entry point of an official server package (`server-filesystem`) under
-/// `HINTAUDIT_NPM_PREFIX` (default `~/.cache/hintaudit-npm`), with `node` runnable; or a
-/// printed skip (a failure with `HINTAUDIT_REQUIRE_NPM=1`, as `.ci/run` sets).
-fn server_or_skip(package: &str) -> Option<PathBuf> {
-    let prefix = std::env::var("HINTAUDIT_NPM_PREFIX").map_or_else(
-        |_| PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(".cache/hintaudit-npm"),
-        PathBuf::from,
-    );
-    let entry = prefix.join(format!(
-        "node_modules/@modelcontextprotocol/{package}/dist/index.js"
-    ));
-    let node = Command::new("node")
-        .arg("--version")
-        .stdout(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    available(
-        &format!("node and @modelcontextprotocol/{package}@{NPM_VERSION}"),
-        node && entry.is_file(),
-        hintaudit_test_support::required("HINTAUDIT_REQUIRE_NPM"),
-        &format!(
-            "npm install --prefix {} @modelcontextprotocol/{package}@{NPM_VERSION}",
-            prefix.display()
-        ),
-    )
-    .then_some(entry)
-}
+use hintaudit_test_support::npm::{MEMORY_SEED, official_server_or_skip as server_or_skip};
 
 /// A small project tree: two text files, a nested one, an empty directory.
 fn project() -> tempfile::TempDir {
@@ -172,13 +141,7 @@ async fn the_memory_server_adds_without_destroying() {
     };
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("memory.jsonl");
-    let seed = [
-        json!({"type": "entity", "name": "Alice", "entityType": "person", "observations": ["reads"]}),
-        json!({"type": "entity", "name": "Carol", "entityType": "person", "observations": []}),
-        json!({"type": "relation", "from": "Alice", "to": "Carol", "relationType": "knows"}),
-    ];
-    let lines: Vec<String> = seed.iter().map(|v| v.to_string()).collect();
-    std::fs::write(&store, lines.join("\n")).unwrap();
+    std::fs::write(&store, MEMORY_SEED).unwrap();
     let before = tree_state(dir.path());
     let case =
         |tool: &str, arguments: serde_json::Value| json!({"tool": tool, "arguments": arguments});

@@ -387,6 +387,9 @@ pub struct Effect {
     pub outbound: Vec<OutboundReach>,
     /// Effects the server reported itself.
     pub explicit: Vec<ExplicitEffect>,
+    /// Changes of watched files (`hintaudit proxy --watch`), judged on content: an evidence
+    /// kind of its own, a file system being no `db.system.name`.
+    pub files: Vec<crate::files::FileChange>,
     /// Connections (or sqlx transactions) the call took through sqlx's `Acquire`, whose
     /// statements were not audited one by one (hintaudit-sqlx): SQLite still attributes
     /// their row changes to the call (`RowChange::statement` `None`); on other backends the
@@ -405,6 +408,7 @@ impl Effect {
             && self.transactions.is_empty()
             && self.outbound.is_empty()
             && self.explicit.is_empty()
+            && self.files.is_empty()
             && self.unaudited_acquires == 0
             && self.refusals.is_empty()
     }

@@ -37,6 +37,8 @@ mod effect;
 mod enforce;
 /// An effect read through the policy, by evidence source, before any hint is consulted.
 mod facts;
+/// File effects: how a watched path changed, judged on content (verify and the proxy).
+pub mod files;
 /// Findings: rules, severities, confidence, advice.
 mod finding;
 /// The four tri-state hints a tool declares, and what a client assumes of them.

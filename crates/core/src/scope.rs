@@ -92,6 +92,11 @@ impl CallEffects {
         self.lock().explicit.push(effect);
     }
 
+    /// Records a change of a watched file (`hintaudit proxy --watch`).
+    pub fn record_file(&self, change: crate::files::FileChange) {
+        self.lock().files.push(change);
+    }
+
     /// Notes that the call took a connection through sqlx's `Acquire`, whose statements are
     /// not audited one by one ([`Effect::unaudited_acquires`]).
     pub fn record_unaudited_acquire(&self) {

@@ -38,6 +38,8 @@
 pub mod capture;
 /// What passing a request on shares in both directions: `_meta`, cancellation.
 mod exchange;
+/// `--watch`: the server's file writes, live, judged on content.
+pub mod files;
 /// The forwarding `ServerHandler`.
 mod forward;
 /// The capture's Prometheus metrics.
@@ -56,6 +58,7 @@ pub use capture::{
     CallShare, Capture, CaptureError, CaptureOptions, CaptureStats, Origin, Settled, Ticket,
     UpstreamHost, UpstreamLink,
 };
+pub use files::{FileShare, FileTicket, FileWatch, FileWatchStats};
 pub use forward::Forward;
 pub use metrics::CaptureMetrics;
 pub use relay::Relay;

@@ -1,6 +1,7 @@
 //! The capture's metrics, read from the [`Capture`] at scrape time:
 //! `hintaudit_capture_lag_bytes{backend}`, `hintaudit_capture_commits_total{attribution}` and
-//! `hintaudit_capture_gaps_total{backend}` and `hintaudit_capture_read_bytes_total{backend}`
+//! `hintaudit_capture_gaps_total{backend}` (`backend="files"` for `--watch`: inotify queue
+//! overflows) and `hintaudit_capture_read_bytes_total{backend}`
 //! ([design: telemetry names](../../../docs/design.md#5-telemetry-names)).
 
 use std::sync::Mutex;
@@ -11,12 +12,15 @@ use prometheus::proto::MetricFamily;
 use prometheus::{IntCounterVec, IntGaugeVec, Opts, Registry};
 
 use crate::capture::{Capture, Settled};
+use crate::files::FileWatch;
 
-/// Exports a capture's lag, settled commits, gaps and log bytes read; every `attribution` value, and the
-/// gaps of its backend, are present from the start, at 0.
+/// Exports a capture's lag, settled commits, gaps and log bytes read, and a file watch's
+/// gaps (`backend="files"`); every `attribution` value, and the gaps of each backend, are
+/// present from the start, at 0.
 #[derive(Debug)]
 pub struct CaptureMetrics {
-    capture: Capture,
+    capture: Option<Capture>,
+    files: Option<FileWatch>,
     lag: IntGaugeVec,
     commits: IntCounterVec,
     gaps: IntCounterVec,
@@ -25,12 +29,16 @@ pub struct CaptureMetrics {
 }
 
 impl CaptureMetrics {
-    /// Registers the capture's metrics in `registry` (the recorder's, so `/metrics` serves
-    /// them with the rest).
+    /// Registers the metrics of the capture and of the file watch, those given, in
+    /// `registry` (the recorder's, so `/metrics` serves them with the rest).
     ///
     /// # Errors
     /// When the names are registered already.
-    pub fn register(registry: &Registry, capture: Capture) -> prometheus::Result<()> {
+    pub fn register(
+        registry: &Registry,
+        capture: Option<Capture>,
+        files: Option<FileWatch>,
+    ) -> prometheus::Result<()> {
         let opts = |m: MetricName| Opts::new(m.as_str(), m.help());
         let lag = IntGaugeVec::new(
             opts(MetricName::CaptureLag),
@@ -50,6 +58,7 @@ impl CaptureMetrics {
         )?;
         let me = CaptureMetrics {
             capture,
+            files,
             lag,
             commits,
             gaps,
@@ -62,21 +71,26 @@ impl CaptureMetrics {
 
     fn sync(&self) {
         let _guard = self.sync.lock().unwrap_or_else(|e| e.into_inner());
-        let stats = self.capture.stats();
-        self.lag
-            .with_label_values(&[self.capture.backend()])
-            .set(i64::try_from(stats.lag_bytes).unwrap_or(i64::MAX));
-        for (s, value) in Settled::ALL.into_iter().zip(stats.settled) {
-            catch_up(&self.commits.with_label_values(&[s.as_str()]), value);
+        if let Some(capture) = &self.capture {
+            let stats = capture.stats();
+            self.lag
+                .with_label_values(&[capture.backend()])
+                .set(i64::try_from(stats.lag_bytes).unwrap_or(i64::MAX));
+            for (s, value) in Settled::ALL.into_iter().zip(stats.settled) {
+                catch_up(&self.commits.with_label_values(&[s.as_str()]), value);
+            }
+            catch_up(
+                &self.gaps.with_label_values(&[capture.backend()]),
+                stats.gaps,
+            );
+            catch_up(
+                &self.read.with_label_values(&[capture.backend()]),
+                stats.read_bytes,
+            );
         }
-        catch_up(
-            &self.gaps.with_label_values(&[self.capture.backend()]),
-            stats.gaps,
-        );
-        catch_up(
-            &self.read.with_label_values(&[self.capture.backend()]),
-            stats.read_bytes,
-        );
+        if let Some(files) = &self.files {
+            catch_up(&self.gaps.with_label_values(&["files"]), files.stats().gaps);
+        }
     }
 }
 

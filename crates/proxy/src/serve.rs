@@ -18,6 +18,7 @@ use tokio_util::sync::CancellationToken;
 use tower::Layer;
 
 use crate::capture::{Capture, CaptureOptions, UpstreamHost};
+use crate::files::FileWatch;
 use crate::forward::Forward;
 use crate::metrics::CaptureMetrics;
 use crate::relay::Relay;
@@ -60,6 +61,15 @@ pub struct ProxyArgs {
     /// listings linted, and no write is seen.
     #[arg(long, value_name = "URL", env = "HINTAUDIT_PROXY_DATABASE_URL")]
     pub database: Option<String>,
+    /// A directory whose files are the server's state (repeatable; added to hintaudit.toml's
+    /// `watch`): its writes are seen live through inotify and judged on content, as
+    /// `hintaudit verify --watch` judges them (docs/design.md, *File effects*).
+    #[arg(long = "watch", value_name = "DIR")]
+    pub watch: Vec<PathBuf>,
+    /// A bookkeeping path glob under the watched directories (repeatable; added to
+    /// hintaudit.toml's `ignored_paths`): its changes are no effect.
+    #[arg(long = "ignore-path", value_name = "GLOB")]
+    pub ignore_paths: Vec<String>,
     /// hintaudit.toml (ignored tables and columns, closed world, label caps).
     #[arg(long, value_name = "FILE", env = "HINTAUDIT_CONFIG")]
     pub config: Option<PathBuf>,
@@ -92,6 +102,8 @@ pub struct Proxy {
     pub upstream: Arc<Upstream>,
     /// The capture, with `--database`.
     pub capture: Option<Capture>,
+    /// The file watch, with `--watch` (or `watch` in hintaudit.toml).
+    pub files: Option<FileWatch>,
     /// The Prometheus recorder (its registry serves `/metrics`).
     pub metrics: PrometheusRecorder,
 }
@@ -144,17 +156,8 @@ pub async fn start(args: &ProxyArgs) -> anyhow::Result<Proxy> {
     if args.correct_hints {
         config = config.with_correct_hints(true);
     }
-    let capture = match &args.database {
-        Some(url) => {
-            let options = CaptureOptions {
-                wait: Duration::from_millis(args.capture_wait_ms),
-                upstream: upstream_host(args),
-                ..CaptureOptions::default()
-            };
-            Some(Capture::start(url, options).await?)
-        }
-        None => None,
-    };
+    let capture = start_capture(args).await?;
+    let files = start_files(args, &config)?;
     let spec = match (&args.stdio, &args.upstream) {
         (Some(cmd), _) => UpstreamSpec::Stdio(cmd.clone()),
         (None, Some(url)) => UpstreamSpec::Http(url.clone()),
@@ -166,7 +169,13 @@ pub async fn start(args: &ProxyArgs) -> anyhow::Result<Proxy> {
             .await
             .context("upstream")?,
     );
-    let forward = Forward::new(upstream.clone(), capture.clone(), args.serialize).await;
+    let forward = Forward::new(
+        upstream.clone(),
+        capture.clone(),
+        files.clone(),
+        args.serialize,
+    )
+    .await;
     let tools = upstream
         .peer()
         .await?
@@ -179,8 +188,8 @@ pub async fn start(args: &ProxyArgs) -> anyhow::Result<Proxy> {
         .with_max_tools(max_tools)
         .with_max_tables(max_tables)
         .build()?;
-    if let Some(c) = &capture {
-        CaptureMetrics::register(metrics.registry(), c.clone())?;
+    if capture.is_some() || files.is_some() {
+        CaptureMetrics::register(metrics.registry(), capture.clone(), files.clone())?;
     }
     if config.enforces_any() {
         eprintln!(
@@ -192,10 +201,10 @@ pub async fn start(args: &ProxyArgs) -> anyhow::Result<Proxy> {
     // would look closed-world), and a call whose commits were ambiguous would count as one
     // without writes. A call without contrary evidence is no evidence here.
     let policy = config.policy().with_advice_after_calls(u64::MAX);
-    if capture.is_none() {
+    if capture.is_none() && files.is_none() {
         eprintln!(
-            "hintaudit proxy: warning: no --database: tools/list is linted, but no write is \
-             seen, so no call is judged for writes"
+            "hintaudit proxy: warning: no --database and no --watch: tools/list is linted, \
+             but no write is seen, so no call is judged for writes"
         );
     }
     // Suggestions in MCP's JSON form: the upstream is a server in any language.
@@ -215,8 +224,35 @@ pub async fn start(args: &ProxyArgs) -> anyhow::Result<Proxy> {
         audit,
         upstream,
         capture,
+        files,
         metrics,
     })
+}
+
+/// Starts the capture when `--database` is given.
+async fn start_capture(args: &ProxyArgs) -> anyhow::Result<Option<Capture>> {
+    let Some(url) = &args.database else {
+        return Ok(None);
+    };
+    let options = CaptureOptions {
+        wait: Duration::from_millis(args.capture_wait_ms),
+        upstream: upstream_host(args),
+        ..CaptureOptions::default()
+    };
+    Ok(Some(Capture::start(url, options).await?))
+}
+
+/// Starts the file watch when `--watch` or hintaudit.toml's `watch` names a directory.
+fn start_files(args: &ProxyArgs, config: &Config) -> anyhow::Result<Option<FileWatch>> {
+    let mut roots = args.watch.clone();
+    roots.extend(config.watch().iter().cloned());
+    if roots.is_empty() {
+        return Ok(None);
+    }
+    let mut ignored = config.ignored_paths().to_vec();
+    ignored.extend(args.ignore_paths.iter().cloned());
+    let wait = Duration::from_millis(args.capture_wait_ms);
+    Ok(Some(FileWatch::start(&roots, &ignored, wait)?))
 }
 
 /// Serves the proxy until the downstream stdio closes or, over HTTP, until Ctrl-C or
@@ -234,6 +270,9 @@ pub async fn run(args: ProxyArgs) -> anyhow::Result<()> {
     proxy.audit.inner().close_all().await;
     if let Some(c) = &proxy.capture {
         c.shutdown().await;
+    }
+    if let Some(f) = &proxy.files {
+        f.shutdown().await;
     }
     result
 }

@@ -20,6 +20,8 @@
 
 pub mod mariadb;
 pub mod mcp;
+/// The official npm MCP servers whose state is files.
+pub mod npm;
 pub mod otlp;
 pub mod postgres;
 pub mod promtool;

@@ -1,5 +1,6 @@
 """An MCP server on the official Python SDK whose state is a directory of notes, with
-planted file lies for `hintaudit verify --watch DIR` (issue 37):
+planted file lies for `hintaudit verify --watch DIR` and `hintaudit proxy --watch DIR`
+(issue 37):
 
 - read_note     readOnlyHint true, but appends to access.log          read_only_write
 - save_note     destructiveHint false ("additive"), but overwrites    undeclared_destructive

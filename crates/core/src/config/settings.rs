@@ -22,7 +22,7 @@ pub const SETTINGS: &[(&str, &str, &str)] = &[
     (
         "watch",
         "[]",
-        "`hintaudit verify`: directories whose files are the server's state, snapshotted around every call as `--watch` does (relative to the current directory)",
+        "`hintaudit verify` and `hintaudit proxy`: directories whose files are the server's state, snapshotted around every call (verify) or watched live through inotify (proxy), as `--watch` does (relative to the current directory)",
     ),
     (
         "ignored_paths",

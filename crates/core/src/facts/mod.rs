@@ -9,7 +9,8 @@
 //! 3. statements: statement analysis and the driver's row counts (`statements.rs`), silent
 //!    where the row changes or the oracle already spoke;
 //! 4. outbound requests (`outbound.rs`);
-//! 5. explicit effects the server reports itself (`explicit.rs`).
+//! 5. explicit effects the server reports itself (`explicit.rs`);
+//! 6. changes of watched files (`files.rs`).
 //!
 //! How strong each source is: [design: evidence](../../../../docs/design.md#3-evidence).
 
@@ -19,6 +20,8 @@ mod collect;
 mod evidence;
 /// Step 5: effects the server reports itself.
 mod explicit;
+/// Step 6: changes of watched files.
+mod files;
 /// Step 2: the database oracle's per-transaction table writes.
 mod oracle;
 /// Step 4: outbound requests.
@@ -65,6 +68,7 @@ fn collect<'e>(effect: &'e Effect, policy: &Policy, mut c: Collector<'e>) -> Col
     statements::record_statements(effect, policy, &hooked, &oracle_tables, &mut c);
     outbound::record_outbound(effect, policy, &mut c);
     explicit::record_explicit(effect, &mut c);
+    files::record_files(effect, &mut c);
     c
 }
 

@@ -12,7 +12,8 @@
 //!
 //! Around tools/call it asks the [`Capture`] for the call's share of the database log and
 //! records it in the call's scope, which the `HintAuditLayer` wrapping this handler judges
-//! like an in-process call's effects.
+//! like an in-process call's effects; with `--watch`, the [`FileWatch`]'s share of the
+//! watched trees' changes too.
 
 mod handler;
 
@@ -32,6 +33,7 @@ use rmcp::{ErrorData as McpError, RoleServer};
 
 use crate::capture::{CallShare, Capture};
 use crate::exchange::{answer_or_cancel, meta_and_token, passed_on_error, unexpected_answer};
+use crate::files::FileWatch;
 use crate::session::Session;
 use crate::upstream::{Upstream, UpstreamError};
 
@@ -57,6 +59,8 @@ struct Shared {
     /// Every session's connection slot, to close them all at shutdown.
     sessions: Mutex<Vec<Weak<Session>>>,
     capture: Option<Capture>,
+    /// `--watch`: the watched trees' changes.
+    files: Option<FileWatch>,
     /// `--serialize`: tool calls go upstream one at a time, across sessions.
     serialize: Option<tokio::sync::Mutex<()>>,
     /// The tools of the last tools/list answer, for `get_tool`.
@@ -67,8 +71,13 @@ struct Shared {
 
 impl Forward {
     /// Forwards to `upstream` (the start-up connection); attributes database changes with
-    /// `capture`, when given.
-    pub async fn new(upstream: Arc<Upstream>, capture: Option<Capture>, serialize: bool) -> Self {
+    /// `capture` and file changes with `files`, when given.
+    pub async fn new(
+        upstream: Arc<Upstream>,
+        capture: Option<Capture>,
+        files: Option<FileWatch>,
+        serialize: bool,
+    ) -> Self {
         let info = upstream.info().await.unwrap_or_default();
         let base = Forward {
             shared: Arc::new(Shared {
@@ -76,6 +85,7 @@ impl Forward {
                 retired: AtomicBool::new(false),
                 sessions: Mutex::default(),
                 capture,
+                files,
                 serialize: serialize.then(|| tokio::sync::Mutex::new(())),
                 tools: Mutex::default(),
                 info,
@@ -236,6 +246,11 @@ impl Forward {
             None => None,
         };
         let tool: Arc<str> = Arc::from(params.name.as_ref());
+        let files = self
+            .shared
+            .files
+            .as_ref()
+            .map(|f| (f, f.begin(tool.clone())));
         let ticket = match &self.shared.capture {
             Some(c) => Some(c.begin(tool, self.upstream().link()).await),
             None => None,
@@ -249,6 +264,9 @@ impl Forward {
         if let (Some(capture), Some(ticket)) = (&self.shared.capture, ticket) {
             let share = capture.finish(ticket).await;
             record(&share);
+        }
+        if let Some((watch, ticket)) = files {
+            crate::files::record(&watch.finish(ticket).await);
         }
         match result? {
             ServerResult::CallToolResult(r) => Ok(CallToolResponse::Complete(r)),

@@ -9,6 +9,9 @@
 //! The writer tests (writers.rs: 4 and 16 concurrent clients, two proxies on one database)
 //! check that each commit goes to the call on the connection that wrote it.
 //!
+//! The file tests (files.rs) run the proxy with `--watch` in front of the Python files
+//! fixture and the official npm filesystem and memory servers, with no database.
+//!
 //! Each test makes a database of its own, so only its own commits reach its slot; the
 //! restart tests (restart.rs) restart a PostgreSQL and a MariaDB server of their own. Without
 //! a server or Python they print why and skip (`HINTAUDIT_REQUIRE_PG`,
@@ -18,6 +21,7 @@ mod action;
 mod cancel;
 mod clients;
 mod correct;
+mod files;
 mod indirect;
 mod listing;
 mod mariadb;

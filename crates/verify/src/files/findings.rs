@@ -4,10 +4,7 @@
 
 use hintaudit_core::{Confidence, DeclaredHints, Finding, Hint, Rule};
 
-use super::diff::{ChangeKind, FileChange};
-
-/// How many paths of one kind an evidence text names before `+N more`.
-const SHOWN: usize = 5;
+use super::diff::FileChange;
 
 /// The findings `changes` give a call of `tool` declaring `hints`: `read_only_write` for a
 /// read-only tool that changed anything; `undeclared_destructive` for a tool declaring
@@ -57,35 +54,7 @@ pub(crate) fn file_findings(
 }
 
 /// The evidence text of file changes: `files (snapshot): created a.txt; appended to
-/// log.txt`. Paths only, never content; at most [`SHOWN`] per kind of change.
+/// log.txt` (hintaudit-core's wording, which the proxy's live watch shares).
 pub(crate) fn file_evidence(changes: &[FileChange]) -> String {
-    let mut groups: Vec<(&str, Vec<String>)> = Vec::new();
-    for c in changes {
-        let (verb, shown) = match &c.kind {
-            ChangeKind::Created => ("created", c.path.clone()),
-            ChangeKind::Appended => ("appended to", c.path.clone()),
-            ChangeKind::LinesKept => ("rewrote, every old line kept,", c.path.clone()),
-            ChangeKind::Overwritten => ("overwrote (old content lost)", c.path.clone()),
-            ChangeKind::ModeChanged => ("changed the mode of", c.path.clone()),
-            ChangeKind::Replaced => ("replaced (another kind of file)", c.path.clone()),
-            ChangeKind::Deleted => ("deleted", c.path.clone()),
-            ChangeKind::RenamedTo(to) => ("renamed", format!("{} to {to}", c.path)),
-        };
-        match groups.iter_mut().find(|(v, _)| *v == verb) {
-            Some((_, paths)) => paths.push(shown),
-            None => groups.push((verb, vec![shown])),
-        }
-    }
-    let parts: Vec<String> = groups
-        .into_iter()
-        .map(|(verb, paths)| {
-            let more = paths.len().saturating_sub(SHOWN);
-            let mut text = format!("{verb} {}", paths[..paths.len().min(SHOWN)].join(", "));
-            if more > 0 {
-                text.push_str(&format!(" (+{more} more)"));
-            }
-            text
-        })
-        .collect();
-    format!("files (snapshot): {}", parts.join("; "))
+    hintaudit_core::files::file_evidence("snapshot", changes)
 }

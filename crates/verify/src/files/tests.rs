@@ -7,10 +7,10 @@ use std::time::{Duration, SystemTime};
 
 use hintaudit_core::{DeclaredHints, Rule};
 
-use super::diff::content_change;
 use super::diff::{ChangeKind, FileChange, FileDiff, diff};
 use super::findings::file_findings;
 use super::tree::Trees;
+use hintaudit_core::files::content_change;
 
 /// A tree with a few files: `a.txt`, `log.txt`, `store.jsonl`, `sub/b.txt`, `cache/x`.
 fn tree() -> tempfile::TempDir {

@@ -7,7 +7,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use globset::{GlobSet, GlobSetBuilder};
+use hintaudit_core::files::{IgnoredPaths, relative, root_labels};
 use walkdir::WalkDir;
 
 /// How close to a snapshot's start a file's mtime makes it racily clean, in nanoseconds:
@@ -16,16 +16,8 @@ use walkdir::WalkDir;
 /// margin for coarse file system clocks).
 const RACY_NS: i128 = 2_000_000_000;
 
-/// What a path is, with what a diff compares.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Kind {
-    /// A regular file: its size in bytes and the xxh3-128 hash of its content.
-    File { size: u64, hash: u128 },
-    /// A directory.
-    Dir,
-    /// A symbolic link (never followed): the hash of its target's text.
-    Symlink { hash: u128 },
-}
+/// What a path is, with what a diff compares (hintaudit-core's, which the proxy shares).
+pub(crate) use hintaudit_core::files::NodeKind as Kind;
 
 /// The stat fields that say a file may have changed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -85,7 +77,7 @@ pub(crate) struct TreeStats {
 pub(crate) struct Trees {
     roots: Vec<PathBuf>,
     labels: Vec<String>,
-    ignored: GlobSet,
+    ignored: IgnoredPaths,
     store: tempfile::TempDir,
     stored: HashSet<u128>,
     stats: TreeStats,
@@ -105,16 +97,8 @@ impl Trees {
             }
             canonical.push(c);
         }
-        let mut set = GlobSetBuilder::new();
-        for g in ignored {
-            let glob = globset::GlobBuilder::new(g)
-                .literal_separator(true)
-                .build()
-                .map_err(|e| format!("ignored_paths: {e}"))?;
-            set.add(glob);
-        }
-        let ignored = set.build().map_err(|e| format!("ignored_paths: {e}"))?;
-        let labels = labels(&canonical);
+        let ignored = IgnoredPaths::new(ignored)?;
+        let labels = root_labels(&canonical);
         let store = tempfile::Builder::new()
             .prefix("hintaudit-files-")
             .tempdir()
@@ -137,28 +121,14 @@ impl Trees {
     /// How findings name `path` of root `root`: the path alone with one root; prefixed with
     /// the root's last component (`notes/a.txt`) with several.
     pub fn shown(&self, root: usize, path: &str) -> String {
-        match self.labels.len() {
-            1 => path.to_owned(),
-            _ => format!("{}/{path}", self.labels[root]),
-        }
+        hintaudit_core::files::shown(&self.labels, root, path)
     }
 
     /// Whether `path` (relative to its root) is bookkeeping: it, or a directory above it,
     /// matches an `ignored_paths` glob, or every name inside it would (`cache/**` covers
     /// the directory `cache` too).
     pub fn is_ignored(&self, path: &str) -> bool {
-        if self.ignored.is_empty() {
-            return false;
-        }
-        let ancestors = path
-            .char_indices()
-            .filter(|(_, c)| *c == '/')
-            .map(|(i, _)| &path[..i]);
-        // A name no real path has: only a wildcard component matches it.
-        let any_child = format!("{path}/\u{0}");
-        ancestors
-            .chain([path, any_child.as_str()])
-            .any(|p| self.ignored.is_match(p))
+        self.ignored.is_ignored(path)
     }
 
     /// The snapshot counters so far.
@@ -277,36 +247,6 @@ impl Trees {
     pub(super) fn content(&self, hash: u128) -> io::Result<Vec<u8>> {
         fs::read(self.object(hash))
     }
-}
-
-/// A root's label in findings when several are watched: its last component (`notes`), or
-/// its index (`1`) when two roots share one.
-fn labels(roots: &[PathBuf]) -> Vec<String> {
-    let names: Vec<String> = roots
-        .iter()
-        .map(|r| {
-            r.file_name()
-                .map_or_else(|| "/".to_owned(), |n| n.to_string_lossy().into_owned())
-        })
-        .collect();
-    names
-        .iter()
-        .enumerate()
-        .map(|(i, n)| match names.iter().filter(|m| *m == n).count() {
-            1 => n.clone(),
-            _ => format!("{}", i + 1),
-        })
-        .collect()
-}
-
-/// `path` relative to `root`, `/`-separated.
-fn relative(root: &Path, path: &Path) -> String {
-    let rel = path.strip_prefix(root).unwrap_or(path);
-    let parts: Vec<String> = rel
-        .components()
-        .map(|c| c.as_os_str().to_string_lossy().into_owned())
-        .collect();
-    parts.join("/")
 }
 
 /// Whether a walk error is a path that disappeared between listing and reading it.

@@ -1,0 +1,113 @@
+//! The watch on real directories through real inotify: attribution by the calls in flight,
+//! new directories, renames, bookkeeping, and the fingerprint's judgement of rewrites.
+
+use std::fs;
+use std::time::Duration;
+
+use hintaudit_core::files::ChangeKind;
+
+use super::*;
+
+fn watch(dir: &std::path::Path, ignored: &[&str]) -> FileWatch {
+    let ignored: Vec<String> = ignored.iter().map(|g| (*g).to_owned()).collect();
+    FileWatch::start(&[dir.to_path_buf()], &ignored, Duration::from_secs(30)).unwrap()
+}
+
+fn kinds(share: &FileShare) -> Vec<(String, ChangeKind)> {
+    share
+        .changes
+        .iter()
+        .map(|c| (c.path.clone(), c.kind.clone()))
+        .collect()
+}
+
+#[tokio::test]
+async fn one_call_in_flight_gets_its_changes_judged_on_content() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path();
+    fs::write(p.join("log.txt"), "one\n").unwrap();
+    fs::write(p.join("store.jsonl"), "{\"n\":\"A\",\"o\":[\"x\"]}\n").unwrap();
+    fs::write(p.join("note.txt"), "keep me\n").unwrap();
+    let w = watch(p, &["cache/**"]);
+    let t = w.begin("write".into());
+    fs::write(p.join("log.txt"), "one\ntwo\n").unwrap();
+    fs::write(p.join("store.jsonl"), "{\"n\":\"A\",\"o\":[\"x\",\"y\"]}\n").unwrap();
+    fs::write(p.join("note.txt"), "replaced\n").unwrap();
+    fs::create_dir_all(p.join("new/deep")).unwrap();
+    fs::write(p.join("new/deep/x.txt"), "x\n").unwrap();
+    fs::create_dir_all(p.join("cache")).unwrap();
+    fs::write(p.join("cache/c"), "c\n").unwrap();
+    let share = w.finish(t).await;
+    assert_eq!(
+        kinds(&share),
+        [
+            ("log.txt".to_owned(), ChangeKind::Appended),
+            ("new".to_owned(), ChangeKind::Created),
+            ("new/deep".to_owned(), ChangeKind::Created),
+            ("new/deep/x.txt".to_owned(), ChangeKind::Created),
+            ("note.txt".to_owned(), ChangeKind::Overwritten),
+            ("store.jsonl".to_owned(), ChangeKind::LinesKept),
+        ],
+        "{share:?}"
+    );
+    assert!(share.bookkeeping >= 1 && !share.gap, "{share:?}");
+    // The next call: a rename, a write through a temporary file with the same content, a
+    // write in the directory made by the call before.
+    let t = w.begin("move".into());
+    fs::rename(p.join("note.txt"), p.join("new/note.txt")).unwrap();
+    fs::write(p.join("log.tmp"), "one\ntwo\n").unwrap();
+    fs::rename(p.join("log.tmp"), p.join("log.txt")).unwrap();
+    fs::remove_file(p.join("new/deep/x.txt")).unwrap();
+    let share = w.finish(t).await;
+    assert_eq!(
+        kinds(&share),
+        [
+            ("new/deep/x.txt".to_owned(), ChangeKind::Deleted),
+            (
+                "note.txt".to_owned(),
+                ChangeKind::RenamedTo("new/note.txt".into())
+            ),
+        ],
+        "{share:?}"
+    );
+    assert_eq!(w.stats().gaps, 0);
+    w.shutdown().await;
+}
+
+#[tokio::test]
+async fn concurrent_calls_of_several_tools_are_ambiguous_of_one_tool_attributed() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path();
+    let w = watch(p, &[]);
+    let a = w.begin("a".into());
+    let b = w.begin("b".into());
+    fs::write(p.join("x.txt"), "x\n").unwrap();
+    let share_a = w.finish(a).await;
+    let share_b = w.finish(b).await;
+    assert!(share_a.changes.is_empty(), "{share_a:?}");
+    assert_eq!(share_a.ambiguous.len(), 1, "{share_a:?}");
+    let tools: Vec<&str> = share_a.ambiguous[0].1.iter().map(|t| &**t).collect();
+    assert_eq!(tools, ["a", "b"]);
+    assert!(
+        share_b.changes.is_empty() && share_b.ambiguous.is_empty(),
+        "settled once"
+    );
+
+    let first = w.begin("same".into());
+    let second = w.begin("same".into());
+    fs::write(p.join("y.txt"), "y\n").unwrap();
+    let share = w.finish(first).await;
+    assert_eq!(
+        kinds(&share),
+        [("y.txt".to_owned(), ChangeKind::Created)],
+        "{share:?}"
+    );
+    assert!(w.finish(second).await.changes.is_empty());
+    // A write with no call in flight is no call's.
+    fs::write(p.join("z.txt"), "z\n").unwrap();
+    let t = w.begin("after".into());
+    assert!(w.finish(t).await.changes.is_empty());
+    let s = w.stats();
+    assert_eq!((s.attributed, s.ambiguous), (1, 1), "{s:?}");
+    w.shutdown().await;
+}
