@@ -275,11 +275,20 @@ fn record(share: &CallShare) {
                 sequences: Vec::new(),
                 committed: true,
                 source: ObservationSource::Log,
+                images: commit.images.clone(),
             });
         }
         for t in &commit.truncated {
             let mut s = StatementEffect::new(Operation::Truncate, vec![t.clone()]);
             s.summary = format!("TRUNCATE {t} (database log)").into();
+            effects.record_statement(s);
+        }
+        // A TRUNCATE of a table the log showed empty: no driver counts a TRUNCATE, so
+        // `rows_affected` 0 says it removed nothing.
+        for t in &commit.truncated_empty {
+            let mut s = StatementEffect::new(Operation::Truncate, vec![t.clone()]);
+            s.summary = format!("TRUNCATE {t} (database log: already empty)").into();
+            s.rows_affected = Some(0);
             effects.record_statement(s);
         }
     }

@@ -190,6 +190,13 @@ fn statement_evidence() {
             ],
         ),
         (
+            "TRUNCATE of a table the database log showed empty: an attempt",
+            affected(0, st(Truncate, "t")),
+            false,
+            &[],
+            vec!["attempts: TRUNCATE t: the table was already empty (likely)"],
+        ),
+        (
             "DDL",
             st(Ddl, "t"),
             false,

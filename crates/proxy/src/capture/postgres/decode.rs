@@ -20,7 +20,12 @@
 //! message: transactional: 1 prefix: hintaudit, sz: 41 content:4242 127.0.0.1 51234 1733330000123456 hintaudit:3fa9c2d1e0b7:3
 //! ```
 
+use std::collections::HashMap;
+
+use hintaudit_core::RowImage;
+
 use crate::capture::commit::{CommitBuilder, RowChange};
+use crate::capture::images::{Column, EmptyTables, MAX_EMPTY_TABLES, RowImages, ValueHasher};
 use crate::capture::ledger::{Commit, Lsn};
 use crate::capture::writer::{MESSAGE_PREFIX, Writer};
 
@@ -32,10 +37,15 @@ pub fn parse_lsn(text: &str) -> Option<Lsn> {
     (hi <= u32::MAX as u64 && lo <= u32::MAX as u64).then_some((hi << 32) | lo)
 }
 
-/// Folds decoded rows into commits.
+/// Folds decoded rows into commits, comparing row images as it goes.
 #[derive(Debug, Default)]
 pub struct Decoder {
     open: Option<CommitBuilder>,
+    /// Each table's key columns (its replica identity's, else its primary key's), by the
+    /// qualified name the log writes; `None`: it has none.
+    keys: HashMap<String, Option<Vec<String>>>,
+    images: RowImages,
+    empty: EmptyTables,
 }
 
 impl Decoder {
@@ -55,15 +65,107 @@ impl Decoder {
                 .writer(writer);
             return None;
         }
-        let (table, op) = change(data)?;
-        let open = self.open.get_or_insert_with(CommitBuilder::default);
+        let (qualified, op, tuple) = change(data)?;
+        let table = unqualified(qualified);
         match op {
-            "TRUNCATE" => open.truncate(table),
-            "INSERT" => open.rows(table, RowChange::Insert, 1),
-            "UPDATE" => open.rows(table, RowChange::Update, 1),
-            _ => open.rows(table, RowChange::Delete, 1),
+            "TRUNCATE" => {
+                let empty = self.empty.truncated(qualified);
+                self.builder().truncate(table, empty);
+            }
+            "INSERT" => {
+                self.empty.inserted(qualified);
+                let new = self.columns(tuple);
+                let key = self.key(qualified, &new);
+                self.images.inserted(qualified, key.as_deref(), &new);
+                self.builder().rows(table, RowChange::Insert, 1);
+            }
+            "UPDATE" => {
+                let image = self.updated(qualified, tuple);
+                let open = self.builder();
+                open.image(&table, image);
+                open.rows(table, RowChange::Update, 1);
+            }
+            _ => {
+                let old = self.columns(tuple);
+                let key = self.key(qualified, &old);
+                self.images.deleted(qualified, key.as_deref());
+                self.builder().rows(table, RowChange::Delete, 1);
+            }
         }
         None
+    }
+
+    fn builder(&mut self) -> &mut CommitBuilder {
+        self.open.get_or_insert_with(CommitBuilder::default)
+    }
+
+    /// An UPDATE's tuples (`old-key: … new-tuple: …`, or the new tuple alone) compared: the
+    /// old tuple when it is whole (`REPLICA IDENTITY FULL`), else the row's last image read.
+    fn updated(&mut self, qualified: &str, tuple: &str) -> RowImage {
+        let (old, new) = match tuple.strip_prefix("old-key: ") {
+            Some(rest) => {
+                let (old, rest) = columns_until_new_tuple(rest);
+                (
+                    Some(old),
+                    rest.trim_start()
+                        .strip_prefix("new-tuple: ")
+                        .unwrap_or(rest),
+                )
+            }
+            None => (None, tuple),
+        };
+        let hasher = self.images.hasher();
+        let old = old.map(|o| hashed(hasher, o));
+        let new = self.columns(new);
+        let whole = old
+            .as_ref()
+            .filter(|o| new.iter().all(|c| o.iter().any(|x| x.name == c.name)));
+        let new_key = self.key(qualified, &new);
+        let old_key = match &old {
+            Some(o) => self.key(qualified, o),
+            None => new_key.clone(),
+        };
+        self.images.updated(
+            qualified,
+            old_key.as_deref(),
+            new_key.as_deref(),
+            whole.map(Vec::as_slice),
+            &new,
+        )
+    }
+
+    fn columns(&self, tuple: &str) -> Vec<Column> {
+        hashed(self.images.hasher(), columns_until_new_tuple(tuple).0)
+    }
+
+    /// The hashes of `row`'s key columns, in the key's order; `None` when the table's key is
+    /// not known or the row lacks one of them.
+    fn key(&self, qualified: &str, row: &[Column]) -> Option<Vec<u64>> {
+        let names = self.keys.get(qualified)?.as_ref()?;
+        names
+            .iter()
+            .map(|n| row.iter().find(|c| c.name == *n).and_then(|c| c.value))
+            .collect()
+    }
+
+    /// The tables `data` (rows about to be read) names whose key columns are not known yet,
+    /// as the log qualifies them: ask the database ([`Decoder::learn_key`]) before reading.
+    pub fn unknown_tables<'a>(&self, data: impl Iterator<Item = &'a str>) -> Vec<String> {
+        let mut unknown: Vec<String> = data
+            .filter_map(|d| change(d).map(|(q, _, _)| q))
+            .filter(|q| !self.keys.contains_key(*q))
+            .map(str::to_owned)
+            .collect();
+        unknown.sort();
+        unknown.dedup();
+        unknown
+    }
+
+    /// `qualified`'s key columns (lower-cased; `None`: it has no key).
+    pub fn learn_key(&mut self, qualified: String, key: Option<Vec<String>>) {
+        if self.keys.len() < MAX_EMPTY_TABLES {
+            self.keys.insert(qualified, key);
+        }
     }
 }
 
@@ -75,14 +177,85 @@ fn writer(data: &str) -> Option<Writer> {
     Writer::parse(content)
 }
 
-/// `table SCHEMA.NAME: OP: …` → (name, lower-cased and unquoted, without its schema; OP).
-fn change(data: &str) -> Option<(String, &'static str)> {
+/// `table SCHEMA.NAME: OP: TUPLE` → (the qualified name as written, OP, TUPLE).
+fn change(data: &str) -> Option<(&str, &'static str, &str)> {
     let rest = data.strip_prefix("table ")?;
     let (at, op) = ["INSERT", "UPDATE", "DELETE", "TRUNCATE"]
         .into_iter()
         .filter_map(|op| rest.find(&format!(": {op}:")).map(|at| (at, op)))
         .min_by_key(|(at, _)| *at)?;
-    Some((unqualified(&rest[..at]), op))
+    let tuple = &rest[at + op.len() + 3..];
+    Some((&rest[..at], op, tuple.trim_start()))
+}
+
+/// A tuple's columns, `name[type]:value` each, as (name lower-cased and unquoted, type,
+/// value as written), up to `new-tuple:` or the end; and the rest.
+fn columns_until_new_tuple(mut s: &str) -> (Vec<(String, &str, &str)>, &str) {
+    let mut out = Vec::new();
+    loop {
+        s = s.trim_start();
+        if s.is_empty() || s.starts_with("new-tuple:") || s.starts_with('(') {
+            return (out, s);
+        }
+        let Some((name, rest)) = column_name(s) else {
+            return (out, s);
+        };
+        let Some((ty, rest)) = rest.strip_prefix('[').and_then(|r| r.split_once("]:")) else {
+            return (out, s);
+        };
+        let (value, rest) = value(rest);
+        out.push((name, ty, value));
+        s = rest;
+    }
+}
+
+/// A column's name at the start of `s` (quoted or not) up to its `[`.
+fn column_name(s: &str) -> Option<(String, &str)> {
+    if let Some(quoted) = s.strip_prefix('"') {
+        let (text, rest) = quoted_text(quoted, '"')?;
+        return Some((text.replace("\"\"", "\""), rest));
+    }
+    let at = s.find('[')?;
+    Some((s[..at].to_lowercase(), &s[at..]))
+}
+
+/// A value at the start of `s`: `'quoted'` (with `''` inside) or up to the next space.
+fn value(s: &str) -> (&str, &str) {
+    if let Some(quoted) = s.strip_prefix('\'') {
+        return quoted_text(quoted, '\'').unwrap_or((quoted, ""));
+    }
+    let at = s.find(' ').unwrap_or(s.len());
+    (&s[..at], &s[at..])
+}
+
+/// The text up to the closing `quote` (a doubled quote is part of it), and what follows.
+fn quoted_text(s: &str, quote: char) -> Option<(&str, &str)> {
+    let bytes = s.as_bytes();
+    let q = quote as u8;
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == q {
+            if bytes.get(i + 1) == Some(&q) {
+                i += 2;
+                continue;
+            }
+            return Some((&s[..i], &s[i + 1..]));
+        }
+        i += 1;
+    }
+    None
+}
+
+/// Parsed columns as [`Column`]s: the value's hash (of its type and text), never the value;
+/// `unchanged-toast-datum` (a value the log left out) as none.
+fn hashed(h: ValueHasher, cols: Vec<(String, &str, &str)>) -> Vec<Column> {
+    cols.into_iter()
+        .map(|(name, ty, value)| Column {
+            name,
+            value: (value != "unchanged-toast-datum")
+                .then(|| h.hash(format!("{ty}\0{value}").as_bytes())),
+        })
+        .collect()
 }
 
 /// The last identifier of a qualified name, unquoted (`public."Items"` → `items`).
@@ -180,6 +353,148 @@ mod tests {
             (4242, "hintaudit:ab:3")
         );
         assert_eq!(writer.client.map(|c| c.port()), Some(51234));
+    }
+
+    /// One row per sequence of test_decoding rows (each its own transaction): what the
+    /// last transaction's updates' images say, and the tables it truncated (removing rows,
+    /// and already empty). Table `items` has the key `id`; `bare` has none.
+    #[test]
+    fn row_images_from_tuples() {
+        use RowImage::{Changed, Unchanged};
+        let changed = |c: &[&str]| Changed(c.iter().map(|c| c.to_string()).collect());
+        type Case = (
+            &'static str,
+            Vec<&'static str>,
+            Vec<RowImage>,
+            [&'static [&'static str]; 2],
+        );
+        let cases: Vec<Case> = vec![
+            (
+                "a counter: the repeat's new tuple differs from the first's",
+                vec![
+                    "table public.items: UPDATE: id[integer]:1 name[text]:'a b' views[integer]:5",
+                    "table public.items: UPDATE: id[integer]:1 name[text]:'a b' views[integer]:6",
+                ],
+                vec![changed(&["views"])],
+                [&[], &[]],
+            ),
+            (
+                "a re-set: the same new tuple",
+                vec![
+                    "table public.items: UPDATE: id[integer]:1 name[text]:'it''s' qty[integer]:7",
+                    "table public.items: UPDATE: id[integer]:1 name[text]:'it''s' qty[integer]:7",
+                ],
+                vec![Unchanged],
+                [&[], &[]],
+            ),
+            (
+                "the first update of a row never read: no image",
+                vec!["table public.items: UPDATE: id[integer]:1 qty[integer]:7"],
+                vec![],
+                [&[], &[]],
+            ),
+            (
+                "REPLICA IDENTITY FULL: the old tuple, even for a row never read",
+                vec![
+                    "table public.bare: UPDATE: old-key: id[integer]:1 qty[integer]:3 new-tuple: id[integer]:1 qty[integer]:7",
+                ],
+                vec![changed(&["qty"])],
+                [&[], &[]],
+            ),
+            (
+                "a key that changed (old-key holds the key only)",
+                vec![
+                    "table public.items: INSERT: id[integer]:1 qty[integer]:7",
+                    "table public.items: UPDATE: old-key: id[integer]:1 new-tuple: id[integer]:2 qty[integer]:7",
+                ],
+                vec![changed(&["id"])],
+                [&[], &[]],
+            ),
+            (
+                "a table without a key: no image from the last one",
+                vec![
+                    "table public.bare: INSERT: id[integer]:1 qty[integer]:7",
+                    "table public.bare: UPDATE: id[integer]:1 qty[integer]:7",
+                ],
+                vec![],
+                [&[], &[]],
+            ),
+            (
+                "a TOAST value left out: unchanged",
+                vec![
+                    "table public.items: INSERT: id[integer]:1 body[text]:'long' qty[integer]:1",
+                    "table public.items: UPDATE: id[integer]:1 body[text]:unchanged-toast-datum qty[integer]:1",
+                ],
+                vec![Unchanged],
+                [&[], &[]],
+            ),
+            (
+                "a repeated TRUNCATE: already empty",
+                vec![
+                    "table public.items: TRUNCATE: (no-flags)",
+                    "table public.items: TRUNCATE: (no-flags)",
+                ],
+                vec![],
+                [&[], &["items"]],
+            ),
+            (
+                "a TRUNCATE after an insert: rows removed",
+                vec![
+                    "table public.items: TRUNCATE: (no-flags)",
+                    "table public.items: INSERT: id[integer]:1 qty[integer]:1",
+                    "table public.items: TRUNCATE: (no-flags)",
+                ],
+                vec![],
+                [&["items"], &[]],
+            ),
+        ];
+        for (name, rows, want, [truncated, empty]) in cases {
+            let mut d = Decoder::default();
+            d.learn_key("public.items".into(), Some(vec!["id".into()]));
+            d.learn_key("public.bare".into(), None);
+            let mut last = None;
+            for (i, row) in rows.iter().enumerate() {
+                d.row(1, "BEGIN 1");
+                d.row(2, row);
+                last = d.row(3 + i as u64, "COMMIT 1");
+            }
+            let commit = last.expect("a commit");
+            let images: Vec<RowImage> = commit.images.iter().map(|u| u.image.clone()).collect();
+            assert_eq!(images, want, "{name}");
+            assert_eq!(commit.truncated, truncated, "{name}");
+            assert_eq!(commit.truncated_empty, empty, "{name}");
+        }
+    }
+
+    #[test]
+    fn tuples_parse_quoted_names_types_and_values() {
+        let (cols, rest) = columns_until_new_tuple(
+            "\"Odd\"\"Name\"[character varying]:'a '' new-tuple: b' n[integer[]]:'{1,2}' z[text]:null new-tuple: id[integer]:1",
+        );
+        let got: Vec<(&str, &str, &str)> =
+            cols.iter().map(|(n, t, v)| (n.as_str(), *t, *v)).collect();
+        assert_eq!(
+            got,
+            [
+                ("Odd\"Name", "character varying", "a '' new-tuple: b"),
+                ("n", "integer[]", "{1,2}"),
+                ("z", "text", "null"),
+            ]
+        );
+        assert_eq!(rest, "new-tuple: id[integer]:1");
+        let d = Decoder::default();
+        assert_eq!(
+            d.unknown_tables(
+                [
+                    "BEGIN 1",
+                    "table public.items: INSERT: id[integer]:1",
+                    "table s.\"T\": DELETE: id[integer]:1",
+                    "table public.items: DELETE: id[integer]:1",
+                ]
+                .into_iter()
+            ),
+            ["public.items", "s.\"T\""]
+        );
     }
 
     #[test]
