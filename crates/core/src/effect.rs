@@ -137,8 +137,8 @@ pub struct StatementEffect {
     pub drops: bool,
     /// Rows affected as the driver reported it, where that is trustworthy (PostgreSQL and
     /// MySQL writes). Never set on SQLite, where it is stale. On a `TRUNCATE` (which no
-    /// driver counts) `Some(0)` says the database log showed the table already empty: a
-    /// truncation that removed nothing.
+    /// driver counts), `Some(0)` with [`StatementEffect::observed`] says the database log
+    /// showed the table already empty: a truncation that removed nothing.
     pub rows_affected: Option<u64>,
     /// Whether row-level observation (SQLite hooks, the PostgreSQL oracle) covered this
     /// statement, so that the absence of row changes means it changed nothing.

@@ -104,7 +104,7 @@ fn record_statement<'e>(
     let covered_by_oracle =
         !oracle_tables.is_empty() && written.iter().any(|t| oracle_tables.contains(t));
     match s.operation {
-        Operation::Truncate if s.rows_affected == Some(0) => {
+        Operation::Truncate if s.observed && s.rows_affected == Some(0) => {
             // The database log showed the table empty since its last truncation: nothing
             // was removed, and a repeat changes nothing.
             c.attempt(Likely, || format!("{what}: the table was already empty"));

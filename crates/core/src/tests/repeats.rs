@@ -47,6 +47,7 @@ fn logged_update(image: RowImage) -> Effect {
 fn logged_truncate(empty: bool) -> Effect {
     let mut s = stmt(Operation::Truncate, "counters");
     s.rows_affected = empty.then_some(0);
+    s.observed = empty;
     Effect {
         statements: vec![s],
         ..Default::default()
