@@ -9,6 +9,9 @@
 //! The writer tests (writers.rs: 4 and 16 concurrent clients, two proxies on one database)
 //! check that each commit goes to the call on the connection that wrote it.
 //!
+//! The repeat tests (repeats.rs) judge idempotency from the log's row images, both ways, on
+//! PostgreSQL and MariaDB.
+//!
 //! Each test makes a database of its own, so only its own commits reach its slot; the
 //! restart tests (restart.rs) restart a PostgreSQL and a MariaDB server of their own. Without
 //! a server or Python they print why and skip (`HINTAUDIT_REQUIRE_PG`,
@@ -22,6 +25,7 @@ mod listing;
 mod mariadb;
 mod postgres;
 mod relay;
+mod repeats;
 mod restart;
 mod support;
 mod transcripts;

@@ -12,8 +12,11 @@
 //! ```
 //!
 //! The `lsn` of the `COMMIT` row is the end of the commit record, which is what the ledger
-//! orders against the positions read around each call. Only the table and the kind of each
-//! change are kept: never a value. A transactional message with the prefix `hintaudit`
+//! orders against the positions read around each call. Of each row, the table and the kind
+//! of change are kept, and its columns as hashes (images.rs): an update's new tuple is
+//! compared with its old tuple when logged whole (`REPLICA IDENTITY FULL`), else with the
+//! last image of the same key read, the key's columns asked of the catalog (keys.rs). Never
+//! a value. A transactional message with the prefix `hintaudit`
 //! (the writer trigger's, see install.rs) names the transaction's writer:
 //!
 //! ```text
