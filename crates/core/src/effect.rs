@@ -136,7 +136,9 @@ pub struct StatementEffect {
     /// Whether this is `DROP` (of a table, view, schema…), a destructive DDL.
     pub drops: bool,
     /// Rows affected as the driver reported it, where that is trustworthy (PostgreSQL and
-    /// MySQL writes). Never set on SQLite, where it is stale.
+    /// MySQL writes). Never set on SQLite, where it is stale. On a `TRUNCATE` (which no
+    /// driver counts), `Some(0)` with [`StatementEffect::observed`] says the database log
+    /// showed the table already empty: a truncation that removed nothing.
     pub rows_affected: Option<u64>,
     /// Whether row-level observation (SQLite hooks, the PostgreSQL oracle) covered this
     /// statement, so that the absence of row changes means it changed nothing.
@@ -306,6 +308,25 @@ pub struct TransactionObservation {
     pub committed: bool,
     /// Where the counts come from.
     pub source: ObservationSource,
+    /// Updates among `tables`' counts whose old row was known beside the new one (the
+    /// database log's row images, [`ObservationSource::Log`]), by table and by what the images
+    /// say; the rest of the updates have no image. Empty from the oracle and rows affected.
+    pub images: Vec<ImagedUpdates>,
+}
+
+/// Committed updates of one table whose old and new rows were both known, with what comparing
+/// them says: [`RowImage::Unchanged`] (re-set to what it held) or [`RowImage::Changed`] with
+/// the columns that differ, judged by the rules row changes are ([`RowChange::image`]).
+/// Only the comparison is kept: never a value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImagedUpdates {
+    /// The table, lower-cased, unqualified.
+    pub table: String,
+    /// What the images say: never [`RowImage::Unknown`] (updates without an image are not
+    /// listed).
+    pub image: RowImage,
+    /// Rows, at least 1.
+    pub rows: u64,
 }
 
 /// An outbound request a tool made (from HTTP client instrumentation).

@@ -74,8 +74,9 @@ pub use config::{
 };
 pub use database::{DatabaseKind, DatabaseUrlError};
 pub use effect::{
-    Effect, ExplicitChange, ExplicitEffect, ObservationSource, Operation, OutboundReach, RowChange,
-    RowImage, RowOperation, StatementEffect, StatementOutcome, TableWrites, TransactionObservation,
+    Effect, ExplicitChange, ExplicitEffect, ImagedUpdates, ObservationSource, Operation,
+    OutboundReach, RowChange, RowImage, RowOperation, StatementEffect, StatementOutcome,
+    TableWrites, TransactionObservation,
 };
 pub use enforce::{Enforcement, Refusal, RefusedBy};
 pub use facts::{Evidence, Facts, summarize};

@@ -34,7 +34,9 @@
 //! );
 //! ```
 
-use crate::effect::{Effect, Operation, RowOperation};
+use crate::effect::{
+    Effect, Operation, RowImage, RowOperation, TableWrites, TransactionObservation,
+};
 use crate::finding::{Advice, Finding, Rule};
 use crate::hints::{AnnotationsForm, DeclaredHints, Hint};
 use crate::record::CallReport;
@@ -211,8 +213,7 @@ fn destroyed(effect: &Effect) -> bool {
             .transactions
             .iter()
             .filter(|t| t.committed)
-            .flat_map(|t| &t.tables)
-            .any(|w| w.updated + w.deleted > 0)
+            .any(|t| t.tables.iter().any(|w| w.deleted + overwritten(t, w) > 0))
         || effect.statements.iter().any(|s| {
             s.overwrites
                 || s.drops
@@ -221,6 +222,18 @@ fn destroyed(effect: &Effect) -> bool {
                     Operation::Delete | Operation::Truncate | Operation::Ddl
                 )
         })
+}
+
+/// Updates of `w`'s table in `t` that may have overwritten something: all but those whose
+/// row images show nothing changed.
+fn overwritten(t: &TransactionObservation, w: &TableWrites) -> u64 {
+    let unchanged: u64 = t
+        .images
+        .iter()
+        .filter(|u| u.table == w.table && u.image == RowImage::Unchanged)
+        .map(|u| u.rows)
+        .sum();
+    w.updated.saturating_sub(unchanged)
 }
 
 impl CallReport<'_> {
@@ -315,17 +328,28 @@ mod tests {
         // The suggestion's JSON: readOnlyHint false alone, or with destructiveHint true.
         const WRITES: &str = r#"{"readOnlyHint": false}"#;
         const DESTROYS: &str = r#"{"readOnlyHint": false, "destructiveHint": true}"#;
+        // The last number: updates whose row images show nothing changed (a re-set).
         let rows = [
-            (Log, (0, 0, 2), true, DESTROYS),
-            (Log, (0, 1, 0), true, DESTROYS),
-            (Log, (1, 0, 0), true, WRITES),
-            (Log, (0, 0, 2), false, WRITES),
-            (Oracle, (0, 0, 1), true, DESTROYS),
-            (Oracle, (3, 0, 0), true, WRITES),
-            (RowsAffected, (0, 2, 0), true, DESTROYS),
-            (RowsAffected, (0, 0, 0), true, WRITES),
+            (Log, (0, 0, 2), true, DESTROYS, 0),
+            (Log, (0, 1, 0), true, DESTROYS, 0),
+            (Log, (0, 1, 0), true, WRITES, 1),
+            (Log, (0, 2, 0), true, DESTROYS, 1),
+            (Log, (1, 0, 0), true, WRITES, 0),
+            (Log, (0, 0, 2), false, WRITES, 0),
+            (Oracle, (0, 0, 1), true, DESTROYS, 0),
+            (Oracle, (3, 0, 0), true, WRITES, 0),
+            (RowsAffected, (0, 2, 0), true, DESTROYS, 0),
+            (RowsAffected, (0, 0, 0), true, WRITES, 0),
         ];
-        for (source, (inserted, updated, deleted), committed, want) in rows {
+        for (source, (inserted, updated, deleted), committed, want, unchanged) in rows {
+            let images = (unchanged > 0)
+                .then(|| crate::effect::ImagedUpdates {
+                    table: "items".into(),
+                    image: RowImage::Unchanged,
+                    rows: unchanged,
+                })
+                .into_iter()
+                .collect();
             let effect = Effect {
                 transactions: vec![TransactionObservation {
                     wrote: true,
@@ -337,6 +361,7 @@ mod tests {
                     }],
                     committed,
                     source,
+                    images,
                     ..Default::default()
                 }],
                 ..Default::default()
@@ -363,8 +388,10 @@ mod tests {
             let s = report
                 .suggestion()
                 .expect("read_only_write changes readOnlyHint");
-            let case =
-                format!("{source:?} +{inserted} ~{updated} -{deleted} committed {committed}");
+            let case = format!(
+                "{source:?} +{inserted} ~{updated} -{deleted} committed {committed}, \
+                 {unchanged} unchanged"
+            );
             assert_eq!(s.mcp_json(), want, "{case}");
         }
     }

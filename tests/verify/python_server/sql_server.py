@@ -49,6 +49,11 @@ Switches for tests:
   drop_item(id), destructiveHint true (honest) but outcome "Benign" while it DELETEs
   (`undeclared_outcome`), and show_item(id), read-only and outcome "BENIGN", destination
   "Internal" (honest).
+- FIXTURE_REPEATS=1: adds the idempotency cases of `hintaudit proxy`'s row-image tests,
+  each declaring idempotentHint true: bump_views(id) (UPDATE views = views + 1: a changing
+  repeat, `idempotency_broken`), set_qty(id, qty) (a re-set, destructiveHint false: its
+  first call overwrites, its repeat changes nothing) and clear_notes() (TRUNCATE notes,
+  destructiveHint true: its repeat removes nothing).
 - FIXTURE_STDERR_LINES=<n>: writes n numbered lines on stderr, then exits (a startup
   failure whose cause is not on the last line).
 """
@@ -303,6 +308,31 @@ if os.environ.get("FIXTURE_ACTION_METADATA") == "1":
         """Shows an item. Honest action metadata."""
         rows, _ = run(f"SELECT id, name FROM {q('items')} WHERE id = %s", (id,))
         return json.dumps([list(r) for r in rows or []])
+
+
+if os.environ.get("FIXTURE_REPEATS") == "1":
+    # Only with the switch: verify's runs of this fixture see the tools above and no others.
+
+    @mcp.tool(annotations=hints(read_only=False, destructive=True, idempotent=True))
+    @as_text
+    def bump_views(id: int) -> str:
+        """Counts a view of an item. Dishonest: declares idempotentHint true."""
+        _, n = run(f"UPDATE {q('items')} SET views = views + 1 WHERE id = %s", (id,))
+        return f"Updated {n}"
+
+    @mcp.tool(annotations=hints(read_only=False, destructive=False, idempotent=True))
+    @as_text
+    def set_qty(id: int, qty: int) -> str:
+        """Sets an item's quantity. Idempotent; overwrites the old quantity."""
+        _, n = run(f"UPDATE {q('items')} SET qty = %s WHERE id = %s", (qty, id))
+        return f"Updated {n}"
+
+    @mcp.tool(annotations=hints(read_only=False, destructive=True, idempotent=True))
+    @as_text
+    def clear_notes() -> str:
+        """Removes every note (TRUNCATE). Idempotent: a second call removes nothing."""
+        run(f"TRUNCATE TABLE {q('notes')}")
+        return "Notes cleared"
 
 
 RELAY_DIR = os.environ.get("FIXTURE_RELAY")

@@ -5,8 +5,10 @@
 use std::borrow::Cow;
 use std::collections::BTreeSet;
 
-use crate::effect::{Effect, ObservationSource, TableWrites};
+use crate::effect::{Effect, TableWrites, TransactionObservation};
 use crate::facts::collect::Collector;
+use crate::facts::evidence::rows;
+use crate::facts::rows::{Imaged, images_differ, read_image};
 use crate::finding::Confidence;
 use crate::policy::{Policy, normalized_table};
 
@@ -27,7 +29,7 @@ pub(super) fn record_transactions<'e>(
             c.touched(table.clone());
             oracle_tables.insert(table.clone());
             if t.committed {
-                committed(w, t.source, table, effect, policy, c);
+                committed(w, t, table, effect, policy, c);
             } else {
                 c.attempt(Confidence::Confirmed, || {
                     format!(
@@ -62,11 +64,13 @@ pub(super) fn record_transactions<'e>(
 }
 
 /// One table's counts in a committed transaction: a write; destructive when rows were
-/// updated or deleted; a net change when rows were inserted or deleted, or (likely) when a
-/// statement on the table sets a column from itself.
+/// deleted or overwritten; a net change when rows were inserted or deleted, when row images
+/// show an update changed a column that is not ignored, or (likely) when a statement on the
+/// table sets a column from itself. Updates whose images show nothing changed (ignored
+/// columns aside) are no overwrite: the rule row changes follow ([`read_image`]).
 fn committed<'e>(
     w: &TableWrites,
-    source: ObservationSource,
+    t: &TransactionObservation,
     table: Cow<'e, str>,
     effect: &Effect,
     policy: &Policy,
@@ -81,19 +85,29 @@ fn committed<'e>(
             .iter()
             .filter(|s| s.tables.iter().any(|x| normalized_table(x) == table))
     };
-    // Updates confined to ignored columns, as the statements that target the table say, are
-    // no overwrite.
+    let images = ImageTally::of(t, &table, policy);
+    // Updates without an image, confined to ignored columns as the statements that target
+    // the table say, are no overwrite.
     let set_cols_ignored = targeting().all(|s| policy.all_columns_ignored(&table, &s.set_columns))
         && targeting().next().is_some();
-    let updated = if set_cols_ignored { 0 } else { w.updated };
+    let unknown = w.updated.saturating_sub(images.unchanged + images.changed);
+    let updated = images.changed + if set_cols_ignored { 0 } else { unknown };
+    let source_name = t.source.as_str();
     if w.inserted + updated + w.deleted == 0 {
+        if images.unchanged > 0 {
+            c.attempt(t.source.confidence(), || {
+                format!(
+                    "{source_name}: UPDATE {table}: {} matched, nothing changed (row images)",
+                    rows(images.unchanged as usize)
+                )
+            });
+        }
         return;
     }
-    let confidence = source.confidence();
-    let source = source.as_str();
+    let confidence = t.source.confidence();
     let text = || {
         format!(
-            "{source}: {table} +{} ~{} -{} (committed)",
+            "{source_name}: {table} +{} ~{} -{} (committed)",
             w.inserted, updated, w.deleted
         )
     };
@@ -103,6 +117,8 @@ fn committed<'e>(
     }
     if w.inserted + w.deleted > 0 {
         c.net_change(confidence, text);
+    } else if let Some(why) = &images.why {
+        c.net_change(confidence, || format!("{} ({why})", text()));
     } else if let Some((col, expr)) = targeting()
         .flat_map(|s| s.non_convergent.iter())
         .find(|(c, _)| !policy.is_ignored_column(&table, c))
@@ -114,10 +130,42 @@ fn committed<'e>(
     c.written(table);
 }
 
+/// What a transaction's row images say of one table's updates.
+#[derive(Debug, Default)]
+struct ImageTally {
+    /// Rows whose images show nothing changed (ignored columns aside).
+    unchanged: u64,
+    /// Rows whose images differ in a column that is not ignored.
+    changed: u64,
+    /// Why the first of those is a change (`changed views`).
+    why: Option<String>,
+}
+
+impl ImageTally {
+    fn of(t: &TransactionObservation, table: &str, policy: &Policy) -> Self {
+        let mut tally = ImageTally::default();
+        for u in t
+            .images
+            .iter()
+            .filter(|u| normalized_table(&u.table) == table)
+        {
+            match read_image(policy, table, &u.image) {
+                Imaged::Unknown => {}
+                Imaged::Unchanged => tally.unchanged += u.rows,
+                Imaged::Changed(cols) => {
+                    tally.changed += u.rows;
+                    tally.why.get_or_insert_with(|| images_differ(cols));
+                }
+            }
+        }
+        tally
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::effect::{StatementEffect, TransactionObservation};
+    use crate::effect::{ImagedUpdates, ObservationSource, RowImage, StatementEffect};
     use crate::facts::collect::{lines, update_of_t as update};
     use crate::facts::evidence::Wanted;
 
@@ -137,6 +185,26 @@ mod tests {
             tables,
             committed,
             ..Default::default()
+        }
+    }
+
+    /// A committed transaction from the database log, `(inserted, updated, deleted)` on
+    /// table t, with row images `(table, image, rows)`.
+    fn imaged(
+        (i, u, d): (u64, u64, u64),
+        images: Vec<(&str, RowImage, u64)>,
+    ) -> TransactionObservation {
+        TransactionObservation {
+            source: ObservationSource::Log,
+            images: images
+                .into_iter()
+                .map(|(table, image, rows)| ImagedUpdates {
+                    table: table.into(),
+                    image,
+                    rows,
+                })
+                .collect(),
+            ..tx(true, true, vec![counts("t", (i, u, d))])
         }
     }
 
@@ -253,6 +321,70 @@ mod tests {
                 vec!["t"],
             ),
             (
+                "log images of a re-set: no overwrite, an attempt",
+                vec![],
+                vec![imaged(
+                    (0, 2, 0),
+                    vec![
+                        ("t", RowImage::Unchanged, 1),
+                        ("t", RowImage::Changed(vec!["updated_at".into()]), 1),
+                    ],
+                )],
+                vec![
+                    "attempts: database log: UPDATE t: 2 rows matched, nothing changed (row images) (likely)",
+                    "touched: t",
+                ],
+                vec!["t"],
+            ),
+            (
+                "log images of a counter: an overwrite and a net change",
+                vec![],
+                vec![imaged(
+                    (0, 1, 0),
+                    vec![("t", RowImage::Changed(vec!["views".into()]), 1)],
+                )],
+                vec![
+                    "writes: database log: t +0 ~1 -0 (committed) (likely)",
+                    "destructive: database log: t +0 ~1 -0 (committed) (likely)",
+                    "net_changes: database log: t +0 ~1 -0 (committed) (changed views) (likely)",
+                    "written: t",
+                    "touched: t",
+                ],
+                vec!["t"],
+            ),
+            (
+                "log images unnamed, beside updates without one: both overwrite",
+                vec![],
+                vec![imaged(
+                    (0, 3, 0),
+                    vec![
+                        ("t", RowImage::Changed(vec![]), 1),
+                        ("t", RowImage::Unchanged, 1),
+                        ("other", RowImage::Changed(vec![]), 5),
+                    ],
+                )],
+                vec![
+                    "writes: database log: t +0 ~2 -0 (committed) (likely)",
+                    "destructive: database log: t +0 ~2 -0 (committed) (likely)",
+                    "net_changes: database log: t +0 ~2 -0 (committed) (row images differ) (likely)",
+                    "written: t",
+                    "touched: t",
+                ],
+                vec!["t"],
+            ),
+            (
+                "log images of a re-set beside an update without one: an overwrite only",
+                vec![],
+                vec![imaged((0, 2, 0), vec![("t", RowImage::Unchanged, 1)])],
+                vec![
+                    "writes: database log: t +0 ~1 -0 (committed) (likely)",
+                    "destructive: database log: t +0 ~1 -0 (committed) (likely)",
+                    "written: t",
+                    "touched: t",
+                ],
+                vec!["t"],
+            ),
+            (
                 "zero counts: touched only",
                 vec![],
                 vec![tx(true, false, vec![counts("t", (0, 0, 0))])],
@@ -291,7 +423,7 @@ mod tests {
                 "rows affected, not an oracle: the evidence says so",
                 vec![],
                 vec![TransactionObservation {
-                    source: crate::effect::ObservationSource::RowsAffected,
+                    source: ObservationSource::RowsAffected,
                     ..tx(true, true, vec![counts("t", (0, 1, 0))])
                 }],
                 vec![

@@ -92,20 +92,13 @@ fn updated<'e>(
         }
         let stmt = rc.statement.and_then(|s| effect.statements.get(s));
         let direct = stmt.is_some_and(|s| s.tables.iter().any(|t| normalized_table(t) == *table));
-        match &rc.image {
-            RowImage::Unchanged => unchanged += 1,
-            RowImage::Changed(cols) if policy.all_columns_ignored(table, cols) => unchanged += 1,
-            RowImage::Changed(cols) => {
+        match read_image(policy, table, &rc.image) {
+            Imaged::Unchanged => unchanged += 1,
+            Imaged::Changed(cols) => {
                 changed += 1;
-                if non_convergent.is_none() {
-                    non_convergent = Some(if cols.is_empty() {
-                        "row images differ".to_owned()
-                    } else {
-                        format!("changed {}", cols.join(", "))
-                    });
-                }
+                non_convergent.get_or_insert_with(|| images_differ(cols));
             }
-            RowImage::Unknown => {
+            Imaged::Unknown => {
                 if let Some(s) = stmt.filter(|_| direct) {
                     if policy.all_columns_ignored(table, &s.set_columns) {
                         unchanged += 1;
@@ -149,6 +142,40 @@ fn updated<'e>(
                 rows(unchanged)
             )
         });
+    }
+}
+
+/// What a row image says of an update once the ignored columns are left out: the one rule
+/// for the hooks' images (SQLite's preupdate hook) and the database log's (`hintaudit proxy`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Imaged<'i> {
+    /// No image: the update counts as an overwrite, as statements tell.
+    Unknown,
+    /// Old and new rows are equal, or differ in ignored columns only: no overwrite, and
+    /// nothing a repeat changes again.
+    Unchanged,
+    /// These columns differ (empty: names not known), not all ignored: an overwrite, and a
+    /// change a repeat makes again.
+    Changed(&'i [String]),
+}
+
+/// Reads `image`, an update of `table`, through `policy`'s ignored columns.
+pub(super) fn read_image<'i>(policy: &Policy, table: &str, image: &'i RowImage) -> Imaged<'i> {
+    match image {
+        RowImage::Unknown => Imaged::Unknown,
+        RowImage::Unchanged => Imaged::Unchanged,
+        RowImage::Changed(cols) if policy.all_columns_ignored(table, cols) => Imaged::Unchanged,
+        RowImage::Changed(cols) => Imaged::Changed(cols),
+    }
+}
+
+/// Why images that differ are a change: `changed views, qty`, or `row images differ` when the
+/// columns are not named.
+pub(super) fn images_differ(cols: &[String]) -> String {
+    if cols.is_empty() {
+        "row images differ".to_owned()
+    } else {
+        format!("changed {}", cols.join(", "))
     }
 }
 

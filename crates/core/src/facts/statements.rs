@@ -104,13 +104,7 @@ fn record_statement<'e>(
     let covered_by_oracle =
         !oracle_tables.is_empty() && written.iter().any(|t| oracle_tables.contains(t));
     match s.operation {
-        Operation::Truncate => {
-            let text = || format!("{what}: table truncated");
-            c.write(Likely, text);
-            c.destructive(Likely, text);
-            c.net_change(Likely, text);
-            c.written_all(written.iter().cloned());
-        }
+        Operation::Truncate => truncated(s, &written, c),
         Operation::Ddl => {
             c.write(Likely, || format!("{what}: schema change"));
             if s.drops {
@@ -131,6 +125,22 @@ fn record_statement<'e>(
             None => rows_not_reported(s, &written, c),
         },
     }
+}
+
+/// A TRUNCATE that ran: a likely write, destructive and a net change; an attempt when the
+/// database log showed the table empty since its last truncation (observed, 0 rows):
+/// nothing was removed, and a repeat changes nothing.
+fn truncated<'e>(s: &'e StatementEffect, written: &[Cow<'e, str>], c: &mut Collector<'e>) {
+    let what = &*s.summary;
+    if s.observed && s.rows_affected == Some(0) {
+        c.attempt(Likely, || format!("{what}: the table was already empty"));
+        return;
+    }
+    let text = || format!("{what}: table truncated");
+    c.write(Likely, text);
+    c.destructive(Likely, text);
+    c.net_change(Likely, text);
+    c.written_all(written.iter().cloned());
 }
 
 /// A write the hooks or the oracle watched. Without a row change it changed nothing, except

@@ -14,6 +14,46 @@ fn update_self(expr: Option<(&str, &str)>) -> Effect {
     e
 }
 
+/// A commit the database log showed (`hintaudit proxy`): one row of `counters` updated, with
+/// the row image `image` (none: [`RowImage::Unknown`]).
+fn logged_update(image: RowImage) -> Effect {
+    let images = match image {
+        RowImage::Unknown => vec![],
+        image => vec![ImagedUpdates {
+            table: "counters".into(),
+            image,
+            rows: 1,
+        }],
+    };
+    Effect {
+        transactions: vec![TransactionObservation {
+            wrote: true,
+            tables: vec![TableWrites {
+                table: "counters".into(),
+                inserted: 0,
+                updated: 1,
+                deleted: 0,
+            }],
+            committed: true,
+            source: ObservationSource::Log,
+            images,
+            ..Default::default()
+        }],
+        ..Default::default()
+    }
+}
+
+/// A TRUNCATE the database log showed; `empty`: of a table it showed empty already.
+fn logged_truncate(empty: bool) -> Effect {
+    let mut s = stmt(Operation::Truncate, "counters");
+    s.rows_affected = empty.then_some(0);
+    s.observed = empty;
+    Effect {
+        statements: vec![s],
+        ..Default::default()
+    }
+}
+
 #[test]
 fn idempotency_on_repeats() {
     let idem = hints(F, T, T, F);
@@ -114,6 +154,54 @@ fn idempotency_on_repeats() {
                 e.row_changes[0].image = RowImage::Changed(vec!["updated_at".into()]);
                 e
             },
+            None,
+            vec!["idempotency_broken"],
+        ),
+        (
+            "the database log's images: a counter changes again",
+            Policy::default(),
+            logged_update(RowImage::Unknown),
+            logged_update(RowImage::Changed(vec!["views".into()])),
+            None,
+            vec!["idempotency_broken"],
+        ),
+        (
+            "the database log's images: a re-set to the same values",
+            Policy::default(),
+            logged_update(RowImage::Changed(vec!["qty".into()])),
+            logged_update(RowImage::Unchanged),
+            None,
+            vec![],
+        ),
+        (
+            "the database log's images: only an ignored column changes again",
+            Policy::default().with_ignored_column("updated_at"),
+            logged_update(RowImage::Unknown),
+            logged_update(RowImage::Changed(vec!["updated_at".into()])),
+            None,
+            vec![],
+        ),
+        (
+            "the database log without images: an update is no net change",
+            Policy::default(),
+            logged_update(RowImage::Unknown),
+            logged_update(RowImage::Unknown),
+            None,
+            vec![],
+        ),
+        (
+            "the database log: a TRUNCATE of a table it showed empty",
+            Policy::default(),
+            logged_truncate(false),
+            logged_truncate(true),
+            None,
+            vec![],
+        ),
+        (
+            "the database log: a TRUNCATE of a table it did not show empty",
+            Policy::default(),
+            logged_truncate(false),
+            logged_truncate(false),
             None,
             vec!["idempotency_broken"],
         ),

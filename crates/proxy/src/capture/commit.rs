@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use hintaudit_core::TableWrites;
+use hintaudit_core::{ImagedUpdates, RowImage, TableWrites};
 
 use crate::capture::ledger::{Commit, Lsn};
 use crate::capture::writer::Writer;
@@ -31,11 +31,14 @@ pub struct Counts {
 }
 
 /// A transaction being read: rows per table (unqualified, lower-cased), the tables it
-/// truncated, in the order first seen, and its writer once named.
+/// truncated, in the order first seen, what its updates' row images say, and its writer once
+/// named.
 #[derive(Debug, Default)]
 pub struct CommitBuilder {
     tables: BTreeMap<String, Counts>,
     truncated: Vec<String>,
+    truncated_empty: Vec<String>,
+    images: Vec<ImagedUpdates>,
     writer: Option<Writer>,
 }
 
@@ -50,10 +53,36 @@ impl CommitBuilder {
         }
     }
 
-    /// `table` truncated (once per transaction however often).
-    pub fn truncate(&mut self, table: String) {
-        if !self.truncated.contains(&table) {
+    /// `table` truncated (once per transaction however often); `empty`: the log showed it
+    /// empty already ([`EmptyTables`](crate::capture::images::EmptyTables)).
+    pub fn truncate(&mut self, table: String, empty: bool) {
+        if self.truncated.contains(&table) || self.truncated_empty.contains(&table) {
+            return;
+        }
+        if empty {
+            self.truncated_empty.push(table);
+        } else {
             self.truncated.push(table);
+        }
+    }
+
+    /// An update of `table` (counted with [`CommitBuilder::rows`]) whose row images say
+    /// `image`; nothing for [`RowImage::Unknown`].
+    pub fn image(&mut self, table: &str, image: RowImage) {
+        if image == RowImage::Unknown {
+            return;
+        }
+        match self
+            .images
+            .iter_mut()
+            .find(|u| u.table == table && u.image == image)
+        {
+            Some(u) => u.rows += 1,
+            None => self.images.push(ImagedUpdates {
+                table: table.to_owned(),
+                image,
+                rows: 1,
+            }),
         }
     }
 
@@ -65,7 +94,7 @@ impl CommitBuilder {
 
     /// Whether it holds no change.
     pub fn is_empty(&self) -> bool {
-        self.tables.is_empty() && self.truncated.is_empty()
+        self.tables.is_empty() && self.truncated.is_empty() && self.truncated_empty.is_empty()
     }
 
     /// The transaction committed at `lsn` (the end of its commit record).
@@ -83,6 +112,8 @@ impl CommitBuilder {
                 })
                 .collect(),
             truncated: self.truncated,
+            truncated_empty: self.truncated_empty,
+            images: self.images,
             writer: self.writer,
         }
     }

@@ -24,7 +24,7 @@
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
 
-use hintaudit_core::TableWrites;
+use hintaudit_core::{ImagedUpdates, TableWrites};
 
 pub use crate::capture::writer::{Origin, Writer};
 
@@ -41,6 +41,12 @@ pub struct Commit {
     pub tables: Vec<TableWrites>,
     /// Tables it truncated.
     pub truncated: Vec<String>,
+    /// Tables it truncated that the log showed empty already (truncated before, nothing
+    /// inserted since, no gap between): nothing was removed.
+    pub truncated_empty: Vec<String>,
+    /// Its updates whose old row the log showed (a before image, or the row's last image
+    /// read), by table and what comparing the rows says; only the comparison, never a value.
+    pub images: Vec<ImagedUpdates>,
     /// Who wrote it, when the database said (PostgreSQL: the writer trigger's message).
     pub writer: Option<Writer>,
 }

@@ -22,6 +22,7 @@ use tokio_util::sync::CancellationToken;
 
 mod commit;
 mod identify;
+mod images;
 pub mod ledger;
 mod mysql;
 mod postgres;

@@ -293,11 +293,21 @@ fn record(share: &CallShare) {
                 sequences: Vec::new(),
                 committed: true,
                 source: ObservationSource::Log,
+                images: commit.images.clone(),
             });
         }
         for t in &commit.truncated {
             let mut s = StatementEffect::new(Operation::Truncate, vec![t.clone()]);
             s.summary = format!("TRUNCATE {t} (database log)").into();
+            effects.record_statement(s);
+        }
+        // A TRUNCATE of a table the log showed empty: observed, 0 rows (no driver counts a
+        // TRUNCATE), it removed nothing.
+        for t in &commit.truncated_empty {
+            let mut s = StatementEffect::new(Operation::Truncate, vec![t.clone()]);
+            s.summary = format!("TRUNCATE {t} (database log: already empty)").into();
+            s.rows_affected = Some(0);
+            s.observed = true;
             effects.record_statement(s);
         }
     }

@@ -11,6 +11,8 @@
 //!
 //! The file tests (files.rs) run the proxy with `--watch` in front of the Python files
 //! fixture and the official npm filesystem and memory servers, with no database.
+//! The repeat tests (repeats.rs) judge idempotency from the log's row images, both ways, on
+//! PostgreSQL and MariaDB.
 //!
 //! Each test makes a database of its own, so only its own commits reach its slot; the
 //! restart tests (restart.rs) restart a PostgreSQL and a MariaDB server of their own. Without
@@ -27,6 +29,7 @@ mod listing;
 mod mariadb;
 mod postgres;
 mod relay;
+mod repeats;
 mod restart;
 mod support;
 mod transcripts;

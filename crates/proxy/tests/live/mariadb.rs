@@ -34,24 +34,33 @@ pub(crate) async fn exec(admin: &MySqlPool, statements: impl IntoIterator<Item =
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn planted_lies_are_found_live_on_mariadb_from_the_binary_log() {
-    let Some(admin) = mysql_or_skip().await else {
-        return;
-    };
-    let Some(py) = python_or_skip() else {
-        return;
-    };
-    let name = "hintaudit_proxy_my";
+/// MariaDB and Python, or `None` after a printed skip.
+pub(crate) async fn my_parts() -> Option<(MySqlPool, &'static str)> {
+    let admin = mysql_or_skip().await?;
+    let py = python_or_skip()?;
+    Some((admin, py))
+}
+
+/// A new, empty database named `name` on the server; its URL.
+pub(crate) async fn fresh_my_db(admin: &MySqlPool, name: &str) -> String {
     exec(
-        &admin,
+        admin,
         [
             format!("DROP DATABASE IF EXISTS {name}"),
             format!("CREATE DATABASE {name}"),
         ],
     )
     .await;
-    let db = format!("{}/{name}", mysql_url().trim_end_matches('/'));
+    format!("{}/{name}", mysql_url().trim_end_matches('/'))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn planted_lies_are_found_live_on_mariadb_from_the_binary_log() {
+    let Some((admin, py)) = my_parts().await else {
+        return;
+    };
+    let name = "hintaudit_proxy_my";
+    let db = fresh_my_db(&admin, name).await;
     // archive_item deletes, then stays in flight for 4 s: calls of other tools overlap it.
     let upstream = fixture(py, &db, "FIXTURE_SLEEP_AFTER=archive_item=4");
     // The capture's wait is an upper bound (a call's answer waits for the log at most that

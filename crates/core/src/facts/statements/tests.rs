@@ -190,6 +190,24 @@ fn statement_evidence() {
             ],
         ),
         (
+            "TRUNCATE of a table the database log showed empty: an attempt",
+            observed(affected(0, st(Truncate, "t"))),
+            false,
+            &[],
+            vec!["attempts: TRUNCATE t: the table was already empty (likely)"],
+        ),
+        (
+            "TRUNCATE counted 0 by a driver, not observed (a multi-statement text): truncated",
+            affected(0, st(Truncate, "t")),
+            false,
+            &[],
+            vec![
+                "writes: TRUNCATE t: table truncated (likely)",
+                "destructive: TRUNCATE t: table truncated (likely)",
+                "net_changes: TRUNCATE t: table truncated (likely)",
+            ],
+        ),
+        (
             "DDL",
             st(Ddl, "t"),
             false,

@@ -12,6 +12,8 @@ fn commit(lsn: Lsn) -> Commit {
             deleted: 0,
         }],
         truncated: vec![],
+        truncated_empty: vec![],
+        images: vec![],
         writer: None,
     }
 }

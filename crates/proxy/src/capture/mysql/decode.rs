@@ -1,12 +1,15 @@
 //! The binary log's events, one at a time, into [`Commit`]s: the row events of the watched
 //! database counted per table and transaction, the transaction closed by its `XID` event (or
 //! a `COMMIT` query, for non-transactional tables) at its end position; a `TRUNCATE`, logged
-//! as a statement even in ROW format, commits by itself. Only the table and the kind of each
-//! change are kept: never a value.
+//! as a statement even in ROW format, commits by itself. An update's before and after images
+//! (`binlog_row_image = FULL`, the default) are compared column by column as hashes
+//! (images.rs): only what changed is kept, never a value.
 
 use mysql_async::binlog::events::{EventData, RowsEventData, TableMapEvent};
+use mysql_async::binlog::row::BinlogRow;
 
 use crate::capture::commit::{CommitBuilder, RowChange};
+use crate::capture::images::{Column, EmptyTables, RowImages, ValueHasher};
 use crate::capture::ledger::{Commit, Lsn};
 
 /// What one event means for the stream.
@@ -40,6 +43,10 @@ pub(crate) struct BinlogDecoder {
     described: bool,
     /// A table map read and its transaction's commit not yet.
     mapped: bool,
+    /// Compares each update's before and after images (no row is kept: the binary log
+    /// carries the before image).
+    images: RowImages,
+    empty: EmptyTables,
 }
 
 impl BinlogDecoder {
@@ -50,6 +57,8 @@ impl BinlogDecoder {
             open: CommitBuilder::default(),
             described: false,
             mapped: false,
+            images: RowImages::new(ValueHasher::random(), 1),
+            empty: EmptyTables::default(),
         }
     }
 
@@ -87,8 +96,10 @@ impl BinlogDecoder {
                     return self.commit(at);
                 }
                 if upper.starts_with("TRUNCATE") && q.schema() == self.database {
+                    let table = truncated_table(&text);
+                    let empty = self.empty.truncated(&table);
                     let mut truncated = CommitBuilder::default();
-                    truncated.truncate(truncated_table(&text));
+                    truncated.truncate(table, empty);
                     return Step::Commit(truncated.finish(at));
                 }
             }
@@ -97,6 +108,8 @@ impl BinlogDecoder {
         Step::Nothing
     }
 
+    /// A rows event: its rows counted, inserts ending a table's emptiness, and each update's
+    /// before and after images compared.
     fn rows(&mut self, rows: &RowsEventData<'_>, tme: Option<&TableMapEvent<'_>>) {
         let Some(tme) = tme else {
             return;
@@ -104,7 +117,6 @@ impl BinlogDecoder {
         if tme.database_name() != self.database {
             return;
         }
-        let n = rows.rows(tme).count() as u64;
         let change = match rows {
             RowsEventData::WriteRowsEventV1(_) | RowsEventData::WriteRowsEvent(_) => {
                 RowChange::Insert
@@ -114,7 +126,27 @@ impl BinlogDecoder {
             }
             _ => RowChange::Update,
         };
-        self.open.rows(tme.table_name().to_lowercase(), change, n);
+        let table = tme.table_name().to_lowercase();
+        let mut n = 0;
+        for row in rows.rows(tme) {
+            n += 1;
+            match (change, row) {
+                (RowChange::Insert, _) => self.empty.inserted(&table),
+                (RowChange::Update, Ok((Some(before), Some(after)))) => {
+                    let h = self.images.hasher();
+                    let image = self.images.updated(
+                        &table,
+                        None,
+                        None,
+                        Some(&columns(h, &before)),
+                        &columns(h, &after),
+                    );
+                    self.open.image(&table, image);
+                }
+                _ => {}
+            }
+        }
+        self.open.rows(table, change, n);
     }
 
     fn commit(&mut self, at: Lsn) -> Step {
@@ -125,6 +157,19 @@ impl BinlogDecoder {
         }
         Step::Commit(done.finish(at))
     }
+}
+
+/// A binary log row as [`Column`]s: each value's hash, never the value. The table map names
+/// the columns with `binlog_row_metadata = FULL`; else they are `@` and their position.
+fn columns(h: ValueHasher, row: &BinlogRow) -> Vec<Column> {
+    row.columns_ref()
+        .iter()
+        .enumerate()
+        .map(|(i, c)| Column {
+            name: c.name_str().to_lowercase(),
+            value: row.as_ref(i).map(|v| h.hash(format!("{v:?}").as_bytes())),
+        })
+        .collect()
 }
 
 /// The table a `TRUNCATE [TABLE] [db.]t` names: unquoted, without its database, lower-cased.

@@ -12,15 +12,23 @@
 //! ```
 //!
 //! The `lsn` of the `COMMIT` row is the end of the commit record, which is what the ledger
-//! orders against the positions read around each call. Only the table and the kind of each
-//! change are kept: never a value. A transactional message with the prefix `hintaudit`
+//! orders against the positions read around each call. Of each row, the table and the kind
+//! of change are kept, and its columns as hashes (images.rs): an update's new tuple is
+//! compared with its old tuple when logged whole (`REPLICA IDENTITY FULL`), else with the
+//! last image of the same key read, the key's columns asked of the catalog (keys.rs). Never
+//! a value. A transactional message with the prefix `hintaudit`
 //! (the writer trigger's, see install.rs) names the transaction's writer:
 //!
 //! ```text
 //! message: transactional: 1 prefix: hintaudit, sz: 41 content:4242 127.0.0.1 51234 1733330000123456 hintaudit:3fa9c2d1e0b7:3
 //! ```
 
+use std::collections::HashMap;
+
+use hintaudit_core::RowImage;
+
 use crate::capture::commit::{CommitBuilder, RowChange};
+use crate::capture::images::{Column, EmptyTables, MAX_EMPTY_TABLES, RowImages, ValueHasher};
 use crate::capture::ledger::{Commit, Lsn};
 use crate::capture::writer::{MESSAGE_PREFIX, Writer};
 
@@ -32,10 +40,15 @@ pub fn parse_lsn(text: &str) -> Option<Lsn> {
     (hi <= u32::MAX as u64 && lo <= u32::MAX as u64).then_some((hi << 32) | lo)
 }
 
-/// Folds decoded rows into commits.
+/// Folds decoded rows into commits, comparing row images as it goes.
 #[derive(Debug, Default)]
 pub struct Decoder {
     open: Option<CommitBuilder>,
+    /// Each table's key columns (its replica identity's, else its primary key's), by the
+    /// qualified name the log writes; `None`: it has none.
+    keys: HashMap<String, Option<Vec<String>>>,
+    images: RowImages,
+    empty: EmptyTables,
 }
 
 impl Decoder {
@@ -55,15 +68,107 @@ impl Decoder {
                 .writer(writer);
             return None;
         }
-        let (table, op) = change(data)?;
-        let open = self.open.get_or_insert_with(CommitBuilder::default);
+        let (qualified, op, tuple) = change(data)?;
+        let table = unqualified(qualified);
         match op {
-            "TRUNCATE" => open.truncate(table),
-            "INSERT" => open.rows(table, RowChange::Insert, 1),
-            "UPDATE" => open.rows(table, RowChange::Update, 1),
-            _ => open.rows(table, RowChange::Delete, 1),
+            "TRUNCATE" => {
+                let empty = self.empty.truncated(qualified);
+                self.builder().truncate(table, empty);
+            }
+            "INSERT" => {
+                self.empty.inserted(qualified);
+                let new = self.columns(tuple);
+                let key = self.key(qualified, &new);
+                self.images.inserted(qualified, key.as_deref(), &new);
+                self.builder().rows(table, RowChange::Insert, 1);
+            }
+            "UPDATE" => {
+                let image = self.updated(qualified, tuple);
+                let open = self.builder();
+                open.image(&table, image);
+                open.rows(table, RowChange::Update, 1);
+            }
+            _ => {
+                let old = self.columns(tuple);
+                let key = self.key(qualified, &old);
+                self.images.deleted(qualified, key.as_deref());
+                self.builder().rows(table, RowChange::Delete, 1);
+            }
         }
         None
+    }
+
+    fn builder(&mut self) -> &mut CommitBuilder {
+        self.open.get_or_insert_with(CommitBuilder::default)
+    }
+
+    /// An UPDATE's tuples (`old-key: … new-tuple: …`, or the new tuple alone) compared: the
+    /// old tuple when it is whole (`REPLICA IDENTITY FULL`), else the row's last image read.
+    fn updated(&mut self, qualified: &str, tuple: &str) -> RowImage {
+        let (old, new) = match tuple.strip_prefix("old-key: ") {
+            Some(rest) => {
+                let (old, rest) = columns_until_new_tuple(rest);
+                (
+                    Some(old),
+                    rest.trim_start()
+                        .strip_prefix("new-tuple: ")
+                        .unwrap_or(rest),
+                )
+            }
+            None => (None, tuple),
+        };
+        let hasher = self.images.hasher();
+        let old = old.map(|o| hashed(hasher, o));
+        let new = self.columns(new);
+        let whole = old
+            .as_ref()
+            .filter(|o| new.iter().all(|c| o.iter().any(|x| x.name == c.name)));
+        let new_key = self.key(qualified, &new);
+        let old_key = match &old {
+            Some(o) => self.key(qualified, o),
+            None => new_key.clone(),
+        };
+        self.images.updated(
+            qualified,
+            old_key.as_deref(),
+            new_key.as_deref(),
+            whole.map(Vec::as_slice),
+            &new,
+        )
+    }
+
+    fn columns(&self, tuple: &str) -> Vec<Column> {
+        hashed(self.images.hasher(), columns_until_new_tuple(tuple).0)
+    }
+
+    /// The hashes of `row`'s key columns, in the key's order; `None` when the table's key is
+    /// not known or the row lacks one of them.
+    fn key(&self, qualified: &str, row: &[Column]) -> Option<Vec<u64>> {
+        let names = self.keys.get(qualified)?.as_ref()?;
+        names
+            .iter()
+            .map(|n| row.iter().find(|c| c.name == *n).and_then(|c| c.value))
+            .collect()
+    }
+
+    /// The tables `data` (rows about to be read) names whose key columns are not known yet,
+    /// as the log qualifies them: ask the database ([`Decoder::learn_key`]) before reading.
+    pub fn unknown_tables<'a>(&self, data: impl Iterator<Item = &'a str>) -> Vec<String> {
+        let mut unknown: Vec<String> = data
+            .filter_map(|d| change(d).map(|(q, _, _)| q))
+            .filter(|q| !self.keys.contains_key(*q))
+            .map(str::to_owned)
+            .collect();
+        unknown.sort();
+        unknown.dedup();
+        unknown
+    }
+
+    /// `qualified`'s key columns (lower-cased; `None`: it has no key).
+    pub fn learn_key(&mut self, qualified: String, key: Option<Vec<String>>) {
+        if self.keys.len() < MAX_EMPTY_TABLES {
+            self.keys.insert(qualified, key);
+        }
     }
 }
 
@@ -75,14 +180,85 @@ fn writer(data: &str) -> Option<Writer> {
     Writer::parse(content)
 }
 
-/// `table SCHEMA.NAME: OP: …` → (name, lower-cased and unquoted, without its schema; OP).
-fn change(data: &str) -> Option<(String, &'static str)> {
+/// `table SCHEMA.NAME: OP: TUPLE` → (the qualified name as written, OP, TUPLE).
+fn change(data: &str) -> Option<(&str, &'static str, &str)> {
     let rest = data.strip_prefix("table ")?;
     let (at, op) = ["INSERT", "UPDATE", "DELETE", "TRUNCATE"]
         .into_iter()
         .filter_map(|op| rest.find(&format!(": {op}:")).map(|at| (at, op)))
         .min_by_key(|(at, _)| *at)?;
-    Some((unqualified(&rest[..at]), op))
+    let tuple = &rest[at + op.len() + 3..];
+    Some((&rest[..at], op, tuple.trim_start()))
+}
+
+/// A tuple's columns, `name[type]:value` each, as (name lower-cased and unquoted, type,
+/// value as written), up to `new-tuple:` or the end; and the rest.
+fn columns_until_new_tuple(mut s: &str) -> (Vec<(String, &str, &str)>, &str) {
+    let mut out = Vec::new();
+    loop {
+        s = s.trim_start();
+        if s.is_empty() || s.starts_with("new-tuple:") || s.starts_with('(') {
+            return (out, s);
+        }
+        let Some((name, rest)) = column_name(s) else {
+            return (out, s);
+        };
+        let Some((ty, rest)) = rest.strip_prefix('[').and_then(|r| r.split_once("]:")) else {
+            return (out, s);
+        };
+        let (value, rest) = value(rest);
+        out.push((name, ty, value));
+        s = rest;
+    }
+}
+
+/// A column's name at the start of `s` (quoted or not) up to its `[`.
+fn column_name(s: &str) -> Option<(String, &str)> {
+    if let Some(quoted) = s.strip_prefix('"') {
+        let (text, rest) = quoted_text(quoted, '"')?;
+        return Some((text.replace("\"\"", "\""), rest));
+    }
+    let at = s.find('[')?;
+    Some((s[..at].to_lowercase(), &s[at..]))
+}
+
+/// A value at the start of `s`: `'quoted'` (with `''` inside) or up to the next space.
+fn value(s: &str) -> (&str, &str) {
+    if let Some(quoted) = s.strip_prefix('\'') {
+        return quoted_text(quoted, '\'').unwrap_or((quoted, ""));
+    }
+    let at = s.find(' ').unwrap_or(s.len());
+    (&s[..at], &s[at..])
+}
+
+/// The text up to the closing `quote` (a doubled quote is part of it), and what follows.
+fn quoted_text(s: &str, quote: char) -> Option<(&str, &str)> {
+    let bytes = s.as_bytes();
+    let q = quote as u8;
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == q {
+            if bytes.get(i + 1) == Some(&q) {
+                i += 2;
+                continue;
+            }
+            return Some((&s[..i], &s[i + 1..]));
+        }
+        i += 1;
+    }
+    None
+}
+
+/// Parsed columns as [`Column`]s: the value's hash (of its type and text), never the value;
+/// `unchanged-toast-datum` (a value the log left out) as none.
+fn hashed(h: ValueHasher, cols: Vec<(String, &str, &str)>) -> Vec<Column> {
+    cols.into_iter()
+        .map(|(name, ty, value)| Column {
+            name,
+            value: (value != "unchanged-toast-datum")
+                .then(|| h.hash(format!("{ty}\0{value}").as_bytes())),
+        })
+        .collect()
 }
 
 /// The last identifier of a qualified name, unquoted (`public."Items"` → `items`).
@@ -107,89 +283,4 @@ fn unqualified(name: &str) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn lsns() {
-        let rows = [
-            ("0/21AA058", Some(0x021A_A058)),
-            ("16/B374D848", Some((0x16 << 32) | 0xB374_D848)),
-            ("zz", None),
-            ("1/", None),
-        ];
-        for (text, want) in rows {
-            assert_eq!(parse_lsn(text), want, "{text}");
-        }
-    }
-
-    #[test]
-    fn rows_fold_into_commits() {
-        let mut d = Decoder::default();
-        let rows = [
-            (1, "BEGIN 729"),
-            (
-                1,
-                "table public.\"Items\": INSERT: id[integer]:1 name[text]:'a: DELETE: x'",
-            ),
-            (
-                2,
-                "table public.\"Items\": INSERT: id[integer]:2 name[text]:'b'",
-            ),
-            (3, "table s.notes: UPDATE: id[integer]:1 text[text]:'c'"),
-            (3, "table s.notes: DELETE: id[integer]:2"),
-            (4, "table public.t: TRUNCATE: (no-flags)"),
-            (5, "COMMIT 729"),
-        ];
-        let mut out = Vec::new();
-        for (lsn, data) in rows {
-            out.extend(d.row(lsn, data));
-        }
-        let tables = |c: &Commit| {
-            c.tables
-                .iter()
-                .map(|w| (w.table.clone(), w.inserted, w.updated, w.deleted))
-                .collect::<Vec<_>>()
-        };
-        assert_eq!(out.len(), 1);
-        assert_eq!(out[0].lsn, 5);
-        assert_eq!(
-            tables(&out[0]),
-            [("items".into(), 2, 0, 0), ("notes".into(), 0, 1, 1)]
-        );
-        assert_eq!(out[0].truncated, ["t"]);
-        assert_eq!(out[0].writer, None, "no message: no writer");
-    }
-
-    #[test]
-    fn a_message_names_the_writer() {
-        let mut d = Decoder::default();
-        let rows = [
-            "BEGIN 730",
-            "table public.items: UPDATE: id[integer]:1 views[integer]:2",
-            "message: transactional: 1 prefix: hintaudit, sz: 44 content:4242 127.0.0.1 51234 17 hintaudit:ab:3",
-            "message: transactional: 1 prefix: other, sz: 3 content:1 - - 1 x",
-            "COMMIT 730",
-            "message: transactional: 0 prefix: hintaudit, sz: 9 content:9 - - 1 y",
-        ];
-        let out: Vec<Commit> = rows.iter().filter_map(|r| d.row(7, r)).collect();
-        assert_eq!(out.len(), 1);
-        let writer = out[0].writer.as_ref().expect("named");
-        assert_eq!(
-            (writer.pid, writer.application_name.as_str()),
-            (4242, "hintaudit:ab:3")
-        );
-        assert_eq!(writer.client.map(|c| c.port()), Some(51234));
-    }
-
-    #[test]
-    fn names() {
-        for (q, want) in [
-            ("public.items", "items"),
-            ("public.\"Items\"", "items"),
-            ("\"a.b\".\"c\"\"d\"", "c\"d"),
-        ] {
-            assert_eq!(unqualified(q), want, "{q}");
-        }
-    }
-}
+mod tests;

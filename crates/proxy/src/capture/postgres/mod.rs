@@ -17,6 +17,7 @@
 
 pub mod decode;
 mod install;
+mod keys;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -244,6 +245,10 @@ async fn poll(
         .fetch_all(&mut source.conn)
         .await?;
         let full = rows.len() >= shared.options.batch as usize;
+        let unknown = decoder.unknown_tables(rows.iter().map(|r| r.get::<&str, _>(1)));
+        if !unknown.is_empty() {
+            keys::learn(&mut source.conn, decoder, unknown).await;
+        }
         let commits: Vec<Commit> = rows
             .iter()
             .filter_map(|row| {
