@@ -37,8 +37,9 @@
 //! ends, and a stream dropped early is finished in a spawned task (the rest of the answer
 //! read and discarded, `COMMIT`, the observation), so that what the statement wrote stays,
 //! as in autocommit (without a tokio runtime to spawn on, the oracle's transaction is
-//! rolled back, the connection closed, and the statement recorded as failed). A failing `COMMIT` then ends the stream with its error
-//! after the rows, as autocommit's implicit commit does. On a held connection the stream
+//! rolled back, the connection closed, and the statement recorded as failed). A failing
+//! `COMMIT` then ends the stream with its error after the rows, as autocommit's implicit
+//! commit does. On a held connection the stream
 //! cannot be finished after a drop (the connection is borrowed), so a wrapped statement's
 //! rows there are buffered until `COMMIT` answers. Direct writes and plain reads stream as
 //! they arrive.

@@ -212,8 +212,8 @@ pub(super) async fn before<'e>(
         _ => None,
     };
     // Dropped part-way: wrapped and streamed, the statement failed (no tokio runtime to
-    // finish it on, the oracle's transaction is rolled back: see `wrap`); wrapped and held, nothing is
-    // recorded; past the oracle, the caller stopped reading (`stopped`).
+    // finish it on, the oracle's transaction is rolled back: see `wrap`); wrapped and held,
+    // nothing is recorded; past the oracle, the caller stopped reading (`stopped`).
     let on_drop: fn(&mut Counting<u64>) = if y.is_some() { rolled_back } else { nothing };
     let mut live = Guard::new(Counting { att, rows: 0 }, on_drop);
     let conn = if wrapped {
