@@ -44,6 +44,7 @@ use std::sync::Arc;
 
 use futures_core::future::BoxFuture;
 use sqlx::error::DatabaseError;
+use sqlx::pool::PoolConnection;
 use sqlx::{Database, Describe, Either, Error, Executor, SqlStr};
 
 use crate::classify::SqlDialect;
@@ -224,6 +225,14 @@ pub trait Backend: Database + sealed::Sealed + RawExecutor {
     /// statement that failed inside it no longer aborts the transaction. Nothing by default.
     #[doc(hidden)]
     fn savepoint_rolled_back(_tx: &mut Self::TxState) {}
+
+    /// Called when a connection taken from the pool for one statement alone (a statement
+    /// straight on the pool) goes back to it, the statement ended or dropped part-way (a
+    /// cancelled call), with the connection's audit state. PostgreSQL: closes it instead
+    /// ([`PoolConnection::close_on_drop`]) when the oracle's transaction may still be open
+    /// on it. Nothing by default.
+    #[doc(hidden)]
+    fn release(_state: &mut Self::ConnState, _conn: &mut PoolConnection<Self>) {}
 
     /// Marks a connection handed out raw through sqlx's `Acquire` until `state` drops or
     /// the connection's next audited statement: for set-up work (`call` `None`: outside any

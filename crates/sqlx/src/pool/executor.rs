@@ -13,7 +13,9 @@ use sqlx::{Describe, Either, Error, Execute, Executor, SqlStr};
 use crate::backend::{Answer, keep_first};
 use crate::backend::{Backend, describe_raw, prepare_raw};
 use crate::execute::{Attribution, AuditedQuery, StatementEnd, boxed_in_span};
+use crate::guard::Guard;
 use crate::held::connection::AuditedConnection;
+use crate::held::{AuditedConn, Raw};
 use crate::pool::AuditedPool;
 use crate::pool::inner::Shared;
 use crate::stream::DetachableStream;
@@ -101,6 +103,18 @@ impl<'p, DB: Backend> Executor<'p> for &'_ AuditedPool<DB> {
     }
 }
 
+/// A connection taken from the pool for one statement, released through
+/// [`Backend::release`] when dropped.
+type ForOne<DB> = Guard<AuditedConnection<DB>, fn(&mut AuditedConnection<DB>)>;
+
+/// [`Backend::release`] of a connection about to go back to the pool.
+fn release<DB: Backend>(conn: &mut AuditedConnection<DB>) {
+    let AuditedConn { state, raw, .. } = &mut **conn;
+    if let Raw::Pooled(raw) = raw {
+        DB::release(state, raw);
+    }
+}
+
 /// A statement run straight on the pool, from its start (when the executor is called) until
 /// it has a connection: the prologue of both `fetch_many` and `fetch_optional`.
 struct Pooled<DB: Backend> {
@@ -121,13 +135,15 @@ impl<DB: Backend> Pooled<DB> {
     }
 
     /// Acquires a connection for this statement alone; a failure ends the statement's
-    /// attribution as failed before the error goes back to the caller.
-    async fn acquire(
-        self,
-    ) -> Result<(AuditedConnection<DB>, Attribution, AuditedQuery<DB>), Error> {
+    /// attribution as failed before the error goes back to the caller. The connection goes
+    /// back to the pool through [`Backend::release`], when the statement ends or is dropped.
+    async fn acquire(self) -> Result<(ForOne<DB>, Attribution, AuditedQuery<DB>), Error> {
         let Pooled { shared, query, att } = self;
         match shared.pool.acquire().await {
-            Ok(conn) => Ok((AuditedConnection::new(conn, shared), att, query)),
+            Ok(conn) => {
+                let conn = AuditedConnection::new(conn, shared);
+                Ok((Guard::new(conn, release::<DB>), att, query))
+            }
             Err(e) => {
                 att.finish(StatementEnd::FAILED);
                 Err(e)

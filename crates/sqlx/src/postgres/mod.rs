@@ -17,9 +17,12 @@
 //!   time and after [`catalog::TTL`] or DDL).
 //! - Any other statement runs wrapped on one connection (see `wrap`): the flush of pending
 //!   statistics, `BEGIN`, the statement, `SAVEPOINT` with a snapshot of the relations the
-//!   transaction locked, `COMMIT` (`ROLLBACK` when it fails): 4 extra round trips, each
-//!   independent of the schema's size; 3 on a connection straight from a pool hintaudit
-//!   opened, whose test of the connection was the flush (see `acquire`).
+//!   transaction locked, `COMMIT` (`ROLLBACK` when it fails), each independent of the
+//!   schema's size. Straight on the pool, `BEGIN` is a raw simple query and the savepoint,
+//!   snapshot and `COMMIT` go as one: 2 extra round trips where the pool's test of the
+//!   connection was the flush (a pool hintaudit opened, see `acquire`), 3 otherwise. On a
+//!   held connection, sqlx's `BEGIN` and `COMMIT` (its rollback of a statement dropped
+//!   part-way is kept for the connection's next use): 4.
 //!
 //! Plain `SELECT`s, `SELECT ... FOR UPDATE`, transaction control and session statements run
 //! unwrapped at no cost.
@@ -33,9 +36,10 @@
 //! streams its rows as they arrive; its `COMMIT` and the observation come after the stream
 //! ends, and a stream dropped early is finished in a spawned task (the rest of the answer
 //! read and discarded, `COMMIT`, the observation), so that what the statement wrote stays,
-//! as in autocommit (without a tokio runtime to spawn on, sqlx rolls it back, and the
-//! statement is recorded as failed). A failing `COMMIT` then ends the stream with its error
-//! after the rows, as autocommit's implicit commit does. On a held connection the stream
+//! as in autocommit (without a tokio runtime to spawn on, the oracle's transaction is
+//! rolled back, the connection closed, and the statement recorded as failed). A failing
+//! `COMMIT` then ends the stream with its error after the rows, as autocommit's implicit
+//! commit does. On a held connection the stream
 //! cannot be finished after a drop (the connection is borrowed), so a wrapped statement's
 //! rows there are buffered until `COMMIT` answers. Direct writes and plain reads stream as
 //! they arrive.
@@ -84,6 +88,7 @@ use futures_core::future::BoxFuture;
 use futures_util::FutureExt;
 use hintaudit_core::{AuditStage, StatementOutcome, stats};
 use sqlx::error::DatabaseError;
+use sqlx::pool::PoolConnection;
 use sqlx::postgres::{PgConnection, Postgres};
 use sqlx::{Connection, Error};
 pub use tx::PgTxState;
@@ -110,11 +115,16 @@ pub struct PgPoolState {
 }
 
 /// A held PostgreSQL connection's audit state: whether the caller opened a transaction with
-/// a raw `BEGIN` (the oracle must not wrap statements then).
+/// a raw `BEGIN` (the oracle must not wrap statements then), and whether the oracle's own
+/// transaction may still be open on it (see `wrap`).
 #[doc(hidden)]
 #[derive(Debug, Default)]
 pub struct PgConnState {
     raw_transaction: bool,
+    /// A statement taken from the pool for it alone was dropped between the oracle's raw
+    /// `BEGIN` and the answer to its `COMMIT`: the connection must not go back to the pool
+    /// ([`Backend::release`] closes it; the server rolls back).
+    left_open: bool,
 }
 
 impl sealed::Sealed for Postgres {}
@@ -163,8 +173,8 @@ fn finish(st: &mut Rest<'_>, att: &Attribution, end: StatementEnd) {
         tx.aborted |= !ok;
     } else if ok {
         match att.class.tx_control {
-            Some(TxControl::Begin) => st.state.raw_transaction = true,
-            Some(TxControl::Commit | TxControl::Rollback) => st.state.raw_transaction = false,
+            Some(TxControl::Begin) => *st.raw_transaction = true,
+            Some(TxControl::Commit | TxControl::Rollback) => *st.raw_transaction = false,
             _ => {}
         }
     }
@@ -194,7 +204,8 @@ enum Way<'e> {
 struct Rest<'e> {
     /// A direct write: its command tag is the evidence, no oracle.
     direct: Option<Direct>,
-    state: &'e mut PgConnState,
+    /// [`PgConnState`]'s: the caller opened a transaction with a raw `BEGIN`.
+    raw_transaction: &'e mut bool,
     tx: Option<&'e mut PgTxState>,
     pool: &'e PgPoolState,
 }
@@ -401,5 +412,14 @@ impl Backend for Postgres {
 
     fn dropped_unended(tx: &mut PgTxState) {
         tx.mark_rolled_back();
+    }
+
+    /// Closes the connection instead of returning it when the oracle's raw transaction may
+    /// still be open on it (see `wrap`): PostgreSQL rolls back a closed session's
+    /// transaction, and the pool opens another connection in its place.
+    fn release(state: &mut PgConnState, conn: &mut PoolConnection<Postgres>) {
+        if std::mem::take(&mut state.left_open) {
+            conn.close_on_drop();
+        }
     }
 }

@@ -17,9 +17,10 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use futures_util::TryStreamExt;
 use hintaudit_core::{TableWrites, TransactionObservation};
 use sqlx::postgres::{PgConnection, PgRow};
-use sqlx::{Executor, Row};
+use sqlx::{Either, Executor, Row};
 
 /// The columns of a snapshot, over `w`, the candidate relations with their counts. At least
 /// one row, thanks to the outer join. The counts come from the `pg_stat_get_xact_tuples_*`
@@ -213,6 +214,63 @@ pub(crate) async fn snapshot_protected(
             Err(e)
         }
     }
+}
+
+/// `SAVEPOINT`, the snapshot of `$scope`, and `COMMIT`: one simple query.
+macro_rules! committing {
+    ($scope:ident) => {
+        concat!("SAVEPOINT hintaudit_oracle; ", $scope!(), "; COMMIT")
+    };
+}
+
+/// How the oracle's last message in a transaction it opened with a raw `BEGIN` ended
+/// ([`snapshot_commit`]).
+#[derive(Debug)]
+pub(crate) enum Ended {
+    /// `COMMIT` answered, with its answer (a deferred constraint fails there); the
+    /// snapshot before it, or its error. The transaction is over either way.
+    Committed(Result<Snapshot, sqlx::Error>, Result<(), sqlx::Error>),
+    /// `SAVEPOINT` or the snapshot failed, so `COMMIT` was not run: the transaction is still
+    /// open and aborted (see [`revive_and_commit`]). The error.
+    Aborted(sqlx::Error),
+}
+
+/// The snapshot of `scope` inside a savepoint, then `COMMIT`, sent as one simple query: one
+/// round trip. The server runs a simple query's statements in order and skips the rest after
+/// one fails: which one failed is told by how many completed before the error.
+pub(crate) async fn snapshot_commit(conn: &mut PgConnection, scope: Scope) -> Ended {
+    let sql = match scope {
+        Scope::All => committing!(snapshot_all),
+        Scope::Locked => committing!(snapshot_locked),
+    };
+    let mut rows = Vec::new();
+    let mut completed = 0;
+    let mut answer = conn.fetch_many(sqlx::raw_sql(sql));
+    let failed = loop {
+        match answer.try_next().await {
+            Ok(Some(Either::Left(_))) => completed += 1,
+            Ok(Some(Either::Right(row))) => rows.push(row),
+            Ok(None) => break None,
+            Err(e) => break Some(e),
+        }
+    };
+    match failed {
+        None => Ended::Committed(parse(&rows), Ok(())),
+        // `SAVEPOINT` and the snapshot completed: `COMMIT` failed.
+        Some(e) if completed >= 2 => Ended::Committed(parse(&rows), Err(e)),
+        Some(e) => Ended::Aborted(e),
+    }
+}
+
+/// After [`Ended::Aborted`]: back to the savepoint, which revives the transaction, and
+/// `COMMIT`, one simple query. `COMMIT`'s answer, or the error that left the transaction
+/// open (no savepoint to return to).
+pub(crate) async fn revive_and_commit(conn: &mut PgConnection) -> Result<(), sqlx::Error> {
+    conn.execute(sqlx::raw_sql(
+        "ROLLBACK TO SAVEPOINT hintaudit_oracle; COMMIT",
+    ))
+    .await
+    .map(|_| ())
 }
 
 /// What changed between two snapshots of one transaction.

@@ -10,7 +10,7 @@ use sqlx::Error;
 use sqlx::postgres::{PgConnection, Postgres};
 
 use super::catalog::{self, Direct};
-use super::{PgPoolState, PgRoute, Rest, Way, finish, tx, wrap};
+use super::{PgConnState, PgPoolState, PgRoute, Rest, Way, finish, tx, wrap};
 use crate::backend::{Answer, Ctx, Read};
 use crate::classify::is_dml;
 use crate::drive::{Counting, stopped};
@@ -102,6 +102,9 @@ pub(super) struct Started<'e> {
     pub(super) lost: Option<Error>,
     /// Straight from a pool whose test of it flushed its statistics (see `acquire`).
     pub(super) flushed: bool,
+    /// Taken from the pool for this statement alone: [`PgConnState`]'s flag that the
+    /// oracle's raw transaction may be left open (see [`wrap::open`]).
+    pub(super) left_open: Option<&'e mut bool>,
     pub(super) conn: &'e mut PgConnection,
     pub(super) att: Attribution,
     pub(super) rest: Rest<'e>,
@@ -122,8 +125,13 @@ pub(super) async fn start(ctx: Ctx<'_, Postgres>) -> Started<'_> {
         mut tx,
         pool,
         att,
+        pooled,
         ..
     } = ctx;
+    let PgConnState {
+        raw_transaction,
+        left_open,
+    } = state;
     let mode = tx.as_deref().map_or(pool.oracle, |tx| tx.oracle);
     let (wants, mut lost) = match wants_oracle(conn, pool, mode, &att).await {
         Ok(wants) => (wants, None),
@@ -158,11 +166,12 @@ pub(super) async fn start(ctx: Ctx<'_, Postgres>) -> Started<'_> {
         wrapped: wrapped && direct.is_none(),
         lost,
         flushed,
+        left_open: pooled.then_some(left_open),
         conn,
         att,
         rest: Rest {
             direct,
-            state,
+            raw_transaction,
             tx,
             pool,
         },
@@ -183,6 +192,7 @@ pub(super) async fn before<'e>(
         wrapped,
         lost,
         flushed,
+        left_open,
         conn,
         att,
         mut rest,
@@ -202,12 +212,12 @@ pub(super) async fn before<'e>(
         _ => None,
     };
     // Dropped part-way: wrapped and streamed, the statement failed (no tokio runtime to
-    // finish it on, sqlx rolls back the oracle's transaction); wrapped and held, nothing is
-    // recorded; past the oracle, the caller stopped reading (`stopped`).
+    // finish it on, the oracle's transaction is rolled back: see `wrap`); wrapped and held,
+    // nothing is recorded; past the oracle, the caller stopped reading (`stopped`).
     let on_drop: fn(&mut Counting<u64>) = if y.is_some() { rolled_back } else { nothing };
     let mut live = Guard::new(Counting { att, rows: 0 }, on_drop);
     let conn = if wrapped {
-        match wrap::open(conn, flushed).await {
+        match wrap::open(conn, flushed, left_open).await {
             Ok(opened) => {
                 let read = match (y, first) {
                     (Some(y), _) => {

@@ -24,6 +24,7 @@ mod lazy;
 mod streaming;
 mod transactions;
 mod tx_scope;
+mod wrapped_end;
 
 use databases::Fresh;
 
