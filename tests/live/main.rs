@@ -5,6 +5,7 @@
 mod concurrency;
 mod correct;
 mod fleet;
+mod fleet_correct;
 mod rules;
 mod stateless;
 mod suggest;

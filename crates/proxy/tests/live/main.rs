@@ -17,6 +17,7 @@
 mod cancel;
 mod clients;
 mod correct;
+mod disclose;
 mod indirect;
 mod listing;
 mod mariadb;
