@@ -299,11 +299,15 @@ fn failed(inner: &Inner, what: &dyn fmt::Display) {
     count(what);
 }
 
-/// Counts a repeat judged without the store at stage `history` (the first logged at WARN).
+/// Counts a request that went without the store at stage `history` (the first logged at
+/// WARN): a repeat judged by this process's history, corrections served as it knows them.
 fn count(what: &dyn fmt::Display) {
     stats().audit_error(
         AuditStage::History,
-        &format_args!("shared history: {what}; repeats are judged by this process's history"),
+        &format_args!(
+            "shared history: {what}; repeats are judged by this process's history (and \
+             corrections served as this process knows them)"
+        ),
     );
 }
 
