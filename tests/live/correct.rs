@@ -68,3 +68,63 @@ async fn bookings_get_appointment_caught_writing_is_served_corrected() {
     client.cancel().await.ok();
     server.shutdown().await;
 }
+
+/// The Python SDK's client with a message handler (crates/proxy/tests/live/
+/// list_changed_client.py) through the layer: told, and re-lists `get_appointment`
+/// corrected, every other tool as listed. Skips without python3 and the MCP SDK (mandatory
+/// under `HINTAUDIT_REQUIRE_ALL`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_python_sdk_client_through_the_layer_is_told_and_relists() {
+    let has_sdk = std::process::Command::new("python3")
+        .args(["-c", "import mcp.client.streamable_http"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !has_sdk {
+        assert!(
+            !hintaudit_test_support::required("HINTAUDIT_REQUIRE_PYTHON"),
+            "python3 with the MCP SDK required"
+        );
+        eprintln!("skipped: python3 with the MCP SDK unavailable");
+        return;
+    }
+    let db = support::sqlite();
+    let config = Config::default().with_correct_hints(true);
+    let layer = HintAuditLayer::new()
+        .with_judge(Arc::new(Judge::new(demo_policy())))
+        .with_recorder(())
+        .with_corrections_of(&config);
+    let (server, _pool) = support::serve_bookings(&db, layer).await;
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("crates/proxy/tests/live/list_changed_client.py");
+    let out = tokio::process::Command::new("python3")
+        .arg(&script)
+        .args([server.url.as_str(), "get_appointment"])
+        .output()
+        .await
+        .expect("python runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let seen: Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    assert_eq!(seen["advertised"], json!(true), "{seen}");
+    assert_eq!(seen["told"], json!(true), "{seen}");
+    let after = &seen["after"];
+    assert_eq!(
+        after["get_appointment"]["readOnlyHint"],
+        json!(false),
+        "{seen}"
+    );
+    assert_eq!(
+        after["get_appointment"]["destructiveHint"],
+        json!(true),
+        "{seen}"
+    );
+    for (tool, listed) in seen["before"].as_object().expect("tools") {
+        if tool != "get_appointment" {
+            assert_eq!(&after[tool], listed, "{tool}");
+        }
+    }
+    server.shutdown().await;
+}

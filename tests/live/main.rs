@@ -6,6 +6,7 @@ mod action;
 mod concurrency;
 mod correct;
 mod fleet;
+mod fleet_correct;
 mod rules;
 mod stateless;
 mod suggest;

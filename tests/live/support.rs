@@ -160,11 +160,18 @@ impl TestDb {
 
 /// The bookings server on `db`, audited with the demo policy, collecting every event.
 pub async fn audited(db: &TestDb) -> (RunningServer<Bookings>, Collector, Db) {
-    let pool = Db::connect(&db.url).await.expect("connect");
     let collector = Collector::default();
     let layer = HintAuditLayer::new()
         .with_judge(std::sync::Arc::new(Judge::new(demo_policy())))
         .with_recorder(collector.clone());
+    let (server, pool) = serve_bookings(db, layer).await;
+    (server, collector, pool)
+}
+
+/// The bookings server on `db` behind `layer`, over streamable HTTP on a free loopback port;
+/// its pool.
+pub async fn serve_bookings(db: &TestDb, layer: HintAuditLayer) -> (RunningServer<Bookings>, Db) {
+    let pool = Db::connect(&db.url).await.expect("connect");
     let server = serve_http(
         Bookings::new(pool.clone()),
         layer,
@@ -173,7 +180,7 @@ pub async fn audited(db: &TestDb) -> (RunningServer<Bookings>, Collector, Db) {
     )
     .await
     .expect("serve");
-    (server, collector, pool)
+    (server, pool)
 }
 
 /// Every row of every watched bookings table, rendered as text, read through a plain sqlx

@@ -31,6 +31,8 @@ mod closed_world;
 mod config;
 /// The kinds of database audited, parsed from a URL's scheme.
 mod database;
+/// Observed effects disclosed in a tools/call result's `_meta` (`disclose_effects`).
+mod disclose;
 /// What one tool call did: statements, row changes, oracle observations, outbound, reported.
 mod effect;
 /// Enforce mode: what a call may not do, and the record of a refusal.
@@ -73,6 +75,10 @@ pub use config::{
     MIN_HISTORY_KEY_LEN, Mode, SETTINGS, SharedHistorySettings,
 };
 pub use database::{DatabaseKind, DatabaseUrlError};
+pub use disclose::{
+    DISCLOSURE_META_KEY, Disclosure, FindingDisclosure, HostDisclosure, TableDisclosure,
+    TargetDisclosure,
+};
 pub use effect::{
     Effect, ExplicitChange, ExplicitEffect, ImagedUpdates, ObservationSource, Operation,
     OutboundReach, RowChange, RowImage, RowOperation, StatementEffect, StatementOutcome,

@@ -26,6 +26,7 @@
 //! ```
 
 use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::effect::{
@@ -45,6 +46,9 @@ tokio::task_local! {
 pub struct CallEffects {
     tool: Arc<str>,
     effect: Mutex<Effect>,
+    /// Whether some of the call's evidence was not read by its answer
+    /// ([`CallEffects::mark_pending`]).
+    pending: AtomicBool,
 }
 
 impl CallEffects {
@@ -109,6 +113,18 @@ impl CallEffects {
         self.lock().refusals.push(refusal);
     }
 
+    /// Notes that part of the call's evidence was not read by the time it answered (the
+    /// proxy's capture had not read the database's log through the call's end): a
+    /// disclosure of the call says `pending`.
+    pub fn mark_pending(&self) {
+        self.pending.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether [`CallEffects::mark_pending`] was called.
+    pub fn is_pending(&self) -> bool {
+        self.pending.load(Ordering::Relaxed)
+    }
+
     /// A copy of everything recorded so far.
     pub fn snapshot(&self) -> Effect {
         self.lock().clone()
@@ -135,6 +151,7 @@ impl CallScope {
             effects: Arc::new(CallEffects {
                 tool: tool.into(),
                 effect: Mutex::new(Effect::default()),
+                pending: AtomicBool::new(false),
             }),
             spans: true,
             enforcement: Enforcement::NONE,

@@ -89,6 +89,13 @@ pub struct ProxyArgs {
     /// `notifications/tools/list_changed` (docs/design.md, *Corrected annotations*).
     #[arg(long)]
     pub correct_hints: bool,
+    /// Disclose each call's observed effects (as `disclose_effects = true` in hintaudit.toml):
+    /// every tools/call result carries in `_meta["io.hintaudit/effects"]` the tables the
+    /// database log showed it writing, with their row counts, and its findings; `"pending"`
+    /// when the capture had not read that far within `--capture-wait-ms`
+    /// (docs/design.md, *Observed effects disclosed*).
+    #[arg(long)]
+    pub disclose_effects: bool,
 }
 
 /// A running proxy.
@@ -144,6 +151,20 @@ fn upstream_host(args: &ProxyArgs) -> UpstreamHost {
     port.map_or(UpstreamHost::Children, UpstreamHost::Listening)
 }
 
+/// hintaudit.toml (`--config`), checked, with the options that turn its switches on
+/// (`--correct-hints`, `--disclose-effects`).
+fn settings(args: &ProxyArgs) -> anyhow::Result<Config> {
+    let mut config = Config::load_or_default(args.config.as_deref())?;
+    config.validate()?;
+    if args.correct_hints {
+        config = config.with_correct_hints(true);
+    }
+    if args.disclose_effects {
+        config = config.with_disclose_effects(true);
+    }
+    Ok(config)
+}
+
 /// Starts the capture (when `--database` is given), connects upstream, audits its tools/list
 /// (as a listing) and builds the audited handler.
 ///
@@ -151,11 +172,7 @@ fn upstream_host(args: &ProxyArgs) -> UpstreamHost {
 /// A bad config file, a capture that cannot start (the message says why: wal_level, the
 /// REPLICATION attribute, an unsupported backend), or an upstream that cannot be reached.
 pub async fn start(args: &ProxyArgs) -> anyhow::Result<Proxy> {
-    let mut config = Config::load_or_default(args.config.as_deref())?;
-    config.validate()?;
-    if args.correct_hints {
-        config = config.with_correct_hints(true);
-    }
+    let config = settings(args)?;
     let capture = start_capture(args).await?;
     let files = start_files(args, &config)?;
     let spec = match (&args.stdio, &args.upstream) {
@@ -214,6 +231,7 @@ pub async fn start(args: &ProxyArgs) -> anyhow::Result<Proxy> {
         .with_recorder((metrics.clone(), log))
         .with_make_span(OtelMakeSpan::new())
         .with_corrections_of(&config)
+        .with_disclosure_of(&config)
         // Proxies in front of a server's replicas share the idempotency history too.
         .with_history_of(&config)?;
     let audit = layer.layer(forward);

@@ -32,6 +32,8 @@ pub(crate) struct Config {
     pub(crate) shared: Option<SharedHistory>,
     /// Corrected annotations (`correct_hints`); `None`: tools/list answers pass as they are.
     pub(crate) corrections: Option<Arc<Corrections>>,
+    /// Observed effects disclosed in each result's `_meta` (`disclose_effects`).
+    pub(crate) disclose: bool,
 }
 
 impl Config {
@@ -125,6 +127,7 @@ impl Default for Config {
             #[cfg(feature = "shared-history")]
             shared: None,
             corrections: None,
+            disclose: false,
         }
     }
 }

@@ -24,6 +24,10 @@ use action::ActionCorrections;
 /// Corrected action metadata: `_meta`'s `io.modelcontextprotocol/action-metadata` tightened.
 mod action;
 
+/// The fleet's side: corrections shared through the store of `history_url`.
+#[cfg(feature = "shared-history")]
+mod fleet;
+
 /// Most tools with a correction in force; a tool beyond it is not corrected (its findings are
 /// still recorded).
 pub(crate) const MAX_CORRECTED_TOOLS: usize = 10_000;
@@ -150,6 +154,12 @@ pub(crate) fn advertise_list_changed(info: &mut InitializeResult) {
 struct InForce {
     correction: Correction,
     since: Instant,
+    /// Whether the fleet's store holds it (with a shared history): a stored correction the
+    /// store no longer has was lifted by the operator, or its time ran out.
+    #[cfg_attr(not(feature = "shared-history"), allow(dead_code))]
+    stored: bool,
+    /// Whether the server's own listing met it, as last served (logged once per change).
+    met: bool,
 }
 
 /// What the layer's handlers share for `correct_hints`: the corrections in force and the
@@ -159,17 +169,37 @@ pub(crate) struct Corrections {
     tools: Mutex<HashMap<String, InForce>>,
     actions: ActionCorrections,
     peers: Mutex<Vec<Peer<RoleServer>>>,
+    /// The fleet's store, with a shared history: corrections made on any replica are
+    /// served by all (fleet.rs).
+    #[cfg(feature = "shared-history")]
+    fleet: Option<crate::SharedHistory>,
 }
 
 impl Corrections {
-    /// Corrections served for `lasts` each (`None`: until restart or lifted).
-    pub(crate) fn new(lasts: Option<Duration>) -> Arc<Self> {
+    /// Corrections served for `lasts` each (`None`: until restart or lifted), shared with
+    /// the fleet through `fleet` when given.
+    pub(crate) fn new(
+        lasts: Option<Duration>,
+        #[cfg(feature = "shared-history")] fleet: Option<crate::SharedHistory>,
+    ) -> Arc<Self> {
         Arc::new(Corrections {
             lasts,
             tools: Mutex::default(),
             actions: ActionCorrections::default(),
             peers: Mutex::default(),
+            #[cfg(feature = "shared-history")]
+            fleet,
         })
+    }
+
+    /// How long each correction is served (`None`: until restart or lifted).
+    #[cfg_attr(not(feature = "shared-history"), allow(dead_code))]
+    pub(crate) fn lasts(&self) -> Option<Duration> {
+        self.lasts
+    }
+
+    fn tools(&self) -> std::sync::MutexGuard<'_, HashMap<String, InForce>> {
+        self.tools.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Remembers a session to tell of changes (from its initialize request).
@@ -180,7 +210,8 @@ impl Corrections {
     }
 
     /// Takes a judged call's correction, if it has one: a new or tightened correction is
-    /// recorded (`AuditEvent::Corrected`) and every open session told.
+    /// recorded (`AuditEvent::Corrected`), put in the fleet's store, and every open session
+    /// told.
     pub(crate) fn after_call(
         self: &Arc<Self>,
         report: &CallReport<'_>,
@@ -192,60 +223,91 @@ impl Corrections {
         let Some(correction) = correction_for(report) else {
             return;
         };
-        let changed = {
-            let mut tools = self.tools.lock().unwrap_or_else(|e| e.into_inner());
-            let merged = match tools.get(report.tool) {
-                Some(old) if !self.expired(old) => old.correction.merged(&correction),
-                _ => correction,
-            };
-            let same = tools
-                .get(report.tool)
-                .is_some_and(|old| old.correction == merged && !self.expired(old));
-            if same || (tools.len() >= MAX_CORRECTED_TOOLS && !tools.contains_key(report.tool)) {
-                return;
-            }
-            let served = merged.served(report.hints).unwrap_or(report.hints);
-            tools.insert(
-                report.tool.to_owned(),
-                InForce {
-                    correction: merged,
-                    since: Instant::now(),
-                },
-            );
-            served
+        let Some((served, merged)) = self.take(report.tool, report.hints, correction) else {
+            return;
         };
         guarded(AuditStage::Record, "recorder panicked", || {
             recorder.record(&AuditEvent::Corrected {
                 tool: report.tool,
                 hints: report.hints,
-                corrected: changed,
+                corrected: served,
             })
         });
+        self.store(report.tool, &merged);
         self.expire_later(report.tool);
         self.notify();
     }
 
+    /// Puts `correction` in force for `tool` (merged with one in force): the hints served
+    /// over `declared` and the correction, or `None` when nothing changed (or too many tools
+    /// are corrected).
+    fn take(
+        &self,
+        tool: &str,
+        declared: DeclaredHints,
+        correction: Correction,
+    ) -> Option<(DeclaredHints, Correction)> {
+        let mut tools = self.tools();
+        let old = tools.get(tool).filter(|old| !self.expired(old));
+        let merged = match old {
+            Some(old) => old.correction.merged(&correction),
+            None => correction,
+        };
+        if old.is_some_and(|old| old.correction == merged)
+            || (tools.len() >= MAX_CORRECTED_TOOLS && !tools.contains_key(tool))
+        {
+            return None;
+        }
+        let served = merged.served(declared).unwrap_or(declared);
+        tools.insert(tool.to_owned(), InForce::new(merged.clone(), false));
+        Some((served, merged))
+    }
+
     /// Serves a tools/list answer's tools: each corrected tool gets its corrected hints, every
-    /// other tool is left as it is. A correction the listing's own hints now meet (at least as
-    /// cautious everywhere it tightens), or whose time is up, is lifted.
+    /// other tool is left as it is. A tool whose listed hints meet its correction (at least
+    /// as cautious everywhere it tightens) is served as listed, and corrected again if a
+    /// later listing goes back; a correction whose time is up is lifted.
     pub(crate) fn serve(&self, tools: &mut [Tool]) {
         self.actions.serve(tools, self.lasts);
-        let mut in_force = self.tools.lock().unwrap_or_else(|e| e.into_inner());
+        let mut in_force = self.tools();
         if in_force.is_empty() {
             return;
         }
         for tool in tools {
-            let Some(entry) = in_force.get(tool.name.as_ref()) else {
+            let Some(entry) = in_force.get_mut(tool.name.as_ref()) else {
                 continue;
             };
-            match entry.correction.served(hints_of(tool)) {
-                Some(served) if !self.expired(entry) => set_hints(tool, served),
-                _ => {
-                    tracing::info!(tool = %tool.name, "hintaudit: correction lifted");
-                    in_force.remove(tool.name.as_ref());
-                }
+            if self.expired(entry) {
+                tracing::info!(tool = %tool.name, "hintaudit: correction ran out");
+                in_force.remove(tool.name.as_ref());
+                continue;
+            }
+            let served = entry.correction.served(hints_of(tool));
+            if served.is_none() != entry.met {
+                entry.met = served.is_none();
+                tracing::info!(
+                    tool = %tool.name,
+                    met = entry.met,
+                    "hintaudit: the server's own hints {} the correction",
+                    if entry.met { "meet" } else { "no longer meet" }
+                );
+            }
+            if let Some(served) = served {
+                set_hints(tool, served);
             }
         }
+    }
+
+    /// The operator's lever: lifts `tool`'s correction (in the fleet's store too) and tells
+    /// the sessions. Whether one was in force here.
+    pub(crate) fn lift(&self, tool: &str) -> bool {
+        let lifted = self.tools().remove(tool).is_some();
+        self.unstore(tool);
+        if lifted {
+            tracing::info!(tool, "hintaudit: correction lifted by the operator");
+            self.notify();
+        }
+        lifted
     }
 
     fn expired(&self, entry: &InForce) -> bool {
@@ -261,7 +323,7 @@ impl Corrections {
         runtime.spawn(async move {
             tokio::time::sleep(lasts).await;
             let Some(this) = this.upgrade() else { return };
-            let mut tools = this.tools.lock().unwrap_or_else(|e| e.into_inner());
+            let mut tools = this.tools();
             if tools.get(&tool).is_some_and(|e| this.expired(e)) {
                 tools.remove(&tool);
                 drop(tools);
@@ -289,6 +351,28 @@ impl Corrections {
             });
         }
     }
+}
+
+impl InForce {
+    fn new(correction: Correction, stored: bool) -> Self {
+        InForce {
+            correction,
+            since: Instant::now(),
+            stored,
+            met: false,
+        }
+    }
+}
+
+/// Without the `shared-history` feature there is no fleet: corrections stay in the process.
+#[cfg(not(feature = "shared-history"))]
+impl Corrections {
+    fn store(self: &Arc<Self>, _tool: &str, _correction: &Correction) {}
+
+    fn unstore(&self, _tool: &str) {}
+
+    /// Nothing to learn from a fleet.
+    pub(crate) async fn sync(&self) {}
 }
 
 #[cfg(test)]

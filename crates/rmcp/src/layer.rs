@@ -85,6 +85,7 @@ impl HintAuditLayer {
             .with_policy(config.policy())
             .with_modes(&config)
             .with_corrections_of(&config)
+            .with_disclosure_of(&config)
             .with_history_of(&config)
     }
 
@@ -115,7 +116,8 @@ impl HintAuditLayer {
         let layer = self
             .with_policy(config.policy())
             .with_modes(config)
-            .with_corrections_of(config);
+            .with_corrections_of(config)
+            .with_disclosure_of(config);
         match layer.clone().with_history_of(config) {
             Ok(layer) => layer,
             Err(e) => {
@@ -147,6 +149,10 @@ impl HintAuditLayer {
     /// [`SharedHistory`](crate::SharedHistory).
     #[cfg(feature = "shared-history")]
     pub fn with_shared_history(mut self, shared: crate::SharedHistory) -> Self {
+        // Corrections made on one replica are served by all.
+        if let Some(c) = &self.config.corrections {
+            self.config.corrections = Some(Corrections::new(c.lasts(), Some(shared.clone())));
+        }
         self.config.shared = Some(shared);
         self
     }
@@ -175,9 +181,26 @@ impl HintAuditLayer {
     /// `tools.listChanged`. Off, nothing changes. See
     /// [design: corrected annotations](../../../docs/design.md#corrected-annotations).
     pub fn with_corrections_of(mut self, config: &hintaudit_core::Config) -> Self {
-        self.config.corrections = config
-            .correct_hints()
-            .then(|| Corrections::new(config.correct_hints_for()));
+        self.config.corrections = config.correct_hints().then(|| {
+            Corrections::new(
+                config.correct_hints_for(),
+                #[cfg(feature = "shared-history")]
+                self.config.shared.clone(),
+            )
+        });
+        self
+    }
+
+    /// Takes `disclose_effects` of `config` and nothing else (the proxy's
+    /// `--disclose-effects`; [`HintAuditLayer::with_config`] and [`HintAuditLayer::from_env`]
+    /// take it too). On, each tools/call result (`CallToolResult`, tool errors included)
+    /// carries in its `_meta` under `io.hintaudit/effects` what the call was seen to do:
+    /// tables with rows inserted, updated and deleted, files, outbound hosts and the call's
+    /// findings ([`Disclosure`](hintaudit_core::Disclosure)); no row data, no argument
+    /// values. Every other part of the result is as the server gave it. See
+    /// [design: observed effects disclosed](../../../docs/design.md#observed-effects-disclosed).
+    pub fn with_disclosure_of(mut self, config: &hintaudit_core::Config) -> Self {
+        self.config.disclose = config.disclose_effects();
         self
     }
 

@@ -88,6 +88,8 @@ mod config;
 mod correct;
 /// The `ServerHandler` methods that only forward to the inner handler.
 mod delegate;
+/// Observed effects disclosed in each result's `_meta` (`disclose_effects`).
+mod disclose;
 /// Runs the layer's own steps so a panic in one is counted, never felt by the call.
 mod guard;
 /// [`HintAuditLayer`], the `tower::Layer`.
@@ -113,6 +115,7 @@ pub use shared::{DEFAULT_TIMEOUT, MAX_IN_FLIGHT, REPLICA_ENV, SharedHistory, Sha
 
 pub use hintaudit_core::{
     Advice, AuditEvent, AuditStage, CONFIG_ENV, CallEffects, CallReport, CallScope, CallStatus,
-    Config, ConfigError, DeclaredHints, Enforcement, Finding, HISTORY_KEY_ENV, Hint, Judge,
-    LogRecorder, Mode, Policy, Recorder, Rule, Severity, Verdict, stats,
+    Config, ConfigError, DISCLOSURE_META_KEY, DeclaredHints, Disclosure, Enforcement, Finding,
+    HISTORY_KEY_ENV, Hint, Judge, LogRecorder, Mode, Policy, Recorder, Rule, Severity, Verdict,
+    stats,
 };

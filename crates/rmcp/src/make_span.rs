@@ -40,7 +40,9 @@
 //! [`semconv::FINDING_EVENT_TARGET`]: hintaudit_core::semconv::FINDING_EVENT_TARGET
 
 use hintaudit_core::{DeclaredHints, Finding, Hint, Verdict, semconv};
-use rmcp::model::{Extensions, JsonObject, RequestId};
+use rmcp::RoleServer;
+use rmcp::model::{CallToolRequestParams, Extensions, JsonObject, RequestId};
+use rmcp::service::RequestContext;
 use tracing::Span;
 use tracing::field::Empty;
 
@@ -233,6 +235,30 @@ fn finding_event(span: &Span, f: &Finding) {
         { semconv::FINDING_EVIDENCE } = f.evidence.as_str(),
         "hintaudit.finding"
     );
+}
+
+/// The request's `_meta`: rmcp moves it from the params into `RequestContext::meta` when it
+/// decodes a request; a request built in-process may still carry it in the params.
+pub(crate) fn request_meta<'a>(
+    params: &'a CallToolRequestParams,
+    context: &'a RequestContext<RoleServer>,
+) -> &'a JsonObject {
+    let from_context = &context.meta.0.0;
+    match params.meta.as_ref() {
+        Some(meta) if from_context.is_empty() => &meta.0.0,
+        _ => from_context,
+    }
+}
+
+/// The `Mcp-Session-Id` header of the HTTP request, when rmcp's streamable HTTP server put the
+/// request's `http::request::Parts` into the extensions.
+pub(crate) fn session_id(extensions: &Extensions) -> Option<&str> {
+    extensions
+        .get::<http::request::Parts>()?
+        .headers
+        .get("mcp-session-id")?
+        .to_str()
+        .ok()
 }
 
 #[cfg(test)]

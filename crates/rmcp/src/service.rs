@@ -25,8 +25,8 @@ use hintaudit_core::{
     Enforcement, Judge, ToolCall,
 };
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, Extensions, InitializeRequestParams, InitializeResult,
-    JsonObject, ListToolsResult, PaginatedRequestParams, Tool,
+    CallToolRequestParams, CallToolResponse, InitializeRequestParams, InitializeResult,
+    ListToolsResult, PaginatedRequestParams, Tool,
 };
 use rmcp::service::{MaybeSendFuture, RequestContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
@@ -35,9 +35,10 @@ use tracing::{Instrument, Span};
 use crate::config::Config;
 use crate::correct::advertise_list_changed;
 use crate::delegate::delegate_to_inner;
+use crate::disclose::disclose;
 use crate::guard::guarded;
 use crate::listing::{audit_listing, declare_tools};
-use crate::make_span::{CallInfo, record_on_span};
+use crate::make_span::{CallInfo, record_on_span, request_meta, session_id};
 use crate::registry::Registry;
 
 /// An rmcp [`ServerHandler`] that audits the tool calls of the handler `H` it wraps.
@@ -153,6 +154,18 @@ impl<H: ServerHandler> HintAudit<H> {
         self.hints_for_call(tool)
     }
 
+    /// The operator's lever on corrected annotations (`correct_hints`): lifts `tool`'s
+    /// correction, in the fleet's store too with a shared history, and sends every open
+    /// session `notifications/tools/list_changed`. The tool is served as the server lists it
+    /// until a call of it has a finding again. Whether a correction was in force in this
+    /// process; `false` too without `correct_hints`.
+    pub fn lift_correction(&self, tool: &str) -> bool {
+        self.config
+            .corrections
+            .as_ref()
+            .is_some_and(|c| c.lift(tool))
+    }
+
     /// Every tool learned so far with its declared hints, sorted by name: the tools called
     /// since start (for `#[tool_handler]` servers) and those of every tools/list answer that
     /// passed through. A `RequestContext` cannot be built outside rmcp, so the layer cannot
@@ -230,6 +243,8 @@ impl<H: ServerHandler> ServerHandler for HintAudit<H> {
         if let Ok(list) = &mut result {
             audit_listing(&list.tools, &self.registry, &self.config);
             if let Some(corrections) = &self.config.corrections {
+                // With a shared history: the fleet's corrections first (one round trip).
+                corrections.sync().await;
                 guarded(AuditStage::Registry, "correcting hints panicked", || {
                     corrections.serve(&mut list.tools)
                 });
@@ -315,8 +330,10 @@ impl<H: ServerHandler> HintAudit<H> {
             hints,
             args_key,
             duration,
+            pending: effects.is_pending(),
         };
-        self.finish_call(finished, &result, effects.take(), &span);
+        let mut result = result;
+        self.finish_call(finished, &mut result, effects.take(), &span);
         result
     }
 
@@ -368,11 +385,12 @@ impl<H: ServerHandler> HintAudit<H> {
         .unwrap_or_else(Span::none)
     }
 
-    /// Judges a finished call, records it on its span and hands it to the recorder.
+    /// Judges a finished call, records it on its span and hands it to the recorder; with
+    /// `disclose_effects`, discloses it in the result's `_meta` (disclose.rs).
     fn finish_call(
         &self,
         call: Finished<'_>,
-        result: &Result<CallToolResponse, McpError>,
+        result: &mut Result<CallToolResponse, McpError>,
         effect: Effect,
         span: &Span,
     ) {
@@ -401,6 +419,11 @@ impl<H: ServerHandler> HintAudit<H> {
         // A call the judge failed on is still reported (status and duration feed the metrics),
         // with an empty verdict.
         let verdict = verdict.unwrap_or_default();
+        if self.config.disclose {
+            guarded(AuditStage::Record, "disclosing effects panicked", || {
+                disclose(result, &effect, &verdict.findings, call.pending)
+            });
+        }
         let report = CallReport {
             tool: call.tool,
             known_tool: call.known_tool,
@@ -433,6 +456,8 @@ struct Finished<'a> {
     hints: DeclaredHints,
     args_key: ArgsKey,
     duration: Duration,
+    /// Whether part of the evidence was not read by the answer (`CallEffects::is_pending`).
+    pending: bool,
 }
 
 /// How a finished call ended, for the span and the report: its status, and the `error.type`
@@ -446,30 +471,6 @@ fn call_status(result: &Result<CallToolResponse, McpError>) -> (CallStatus, Opti
         Ok(_) => (CallStatus::Ok, None),
         Err(e) => (CallStatus::ProtocolError, Some(e.code.0.to_string())),
     }
-}
-
-/// The request's `_meta`: rmcp moves it from the params into `RequestContext::meta` when it
-/// decodes a request; a request built in-process may still carry it in the params.
-fn request_meta<'a>(
-    params: &'a CallToolRequestParams,
-    context: &'a RequestContext<RoleServer>,
-) -> &'a JsonObject {
-    let from_context = &context.meta.0.0;
-    match params.meta.as_ref() {
-        Some(meta) if from_context.is_empty() => &meta.0.0,
-        _ => from_context,
-    }
-}
-
-/// The `Mcp-Session-Id` header of the HTTP request, when rmcp's streamable HTTP server put the
-/// request's `http::request::Parts` into the extensions.
-fn session_id(extensions: &Extensions) -> Option<&str> {
-    extensions
-        .get::<http::request::Parts>()?
-        .headers
-        .get("mcp-session-id")?
-        .to_str()
-        .ok()
 }
 
 #[cfg(test)]

@@ -54,3 +54,27 @@ pub fn call_params(
     }
     params
 }
+
+/// Asserts that the listing `after` (tools by name, as JSON) serves `tool` corrected for a
+/// write (readOnlyHint false, destructiveHint true) and every other tool of `before`
+/// JSON-equal: the corrected-annotations tests' check.
+pub fn assert_served_corrected(
+    before: &serde_json::Map<String, serde_json::Value>,
+    after: &serde_json::Map<String, serde_json::Value>,
+    tool: &str,
+) {
+    let annotations = &after[tool]["annotations"];
+    assert_eq!(annotations["readOnlyHint"], false, "{tool}: {annotations}");
+    assert_eq!(
+        annotations["destructiveHint"], true,
+        "{tool}: {annotations}"
+    );
+    for (other, listed) in before {
+        if other != tool {
+            assert_eq!(
+                &after[other], listed,
+                "{other} served as the server lists it"
+            );
+        }
+    }
+}

@@ -32,6 +32,7 @@ struct File {
     history_ttl_seconds: Option<NonZeroU64>,
     correct_hints: Option<bool>,
     correct_hints_seconds: Option<u64>,
+    disclose_effects: Option<bool>,
     #[serde(default)]
     labels: LabelsFile,
     #[serde(default)]
@@ -228,6 +229,7 @@ pub(super) fn parse(text: &str, source: &str) -> Result<Config, ConfigError> {
             .correct_hints_seconds
             .filter(|s| *s > 0)
             .map(std::time::Duration::from_secs),
+        disclose_effects: f.disclose_effects.unwrap_or(d.disclose_effects),
         label_max_tools: f.labels.max_tools.unwrap_or(d.label_max_tools),
         label_max_tables: f.labels.max_tables.unwrap_or(d.label_max_tables),
         tools,

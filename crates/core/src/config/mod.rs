@@ -140,6 +140,7 @@ pub struct Config {
     history_secret: Option<HistorySecret>,
     correct_hints: bool,
     correct_hints_for: Option<Duration>,
+    disclose_effects: bool,
     label_max_tools: usize,
     label_max_tables: usize,
     tools: BTreeMap<String, Mode>,
@@ -192,6 +193,7 @@ impl Default for Config {
             history_secret: None,
             correct_hints: false,
             correct_hints_for: None,
+            disclose_effects: false,
             label_max_tools: DEFAULT_LABEL_MAX_TOOLS,
             label_max_tables: DEFAULT_LABEL_MAX_TABLES,
             tools: BTreeMap::new(),
@@ -381,6 +383,18 @@ impl Config {
     /// How long a correction is served (`correct_hints_seconds`); `None`: until restart.
     pub fn correct_hints_for(&self) -> Option<Duration> {
         self.correct_hints_for
+    }
+
+    /// Discloses each call's observed effects in its result's `_meta` (`disclose_effects`):
+    /// see [design: observed effects disclosed](../../../docs/design.md#observed-effects-disclosed).
+    pub fn with_disclose_effects(mut self, on: bool) -> Self {
+        self.disclose_effects = on;
+        self
+    }
+
+    /// Whether each call's observed effects are disclosed in its result (`disclose_effects`).
+    pub fn disclose_effects(&self) -> bool {
+        self.disclose_effects
     }
 
     /// Label caps: distinct `tool` and `table` values.

@@ -75,6 +75,11 @@ pub const SETTINGS: &[(&str, &str, &str)] = &[
         "how long a correction is served, seconds; 0: until the process restarts (or the server's own hints are at least as cautious)",
     ),
     (
+        "disclose_effects",
+        "false",
+        "each tools/call result carries what was observed of the call (tables with rows inserted, updated, deleted; files; outbound hosts; its findings) in `_meta[\"io.hintaudit/effects\"]`; no row data, no argument values (see *Observed effects disclosed* in docs/design.md)",
+    ),
+    (
         "labels.max_tools",
         "1000",
         "distinct `tool` label values; later tools count as `__unknown__`",

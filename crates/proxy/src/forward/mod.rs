@@ -322,6 +322,8 @@ fn record(share: &CallShare) {
         );
     }
     if share.gap {
+        // A disclosure of the call (`--disclose-effects`) says "pending".
+        effects.mark_pending();
         tracing::warn!(
             target: "hintaudit::proxy",
             tool = effects.tool(),

@@ -8,7 +8,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use hintaudit_telemetry::MetricName;
-use hintaudit_test_support::mcp::ListChangedWatcher;
+use hintaudit_test_support::mcp::{ListChangedWatcher, assert_served_corrected};
 use rmcp::model::ListToolsResult;
 use rmcp::service::RunningService;
 use rmcp::transport::StreamableHttpClientTransport;
@@ -78,17 +78,7 @@ async fn a_read_only_tool_caught_writing_is_served_corrected_and_clients_are_tol
         .expect("notifications/tools/list_changed");
 
     let after = listing(&client).await;
-    let annotations = &after["get_item"]["annotations"];
-    assert_eq!(annotations["readOnlyHint"], json!(false), "{annotations}");
-    assert_eq!(annotations["destructiveHint"], json!(true), "{annotations}");
-    for (tool, listed) in &before {
-        if tool != "get_item" {
-            assert_eq!(
-                &after[tool], listed,
-                "{tool} served as the fixture lists it"
-            );
-        }
-    }
+    assert_served_corrected(&before, &after, "get_item");
     let s = metrics(addr).await;
     assert_eq!(corrected_count(&s, "get_item"), 1.0, "{}", s.text);
     assert_eq!(corrected_count(&s, "list_tables"), 0.0, "{}", s.text);

@@ -1,7 +1,8 @@
-"""A Python MCP SDK client for `hintaudit proxy --correct-hints` (tests/live/correct.rs).
+"""A Python MCP SDK client for `correct_hints` (`hintaudit proxy --correct-hints`:
+crates/proxy/tests/live/correct.rs; the layer: tests/live/correct.rs).
 
 Connects over streamable HTTP to the URL in argv[1] with a message handler, lists the tools,
-calls get_item(id=1), waits (at most 60 s) for notifications/tools/list_changed, lists
+calls the tool argv[2] names (default get_item) with id=1, waits (at most 60 s) for notifications/tools/list_changed, lists
 again, and prints one JSON object: whether tools.listChanged was advertised, whether the
 notification came, and the annotations of every tool before and after.
 """
@@ -15,7 +16,7 @@ from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
 
-async def main(url: str) -> None:
+async def main(url: str, tool: str) -> None:
     changed = anyio.Event()
 
     async def on_message(message) -> None:
@@ -37,7 +38,7 @@ async def main(url: str) -> None:
                 }
 
             before = annotations(await session.list_tools())
-            await session.call_tool("get_item", {"id": 1})
+            await session.call_tool(tool, {"id": 1})
             told = False
             with anyio.move_on_after(60):
                 await changed.wait()
@@ -47,4 +48,4 @@ async def main(url: str) -> None:
 
 
 if __name__ == "__main__":
-    anyio.run(main, sys.argv[1])
+    anyio.run(main, sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else "get_item")

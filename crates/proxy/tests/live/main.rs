@@ -23,6 +23,7 @@ mod action;
 mod cancel;
 mod clients;
 mod correct;
+mod disclose;
 mod files;
 mod indirect;
 mod listing;

@@ -1,7 +1,7 @@
 //! The call's status and the session id, row by row.
 
 use super::*;
-use rmcp::model::{CallToolResult, ErrorCode};
+use rmcp::model::{CallToolResult, ErrorCode, Extensions};
 
 #[test]
 fn status_and_error_type() {

@@ -188,6 +188,42 @@ impl SharedHistory {
         );
     }
 
+    /// Puts a tool's correction (4 letters) in force fleet-wide for `lasts` (the history's
+    /// TTL when `None`), on a task of its own; `settle` gets the letters in force after it,
+    /// or `None` when the store failed.
+    pub(crate) fn submit_correction(
+        &self,
+        tool: String,
+        letters: String,
+        lasts: Option<Duration>,
+        settle: impl FnOnce(Option<String>) + Send + 'static,
+    ) {
+        let inner = self.inner.clone();
+        self.spawn(
+            async move { inner.store.put_correction(&tool, &letters, lasts).await },
+            settle,
+        );
+    }
+
+    /// Lifts a tool's correction fleet-wide, on a task of its own.
+    pub(crate) fn submit_lift(&self, tool: String) {
+        let inner = self.inner.clone();
+        self.spawn(
+            async move { inner.store.lift_correction(&tool).await },
+            |_| {},
+        );
+    }
+
+    /// Every correction in force in the fleet, (tool, 4 letters), awaited within the
+    /// timeout; `None` when the store failed (counted at stage `history`).
+    pub(crate) async fn corrections(&self) -> Option<Vec<(String, String)>> {
+        if self.inner.now_ms() < self.inner.paused_until.load(Ordering::Relaxed) {
+            return None;
+        }
+        let inner = self.inner.clone();
+        answer(&self.inner, async move { inner.store.corrections().await }).await
+    }
+
     /// Runs `request` on a task of its own, bounded by [`MAX_IN_FLIGHT`] and the timeout,
     /// and hands `settle` its answer or `None`.
     fn spawn<T: Send + 'static>(
@@ -213,24 +249,7 @@ impl SharedHistory {
         };
         let inner = self.inner.clone();
         runtime.spawn(async move {
-            let answer = match tokio::time::timeout(inner.timeout, request).await {
-                Ok(Ok(answer)) => {
-                    inner.paused_until.store(0, Ordering::Relaxed);
-                    if inner.failing.swap(false, Ordering::Relaxed) {
-                        tracing::info!("hintaudit: the shared history answers again");
-                    }
-                    Some(answer)
-                }
-                Ok(Err(e)) => {
-                    failed(&inner, &e);
-                    None
-                }
-                Err(_) => {
-                    failed(&inner, &format!("no answer within {:?}", inner.timeout));
-                    None
-                }
-            };
-            settle(answer);
+            settle(answer(&inner, request).await);
             drop(slot);
         });
     }
@@ -241,6 +260,31 @@ impl fmt::Debug for SharedHistory {
         f.debug_struct("SharedHistory")
             .field("replica", &self.inner.replica)
             .finish_non_exhaustive()
+    }
+}
+
+/// `request`'s answer within the timeout, or `None` with the failure counted (and requests
+/// paused).
+async fn answer<T>(
+    inner: &Inner,
+    request: impl Future<Output = redis::RedisResult<T>>,
+) -> Option<T> {
+    match tokio::time::timeout(inner.timeout, request).await {
+        Ok(Ok(answer)) => {
+            inner.paused_until.store(0, Ordering::Relaxed);
+            if inner.failing.swap(false, Ordering::Relaxed) {
+                tracing::info!("hintaudit: the shared history answers again");
+            }
+            Some(answer)
+        }
+        Ok(Err(e)) => {
+            failed(inner, &e);
+            None
+        }
+        Err(_) => {
+            failed(inner, &format!("no answer within {:?}", inner.timeout));
+            None
+        }
     }
 }
 
@@ -255,11 +299,15 @@ fn failed(inner: &Inner, what: &dyn fmt::Display) {
     count(what);
 }
 
-/// Counts a repeat judged without the store at stage `history` (the first logged at WARN).
+/// Counts a request that went without the store at stage `history` (the first logged at
+/// WARN): a repeat judged by this process's history, corrections served as it knows them.
 fn count(what: &dyn fmt::Display) {
     stats().audit_error(
         AuditStage::History,
-        &format_args!("shared history: {what}; repeats are judged by this process's history"),
+        &format_args!(
+            "shared history: {what}; repeats are judged by this process's history (and \
+             corrections served as this process knows them)"
+        ),
     );
 }
 

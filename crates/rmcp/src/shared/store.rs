@@ -1,5 +1,5 @@
-//! The Redis or Valkey side of the shared history: the keys, the two scripts (call.lua,
-//! hints.lua) and their answers. One script call per finished call or tools/list answer:
+//! The Redis or Valkey side of the shared history: the keys, the scripts (call.lua,
+//! hints.lua, corrections.lua) and their answers. One script call per finished call or tools/list answer:
 //! one round trip (two the first time a server sees the script: `EVALSHA`, then `EVAL`).
 //!
 //! Keys, all under one hash tag so that a cluster keeps them on one slot:
@@ -11,6 +11,7 @@
 //! | `{hintaudit}:entries` | hash | entry id → `epoch\|end ms\|replica\|summary` |
 //! | `{hintaudit}:tables` | hash | table → epoch of its last write |
 //! | `{hintaudit}:hints` | hash | tool → hint sets served, oldest first |
+//! | `{hintaudit}:corrections` | hash | tool → corrected hints served and until when (`correct_hints`) |
 //!
 //! An entry id is the tool name and the arguments' keyed hash (32 hex digits): arguments
 //! are never stored. Entries are bounded by `history_size` and `history_ttl_seconds`, tables
@@ -43,6 +44,7 @@ pub(crate) struct Store {
     entries: u64,
     call: Script,
     hints: Script,
+    corrections: Script,
 }
 
 struct Keys {
@@ -51,6 +53,7 @@ struct Keys {
     entries: String,
     tables: String,
     hints: String,
+    corrections: String,
 }
 
 impl Keys {
@@ -61,6 +64,7 @@ impl Keys {
             entries: format!("{prefix}:entries"),
             tables: format!("{prefix}:tables"),
             hints: format!("{prefix}:hints"),
+            corrections: format!("{prefix}:corrections"),
         }
     }
 }
@@ -82,6 +86,7 @@ impl Store {
             entries: settings.entries.get() as u64,
             call: Script::new(include_str!("call.lua")),
             hints: Script::new(include_str!("hints.lua")),
+            corrections: Script::new(include_str!("corrections.lua")),
         })
     }
 
@@ -161,6 +166,56 @@ impl Store {
         let mut conn = self.conn().await?;
         let from: Vec<String> = invocation.invoke_async(&mut conn).await?;
         Ok(from.iter().map(|f| decode(f)).collect())
+    }
+
+    /// Puts a tool's correction (4 letters, see corrections.lua) in force for `lasts` (the
+    /// history's TTL when `None`), merged with the fleet's; the letters in force after it
+    /// (empty when the fleet has too many tools corrected).
+    pub(crate) async fn put_correction(
+        &self,
+        tool: &str,
+        letters: &str,
+        lasts: Option<Duration>,
+    ) -> RedisResult<String> {
+        let lasts_ms = lasts.map_or(self.ttl_ms, |d| {
+            u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+        });
+        let mut invocation = self.corrections.prepare_invoke();
+        invocation
+            .key(&self.keys.corrections)
+            .arg("put")
+            .arg(self.ttl_ms)
+            .arg(tool)
+            .arg(letters)
+            .arg(lasts_ms)
+            .arg(crate::correct::MAX_CORRECTED_TOOLS);
+        invocation.invoke_async(&mut self.conn().await?).await
+    }
+
+    /// Every correction in force in the fleet: (tool, 4 letters).
+    pub(crate) async fn corrections(&self) -> RedisResult<Vec<(String, String)>> {
+        let mut invocation = self.corrections.prepare_invoke();
+        invocation
+            .key(&self.keys.corrections)
+            .arg("all")
+            .arg(self.ttl_ms);
+        let flat: Vec<String> = invocation.invoke_async(&mut self.conn().await?).await?;
+        Ok(flat
+            .chunks_exact(2)
+            .map(|p| (p[0].clone(), p[1].clone()))
+            .collect())
+    }
+
+    /// Lifts a tool's correction fleet-wide; whether one was in force.
+    pub(crate) async fn lift_correction(&self, tool: &str) -> RedisResult<bool> {
+        let mut invocation = self.corrections.prepare_invoke();
+        invocation
+            .key(&self.keys.corrections)
+            .arg("lift")
+            .arg(self.ttl_ms)
+            .arg(tool);
+        let removed: u8 = invocation.invoke_async(&mut self.conn().await?).await?;
+        Ok(removed != 0)
     }
 }
 

@@ -4,6 +4,7 @@
 mod common;
 mod correct;
 mod delegation;
+mod disclose;
 mod learn;
 mod recorder;
 mod scope;
