@@ -6,8 +6,9 @@
 //! The relay tests (relay.rs: server→client requests, notifications per session, an upstream
 //! child per session) run the fixture on a SQLite file of their own and need Python only.
 //!
-//! The writer tests (writers.rs: 4 and 16 concurrent clients, two proxies on one database)
-//! check that each commit goes to the call on the connection that wrote it.
+//! The writer tests (writers.rs on PostgreSQL, writers_mariadb.rs on MariaDB: 4 and 16
+//! concurrent clients, two proxies on one database, a table created later) check that each
+//! commit goes to the call on the connection that wrote it.
 //!
 //! Each test makes a database of its own, so only its own commits reach its slot; the
 //! restart tests (restart.rs) restart a PostgreSQL and a MariaDB server of their own. Without
@@ -23,6 +24,8 @@ mod mariadb;
 mod postgres;
 mod relay;
 mod restart;
+mod stateless;
 mod support;
 mod transcripts;
 mod writers;
+mod writers_mariadb;
