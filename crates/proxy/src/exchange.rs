@@ -9,14 +9,29 @@ use rmcp::model::{
 use rmcp::service::{RequestHandle, ServiceError, ServiceRole};
 use tokio_util::sync::CancellationToken;
 
+/// The keys of MCP 2026-07-28's per-request envelope in `_meta` (protocol version, client
+/// info and capabilities, log level), which a client without a session sends with each
+/// request. The proxy's connections made a handshake of their own, on which servers refuse
+/// a request carrying them, so they are not sent on.
+const ENVELOPE: [&str; 4] = [
+    "io.modelcontextprotocol/protocolVersion",
+    "io.modelcontextprotocol/clientInfo",
+    "io.modelcontextprotocol/clientCapabilities",
+    "io.modelcontextprotocol/logLevel",
+];
+
 /// The `_meta` to send on, and the asker's progress token, taken out: rmcp gives each request
-/// it sends a token of its own, which the proxy maps back to the asker's.
+/// it sends a token of its own, which the proxy maps back to the asker's. The 2026-07-28
+/// envelope ([`ENVELOPE`]) is left out too.
 pub(crate) fn meta_and_token(
     meta: &RequestMetaObject,
 ) -> (RequestMetaObject, Option<ProgressToken>) {
     let mut meta = meta.clone();
     let token = meta.get_progress_token();
     meta.remove("progressToken");
+    for key in ENVELOPE {
+        meta.remove(key);
+    }
     (meta, token)
 }
 

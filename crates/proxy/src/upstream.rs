@@ -137,6 +137,11 @@ impl Upstream {
         self.id
     }
 
+    /// Whether it runs a child process (`--stdio`), whose database connections are its own.
+    pub fn is_child(&self) -> bool {
+        matches!(self.spec, UpstreamSpec::Stdio(_))
+    }
+
     /// The connection as the capture tells writers apart: its number and its child's pid.
     pub fn link(&self) -> UpstreamLink {
         let pid = self.child.load(std::sync::atomic::Ordering::Relaxed);

@@ -7,10 +7,10 @@
 //! database never keeps log for it. Around each tool call the proxy asks
 //! [`Capture::begin`] (reads the log position before the call goes upstream) and
 //! [`Capture::finish`] (reads it again after the answer, waits until the capture has read
-//! that far, and returns the call's [`CallShare`]). On PostgreSQL each commit names its
-//! writer (a trigger's message, see postgres/install.rs), matched to the proxy's upstream
-//! connections by identify.rs, so that a commit is only ever a candidate of the calls on the
-//! connection that wrote it.
+//! that far, and returns the call's [`CallShare`]). Each commit names its writer
+//! (PostgreSQL: a trigger's message, see postgres/install.rs; MariaDB: a trigger's row, see
+//! mysql/install.rs), matched to the proxy's upstream connections by identify.rs, so that a
+//! commit is only ever a candidate of the calls on the connection that wrote it.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -1,6 +1,7 @@
 //! Who wrote a commit ([design: the proxy's evidence](../../../../docs/design.md#the-proxys-evidence)):
 //! the writer the database names inside the transaction (PostgreSQL: the message the
-//! `hintaudit.note_writer()` trigger emits), and whose it is for this proxy ([`Origin`]).
+//! `hintaudit.note_writer()` trigger emits; MySQL/MariaDB: the row the `hintaudit_writer_*`
+//! triggers write in `hintaudit.writers`), and whose it is for this proxy ([`Origin`]).
 //!
 //! Pure: parsing and the names the proxy gives its children. Reading `/proc` to match a
 //! writer's client port to a process is identify.rs's.
@@ -12,14 +13,17 @@ use std::sync::atomic::{AtomicBool, Ordering};
 /// The prefix of the logical decoding messages the writer trigger emits.
 pub const MESSAGE_PREFIX: &str = "hintaudit";
 
-/// The backend that wrote a commit, as the trigger's message gives it:
-/// `PID ADDR PORT BACKEND_START_US APPLICATION_NAME` (`-` for a missing address or port).
+/// The backend that wrote a commit, as the trigger's message gives it on PostgreSQL
+/// (`PID ADDR PORT BACKEND_START_US APPLICATION_NAME`, `-` for a missing address or port),
+/// or the trigger's row on MySQL/MariaDB ([`Writer::mysql`]).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Writer {
-    /// The backend's process id on the database server.
+    /// The backend's process id on the database server (MySQL/MariaDB: its thread id,
+    /// `CONNECTION_ID()`).
     pub pid: u32,
     /// When the backend started, microseconds since the Unix epoch: with `pid`, names one
-    /// connection for good (a pid is reused).
+    /// connection for good (a pid is reused). MySQL/MariaDB: a number the trigger draws once
+    /// per session (`UUID_SHORT()`), for the same purpose.
     pub backend_start: i64,
     /// The client's address and port as the server sees them; `None` over a Unix socket.
     pub client: Option<SocketAddr>,
@@ -46,6 +50,30 @@ impl Writer {
             client,
             application_name,
         })
+    }
+
+    /// The writer a MySQL/MariaDB trigger row names: connection `thread`, the number its
+    /// session drew (`session`), and `host`, the `HOST` column of
+    /// `information_schema.PROCESSLIST` (`ADDR:PORT` over TCP, `[ADDR]:PORT` or `ADDR:PORT`
+    /// for IPv6, `localhost` with no port over a Unix socket: then no client). With name
+    /// resolution on (`skip_name_resolve` off) the server names the client's host instead of
+    /// its address: `localhost:PORT` is read as 127.0.0.1, any other name gives no client.
+    pub fn mysql(thread: u64, session: u64, host: &str) -> Writer {
+        let client = host.rsplit_once(':').and_then(|(ip, port)| {
+            let ip = ip.trim_start_matches('[').trim_end_matches(']');
+            let ip = if ip.eq_ignore_ascii_case("localhost") {
+                IpAddr::from([127, 0, 0, 1])
+            } else {
+                ip.parse().ok()?
+            };
+            Some(SocketAddr::new(ip, port.parse().ok()?))
+        });
+        Writer {
+            pid: u32::try_from(thread).unwrap_or(u32::MAX),
+            backend_start: session as i64,
+            client,
+            application_name: String::new(),
+        }
     }
 
     /// The connection this writer is: the same for every commit of one backend.
@@ -166,6 +194,24 @@ mod tests {
             });
             let want = want.map(|(p, c, a)| (p, c.map(str::to_owned), a));
             assert_eq!(got, want, "{content}");
+        }
+    }
+
+    #[test]
+    fn mysql_hosts() {
+        let rows = [
+            ("127.0.0.1:55746", Some("127.0.0.1:55746")),
+            ("::1:40000", Some("[::1]:40000")),
+            ("[::1]:40001", Some("[::1]:40001")),
+            ("localhost:40002", Some("127.0.0.1:40002")),
+            ("app.example:40003", None),
+            ("localhost", None),
+            ("", None),
+        ];
+        for (host, want) in rows {
+            let w = Writer::mysql(11, 7, host);
+            assert_eq!(w.client.map(|c| c.to_string()).as_deref(), want, "{host}");
+            assert_eq!(w.backend(), (11, 7));
         }
     }
 

@@ -63,6 +63,10 @@ struct Shared {
     files: Option<FileWatch>,
     /// `--serialize`: tool calls go upstream one at a time, across sessions.
     serialize: Option<tokio::sync::Mutex<()>>,
+    /// The start-up child's turn: with a capture, calls without a session (MCP 2026-07-28
+    /// clients, stateless requests) go to it one at a time, so that each of its commits is
+    /// one call's.
+    startup_turn: tokio::sync::Mutex<()>,
     /// The tools of the last tools/list answer, for `get_tool`.
     tools: Mutex<HashMap<String, Tool>>,
     /// The upstream's answer to the start-up handshake.
@@ -87,6 +91,7 @@ impl Forward {
                 capture,
                 files,
                 serialize: serialize.then(|| tokio::sync::Mutex::new(())),
+                startup_turn: tokio::sync::Mutex::new(()),
                 tools: Mutex::default(),
                 info,
             }),
@@ -243,7 +248,7 @@ impl Forward {
     ) -> Result<CallToolResponse, McpError> {
         let _turn = match &self.shared.serialize {
             Some(m) => Some(m.lock().await),
-            None => None,
+            None => self.startup_turn().await,
         };
         let tool: Arc<str> = Arc::from(params.name.as_ref());
         let files = self
@@ -273,6 +278,24 @@ impl Forward {
             ServerResult::InputRequiredResult(r) => Ok(CallToolResponse::InputRequired(r)),
             ServerResult::CreateTaskResult(r) => Ok(CallToolResponse::Task(r)),
             _ => Err(unexpected()),
+        }
+    }
+}
+
+impl Forward {
+    /// A call without a session of its own goes on the start-up connection, which every such
+    /// client shares: with a capture and a `--stdio` child, it waits for the child's other
+    /// calls to end, so that the child serves one call at a time and its commits are that
+    /// call's (its writer is the child; by position alone, overlapping calls of several
+    /// tools would be ambiguous). `None` when the call goes on a session's own connection.
+    async fn startup_turn(&self) -> Option<tokio::sync::MutexGuard<'_, ()>> {
+        let shared_child = self.shared.capture.is_some()
+            && !self.has_own_upstream()
+            && self.shared.startup.is_child();
+        if shared_child {
+            Some(self.shared.startup_turn.lock().await)
+        } else {
+            None
         }
     }
 }

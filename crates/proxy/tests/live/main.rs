@@ -6,8 +6,9 @@
 //! The relay tests (relay.rs: server→client requests, notifications per session, an upstream
 //! child per session) run the fixture on a SQLite file of their own and need Python only.
 //!
-//! The writer tests (writers.rs: 4 and 16 concurrent clients, two proxies on one database)
-//! check that each commit goes to the call on the connection that wrote it.
+//! The writer tests (writers.rs on PostgreSQL, writers_mariadb.rs on MariaDB: 4 and 16
+//! concurrent clients, two proxies on one database, a table created later) check that each
+//! commit goes to the call on the connection that wrote it.
 //!
 //! The file tests (files.rs) run the proxy with `--watch` in front of the Python files
 //! fixture and the official npm filesystem and memory servers, with no database.
@@ -32,6 +33,8 @@ mod postgres;
 mod relay;
 mod repeats;
 mod restart;
+mod stateless;
 mod support;
 mod transcripts;
 mod writers;
+mod writers_mariadb;

@@ -1,6 +1,6 @@
 //! The fixture's planted lies found live through the proxy on MariaDB (ROW binary log),
-//! overlapping calls of two tools ambiguous and blamed on neither, and a write outside calls
-//! unattributed.
+//! overlapping calls of two sessions each given its own commit (the writer triggers name the
+//! connection), and another writer's write outside calls foreign.
 
 use serde_json::json;
 use sqlx::MySqlPool;
@@ -85,7 +85,7 @@ async fn planted_lies_are_found_live_on_mariadb_from_the_binary_log() {
         call(&c, "archive_item", a).await
     });
     // Once archive_item's DELETE has committed, get_item's UPDATE commits while it is in
-    // flight: a set of two tools, blamed on neither.
+    // flight: by position a set of two tools, but its writer is get_item's session's child.
     for _ in 0..400 {
         let n: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
             "SELECT count(*) FROM {name}.items WHERE id = 2"
@@ -111,7 +111,7 @@ async fn planted_lies_are_found_live_on_mariadb_from_the_binary_log() {
     let s = metrics(addr).await;
     assert_eq!(
         violations(&s, "get_item", "read_only_write"),
-        1.0,
+        2.0,
         "{}",
         s.text
     );
@@ -119,7 +119,7 @@ async fn planted_lies_are_found_live_on_mariadb_from_the_binary_log() {
         violations(&s, "archive_item", "undeclared_destructive"),
         1.0
     );
-    assert!(commits(&s, "ambiguous") >= 1.0, "{}", s.text);
+    assert_eq!(commits(&s, "ambiguous"), 0.0, "{}", s.text);
     let archive_updates = s.value(
         "hintaudit_tool_row_changes_total",
         &[
@@ -146,17 +146,18 @@ async fn planted_lies_are_found_live_on_mariadb_from_the_binary_log() {
     let lag = s.value("hintaudit_capture_lag_bytes", &[("backend", "mysql")]);
     assert!(lag.is_some(), "{}", s.text);
 
-    // A write while no call is in flight: unattributed. Writes to other databases on the
-    // same server are not this proxy's at all.
-    let before = commits(&s, "unattributed");
+    // Another writer's write (this test's connection, no child's), while no call is in
+    // flight: it names its writer, which is not the upstream's, so it is foreign. Writes to
+    // other databases on the same server are not this proxy's at all.
+    let before = commits(&s, "foreign");
     sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
         "INSERT INTO {name}.notes (id, text) VALUES (100, 'cron')"
     )))
     .execute(&admin)
     .await
     .expect("background write");
-    let s = until(addr, |s| commits(s, "unattributed") > before).await;
-    assert_eq!(commits(&s, "unattributed"), before + 1.0, "{}", s.text);
+    let s = until(addr, |s| commits(s, "foreign") > before).await;
+    assert_eq!(commits(&s, "foreign"), before + 1.0, "{}", s.text);
     drop(client);
     exec(&admin, [format!("DROP DATABASE IF EXISTS {name}")]).await;
 }

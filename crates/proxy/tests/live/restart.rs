@@ -328,13 +328,14 @@ async fn a_mariadb_restart_resumes_the_binary_log_and_loses_nothing() {
         .await
         .expect("a write outside calls");
     drop(conn);
+    // Another writer's (this test's connection): foreign, as the writer trigger names it.
     let s = until(addr, |s| {
-        commits(s, "unattributed") > commits(&before, "unattributed")
+        commits(s, "foreign") > commits(&before, "foreign")
     })
     .await;
     assert_eq!(
-        commits(&s, "unattributed"),
-        commits(&before, "unattributed") + 1.0,
+        commits(&s, "foreign"),
+        commits(&before, "foreign") + 1.0,
         "the write while the stream was down is read: {}",
         s.text
     );

@@ -1,34 +1,121 @@
-//! Attribution by writer on PostgreSQL: 4 and 16 concurrent clients, each a session with a
-//! `--stdio` child of its own, every commit attributed to exactly its call and every planted
-//! lie found with no false finding; and two proxies on one database (`--stdio` and
-//! `--upstream`), where neither blames its calls for the other's writes.
+//! Attribution by writer: 4 and 16 concurrent clients, each a session with a `--stdio` child
+//! of its own, every commit attributed to exactly its call and every planted lie found with
+//! no false finding; and two proxies on one database (`--stdio` and `--upstream`), where
+//! neither blames its calls for the other's writes. The same checks run on PostgreSQL (here)
+//! and on MariaDB (writers_mariadb.rs), through [`Server`].
 
 use std::net::SocketAddr;
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use crate::mariadb::{exec, mysql_url};
 use crate::support::*;
 
-/// Creates the fixture's tables in `db` (as its server would at start-up) and 1,000 more
-/// items (ids 100 to 1099) for the clients to archive.
-async fn seeded(admin: &sqlx::PgPool, name: &str, py: &str) -> String {
-    let db = fresh_db(admin, name).await;
-    let status = std::process::Command::new(py)
-        .arg(sql_server())
-        .args(["--db", &db, "--init-only"])
-        .status()
-        .expect("python runs");
-    assert!(status.success(), "the fixture's tables");
-    let pool = sqlx::PgPool::connect(&db).await.expect("connect");
-    sqlx::query(
-        "INSERT INTO public.items (id, name) SELECT g, 'item ' || g FROM generate_series(100, 1099) g",
-    )
-    .execute(&pool)
-    .await
-    .expect("items");
-    pool.close().await;
-    db
+/// The database server a writers test runs on, by its admin pool.
+#[derive(Clone)]
+pub(crate) enum Server {
+    Pg(sqlx::PgPool),
+    My(sqlx::MySqlPool),
+}
+
+impl Server {
+    /// A new database `name` with the fixture's tables (made as its server would at
+    /// start-up) and 1,000 more items (ids 100 to 1099) for the clients to archive; its URL.
+    pub(crate) async fn seeded(&self, name: &str, py: &str) -> String {
+        let db = match self {
+            Server::Pg(admin) => fresh_db(admin, name).await,
+            Server::My(admin) => {
+                exec(
+                    admin,
+                    [drop_database(name), format!("CREATE DATABASE {name}")],
+                )
+                .await;
+                format!("{}/{name}", mysql_url().trim_end_matches('/'))
+            }
+        };
+        let status = std::process::Command::new(py)
+            .arg(sql_server())
+            .args(["--db", &db, "--init-only"])
+            .status()
+            .expect("python runs");
+        assert!(status.success(), "the fixture's tables");
+        match self {
+            Server::Pg(_) => {
+                let pool = sqlx::PgPool::connect(&db).await.expect("connect");
+                sqlx::query(
+                    "INSERT INTO items (id, name) SELECT g, 'item ' || g \
+                     FROM generate_series(100, 1099) g",
+                )
+                .execute(&pool)
+                .await
+                .expect("items");
+                pool.close().await;
+            }
+            Server::My(admin) => {
+                let items = format!(
+                    "INSERT INTO {name}.items (id, name) WITH RECURSIVE g(n) AS \
+                     (SELECT 100 UNION ALL SELECT n + 1 FROM g WHERE n < 1099) \
+                     SELECT n, CONCAT('item ', n) FROM g"
+                );
+                exec(admin, [items]).await;
+            }
+        }
+        db
+    }
+
+    /// Drops database `name` (PostgreSQL: once the proxy's slot has gone with it).
+    pub(crate) async fn drop(&self, name: &str) {
+        match self {
+            Server::Pg(admin) => drop_db(admin, name).await,
+            Server::My(admin) => exec(admin, [drop_database(name)]).await,
+        }
+    }
+
+    /// The query of a read-only call that stays in flight 8 s, and the fixture's setting
+    /// that holds it: PostgreSQL shows a backend's last query (`pg_stat_activity`), so the
+    /// fixture sleeps after it; MariaDB shows only the running one (`PROCESSLIST`), so the
+    /// query sleeps.
+    fn slow_read(&self, marker: &str) -> (String, &'static str) {
+        match self {
+            Server::Pg(_) => (format!("SELECT '{marker}' AS marker"), "read_query=8"),
+            Server::My(_) => (format!("SELECT '{marker}' AS marker, SLEEP(8)"), ""),
+        }
+    }
+
+    /// Waits until a connection's query holds `marker` (at most 20 s): the slow call it
+    /// belongs to has reached the database, so its proxy registered it before.
+    async fn in_flight(&self, marker: &str) {
+        for _ in 0..200 {
+            let n: i64 = match self {
+                Server::Pg(admin) => sqlx::query_scalar(
+                    "SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%' || $1 || '%' \
+                     AND pid <> pg_backend_pid()",
+                )
+                .bind(marker)
+                .fetch_one(admin)
+                .await
+                .expect("pg_stat_activity"),
+                Server::My(admin) => sqlx::query_scalar(
+                    "SELECT count(*) FROM information_schema.PROCESSLIST \
+                     WHERE INFO LIKE CONCAT('%', ?, '%') AND ID <> CONNECTION_ID()",
+                )
+                .bind(marker)
+                .fetch_one(admin)
+                .await
+                .expect("PROCESSLIST"),
+            };
+            if n > 0 {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!("no connection ran {marker}");
+    }
+}
+
+fn drop_database(name: &str) -> String {
+    format!("DROP DATABASE IF EXISTS {name}")
 }
 
 /// Client `c`'s round `r`: two lies (get_item's UPDATE, archive_item's DELETE) and two honest
@@ -41,12 +128,9 @@ async fn round(client: &Client, c: usize, r: usize) {
         ("archive_item", json!({"id": 100 + c * 10 + r})),
         (
             "write_query",
-            json!({"query": format!("UPDATE public.notes SET text = 'm' WHERE id = {note}")}),
+            json!({"query": format!("UPDATE notes SET text = 'm' WHERE id = {note}")}),
         ),
-        (
-            "read_query",
-            json!({"query": "SELECT count(*) FROM public.items"}),
-        ),
+        ("read_query", json!({"query": "SELECT count(*) FROM items"})),
     ];
     for (tool, arguments) in calls {
         let answer = call(client, tool, args(arguments)).await;
@@ -56,14 +140,11 @@ async fn round(client: &Client, c: usize, r: usize) {
     }
 }
 
-/// `clients` clients at once through one proxy (`--stdio` upstream, a child per session),
-/// `rounds` rounds each.
-async fn concurrent_clients(clients: usize, rounds: usize) {
-    let Some((admin, py)) = parts().await else {
-        return;
-    };
+/// `clients` clients at once through one proxy on `server` (`--stdio` upstream, a child per
+/// session), `rounds` rounds each.
+pub(crate) async fn concurrent_clients(server: Server, py: &str, clients: usize, rounds: usize) {
     let name = format!("hintaudit_proxy_writers_{clients}");
-    let db = seeded(&admin, &name, py).await;
+    let db = server.seeded(&name, py).await;
     // A child per session: on a loaded machine 16 Python servers take a while to start.
     let upstream = fixture(py, &db, "");
     let (_proxy, addr) = proxy_http(&[
@@ -128,44 +209,27 @@ async fn concurrent_clients(clients: usize, rounds: usize) {
         assert_eq!(rows(&s, tool, table, op), 0.0, "{tool} {table} {op}");
     }
     drop(_proxy);
-    drop_db(&admin, &name).await;
+    server.drop(&name).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn four_concurrent_clients_each_commit_is_exactly_its_calls() {
-    concurrent_clients(4, 3).await;
+    if let Some((admin, py)) = parts().await {
+        concurrent_clients(Server::Pg(admin), py, 4, 3).await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sixteen_concurrent_clients_each_commit_is_exactly_its_calls() {
-    concurrent_clients(16, 2).await;
-}
-
-/// Waits until a backend's last query holds `marker` (at most 20 s): the slow call it
-/// belongs to has reached the database, so its proxy registered it before.
-async fn in_flight(admin: &sqlx::PgPool, marker: &str) {
-    for _ in 0..200 {
-        let n: i64 = sqlx::query_scalar(
-            "SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%' || $1 || '%' \
-             AND pid <> pg_backend_pid()",
-        )
-        .bind(marker)
-        .fetch_one(admin)
-        .await
-        .expect("pg_stat_activity");
-        if n > 0 {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
+    if let Some((admin, py)) = parts().await {
+        concurrent_clients(Server::Pg(admin), py, 16, 2).await;
     }
-    panic!("no backend ran {marker}");
 }
 
-/// A read-only call held in flight by the fixture's sleep, as a task.
-fn slow_read(url: String, marker: &'static str) -> tokio::task::JoinHandle<Value> {
+/// A read-only call of `query`, held in flight 8 s, as a task.
+fn slow_read(url: String, query: String) -> tokio::task::JoinHandle<Value> {
     tokio::spawn(async move {
         let client = http_client(&url).await;
-        let query = format!("SELECT '{marker}' AS marker");
         let answer = call(&client, "read_query", args(json!({ "query": query }))).await;
         client.cancel().await.ok();
         answer
@@ -182,24 +246,29 @@ async fn lie_through(url: &str, item: u64) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_proxies_on_one_database_never_blame_their_calls_for_the_others_writes() {
-    let Some((admin, py)) = parts().await else {
-        return;
-    };
+    if let Some((admin, py)) = parts().await {
+        two_proxies(Server::Pg(admin), py).await;
+    }
+}
+
+/// Two proxies on one database of `server`: A (`--stdio`) and B (`--upstream`, an HTTP
+/// server of its own). Each serves a slow read-only call while the other's server writes.
+pub(crate) async fn two_proxies(server: Server, py: &str) {
     let name = "hintaudit_proxy_two";
-    let db = seeded(&admin, name, py).await;
-    // A: a --stdio child per session, whose read_query stays in flight 8 s after its read.
-    let stdio = fixture(py, &db, "FIXTURE_SLEEP_AFTER=read_query=8");
+    let db = server.seeded(name, py).await;
+    let (_, hold) = server.slow_read("");
+    // A: a --stdio child per session, whose read_query stays in flight 8 s.
+    let stdio = fixture(py, &db, &format!("FIXTURE_SLEEP_AFTER={hold}"));
     let (_a, a) = proxy_http(&["--stdio", &stdio, "--database", &db]).await;
     // B: an HTTP server of its own (another replica's), the same tool held the same way.
-    let (_server, upstream) =
-        fixture_http(py, &db, &[("FIXTURE_SLEEP_AFTER", "read_query=8")]).await;
+    let (_server, upstream) = fixture_http(py, &db, &[("FIXTURE_SLEEP_AFTER", hold)]).await;
     let (_b, b) = proxy_http(&["--upstream", &upstream, "--database", &db]).await;
     let url = |addr: SocketAddr| format!("http://{addr}/mcp");
 
     // B serves a read-only call while A's server writes, then the other way round.
     for (reader, writer, marker, item) in [(b, a, "slow-b", 100), (a, b, "slow-a", 101)] {
-        let slow = slow_read(url(reader), marker);
-        in_flight(&admin, marker).await;
+        let slow = slow_read(url(reader), server.slow_read(marker).0);
+        server.in_flight(marker).await;
         lie_through(&url(writer), item).await;
         assert!(
             !slow.is_finished(),
@@ -232,5 +301,5 @@ async fn two_proxies_on_one_database_never_blame_their_calls_for_the_others_writ
         );
     }
     drop((_a, _b, _server));
-    drop_db(&admin, name).await;
+    server.drop(name).await;
 }

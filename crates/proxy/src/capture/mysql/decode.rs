@@ -3,14 +3,19 @@
 //! a `COMMIT` query, for non-transactional tables) at its end position; a `TRUNCATE`, logged
 //! as a statement even in ROW format, commits by itself. An update's before and after images
 //! (`binlog_row_image = FULL`, the default) are compared column by column as hashes
-//! (images.rs): only what changed is kept, never a value.
+//! (images.rs): only what changed is kept, never a value, but for the row the writer
+//! triggers put in `hintaudit.writers` (install.rs), which names the transaction's writer.
 
+use mysql_async::Value;
 use mysql_async::binlog::events::{EventData, RowsEventData, TableMapEvent};
 use mysql_async::binlog::row::BinlogRow;
+use mysql_async::binlog::value::BinlogValue;
 
 use crate::capture::commit::{CommitBuilder, RowChange};
 use crate::capture::images::{Column, EmptyTables, RowImages, ValueHasher};
 use crate::capture::ledger::{Commit, Lsn};
+use crate::capture::mysql::install;
+use crate::capture::writer::Writer;
 
 /// What one event means for the stream.
 #[derive(Debug, PartialEq, Eq)]
@@ -24,6 +29,8 @@ pub(crate) enum Step {
     },
     /// A transaction committed (or a `TRUNCATE` ran) with changes to the watched database.
     Commit(Commit),
+    /// A table was created, altered or renamed: it may lack the writer triggers.
+    TablesChanged,
     /// Nothing to hand on.
     Nothing,
     /// An event that moves no position: the rotate event a stream opens with.
@@ -102,6 +109,11 @@ impl BinlogDecoder {
                     truncated.truncate(table, empty);
                     return Step::Commit(truncated.finish(at));
                 }
+                if changes_tables(&upper)
+                    && (q.schema() == self.database || text.contains(self.database.as_str()))
+                {
+                    return Step::TablesChanged;
+                }
             }
             _ => {}
         }
@@ -114,6 +126,12 @@ impl BinlogDecoder {
         let Some(tme) = tme else {
             return;
         };
+        if tme.database_name() == install::SCHEMA && tme.table_name() == install::TABLE {
+            if let Some(writer) = writer(rows, tme) {
+                self.open.writer(writer);
+            }
+            return;
+        }
         if tme.database_name() != self.database {
             return;
         }
@@ -172,6 +190,61 @@ fn columns(h: ValueHasher, row: &BinlogRow) -> Vec<Column> {
         .collect()
 }
 
+/// The writer a rows event on `hintaudit.writers` names: the after image of its first row
+/// (`thread`, `host`, `session`, as install.rs makes the table; the columns that are not in
+/// the after image, with `binlog_row_image = MINIMAL`, from the before image). A delete (the
+/// table pruned) names none.
+fn writer(rows: &RowsEventData<'_>, tme: &TableMapEvent<'_>) -> Option<Writer> {
+    if matches!(
+        rows,
+        RowsEventData::DeleteRowsEventV1(_) | RowsEventData::DeleteRowsEvent(_)
+    ) {
+        return None;
+    }
+    let (before, after) = rows.rows(tme).next()?.ok()?;
+    let column = |i: usize| {
+        [after.as_ref(), before.as_ref()]
+            .into_iter()
+            .flatten()
+            .find_map(|row| value(row, i))
+    };
+    let thread = number(column(0)?)?;
+    let host = match column(1)? {
+        Value::Bytes(b) => String::from_utf8_lossy(&b).into_owned(),
+        _ => String::new(),
+    };
+    let session = number(column(2)?)?;
+    Some(Writer::mysql(thread, session, &host))
+}
+
+fn value(row: &BinlogRow, i: usize) -> Option<Value> {
+    match row.as_ref(i)? {
+        BinlogValue::Value(v) => Some(v.clone()),
+        _ => None,
+    }
+}
+
+fn number(v: Value) -> Option<u64> {
+    match v {
+        Value::UInt(n) => Some(n),
+        Value::Int(n) => u64::try_from(n).ok(),
+        Value::Bytes(b) => std::str::from_utf8(&b).ok()?.parse().ok(),
+        _ => None,
+    }
+}
+
+/// Whether a statement (upper-cased) creates, alters or renames a table.
+fn changes_tables(upper: &str) -> bool {
+    let words: Vec<&str> = upper.split_whitespace().take(4).collect();
+    matches!(
+        words.as_slice(),
+        ["CREATE", "TABLE", ..]
+            | ["CREATE", "OR", "REPLACE", "TABLE"]
+            | ["ALTER", "TABLE", ..]
+            | ["RENAME", "TABLE", ..]
+    )
+}
+
 /// The table a `TRUNCATE [TABLE] [db.]t` names: unquoted, without its database, lower-cased.
 fn truncated_table(text: &str) -> String {
     text.split_whitespace()
@@ -188,6 +261,24 @@ fn truncated_table(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn statements_that_change_tables() {
+        for (text, want) in [
+            ("CREATE TABLE t (id INT)", true),
+            ("create or replace table t (id int)", true),
+            ("ALTER TABLE t RENAME TO u", true),
+            ("RENAME TABLE t TO u", true),
+            ("CREATE TEMPORARY TABLE t (id INT)", false),
+            (
+                "CREATE TRIGGER x AFTER INSERT ON t FOR EACH ROW BEGIN END",
+                false,
+            ),
+            ("DROP TABLE t", false),
+        ] {
+            assert_eq!(changes_tables(&text.to_ascii_uppercase()), want, "{text}");
+        }
+    }
 
     #[test]
     fn truncated_tables() {

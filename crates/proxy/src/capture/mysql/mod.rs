@@ -9,8 +9,13 @@
 //! is the server's own, rotated and purged by its own settings, and a lost stream (a server
 //! restart) resumes from the last position read outside a transaction (from the log's end,
 //! a counted gap, when that file was purged meanwhile).
+//!
+//! Each commit names its writer through the row the writer triggers (install.rs) put in
+//! `hintaudit.writers` inside the transaction, matched to the upstream's connections by
+//! identify.rs as on PostgreSQL.
 
 mod decode;
+mod install;
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -22,8 +27,9 @@ use mysql_async::prelude::Queryable;
 use mysql_async::{BinlogStream, BinlogStreamRequest, Conn, Opts, Pool};
 
 use crate::capture::ledger::Lsn;
-use crate::capture::{CaptureError, Origin, Shared, capture_error, lock};
+use crate::capture::{CaptureError, Shared, capture_error, lock};
 use decode::{BinlogDecoder, Step};
+use install::Installer;
 
 /// Reads the binary log position around calls.
 #[derive(Debug)]
@@ -127,6 +133,8 @@ pub(crate) struct Source {
     database: String,
     file: String,
     pos: u64,
+    /// Gives the database's tables the writer triggers, again as they are created (MariaDB).
+    installer: Option<Arc<Installer>>,
 }
 
 impl Source {
@@ -156,11 +164,11 @@ pub(crate) async fn open(url: &str) -> Result<(Positions, Source), CaptureError>
         .get_conn()
         .await
         .map_err(db_error("connecting to MySQL/MariaDB"))?;
-    let (log_bin, format): (Option<i64>, Option<String>) = conn
-        .query_first("SELECT @@log_bin, @@binlog_format")
+    let (log_bin, format, version): (Option<i64>, Option<String>, Option<String>) = conn
+        .query_first("SELECT @@log_bin, @@binlog_format, VERSION()")
         .await
         .map_err(db_error("reading log_bin and binlog_format"))?
-        .unwrap_or((None, None));
+        .unwrap_or((None, None, None));
     if log_bin != Some(1) {
         return Err(CaptureError::Prerequisite(
             "the binary log is off (log_bin): the proxy reads changes from it; start the \
@@ -182,6 +190,7 @@ pub(crate) async fn open(url: &str) -> Result<(Positions, Source), CaptureError>
     ))?;
     drop(conn);
     tracing::info!(target: "hintaudit::proxy", "capture: binary log from {file}:{pos} ({status})");
+    let installer = writer_triggers(&pool, &database, version.as_deref()).await;
     Ok((
         Positions { pool, status },
         Source {
@@ -189,8 +198,61 @@ pub(crate) async fn open(url: &str) -> Result<(Positions, Source), CaptureError>
             database,
             file,
             pos,
+            installer,
         },
     ))
+}
+
+/// On MariaDB, the writer triggers, installed now. MySQL has no `@@last_gtid`, which they
+/// need: there commits are settled by position (its `BEGIN` events name the thread, not
+/// read yet), as it is logged.
+async fn writer_triggers(
+    pool: &Pool,
+    database: &str,
+    version: Option<&str>,
+) -> Option<Arc<Installer>> {
+    if !version.is_some_and(|v| v.contains("MariaDB")) {
+        tracing::info!(
+            target: "hintaudit::proxy",
+            "capture: MySQL: no writer triggers (they need MariaDB); commits are settled by \
+             position among every call in flight"
+        );
+        return None;
+    }
+    let installer = Arc::new(Installer::new(pool.clone(), database.to_owned()));
+    name_writers(&installer).await;
+    Some(installer)
+}
+
+/// Gives the tables that lack them the writer triggers; without them (no `CREATE` or
+/// `TRIGGER` privilege) commits are settled by position, as it is logged and counted.
+async fn name_writers(installer: &Installer) {
+    match installer.install().await {
+        Ok(done) if done.triggers == 0 && done.refused.is_empty() => {}
+        Ok(done) => tracing::info!(
+            target: "hintaudit::proxy",
+            triggers = done.triggers,
+            refused = ?done.refused,
+            "capture: writer triggers installed (commits name their writer)"
+        ),
+        Err(e) => capture_error(
+            "installing the writer triggers (commits are settled by position)",
+            &e,
+        ),
+    }
+}
+
+/// Installs the triggers again whenever the binary log shows a table created, altered or
+/// renamed, and every [`install::RESCAN_EVERY`], until the capture stops.
+async fn keep_naming_writers(installer: Arc<Installer>, shared: Arc<Shared>) {
+    loop {
+        tokio::select! {
+            () = shared.stop.cancelled() => return,
+            () = installer.rescan.notified() => {}
+            () = tokio::time::sleep(install::RESCAN_EVERY) => {}
+        }
+        name_writers(&installer).await;
+    }
 }
 
 /// Streams the binary log until stopped; a lost stream (a server restart) resumes, every
@@ -200,6 +262,9 @@ pub(crate) async fn open(url: &str) -> Result<(Positions, Source), CaptureError>
 /// the part between is a gap, counted, as a lost slot is on PostgreSQL.
 pub(crate) async fn run(mut source: Source, shared: Arc<Shared>, positions: Arc<Positions>) {
     let server_id = 0x4841_0000 | (std::process::id() & 0xFFFF);
+    if let Some(installer) = &source.installer {
+        tokio::spawn(keep_naming_writers(installer.clone(), shared.clone()));
+    }
     loop {
         match stream(&mut source, &shared, &positions, server_id).await {
             Ok(()) => break,
@@ -310,8 +375,14 @@ fn read_event(
         }
         Step::Unplaced => return,
         Step::Commit(c) => {
-            // The binary log as read names no writer: every call in flight is a candidate.
-            lock(&shared.ledger).decoded(c, Origin::AnyCall);
+            // Whose it is, before the ledger is locked: it may read /proc.
+            let origin = shared.identify.origin(c.writer.as_ref());
+            lock(&shared.ledger).decoded(c, origin);
+        }
+        Step::TablesChanged => {
+            if let Some(installer) = &source.installer {
+                installer.rescan.notify_one();
+            }
         }
         Step::Nothing => {}
     }
