@@ -19,10 +19,12 @@ use crate::stack::{Api, Database, eventually, value_of};
 use crate::support::{available, repo_path, runs};
 
 /// The metrics only `hintaudit proxy` exports: its capture's.
-const PROXY_ONLY: [MetricName; 3] = [
+const PROXY_ONLY: [MetricName; 5] = [
     MetricName::CaptureLag,
     MetricName::CaptureCommits,
     MetricName::CaptureGaps,
+    MetricName::CapturePendingCalls,
+    MetricName::CaptureFindingLatency,
 ];
 
 /// Whether a panel query reads a metric only `hintaudit proxy` exports.

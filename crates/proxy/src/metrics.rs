@@ -1,6 +1,7 @@
 //! The capture's metrics, read from the [`Capture`] at scrape time:
 //! `hintaudit_capture_lag_bytes{backend}`, `hintaudit_capture_commits_total{attribution}` and
-//! `hintaudit_capture_gaps_total{backend}`
+//! `hintaudit_capture_gaps_total{backend}`, `hintaudit_capture_pending_calls{backend}`, and the
+//! capture's own histogram `hintaudit_capture_commit_to_finding_seconds{backend}`
 //! ([design: telemetry names](../../../docs/design.md#5-telemetry-names)).
 
 use std::sync::Mutex;
@@ -12,14 +13,16 @@ use prometheus::{IntCounterVec, IntGaugeVec, Opts, Registry};
 
 use crate::capture::{Capture, Settled};
 
-/// Exports a capture's lag, settled commits and gaps; every `attribution` value, and the
-/// gaps of its backend, are present from the start, at 0.
+/// Exports a capture's lag, settled commits, gaps, pending calls and commit-to-finding
+/// latency; every `attribution` value, and the gaps of its backend, are present from the
+/// start, at 0.
 #[derive(Debug)]
 pub struct CaptureMetrics {
     capture: Capture,
     lag: IntGaugeVec,
     commits: IntCounterVec,
     gaps: IntCounterVec,
+    pending: IntGaugeVec,
     sync: Mutex<()>,
 }
 
@@ -43,11 +46,16 @@ impl CaptureMetrics {
             opts(MetricName::CaptureGaps),
             MetricName::CaptureGaps.labels(),
         )?;
+        let pending = IntGaugeVec::new(
+            opts(MetricName::CapturePendingCalls),
+            MetricName::CapturePendingCalls.labels(),
+        )?;
         let me = CaptureMetrics {
             capture,
             lag,
             commits,
             gaps,
+            pending,
             sync: Mutex::new(()),
         };
         me.sync();
@@ -67,6 +75,9 @@ impl CaptureMetrics {
             &self.gaps.with_label_values(&[self.capture.backend()]),
             stats.gaps,
         );
+        self.pending
+            .with_label_values(&[self.capture.backend()])
+            .set(i64::try_from(stats.pending).unwrap_or(i64::MAX));
     }
 }
 
@@ -75,6 +86,8 @@ impl Collector for CaptureMetrics {
         let mut d = self.lag.desc();
         d.extend(self.commits.desc());
         d.extend(self.gaps.desc());
+        d.extend(self.pending.desc());
+        d.extend(self.capture.latency().desc());
         d
     }
 
@@ -83,6 +96,8 @@ impl Collector for CaptureMetrics {
         let mut families = self.lag.collect();
         families.extend(self.commits.collect());
         families.extend(self.gaps.collect());
+        families.extend(self.pending.collect());
+        families.extend(self.capture.latency().collect());
         families
     }
 }

@@ -82,12 +82,22 @@ pub enum MetricName {
     /// session, and a new one made; MySQL: the binary log file to resume from was purged).
     /// Exported by the proxy only.
     CaptureGaps,
+    /// `hintaudit_capture_pending_calls{backend}`: gauge, calls `hintaudit proxy` has
+    /// answered whose share of the database log is not judged yet (it is judged once the
+    /// capture has read past the call's end, at most `--capture-wait-ms` after the answer).
+    /// Exported by the proxy only.
+    CapturePendingCalls,
+    /// `hintaudit_capture_commit_to_finding_seconds{backend}`: histogram, seconds from a
+    /// commit the proxy judged for a call to when that call's findings were recorded: from
+    /// the commit's time in the log on PostgreSQL (the database server's clock), from when
+    /// the capture read it on MySQL/MariaDB. Exported by the proxy only.
+    CaptureFindingLatency,
 }
 
 impl MetricName {
     /// Every metric, in the order of
     /// [design: telemetry names](../../../docs/design.md#5-telemetry-names).
-    pub const ALL: [MetricName; 14] = [
+    pub const ALL: [MetricName; 16] = [
         MetricName::ToolCalls,
         MetricName::ToolCallDuration,
         MetricName::HintViolations,
@@ -102,6 +112,8 @@ impl MetricName {
         MetricName::CaptureLag,
         MetricName::CaptureCommits,
         MetricName::CaptureGaps,
+        MetricName::CapturePendingCalls,
+        MetricName::CaptureFindingLatency,
     ];
 
     /// Whether only `hintaudit proxy` exports it (the capture's metrics); the
@@ -109,7 +121,11 @@ impl MetricName {
     pub const fn proxy_only(self) -> bool {
         matches!(
             self,
-            MetricName::CaptureLag | MetricName::CaptureCommits | MetricName::CaptureGaps
+            MetricName::CaptureLag
+                | MetricName::CaptureCommits
+                | MetricName::CaptureGaps
+                | MetricName::CapturePendingCalls
+                | MetricName::CaptureFindingLatency
         )
     }
 
@@ -130,6 +146,8 @@ impl MetricName {
             MetricName::CaptureLag => "hintaudit_capture_lag_bytes",
             MetricName::CaptureCommits => "hintaudit_capture_commits_total",
             MetricName::CaptureGaps => "hintaudit_capture_gaps_total",
+            MetricName::CapturePendingCalls => "hintaudit_capture_pending_calls",
+            MetricName::CaptureFindingLatency => "hintaudit_capture_commit_to_finding_seconds",
         }
     }
 
@@ -173,16 +191,25 @@ impl MetricName {
             MetricName::CaptureGaps => {
                 "Times the proxy's change capture lost its place and went on without part of the database log."
             }
+            MetricName::CapturePendingCalls => {
+                "Calls the proxy answered whose share of the database log is not judged yet."
+            }
+            MetricName::CaptureFindingLatency => {
+                "Seconds from a commit in the database log to the findings of the call it was judged for."
+            }
         }
     }
 
     /// The Prometheus type.
     pub fn kind(self) -> MetricKind {
         match self {
-            MetricName::ToolCallDuration => MetricKind::Histogram,
-            MetricName::ToolDeclaredHints | MetricName::ToolAdvice | MetricName::CaptureLag => {
-                MetricKind::Gauge
+            MetricName::ToolCallDuration | MetricName::CaptureFindingLatency => {
+                MetricKind::Histogram
             }
+            MetricName::ToolDeclaredHints
+            | MetricName::ToolAdvice
+            | MetricName::CaptureLag
+            | MetricName::CapturePendingCalls => MetricKind::Gauge,
             _ => MetricKind::Counter,
         }
     }
@@ -208,7 +235,9 @@ impl MetricName {
             MetricName::AuditErrors => &["stage"],
             MetricName::CaptureLag => &["backend"],
             MetricName::CaptureCommits => &["attribution"],
-            MetricName::CaptureGaps => &["backend"],
+            MetricName::CaptureGaps
+            | MetricName::CapturePendingCalls
+            | MetricName::CaptureFindingLatency => &["backend"],
         }
     }
 

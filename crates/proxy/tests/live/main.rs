@@ -6,6 +6,9 @@
 //! The relay tests (relay.rs: server→client requests, notifications per session, an upstream
 //! child per session) run the fixture on a SQLite file of their own and need Python only.
 //!
+//! The no-wait tests (nowait.rs: answers before judgements, late judgements, shutdown) run the
+//! proxy in this process, to hold its capture from reading.
+//!
 //! The writer tests (writers.rs: 4 and 16 concurrent clients, two proxies on one database)
 //! check that each commit goes to the call on the connection that wrote it.
 //!
@@ -20,6 +23,7 @@ mod correct;
 mod indirect;
 mod listing;
 mod mariadb;
+mod nowait;
 mod postgres;
 mod relay;
 mod restart;

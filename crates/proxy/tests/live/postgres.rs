@@ -41,7 +41,7 @@ async fn planted_lies_are_found_live_over_stdio_and_another_writers_commit_is_fo
     .await;
     call(&client, "list_tables", a(json!({}))).await;
 
-    // The answers came back after the capture had read past each call: metrics are final.
+    // Once no call is pending (`metrics` waits for it) every call is judged: metrics are final.
     let s = metrics(metrics_addr).await;
     assert_eq!(
         violations(&s, "get_item", "read_only_write"),
