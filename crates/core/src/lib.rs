@@ -98,7 +98,7 @@ pub use judge::{
 };
 pub use policy::{DEFAULT_ADVICE_AFTER_CALLS, DEFAULT_HISTORY_CAPACITY, Policy, normalize_table};
 pub use record::{AuditEvent, CallReport, CallStatus, LogRecorder, Recorder};
-pub use scope::{CallEffects, CallScope};
+pub use scope::{CallEffects, CallScope, Deferred};
 pub use stats::{AuditStage, AuditStats, stats};
 pub use suggest::{SuggestedHints, SuggestionEvidence};
 

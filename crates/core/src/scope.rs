@@ -9,6 +9,10 @@
 //! `tokio::task_local!`, so it is lost when a tool spawns a task of its own: use
 //! [`CallScope::carry`] or [`CallScope::spawn`] to take it along.
 //!
+//! Evidence that arrives after the call answered (the proxy's share of the database log,
+//! read after the answer went back) is recorded through a [`Deferred`]: the layer judges the
+//! call when the last one is dropped ([`CallEffects::when_settled`]), not when it answers.
+//!
 //! ```
 //! use hintaudit_core::{CallScope, Operation, StatementEffect};
 //! # #[tokio::main(flavor = "current_thread")] async fn main() {
@@ -49,6 +53,25 @@ pub struct CallEffects {
     /// Whether some of the call's evidence was not read by its answer
     /// ([`CallEffects::mark_pending`]).
     pending: AtomicBool,
+    late: Mutex<Late>,
+}
+
+/// The call's deferred shares ([`CallScope::defer`]) and what runs when they are all in.
+#[derive(Default)]
+struct Late {
+    /// [`Deferred`] handles alive.
+    open: usize,
+    /// What runs when `open` falls to 0 ([`CallEffects::when_settled`]).
+    then: Option<Box<dyn FnOnce() + Send>>,
+}
+
+impl std::fmt::Debug for Late {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Late")
+            .field("open", &self.open)
+            .field("then", &self.then.is_some())
+            .finish()
+    }
 }
 
 impl CallEffects {
@@ -134,6 +157,57 @@ impl CallEffects {
     pub fn take(&self) -> Effect {
         std::mem::take(&mut *self.lock())
     }
+
+    /// Runs `then` once every [`Deferred`] share of this call is in: at once (on this
+    /// thread) when none is open, else on the thread that drops the last one. The rmcp
+    /// layer judges the call in `then`. A second call replaces a `then` not yet run.
+    pub fn when_settled(&self, then: impl FnOnce() + Send + 'static) {
+        let mut late = self.late.lock().unwrap_or_else(|e| e.into_inner());
+        if late.open == 0 {
+            drop(late);
+            then();
+        } else {
+            late.then = Some(Box::new(then));
+        }
+    }
+
+    /// Whether a [`Deferred`] share of this call is still open.
+    pub fn is_deferred(&self) -> bool {
+        self.late.lock().unwrap_or_else(|e| e.into_inner()).open > 0
+    }
+}
+
+/// A share of a call's effects that is recorded after the call answered
+/// ([`CallScope::defer`]): the call is judged when the last such share is dropped. Record
+/// into [`Deferred::effects`] before dropping it; drop it on every path (an error too), or
+/// the call is never judged.
+#[derive(Debug)]
+pub struct Deferred {
+    effects: Arc<CallEffects>,
+}
+
+impl Deferred {
+    /// The call's effects, to record the late share into.
+    pub fn effects(&self) -> &CallEffects {
+        &self.effects
+    }
+}
+
+impl Drop for Deferred {
+    fn drop(&mut self) {
+        let then = {
+            let mut late = self.effects.late.lock().unwrap_or_else(|e| e.into_inner());
+            late.open = late.open.saturating_sub(1);
+            if late.open == 0 {
+                late.then.take()
+            } else {
+                None
+            }
+        };
+        if let Some(then) = then {
+            then();
+        }
+    }
 }
 
 /// The scope of one tool call. Cheap to clone (one `Arc`).
@@ -152,6 +226,7 @@ impl CallScope {
                 tool: tool.into(),
                 effect: Mutex::new(Effect::default()),
                 pending: AtomicBool::new(false),
+                late: Mutex::default(),
             }),
             spans: true,
             enforcement: Enforcement::NONE,
@@ -196,6 +271,33 @@ impl CallScope {
     /// A shared handle to the effects, to read them after the scope ends.
     pub fn effects_handle(&self) -> Arc<CallEffects> {
         self.effects.clone()
+    }
+
+    /// Opens a share of this call's effects that will be recorded after the call answers:
+    /// the call is judged (its findings, metrics, span and logs) when the last [`Deferred`]
+    /// is dropped, not when it answers. `hintaudit proxy` defers each call until the
+    /// capture has read the database log past the call's end.
+    ///
+    /// ```
+    /// use hintaudit_core::{CallScope, Operation, StatementEffect};
+    /// let scope = CallScope::new("archive_item");
+    /// let late = scope.defer();
+    /// let effects = scope.effects_handle();
+    /// let judged = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    /// let flag = judged.clone();
+    /// effects.when_settled(move || flag.store(true, std::sync::atomic::Ordering::SeqCst));
+    /// assert!(!judged.load(std::sync::atomic::Ordering::SeqCst));
+    /// late.effects().record_statement(StatementEffect::new(Operation::Delete, vec!["items".into()]));
+    /// drop(late);
+    /// assert!(judged.load(std::sync::atomic::Ordering::SeqCst));
+    /// assert_eq!(effects.take().statements.len(), 1);
+    /// ```
+    pub fn defer(&self) -> Deferred {
+        let mut late = self.effects.late.lock().unwrap_or_else(|e| e.into_inner());
+        late.open += 1;
+        Deferred {
+            effects: self.effects.clone(),
+        }
     }
 
     /// Runs `future` inside this scope.

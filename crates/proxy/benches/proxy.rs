@@ -2,13 +2,17 @@
 //!
 //! 1. added latency per call: the Python fixture server (streamable HTTP, PostgreSQL) called
 //!    bare, through the proxy without `--database`, and through the proxy with it; p50 and p99
-//!    of a read tool and of a write tool;
+//!    of a read tool and of a write tool, with the ratios of the p50s (forwarding over the
+//!    bare server, the capture over forwarding alone) and the commit-to-finding latency of
+//!    the write tool's commits (p50, p99, from the proxy's own histogram);
 //! 2. capture under a write storm: writers insert as fast as they can, outside calls, for
 //!    `HINTAUDIT_BENCH_STORM_SECONDS` (default 10); the lag the capture reports, the commits
 //!    it read and settled, and the proxy's peak resident memory.
 //!
-//! `cargo bench -p hintaudit-proxy --bench proxy` (PostgreSQL at HINTAUDIT_PG_URL with
-//! wal_level = logical, python3 with the fixture's requirements, the hintaudit binary built).
+//! `cargo build --release -p hintaudit-cli && cargo bench -p hintaudit-proxy --bench proxy`
+//! (PostgreSQL at HINTAUDIT_PG_URL with wal_level = logical, python3 with the fixture's
+//! requirements). It prints the load average before and after: figures from a loaded machine
+//! are read as ratios.
 
 use std::net::SocketAddr;
 use std::process::Stdio;
@@ -99,6 +103,83 @@ fn peak_rss_kib(pid: u32) -> u64 {
         .unwrap_or(0)
 }
 
+/// The p50 differences and ratios: forwarding over the bare server, the capture over
+/// forwarding alone (targets: ≤ 1 ms and ≤ 0.3 ms at the median).
+fn print_ratios(p50s: &[(f64, f64)]) {
+    let [bare, plain, captured] = p50s else {
+        return;
+    };
+    println!();
+    for (tool, pick) in [
+        (
+            "read_query",
+            (|p: &(f64, f64)| p.0) as fn(&(f64, f64)) -> f64,
+        ),
+        ("add_note", |p: &(f64, f64)| p.1),
+    ] {
+        let (b, f, c) = (pick(bare), pick(plain), pick(captured));
+        println!(
+            "{tool} p50: forwarding adds {:.2} ms over the bare server (x{:.2}); the capture \
+             adds {:.2} ms over forwarding alone (x{:.2})",
+            f - b,
+            f / b,
+            c - f,
+            c / f
+        );
+    }
+}
+
+/// The commit-to-finding latency of the commits the capture judged, p50 and p99, from the
+/// proxy's `hintaudit_capture_commit_to_finding_seconds` buckets (linear within a bucket,
+/// as PromQL's `histogram_quantile`).
+fn print_commit_to_finding(s: &Scraped) {
+    let prefix = "hintaudit_capture_commit_to_finding_seconds_bucket{";
+    let mut buckets: Vec<(f64, f64)> = s
+        .text
+        .lines()
+        .filter_map(|l| l.strip_prefix(prefix))
+        .filter_map(|l| {
+            let le = l.split("le=\"").nth(1)?.split('"').next()?;
+            let le = if le == "+Inf" {
+                f64::INFINITY
+            } else {
+                le.parse().ok()?
+            };
+            Some((le, l.rsplit(' ').next()?.parse().ok()?))
+        })
+        .collect();
+    buckets.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let total = buckets.last().map_or(0.0, |b| b.1);
+    let quantile = |q: f64| {
+        let rank = q * total;
+        let mut lower = (0.0, 0.0);
+        for &(le, count) in &buckets {
+            if count >= rank {
+                if le.is_infinite() {
+                    return lower.0;
+                }
+                let share = (rank - lower.1) / (count - lower.1).max(f64::MIN_POSITIVE);
+                return lower.0 + (le - lower.0) * share;
+            }
+            lower = (le, count);
+        }
+        f64::NAN
+    };
+    println!(
+        "commit-to-finding latency of {total:.0} commits judged: p50 {:.1} ms, p99 {:.1} ms \
+         (commit time from the WAL; histogram buckets, interpolated)",
+        quantile(0.5) * 1000.0,
+        quantile(0.99) * 1000.0
+    );
+}
+
+/// `/proc/loadavg`'s three averages.
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_default()
+}
+
 async fn scrape(addr: SocketAddr) -> Scraped {
     Scraped::parse(&http_get(addr, "/metrics").await.2)
 }
@@ -171,9 +252,11 @@ async fn main() {
     wait_port(plain).await;
     wait_port(captured).await;
 
+    println!("load average before: {}", load_average());
     println!("calls per variant and tool: {n} (after 20 warm-up calls), one at a time, loopback");
     println!("| variant | read_query p50 / p99 (ms) | add_note p50 / p99 (ms) |");
     println!("|---|---|---|");
+    let mut p50s = Vec::new();
     for (label, url) in [
         (
             "bare upstream (Python SDK, streamable HTTP)",
@@ -201,8 +284,12 @@ async fn main() {
             "| {label} | {:.2} / {:.2} | {:.2} / {:.2} |",
             r.0, r.1, w.0, w.1
         );
+        p50s.push((r.0, w.0));
         c.cancel().await.ok();
     }
+    print_ratios(&p50s);
+    print_commit_to_finding(&scrape(captured).await);
+    println!("load average after: {}", load_average());
 
     // Write storm outside calls.
     let secs: u64 = std::env::var("HINTAUDIT_BENCH_STORM_SECONDS")

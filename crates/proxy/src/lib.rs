@@ -55,8 +55,8 @@ mod session;
 mod upstream;
 
 pub use capture::{
-    CallShare, Capture, CaptureError, CaptureOptions, CaptureStats, Origin, Settled, Ticket,
-    UpstreamHost, UpstreamLink,
+    CallShare, Capture, CaptureError, CaptureOptions, CaptureStats, Hold, Origin, Settled,
+    Settling, Ticket, UpstreamHost, UpstreamLink,
 };
 pub use files::{FileShare, FileTicket, FileWatch, FileWatchStats};
 pub use forward::Forward;

@@ -1,7 +1,9 @@
 //! The capture's metrics, read from the [`Capture`] at scrape time:
 //! `hintaudit_capture_lag_bytes{backend}`, `hintaudit_capture_commits_total{attribution}` and
 //! `hintaudit_capture_gaps_total{backend}` (`backend="files"` for `--watch`: inotify queue
-//! overflows) and `hintaudit_capture_read_bytes_total{backend}`
+//! overflows), `hintaudit_capture_read_bytes_total{backend}`,
+//! `hintaudit_capture_pending_calls{backend}`, and the capture's own histogram
+//! `hintaudit_capture_commit_to_finding_seconds{backend}`
 //! ([design: telemetry names](../../../docs/design.md#5-telemetry-names)).
 
 use std::sync::Mutex;
@@ -14,9 +16,9 @@ use prometheus::{IntCounterVec, IntGaugeVec, Opts, Registry};
 use crate::capture::{Capture, Settled};
 use crate::files::FileWatch;
 
-/// Exports a capture's lag, settled commits, gaps and log bytes read, and a file watch's
-/// gaps (`backend="files"`); every `attribution` value, and the gaps of each backend, are
-/// present from the start, at 0.
+/// Exports a capture's lag, settled commits, gaps, log bytes read, pending calls and
+/// commit-to-finding latency, and a file watch's gaps (`backend="files"`); every
+/// `attribution` value, and the gaps of each backend, are present from the start, at 0.
 #[derive(Debug)]
 pub struct CaptureMetrics {
     capture: Option<Capture>,
@@ -25,6 +27,7 @@ pub struct CaptureMetrics {
     commits: IntCounterVec,
     gaps: IntCounterVec,
     read: IntCounterVec,
+    pending: IntGaugeVec,
     sync: Mutex<()>,
 }
 
@@ -56,6 +59,10 @@ impl CaptureMetrics {
             opts(MetricName::CaptureReadBytes),
             MetricName::CaptureReadBytes.labels(),
         )?;
+        let pending = IntGaugeVec::new(
+            opts(MetricName::CapturePendingCalls),
+            MetricName::CapturePendingCalls.labels(),
+        )?;
         let me = CaptureMetrics {
             capture,
             files,
@@ -63,6 +70,7 @@ impl CaptureMetrics {
             commits,
             gaps,
             read,
+            pending,
             sync: Mutex::new(()),
         };
         me.sync();
@@ -87,6 +95,9 @@ impl CaptureMetrics {
                 &self.read.with_label_values(&[capture.backend()]),
                 stats.read_bytes,
             );
+            self.pending
+                .with_label_values(&[capture.backend()])
+                .set(i64::try_from(stats.pending).unwrap_or(i64::MAX));
         }
         if let Some(files) = &self.files {
             catch_up(&self.gaps.with_label_values(&["files"]), files.stats().gaps);
@@ -100,6 +111,10 @@ impl Collector for CaptureMetrics {
         d.extend(self.commits.desc());
         d.extend(self.gaps.desc());
         d.extend(self.read.desc());
+        d.extend(self.pending.desc());
+        if let Some(capture) = &self.capture {
+            d.extend(capture.latency().desc());
+        }
         d
     }
 
@@ -109,6 +124,10 @@ impl Collector for CaptureMetrics {
         families.extend(self.commits.collect());
         families.extend(self.gaps.collect());
         families.extend(self.read.collect());
+        families.extend(self.pending.collect());
+        if let Some(capture) = &self.capture {
+            families.extend(capture.latency().collect());
+        }
         families
     }
 }

@@ -80,7 +80,9 @@ pub struct ProxyArgs {
     /// Seconds to wait for the upstream's MCP handshake.
     #[arg(long, value_name = "SECONDS", default_value_t = 30)]
     pub handshake_timeout: u64,
-    /// Milliseconds a call's answer waits, at most, for the capture to read past its end.
+    /// Milliseconds a call's judgement waits, at most, after its answer went back, for the
+    /// capture to read past the call's end; a call judged before that is judged with what
+    /// was read and counted late. The answer itself never waits.
     #[arg(long, value_name = "MS", default_value_t = 5000)]
     pub capture_wait_ms: u64,
     /// Serve corrected annotations (as `correct_hints = true` in hintaudit.toml): once a tool
@@ -275,7 +277,7 @@ fn start_files(args: &ProxyArgs, config: &Config) -> anyhow::Result<Option<FileW
 
 /// Serves the proxy until the downstream stdio closes or, over HTTP, until Ctrl-C or
 /// SIGTERM; then closes the upstream connections (every session's and the start-up one) and
-/// the capture (which drops the slot).
+/// the capture (which first settles the calls still pending, then drops the slot).
 ///
 /// # Errors
 /// When the proxy cannot start ([`start`]) or the address cannot be bound.

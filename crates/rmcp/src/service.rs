@@ -21,8 +21,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use hintaudit_core::{
-    ArgsKey, AuditEvent, AuditStage, CallReport, CallScope, CallStatus, DeclaredHints, Effect,
-    Enforcement, Judge, ToolCall,
+    ActionMetadata, ArgsKey, AuditEvent, AuditStage, CallReport, CallScope, CallStatus,
+    DeclaredHints, Effect, Enforcement, Judge, ToolCall,
 };
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, InitializeRequestParams, InitializeResult,
@@ -86,6 +86,14 @@ use crate::registry::Registry;
 ///
 /// The same holds for `CallToolResponse::InputRequired` (multi-round-trip requests): each
 /// round is judged as a call of its own.
+///
+/// # Evidence after the answer
+///
+/// An inner handler may defer part of a call's evidence past its answer
+/// ([`CallScope::defer`]): `hintaudit proxy` does, for the call's share of the database log.
+/// The answer goes back at once; the call is judged, reported and recorded on its span when
+/// the last deferred share is in (so the span closes then). Its duration is still the inner
+/// call's own.
 ///
 /// # Cancellation
 ///
@@ -287,7 +295,7 @@ impl<H: ServerHandler> ServerHandler for HintAudit<H> {
 /// The tools/call path: `call_tool` → `audited_call` → `finish_call`.
 impl<H: ServerHandler> HintAudit<H> {
     /// tools/call with auditing around the inner handler's `call_tool`: hints, span and scope
-    /// before it, [`Self::finish_call`] after it. Returns the inner result unchanged.
+    /// before it, `finish_call` after it (or when its deferred evidence is in). Returns the inner result unchanged.
     async fn audited_call(
         &self,
         request: CallToolRequestParams,
@@ -324,16 +332,38 @@ impl<H: ServerHandler> HintAudit<H> {
         };
         let duration = started.elapsed();
 
+        let action = self.registry.action(&tool);
         let finished = Finished {
-            tool: &tool,
+            tool,
             known_tool: declared.is_some(),
             hints,
             args_key,
             duration,
-            pending: effects.is_pending(),
+            status: call_status(&result),
+            action,
         };
-        let mut result = result;
-        self.finish_call(finished, &mut result, effects.take(), &span);
+        if self.config.disclose {
+            // The judgement goes into the answer's `_meta`: the one case where the answer waits
+            // for evidence that comes after it (the proxy's share of the database log, bounded
+            // by `--capture-wait-ms`).
+            let mut result = result;
+            if effects.is_deferred() {
+                let (settled, wait) = tokio::sync::oneshot::channel();
+                effects.when_settled(move || {
+                    let _ = settled.send(());
+                });
+                let _ = wait.await;
+            }
+            let pending = effects.is_pending();
+            let disclosure = Some((&mut result, pending));
+            finish_call(&self.config, finished, effects.take(), &span, disclosure);
+            return result;
+        }
+        // Judged now, or, when part of its evidence comes after the answer (the proxy's
+        // share of the database log: `CallScope::defer`), when that is in; the answer goes
+        // back either way.
+        let (config, handle) = (self.config.clone(), effects.clone());
+        effects.when_settled(move || finish_call(&config, finished, handle.take(), &span, None));
         result
     }
 
@@ -384,80 +414,86 @@ impl<H: ServerHandler> HintAudit<H> {
         })
         .unwrap_or_else(Span::none)
     }
-
-    /// Judges a finished call, records it on its span and hands it to the recorder; with
-    /// `disclose_effects`, discloses it in the result's `_meta` (disclose.rs).
-    fn finish_call(
-        &self,
-        call: Finished<'_>,
-        result: &mut Result<CallToolResponse, McpError>,
-        effect: Effect,
-        span: &Span,
-    ) {
-        let (status, error_type) = call_status(result);
-        let judged = guarded(AuditStage::Judge, "judge panicked", || {
-            self.config.judge_call(
-                &ToolCall {
-                    tool: call.tool,
-                    hints: call.hints,
-                    arguments: None,
-                    effect: &effect,
-                },
-                call.args_key,
-                self.registry.action(call.tool),
-            )
-        });
-        let (verdict, pending) = match judged {
-            Some((verdict, pending)) => (Some(verdict), pending),
-            None => (None, None),
-        };
-        if let Some(verdict) = verdict.as_ref().filter(|_| !span.is_disabled()) {
-            guarded(AuditStage::Record, "span recording panicked", || {
-                record_on_span(span, verdict, error_type.as_deref())
-            });
-        }
-        // A call the judge failed on is still reported (status and duration feed the metrics),
-        // with an empty verdict.
-        let verdict = verdict.unwrap_or_default();
-        if self.config.disclose {
-            guarded(AuditStage::Record, "disclosing effects panicked", || {
-                disclose(result, &effect, &verdict.findings, call.pending)
-            });
-        }
-        let report = CallReport {
-            tool: call.tool,
-            known_tool: call.known_tool,
-            hints: call.hints,
-            status,
-            duration: call.duration,
-            effect: &effect,
-            verdict: &verdict,
-        };
-        guarded(AuditStage::Record, "recorder panicked", || {
-            self.config.recorder.record(&AuditEvent::Call(&report))
-        });
-        if let Some(corrections) = &self.config.corrections {
-            guarded(AuditStage::Judge, "correcting hints panicked", || {
-                corrections.after_call(&report, &self.config.recorder)
-            });
-        }
-        // With a shared history: the repeat, judged when the store answers (never awaited).
-        if let Some(pending) = pending {
-            self.config
-                .settle_later(pending, call.tool, call.known_tool, call.hints);
-        }
-    }
 }
 
-/// What the layer knows of a call once it has finished, besides its result.
-struct Finished<'a> {
-    tool: &'a str,
+/// What the layer knows of a call once it has finished: its tool, hints, arguments' key,
+/// duration and how it ended (`call_status`).
+struct Finished {
+    tool: Arc<str>,
     known_tool: bool,
     hints: DeclaredHints,
     args_key: ArgsKey,
     duration: Duration,
-    /// Whether part of the evidence was not read by the answer (`CallEffects::is_pending`).
-    pending: bool,
+    status: (CallStatus, Option<String>),
+    /// The tool's declared action metadata, judged beside its hints.
+    action: Option<ActionMetadata>,
+}
+
+/// A result to disclose the call's effects in (`disclose_effects`), and whether part of the
+/// evidence was not read by then (`CallEffects::is_pending`).
+type Disclosure<'a> = Option<(&'a mut Result<CallToolResponse, McpError>, bool)>;
+
+/// Judges a finished call, records it on its span and hands it to the recorder: when the
+/// call answers, or when its deferred evidence is in ([`CallScope::defer`]); with
+/// `disclose_effects`, discloses it in the result's `_meta` (disclose.rs).
+fn finish_call(
+    config: &Config,
+    call: Finished,
+    effect: Effect,
+    span: &Span,
+    disclosure: Disclosure<'_>,
+) {
+    let (status, error_type) = call.status;
+    let judged = guarded(AuditStage::Judge, "judge panicked", || {
+        config.judge_call(
+            &ToolCall {
+                tool: &call.tool,
+                hints: call.hints,
+                arguments: None,
+                effect: &effect,
+            },
+            call.args_key,
+            call.action,
+        )
+    });
+    let (verdict, pending) = match judged {
+        Some((verdict, pending)) => (Some(verdict), pending),
+        None => (None, None),
+    };
+    if let Some(verdict) = verdict.as_ref().filter(|_| !span.is_disabled()) {
+        guarded(AuditStage::Record, "span recording panicked", || {
+            record_on_span(span, verdict, error_type.as_deref())
+        });
+    }
+    // A call the judge failed on is still reported (status and duration feed the metrics),
+    // with an empty verdict.
+    let verdict = verdict.unwrap_or_default();
+    if let Some((result, pending)) = disclosure {
+        guarded(AuditStage::Record, "disclosing effects panicked", || {
+            disclose(result, &effect, &verdict.findings, pending)
+        });
+    }
+    let report = CallReport {
+        tool: &call.tool,
+        known_tool: call.known_tool,
+        hints: call.hints,
+        status,
+        duration: call.duration,
+        effect: &effect,
+        verdict: &verdict,
+    };
+    guarded(AuditStage::Record, "recorder panicked", || {
+        config.recorder.record(&AuditEvent::Call(&report))
+    });
+    if let Some(corrections) = &config.corrections {
+        guarded(AuditStage::Judge, "correcting hints panicked", || {
+            corrections.after_call(&report, &config.recorder)
+        });
+    }
+    // With a shared history: the repeat, judged when the store answers (never awaited).
+    if let Some(pending) = pending {
+        config.settle_later(pending, &call.tool, call.known_tool, call.hints);
+    }
 }
 
 /// How a finished call ended, for the span and the report: its status, and the `error.type`

@@ -88,12 +88,22 @@ pub enum MetricName {
     /// The decoding cost: every proxy on a database reads all of it. Exported by the proxy
     /// only.
     CaptureReadBytes,
+    /// `hintaudit_capture_pending_calls{backend}`: gauge, calls `hintaudit proxy` has
+    /// answered whose share of the database log is not judged yet (it is judged once the
+    /// capture has read past the call's end, at most `--capture-wait-ms` after the answer).
+    /// Exported by the proxy only.
+    CapturePendingCalls,
+    /// `hintaudit_capture_commit_to_finding_seconds{backend}`: histogram, seconds from a
+    /// commit the proxy judged for a call to when that call's findings were recorded: from
+    /// the commit's time in the log on PostgreSQL (the database server's clock), from when
+    /// the capture read it on MySQL/MariaDB. Exported by the proxy only.
+    CaptureFindingLatency,
 }
 
 impl MetricName {
     /// Every metric, in the order of
     /// [design: telemetry names](../../../docs/design.md#5-telemetry-names).
-    pub const ALL: [MetricName; 15] = [
+    pub const ALL: [MetricName; 17] = [
         MetricName::ToolCalls,
         MetricName::ToolCallDuration,
         MetricName::HintViolations,
@@ -109,6 +119,8 @@ impl MetricName {
         MetricName::CaptureCommits,
         MetricName::CaptureGaps,
         MetricName::CaptureReadBytes,
+        MetricName::CapturePendingCalls,
+        MetricName::CaptureFindingLatency,
     ];
 
     /// Whether only `hintaudit proxy` exports it (the capture's metrics); the
@@ -120,6 +132,8 @@ impl MetricName {
                 | MetricName::CaptureCommits
                 | MetricName::CaptureGaps
                 | MetricName::CaptureReadBytes
+                | MetricName::CapturePendingCalls
+                | MetricName::CaptureFindingLatency
         )
     }
 
@@ -141,6 +155,8 @@ impl MetricName {
             MetricName::CaptureCommits => "hintaudit_capture_commits_total",
             MetricName::CaptureGaps => "hintaudit_capture_gaps_total",
             MetricName::CaptureReadBytes => "hintaudit_capture_read_bytes_total",
+            MetricName::CapturePendingCalls => "hintaudit_capture_pending_calls",
+            MetricName::CaptureFindingLatency => "hintaudit_capture_commit_to_finding_seconds",
         }
     }
 
@@ -187,16 +203,25 @@ impl MetricName {
             MetricName::CaptureReadBytes => {
                 "Bytes of database log the proxy's change capture read (and the server decoded for it)."
             }
+            MetricName::CapturePendingCalls => {
+                "Calls the proxy answered whose share of the database log is not judged yet."
+            }
+            MetricName::CaptureFindingLatency => {
+                "Seconds from a commit in the database log to the findings of the call it was judged for."
+            }
         }
     }
 
     /// The Prometheus type.
     pub fn kind(self) -> MetricKind {
         match self {
-            MetricName::ToolCallDuration => MetricKind::Histogram,
-            MetricName::ToolDeclaredHints | MetricName::ToolAdvice | MetricName::CaptureLag => {
-                MetricKind::Gauge
+            MetricName::ToolCallDuration | MetricName::CaptureFindingLatency => {
+                MetricKind::Histogram
             }
+            MetricName::ToolDeclaredHints
+            | MetricName::ToolAdvice
+            | MetricName::CaptureLag
+            | MetricName::CapturePendingCalls => MetricKind::Gauge,
             _ => MetricKind::Counter,
         }
     }
@@ -222,7 +247,10 @@ impl MetricName {
             MetricName::AuditErrors => &["stage"],
             MetricName::CaptureLag => &["backend"],
             MetricName::CaptureCommits => &["attribution"],
-            MetricName::CaptureGaps | MetricName::CaptureReadBytes => &["backend"],
+            MetricName::CaptureGaps
+            | MetricName::CaptureReadBytes
+            | MetricName::CapturePendingCalls
+            | MetricName::CaptureFindingLatency => &["backend"],
         }
     }
 

@@ -5,18 +5,20 @@
 //! when it cannot), opens the log (PostgreSQL: a temporary logical replication slot) and
 //! reads it on a task of its own, always, whether or not calls are in flight, so the
 //! database never keeps log for it. Around each tool call the proxy asks
-//! [`Capture::begin`] (reads the log position before the call goes upstream) and
-//! [`Capture::finish`] (reads it again after the answer, waits until the capture has read
-//! that far, and returns the call's [`CallShare`]). Each commit names its writer
-//! (PostgreSQL: a trigger's message, see postgres/install.rs; MariaDB: a trigger's row, see
-//! mysql/install.rs), matched to the proxy's upstream connections by identify.rs, so that a
-//! commit is only ever a candidate of the calls on the connection that wrote it.
+//! [`Capture::begin`] (the call starts after the latest log position the capture holds: no
+//! query of its own) and [`Capture::finish`] (the call answered: its [`Settling`] share is
+//! judged on a task of its own once the capture has read past its end, while the answer goes
+//! back; settle.rs). Each commit names its writer (PostgreSQL: a trigger's message, see
+//! postgres/install.rs; MariaDB: a trigger's row, see mysql/install.rs), matched to the
+//! proxy's upstream connections by identify.rs, so that a commit is only ever a candidate of
+//! the calls on the connection that wrote it.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use hintaudit_core::DatabaseKind;
+use hintaudit_telemetry::MetricName;
 use tokio::sync::{Notify, watch};
 use tokio_util::sync::CancellationToken;
 
@@ -26,11 +28,14 @@ mod images;
 pub mod ledger;
 mod mysql;
 mod postgres;
+mod settle;
+mod times;
 pub mod writer;
 
 pub use postgres::decode;
 
 pub use ledger::{CallShare, Commit, Ledger, Lsn, Settled};
+pub use settle::Settling;
 pub use writer::{Origin, UpstreamHost, Writer};
 
 use identify::Identify;
@@ -60,7 +65,9 @@ pub enum CaptureError {
 pub struct CaptureOptions {
     /// How often the log is read when no call is waiting for it.
     pub interval: Duration,
-    /// How long a call's answer waits for the capture to read past its end, at most.
+    /// How long after a call answered its judgement waits, at most, for the capture to read
+    /// past its end (then it is judged with what was read, and counted late). The answer
+    /// itself never waits.
     pub wait: Duration,
     /// Commits kept waiting for their calls, at most (then the oldest is dropped, counted).
     pub max_commits: usize,
@@ -102,17 +109,27 @@ pub(crate) struct Shared {
     /// Times it went on from a later position than it had read through (a new slot, a
     /// purged binary log file).
     pub(crate) gaps: AtomicU64,
-    /// Calls whose answer went back before the capture had read past their end.
+    /// Calls judged before the capture had read past their end.
     pub(crate) late: AtomicU64,
     /// Bytes of log read through (the decoding cost).
     pub(crate) read_bytes: AtomicU64,
+    /// The position reader at calls' ends (settle.rs).
+    pub(crate) ends: settle::Ends,
+    /// Calls answered whose share of the log is not recorded yet.
+    pub(crate) pending: watch::Sender<u64>,
+    /// Holds that keep the capture from reading ([`Capture::hold`]).
+    held: watch::Sender<u32>,
+    /// When each commit was made or read, for the commit-to-finding latency.
+    pub(crate) times: times::CommitTimes,
+    /// `hintaudit_capture_commit_to_finding_seconds{backend}`.
+    pub(crate) latency: prometheus::Histogram,
     pub(crate) stop: CancellationToken,
     /// Whose each commit is.
     pub(crate) identify: Identify,
     /// `postgresql`, `mysql`: the `backend` label of the lag.
     backend: &'static str,
-    positions: Positions,
-    task: std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
+    pub(crate) positions: Positions,
+    tasks: std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>,
 }
 
 /// What the capture has done so far.
@@ -133,24 +150,19 @@ pub struct CaptureStats {
     /// Bytes of log read through: PostgreSQL, WAL decoded by the slot (the whole cluster's
     /// WAL, every database's); MySQL, binary log events received.
     pub read_bytes: u64,
+    /// Calls answered whose share of the log is not judged and recorded yet.
+    pub pending: u64,
 }
 
 /// Reads the log's position around calls, per backend.
 #[derive(Debug)]
-enum Positions {
+pub(crate) enum Positions {
     Pg(postgres::Positions),
     My(Arc<mysql::Positions>),
 }
 
 impl Positions {
-    async fn start(&self) -> Result<Lsn, String> {
-        match self {
-            Positions::Pg(p) => p.start().await.map_err(|e| e.to_string()),
-            Positions::My(p) => p.now().await.map_err(|e| e.to_string()),
-        }
-    }
-
-    async fn end(&self) -> Result<Lsn, String> {
+    pub(crate) async fn end(&self) -> Result<Lsn, String> {
         match self {
             Positions::Pg(p) => p.end().await.map_err(|e| e.to_string()),
             Positions::My(p) => p.now().await.map_err(|e| e.to_string()),
@@ -167,6 +179,13 @@ impl Shared {
     ) -> Arc<Shared> {
         let (decoded, _) = watch::channel(start);
         let identify = Identify::new(options.upstream.clone());
+        let latency = MetricName::CaptureFindingLatency;
+        let latency = prometheus::Histogram::with_opts(
+            prometheus::HistogramOpts::new(latency.as_str(), latency.help())
+                .const_label("backend", backend)
+                .buckets(LATENCY_BUCKETS.to_vec()),
+        )
+        .expect("constant histogram options");
         Arc::new(Shared {
             ledger: std::sync::Mutex::new(Ledger::new(options.max_commits)),
             decoded,
@@ -177,14 +196,57 @@ impl Shared {
             gaps: AtomicU64::new(0),
             late: AtomicU64::new(0),
             read_bytes: AtomicU64::new(0),
+            ends: settle::Ends::new(start),
+            pending: watch::channel(0).0,
+            held: watch::channel(0).0,
+            times: times::CommitTimes::default(),
+            latency,
             stop: CancellationToken::new(),
             identify,
             backend,
             positions,
-            task: std::sync::Mutex::new(None),
+            tasks: std::sync::Mutex::default(),
         })
     }
+
+    /// Runs `reader` (the backend's log reader), the position reader at calls' ends and the
+    /// watch of read times, until the capture stops.
+    fn spawn(self: &Arc<Shared>, reader: impl Future<Output = ()> + Send + 'static) {
+        let times = self.clone();
+        let watch_reads = async move {
+            let mut decoded = times.decoded.subscribe();
+            loop {
+                tokio::select! {
+                    () = times.stop.cancelled() => break,
+                    changed = decoded.changed() => if changed.is_err() { break },
+                }
+                let through = *decoded.borrow_and_update();
+                times
+                    .times
+                    .read_through(through, std::time::SystemTime::now());
+            }
+        };
+        let mut tasks = lock(&self.tasks);
+        tasks.push(tokio::spawn(reader));
+        tasks.push(tokio::spawn(settle::read_ends(self.clone())));
+        tasks.push(tokio::spawn(watch_reads));
+    }
+
+    /// Waits while the capture is held from reading ([`Capture::hold`]).
+    pub(crate) async fn unheld(&self) {
+        let mut held = self.held.subscribe();
+        tokio::select! {
+            () = self.stop.cancelled() => {}
+            _ = held.wait_for(|n| *n == 0) => {}
+        }
+    }
 }
+
+/// Buckets of the commit-to-finding latency, in seconds: from a millisecond (the log read at
+/// once) to 30 s (beyond the default `--capture-wait-ms`).
+const LATENCY_BUCKETS: [f64; 14] = [
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
+];
 
 impl Shared {
     /// The capture goes on from `to`, a later log position than it had read through (a new
@@ -215,8 +277,7 @@ impl Capture {
                 let (positions, source) = postgres::open(url).await?;
                 let start = source.start();
                 let shared = Shared::new(options, "postgresql", Positions::Pg(positions), start);
-                let task = tokio::spawn(postgres::run(source, shared.clone()));
-                *lock(&shared.task) = Some(task);
+                shared.spawn(postgres::run(source, shared.clone()));
                 Ok(Capture { shared })
             }
             DatabaseKind::MySql => {
@@ -224,8 +285,7 @@ impl Capture {
                 let positions = Arc::new(positions);
                 let start = source.start();
                 let shared = Shared::new(options, "mysql", Positions::My(positions.clone()), start);
-                let task = tokio::spawn(mysql::run(source, shared.clone(), positions));
-                *lock(&shared.task) = Some(task);
+                shared.spawn(mysql::run(source, shared.clone(), positions));
                 Ok(Capture { shared })
             }
             DatabaseKind::Sqlite => Err(CaptureError::Unsupported(
@@ -238,88 +298,43 @@ impl Capture {
         }
     }
 
-    /// A call of `tool` begins on upstream connection `link`: registers it, then reads the
-    /// log position. Returns the call's ticket for [`Capture::finish`]; a ticket dropped
-    /// unfinished (the call's future was dropped) takes the call out of every later
-    /// candidate set.
+    /// A call of `tool` begins on upstream connection `link`, to be sent upstream now:
+    /// registers it with its start, the latest log position the capture holds (no query of
+    /// its own; it waits, at most 1 s, only for a position read already sent for calls that
+    /// answered before it began: settle.rs). Returns the call's ticket for
+    /// [`Capture::finish`]; a ticket dropped unfinished (the call's future was dropped) takes
+    /// the call out of every later candidate set.
     pub async fn begin(&self, tool: Arc<str>, link: UpstreamLink) -> Ticket {
         self.shared.identify.child(link.connection, link.child);
-        let id = lock(&self.shared.ledger).begin(tool, link.connection);
-        let ticket = Ticket {
+        let start = settle::start_bound(&self.shared).await;
+        let mut ledger = lock(&self.shared.ledger);
+        let id = ledger.begin(tool, link.connection);
+        ledger.started(id, start);
+        drop(ledger);
+        Ticket {
             id,
             shared: self.shared.clone(),
             finished: false,
-        };
-        // Bounded, so that a database that cannot be reached (restarting) delays the call by
-        // at most this before it goes upstream.
-        match tokio::time::timeout(START_READ_LIMIT, self.shared.positions.start()).await {
-            Ok(Ok(lsn)) => lock(&self.shared.ledger).started(id, lsn),
-            // The start stays unknown: the call is a candidate of every commit until it
-            // ends, so it can widen a set, never take a commit that is not its.
-            Ok(Err(e)) => capture_error("reading the log position at a call's start", &e),
-            Err(_) => capture_error(
-                "reading the log position at a call's start",
-                &"no answer within 1 s",
-            ),
         }
-        ticket
     }
 
-    /// The call answered: reads the log position, waits (at most [`CaptureOptions::wait`])
-    /// until the capture has read that far, and settles the call's share of the log.
-    pub async fn finish(&self, mut ticket: Ticket) -> CallShare {
+    /// The call answered: returns at once with its share of the log on its way, judged on a
+    /// task of its own once the capture has read past the call's end (at most
+    /// [`CaptureOptions::wait`] later). Send the answer, then record the share
+    /// ([`Settling::share`], [`Settling::recorded`]).
+    pub fn finish(&self, mut ticket: Ticket) -> Settling {
         ticket.finished = true;
-        let id = ticket.id;
-        let end = match self.end_within_wait().await {
-            Ok(lsn) => lsn,
-            Err(e) => {
-                capture_error("reading the log position at a call's end", &e);
-                lock(&self.shared.ledger).forget(id);
-                return CallShare {
-                    gap: true,
-                    ..CallShare::default()
-                };
-            }
-        };
-        lock(&self.shared.ledger).ended(id, end);
-        let mut decoded = self.shared.decoded.subscribe();
-        self.shared.wake.notify_one();
-        let caught_up = tokio::time::timeout(
-            self.shared.options.wait,
-            decoded.wait_for(|through| *through >= end),
-        )
-        .await
-        .is_ok_and(|r| r.is_ok());
-        if caught_up {
-            lock(&self.shared.ledger).judge(id)
-        } else {
-            self.shared.late.fetch_add(1, Ordering::Relaxed);
-            lock(&self.shared.ledger).judge_late(id)
-        }
+        Settling::start(self.shared.clone(), ticket.id)
     }
 
-    /// The log position at a call's end, read again every 100 ms while the database cannot
-    /// be asked (it is restarting), for at most [`CaptureOptions::wait`]: a later read only
-    /// widens the call's interval, never drops a commit from it. The last error after that.
-    async fn end_within_wait(&self) -> Result<Lsn, String> {
-        let deadline = tokio::time::Instant::now() + self.shared.options.wait;
-        loop {
-            let read = tokio::time::timeout_at(deadline, self.shared.positions.end()).await;
-            match read {
-                Ok(Ok(lsn)) => return Ok(lsn),
-                Ok(Err(e)) if tokio::time::Instant::now() < deadline => {
-                    tracing::debug!(target: "hintaudit::proxy", "capture: a call's end: {e}");
-                }
-                Ok(Err(e)) => return Err(e),
-                Err(_) => return Err("the database did not answer in time".into()),
-            }
-            tokio::select! {
-                () = self.shared.stop.cancelled() => return Err("the capture stopped".into()),
-                () = tokio::time::sleep_until(deadline) => {
-                    return Err("the database could not be asked in time".into())
-                }
-                () = tokio::time::sleep(Duration::from_millis(100)) => {}
-            }
+    /// Holds the capture from reading the log (PostgreSQL: it polls no more) until the guard
+    /// is dropped; calls answer as ever, and are judged once it reads again (or at
+    /// [`CaptureOptions::wait`], late). For tests and maintenance; MySQL/MariaDB's stream is
+    /// read as it comes and is not held.
+    pub fn hold(&self) -> Hold {
+        self.shared.held.send_modify(|n| *n += 1);
+        Hold {
+            shared: self.shared.clone(),
         }
     }
 
@@ -338,15 +353,34 @@ impl Capture {
             gaps: self.shared.gaps.load(Ordering::Relaxed),
             late: self.shared.late.load(Ordering::Relaxed),
             read_bytes: self.shared.read_bytes.load(Ordering::Relaxed),
+            pending: *self.shared.pending.borrow(),
         }
     }
 
-    /// Stops reading and closes the slot's session (PostgreSQL drops a temporary slot with
-    /// its session; a crash drops it too).
+    /// `hintaudit_capture_commit_to_finding_seconds{backend}`: seconds from each commit
+    /// judged for a call (its time in the log on PostgreSQL, when it was read on
+    /// MySQL/MariaDB) to when the call's findings were recorded.
+    pub fn latency(&self) -> &prometheus::Histogram {
+        &self.shared.latency
+    }
+
+    /// Settles the calls still pending (each judged once the capture has read past its end,
+    /// or at [`CaptureOptions::wait`] after it answered, late), then stops reading and closes
+    /// the slot's session (PostgreSQL drops a temporary slot with its session; a crash drops
+    /// it too).
     pub async fn shutdown(&self) {
+        let mut pending = self.shared.pending.subscribe();
+        let bound = self.shared.options.wait + Duration::from_secs(1);
+        let settled = tokio::time::timeout(bound, pending.wait_for(|n| *n == 0))
+            .await
+            .is_ok();
+        if !settled {
+            let left = *self.shared.pending.borrow();
+            capture_error("shutting down", &format_args!("{left} calls not judged"));
+        }
         self.shared.stop.cancel();
-        let task = lock(&self.shared.task).take();
-        if let Some(task) = task {
+        let tasks = std::mem::take(&mut *lock(&self.shared.tasks));
+        for task in tasks {
             let _ = task.await;
         }
     }
@@ -361,16 +395,24 @@ pub struct UpstreamLink {
     pub child: Option<u32>,
 }
 
-/// How long a call waits, at most, for the log position at its start before it goes
-/// upstream with its start unknown (a candidate of every commit until it ends).
-const START_READ_LIMIT: Duration = Duration::from_secs(1);
-
 /// A call registered with the capture ([`Capture::begin`]).
 #[derive(Debug)]
 pub struct Ticket {
     id: u64,
     shared: Arc<Shared>,
     finished: bool,
+}
+
+/// Holds the capture from reading while it lives ([`Capture::hold`]).
+#[derive(Debug)]
+pub struct Hold {
+    shared: Arc<Shared>,
+}
+
+impl Drop for Hold {
+    fn drop(&mut self) {
+        self.shared.held.send_modify(|n| *n = n.saturating_sub(1));
+    }
 }
 
 impl Drop for Ticket {

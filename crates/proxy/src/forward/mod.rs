@@ -13,7 +13,9 @@
 //! Around tools/call it asks the [`Capture`] for the call's share of the database log and
 //! records it in the call's scope, which the `HintAuditLayer` wrapping this handler judges
 //! like an in-process call's effects; with `--watch`, the [`FileWatch`]'s share of the
-//! watched trees' changes too.
+//! watched trees' changes too. The answer goes back first: the log's share is recorded on a
+//! task of its own once the capture has read past the call's end, and the layer judges the
+//! call then ([`CallScope::defer`]).
 
 mod handler;
 
@@ -22,7 +24,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
 use hintaudit_core::{
-    CallScope, ObservationSource, Operation, StatementEffect, TransactionObservation,
+    CallEffects, CallScope, ObservationSource, Operation, StatementEffect, TransactionObservation,
 };
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResponse, ClientRequest,
@@ -31,7 +33,7 @@ use rmcp::model::{
 use rmcp::service::{Peer, PeerRequestOptions, RequestContext, ServiceError};
 use rmcp::{ErrorData as McpError, RoleServer};
 
-use crate::capture::{CallShare, Capture};
+use crate::capture::{CallShare, Capture, Settling};
 use crate::exchange::{answer_or_cancel, meta_and_token, passed_on_error, unexpected_answer};
 use crate::files::FileWatch;
 use crate::session::Session;
@@ -240,7 +242,8 @@ impl Forward {
         result.map_err(upstream_error)
     }
 
-    /// tools/call, one at a time under `--serialize`, with the call's share of the log.
+    /// tools/call, one at a time under `--serialize`, with the call's share of the log,
+    /// recorded after the answer went back ([`record_later`]).
     async fn call(
         &self,
         params: CallToolRequestParams,
@@ -266,9 +269,11 @@ impl Forward {
                 &context,
             )
             .await;
+        // An answer that carries the call's effects would await the share here instead:
+        // `let share = settling.share().await; record(scope.effects(), &share);
+        // settling.recorded(&share);` before it returns.
         if let (Some(capture), Some(ticket)) = (&self.shared.capture, ticket) {
-            let share = capture.finish(ticket).await;
-            record(&share);
+            record_later(capture.finish(ticket));
         }
         if let Some((watch, ticket)) = files {
             crate::files::record(&watch.finish(ticket).await);
@@ -300,14 +305,26 @@ impl Forward {
     }
 }
 
-/// Puts a call's share of the log into its scope: attributed commits as transaction
-/// observations from the log (`likely`), truncations as statements; ambiguous ones are
-/// logged with their candidate tools, never recorded as this call's.
-fn record(share: &CallShare) {
+/// Records the call's share of the log into its scope once it is judged, on a task of its
+/// own: the call's judgement is deferred until then ([`CallScope::defer`]), its answer is not.
+fn record_later(mut settling: Settling) {
     let Some(scope) = CallScope::current() else {
         return;
     };
-    let effects = scope.effects();
+    let deferred = scope.defer();
+    tokio::spawn(async move {
+        let share = settling.share().await;
+        record(deferred.effects(), &share);
+        // The layer judges the call here.
+        drop(deferred);
+        settling.recorded(&share);
+    });
+}
+
+/// Puts a call's share of the log into its effects: attributed commits as transaction
+/// observations from the log (`likely`), truncations as statements; ambiguous ones are
+/// logged with their candidate tools, never recorded as this call's.
+fn record(effects: &CallEffects, share: &CallShare) {
     for commit in &share.attributed {
         if !commit.tables.is_empty() {
             effects.record_transaction(TransactionObservation {

@@ -6,6 +6,9 @@
 //! The relay tests (relay.rs: server→client requests, notifications per session, an upstream
 //! child per session) run the fixture on a SQLite file of their own and need Python only.
 //!
+//! The no-wait tests (nowait.rs: answers before judgements, late judgements, shutdown) run the
+//! proxy in this process, to hold its capture from reading.
+//!
 //! The writer tests (writers.rs on PostgreSQL, writers_mariadb.rs on MariaDB: 4 and 16
 //! concurrent clients, two proxies on one database, a table created later) check that each
 //! commit goes to the call on the connection that wrote it.
@@ -29,6 +32,7 @@ mod files;
 mod indirect;
 mod listing;
 mod mariadb;
+mod nowait;
 mod postgres;
 mod relay;
 mod repeats;

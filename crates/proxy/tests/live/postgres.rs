@@ -41,7 +41,7 @@ async fn planted_lies_are_found_live_over_stdio_and_another_writers_commit_is_fo
     .await;
     call(&client, "list_tables", a(json!({}))).await;
 
-    // The answers came back after the capture had read past each call: metrics are final.
+    // Once no call is pending (`metrics` waits for it) every call is judged: metrics are final.
     let s = metrics(metrics_addr).await;
     assert_eq!(
         violations(&s, "get_item", "read_only_write"),
@@ -353,6 +353,10 @@ async fn the_proxy_serves_again_when_an_http_upstream_restarts() {
     let client = http_client(&format!("http://{addr}/mcp")).await;
     let item = json!({"id": 1}).as_object().cloned().unwrap_or_default();
     call(&client, "get_item", item.clone()).await;
+    // Its commit judged first: the writer is told from the server's sockets in /proc, which
+    // a server killed before the capture read its commit no longer has (design.md, *Who
+    // wrote*: a writer that exits right after answering).
+    metrics(addr).await;
 
     // The server goes away (a container restart): calls fail, saying so.
     server.0.kill().await.expect("kill");

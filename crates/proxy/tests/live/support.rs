@@ -200,10 +200,32 @@ pub async fn call(client: &Client, tool: &str, arguments: JsonObject) -> serde_j
     }
 }
 
+/// `/metrics` once no call is pending (`hintaudit_capture_pending_calls` at 0; at most
+/// 30 s): calls are judged after their answers went back, once the capture has read past
+/// them, so what a test reads then is final.
 pub async fn metrics(addr: SocketAddr) -> Scraped {
+    for _ in 0..300 {
+        let s = scrape(addr).await;
+        if pending(&s) == 0.0 {
+            return s;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    scrape(addr).await
+}
+
+/// `/metrics` as it is now.
+pub async fn scrape(addr: SocketAddr) -> Scraped {
     let (status, _, body) = http_get(addr, "/metrics").await;
     assert!(status.contains("200"), "{status}");
     Scraped::parse(&body)
+}
+
+/// `hintaudit_capture_pending_calls`, summed (0 without a capture).
+pub fn pending(s: &Scraped) -> f64 {
+    s.samples(MetricName::CapturePendingCalls.as_str())
+        .map(|x| s.number(x))
+        .sum()
 }
 
 /// `hintaudit_hint_violations_total{tool, rule}` summed over its other labels.

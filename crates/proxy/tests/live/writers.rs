@@ -176,7 +176,7 @@ pub(crate) async fn concurrent_clients(server: Server, py: &str, clients: usize,
         t.await.expect("a client's rounds");
     }
 
-    // Every answer came back after the capture had read past its call: metrics are final.
+    // Once no call is pending (`metrics` waits for it) every call is judged: metrics are final.
     let s = metrics(addr).await;
     let n = (clients * rounds) as f64;
     assert_eq!(commits(&s, "ambiguous"), 0.0, "{}", s.text);

@@ -37,12 +37,6 @@ pub(crate) struct Positions {
 }
 
 impl Positions {
-    /// The position a call starts after: the WAL insert position (every commit made after
-    /// this read ends beyond it).
-    pub(crate) async fn start(&self) -> Result<Lsn, sqlx::Error> {
-        self.read("SELECT pg_current_wal_insert_lsn()::text").await
-    }
-
     /// The position a call ended at: the WAL flush position (every commit that had returned
     /// to its client, with synchronous_commit on, ends at or before it).
     pub(crate) async fn end(&self) -> Result<Lsn, sqlx::Error> {
@@ -185,6 +179,7 @@ pub(crate) async fn run(mut source: Source, shared: Arc<Shared>) {
             () = shared.wake.notified() => {}
             () = tokio::time::sleep(shared.options.interval) => {}
         }
+        shared.unheld().await;
         match poll(&mut source, &mut decoder, &shared).await {
             Ok(()) => {}
             Err(e) => {
@@ -235,9 +230,13 @@ async fn poll(
             .fetch_one(&mut source.conn)
             .await?;
         let upto_lsn = parse_lsn(&upto).unwrap_or(0);
+        // A COMMIT row ends `(at TIMESTAMP)` with `include-timestamp`: read back as Unix
+        // seconds by the server that wrote it, for the commit-to-finding latency.
         let rows = sqlx::query(
-            "SELECT lsn::text, data FROM pg_logical_slot_get_changes($1, $2::pg_lsn, $3, \
-             'skip-empty-xacts', '1')",
+            "SELECT lsn::text, data, CASE WHEN data LIKE 'COMMIT %' THEN extract(epoch FROM \
+             substring(data FROM '\\(at (.+)\\)$')::timestamptz)::float8 END \
+             FROM pg_logical_slot_get_changes($1, $2::pg_lsn, $3, \
+             'skip-empty-xacts', '1', 'include-timestamp', '1')",
         )
         .bind(&source.slot)
         .bind(&upto)
@@ -252,9 +251,11 @@ async fn poll(
         let commits: Vec<Commit> = rows
             .iter()
             .filter_map(|row| {
-                let lsn: String = row.get(0);
-                let data: String = row.get(1);
-                decoder.row(parse_lsn(&lsn).unwrap_or(0), &data)
+                let lsn = parse_lsn(&row.get::<String, _>(0)).unwrap_or(0);
+                if let Some(at) = row.get::<Option<f64>, _>(2) {
+                    shared.times.logged(lsn, at);
+                }
+                decoder.row(lsn, &row.get::<String, _>(1))
             })
             .collect();
         let last_commit = commits.last().map(|c| c.lsn);
