@@ -2,9 +2,11 @@
 //! `pg_locks` or `pg_class` (the session's temporary schema is searched first for relations),
 //! or a schema placed before `pg_catalog` in `search_path` holding functions and operators of
 //! the catalog's names. The oracle and the catalog lookups name everything in `pg_catalog`,
-//! so writes on such a session are still recorded.
+//! so writes on such a session are still recorded, and enforce mode still makes it read-only.
 //!
 //! [design: pitfalls]: ../../../../docs/design.md#7-known-pitfalls-checked-against-rmcp-311-sqlx-09-postgresql-15
+
+use hintaudit_core::Enforcement;
 
 use super::acquire::{book, log_and_appointments, one_connection};
 use super::*;
@@ -91,19 +93,35 @@ const EVIL: [(&str, &str); 2] = [
     ),
 ];
 
+/// A schema `<test schema>_evil` holding `ddl` (its name written `{evil}`), and the `SET`
+/// that places it before the test schema and `pg_catalog`.
+async fn evil_schema(db: &Db, ddl: &str) -> (String, String) {
+    let evil = format!("{}_evil", db.schema);
+    let setup = format!("CREATE SCHEMA {evil}; {}", ddl.replace("{evil}", &evil));
+    db.admin
+        .execute(sqlx::AssertSqlSafe(setup))
+        .await
+        .expect("evil schema");
+    let set = format!("SET search_path = {evil}, {}, pg_catalog", db.schema);
+    (evil, set)
+}
+
+async fn drop_evil(db: Db, evil: &str) {
+    let drop = format!("DROP SCHEMA {evil} CASCADE");
+    db.admin
+        .execute(sqlx::AssertSqlSafe(drop))
+        .await
+        .expect("drop evil");
+    db.drop_schema().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_schema_before_pg_catalog_does_not_hide_a_write() {
     for (what, ddl) in EVIL {
         let Some(db) = db(PgOracle::Writes, SETUP).await else {
             return;
         };
-        let evil = format!("{}_evil", db.schema);
-        let setup = format!("CREATE SCHEMA {evil}; {}", ddl.replace("{evil}", &evil));
-        db.admin
-            .execute(sqlx::AssertSqlSafe(setup))
-            .await
-            .expect("evil schema");
-        let set = format!("SET search_path = {evil}, {}, pg_catalog", db.schema);
+        let (evil, set) = evil_schema(&db, ddl).await;
         let pool = shadowed(&db, &set).await;
         for in_tx in [false, true] {
             let e = book(&pool, "ann", in_tx).await;
@@ -114,11 +132,35 @@ async fn a_schema_before_pg_catalog_does_not_hide_a_write() {
             );
         }
         pool.close().await;
-        let drop = format!("DROP SCHEMA {evil} CASCADE");
-        db.admin
-            .execute(sqlx::AssertSqlSafe(drop))
-            .await
-            .expect("drop evil");
-        db.drop_schema().await;
+        drop_evil(db, &evil).await;
     }
+}
+
+/// Enforce mode makes the session read-only with `set_config`: a shadowing `set_config` that
+/// sets nothing must not let a read-only call's hidden write through.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_schema_before_pg_catalog_does_not_switch_enforce_mode_off() {
+    const FAKE: &str = "CREATE FUNCTION {evil}.set_config(text, text, bool) RETURNS text
+        LANGUAGE sql AS 'SELECT $2';";
+    let Some(db) = db(PgOracle::Writes, SETUP).await else {
+        return;
+    };
+    let (evil, set) = evil_schema(&db, FAKE).await;
+    let pool = shadowed(&db, &set).await;
+    let scope = CallScope::new("get_page").with_enforcement(Enforcement {
+        read_only: true,
+        ..Enforcement::NONE
+    });
+    let write = scope
+        .run(sqlx::query("SELECT mark_viewed(1)").execute(&pool))
+        .await;
+    let e = write.expect_err("refused by PostgreSQL");
+    assert!(e.to_string().contains("read-only transaction"), "{e}");
+    let views: i64 = sqlx::query_scalar("SELECT count(*) FROM page_views")
+        .fetch_one(pool.inner())
+        .await
+        .expect("count");
+    assert_eq!(views, 0, "nothing was inserted");
+    pool.close().await;
+    drop_evil(db, &evil).await;
 }
