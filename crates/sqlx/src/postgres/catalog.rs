@@ -36,25 +36,37 @@ pub(crate) const CAPACITY: usize = 4096;
 
 /// One query (one round trip, prepared): the table's oid, name, whether it is temporary,
 /// and whether it is plain (see the module docs). No row when the name does not resolve.
-const LOOKUP: &str = "SELECT c.oid::int8 AS relid, c.relname::text AS relname, \
-  c.relpersistence = 't' AS temp, \
-  (c.relkind = 'r' AND NOT c.relhasrules AND NOT c.relhassubclass \
-   AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname !~ '^pg_toast' \
-   AND NOT EXISTS (SELECT 1 FROM pg_trigger t WHERE t.tgrelid = c.oid AND NOT t.tgisinternal) \
-   AND NOT EXISTS (SELECT 1 FROM pg_constraint k WHERE k.contype = 'f' AND k.confrelid = c.oid \
-     AND (k.confdeltype NOT IN ('a', 'r') OR k.confupdtype NOT IN ('a', 'r'))) \
-   AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.refclassid = 'pg_proc'::regclass \
-     AND d.refobjid >= 16384 AND ( \
-       (d.classid = 'pg_attrdef'::regclass \
-        AND d.objid IN (SELECT a.oid FROM pg_attrdef a WHERE a.adrelid = c.oid)) \
-    OR (d.classid = 'pg_constraint'::regclass \
-        AND d.objid IN (SELECT k.oid FROM pg_constraint k WHERE k.conrelid = c.oid)) \
-    OR (d.classid = 'pg_class'::regclass \
-        AND d.objid IN (SELECT i.indexrelid FROM pg_index i WHERE i.indrelid = c.oid)) \
-    OR (d.classid = 'pg_policy'::regclass \
-        AND d.objid IN (SELECT p.oid FROM pg_policy p WHERE p.polrelid = c.oid))))) AS plain \
-  FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace \
-  WHERE c.oid = to_regclass($1)";
+/// Catalog names in `pg_catalog`, the name `$1` in the session's `search_path` (see the
+/// module docs of `postgres`, on catalog names).
+const LOOKUP: &str = "SELECT c.oid::pg_catalog.int8 AS relid, \
+  c.relname::pg_catalog.text AS relname, c.relpersistence OPERATOR(pg_catalog.=) 't' AS temp, \
+  (c.relkind OPERATOR(pg_catalog.=) 'r' AND NOT c.relhasrules AND NOT c.relhassubclass \
+   AND n.nspname OPERATOR(pg_catalog.<>) ALL (ARRAY['pg_catalog', 'information_schema']) \
+   AND n.nspname OPERATOR(pg_catalog.!~) '^pg_toast' \
+   AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_trigger t \
+     WHERE t.tgrelid OPERATOR(pg_catalog.=) c.oid AND NOT t.tgisinternal) \
+   AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_constraint k \
+     WHERE k.contype OPERATOR(pg_catalog.=) 'f' AND k.confrelid OPERATOR(pg_catalog.=) c.oid \
+     AND (k.confdeltype OPERATOR(pg_catalog.<>) ALL (ARRAY['a', 'r']) \
+       OR k.confupdtype OPERATOR(pg_catalog.<>) ALL (ARRAY['a', 'r']))) \
+   AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_depend d \
+     WHERE d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass \
+     AND d.refobjid OPERATOR(pg_catalog.>=) 16384 AND ( \
+       (d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_attrdef'::pg_catalog.regclass \
+        AND d.objid OPERATOR(pg_catalog.=) ANY (SELECT a.oid FROM pg_catalog.pg_attrdef a \
+          WHERE a.adrelid OPERATOR(pg_catalog.=) c.oid)) \
+    OR (d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_constraint'::pg_catalog.regclass \
+        AND d.objid OPERATOR(pg_catalog.=) ANY (SELECT k.oid FROM pg_catalog.pg_constraint k \
+          WHERE k.conrelid OPERATOR(pg_catalog.=) c.oid)) \
+    OR (d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass \
+        AND d.objid OPERATOR(pg_catalog.=) ANY (SELECT i.indexrelid FROM pg_catalog.pg_index i \
+          WHERE i.indrelid OPERATOR(pg_catalog.=) c.oid)) \
+    OR (d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_policy'::pg_catalog.regclass \
+        AND d.objid OPERATOR(pg_catalog.=) ANY (SELECT p.oid FROM pg_catalog.pg_policy p \
+          WHERE p.polrelid OPERATOR(pg_catalog.=) c.oid))))) AS plain \
+  FROM pg_catalog.pg_class c \
+  JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace \
+  WHERE c.oid OPERATOR(pg_catalog.=) pg_catalog.to_regclass($1)";
 
 /// Whether `name` is a plain identifier, optionally schema-qualified: the only names the
 /// catalog is asked about (`to_regclass` raises on a malformed name, which would abort the

@@ -67,6 +67,17 @@
 //! opened before the failure is rolled back with `rollback()` (which revives the
 //! transaction); a savepoint merely dropped is rolled back by sqlx later, unseen, so the
 //! transaction stays unobserved and the judge falls back to statement analysis for it.
+//!
+//! # Catalog names
+//!
+//! The audited session's `search_path` is the server's to set, and its temporary schema is
+//! searched first for relations: a temporary view `pg_locks`, or a schema placed before
+//! `pg_catalog` with a function `pg_stat_get_xact_tuples_inserted` or an operator `>`, would
+//! blind unqualified names. So every text hintaudit sends on an audited connection names
+//! relations, functions and types in `pg_catalog` and spells operators
+//! `OPERATOR(pg_catalog.=)` (`IN` as `= ANY`). Only the caller's relation name, in
+//! `to_regclass($1)`, resolves through the session's `search_path`, as the caller's
+//! statement does.
 
 /// Connections handed out already flushed, by the pool's test of each one.
 mod acquire;
@@ -223,15 +234,19 @@ impl Backend for Postgres {
         begin: Some("BEGIN READ ONLY"),
         probe: None,
         // `CASE` orders the evaluation; `OFFSET 0` keeps the old value's subquery apart.
-        on: "SELECT 1 FROM (SELECT current_setting('default_transaction_read_only') AS old \
-             OFFSET 0) AS s WHERE CASE WHEN s.old = 'off' THEN \
-             set_config('default_transaction_read_only', 'on', false) = 'on' \
-             AND set_config('hintaudit.read_only_set', 'on', false) = 'on' ELSE false END",
-        off: "SELECT set_config('default_transaction_read_only', 'off', false), \
-              set_config('hintaudit.read_only_set', '', false)",
-        reset: "SELECT CASE WHEN current_setting('hintaudit.read_only_set', true) = 'on' \
-                THEN set_config('default_transaction_read_only', 'off', false) \
-                || set_config('hintaudit.read_only_set', '', false) END",
+        on: "SELECT 1 FROM (SELECT pg_catalog.current_setting('default_transaction_read_only') \
+             AS old OFFSET 0) AS s WHERE CASE WHEN s.old OPERATOR(pg_catalog.=) 'off' THEN \
+             pg_catalog.set_config('default_transaction_read_only', 'on', false) \
+             OPERATOR(pg_catalog.=) 'on' \
+             AND pg_catalog.set_config('hintaudit.read_only_set', 'on', false) \
+             OPERATOR(pg_catalog.=) 'on' ELSE false END",
+        off: "SELECT pg_catalog.set_config('default_transaction_read_only', 'off', false), \
+              pg_catalog.set_config('hintaudit.read_only_set', '', false)",
+        reset: "SELECT CASE WHEN pg_catalog.current_setting('hintaudit.read_only_set', true) \
+                OPERATOR(pg_catalog.=) 'on' \
+                THEN pg_catalog.set_config('default_transaction_read_only', 'off', false) \
+                OPERATOR(pg_catalog.||) pg_catalog.set_config('hintaudit.read_only_set', '', false) \
+                END",
         in_tx: InTransaction::Statement("SET TRANSACTION READ ONLY"),
     };
 

@@ -25,23 +25,27 @@ use sqlx::{Either, Executor, Row};
 /// The columns of a snapshot, over `w`, the candidate relations with their counts. At least
 /// one row, thanks to the outer join. The counts come from the `pg_stat_get_xact_tuples_*`
 /// functions directly, not from `pg_stat_xact_user_tables`, which also joins `pg_index`.
+/// Every catalog relation, function, operator and type is named in `pg_catalog` (see the
+/// module docs of `postgres`, on catalog names).
 macro_rules! snapshot_over {
     ($candidates:expr) => {
         concat!(
-            "SELECT pg_current_xact_id_if_assigned()::text AS xid, w.relid, w.relname, \
-             w.ins, w.upd, w.del, ",
+            "SELECT pg_catalog.pg_current_xact_id_if_assigned()::pg_catalog.text AS xid, \
+             w.relid, w.relname, w.ins, w.upd, w.del, ",
             locked_sequences!(),
             " AS seqs FROM (SELECT 1) AS one LEFT JOIN (\
-             SELECT c.oid::int8 AS relid, c.relname::text AS relname, \
-             pg_stat_get_xact_tuples_inserted(c.oid) AS ins, \
-             pg_stat_get_xact_tuples_updated(c.oid) AS upd, \
-             pg_stat_get_xact_tuples_deleted(c.oid) AS del FROM ",
+             SELECT c.oid::pg_catalog.int8 AS relid, c.relname::pg_catalog.text AS relname, \
+             pg_catalog.pg_stat_get_xact_tuples_inserted(c.oid) AS ins, \
+             pg_catalog.pg_stat_get_xact_tuples_updated(c.oid) AS upd, \
+             pg_catalog.pg_stat_get_xact_tuples_deleted(c.oid) AS del FROM ",
             $candidates,
-            " JOIN pg_namespace AS n ON n.oid = c.relnamespace \
-             WHERE c.relkind IN ('r', 't', 'm', 'p') \
-             AND n.nspname NOT IN ('pg_catalog', 'information_schema') \
-             AND n.nspname !~ '^pg_toast' AND n.nspname !~ '^pg_temp_') AS w \
-             ON w.ins + w.upd + w.del > 0"
+            " JOIN pg_catalog.pg_namespace AS n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace \
+             WHERE c.relkind OPERATOR(pg_catalog.=) ANY (ARRAY['r', 't', 'm', 'p']) \
+             AND n.nspname OPERATOR(pg_catalog.<>) ALL (ARRAY['pg_catalog', 'information_schema']) \
+             AND n.nspname OPERATOR(pg_catalog.!~) '^pg_toast' \
+             AND n.nspname OPERATOR(pg_catalog.!~) '^pg_temp_') AS w \
+             ON w.ins OPERATOR(pg_catalog.+) w.upd OPERATOR(pg_catalog.+) w.del \
+             OPERATOR(pg_catalog.>) 0"
         )
     };
 }
@@ -53,15 +57,22 @@ macro_rules! snapshot_over {
 /// Locks are held to the transaction's end, so this reads the transaction's sequences.
 macro_rules! locked_sequences {
     () => {
-        "(SELECT string_agg(s.relname || chr(31) || coalesce(o.relname, ''), chr(30)) \
-         FROM pg_locks AS l JOIN pg_class AS s ON s.oid = l.relation AND s.relkind = 'S' \
-         JOIN pg_namespace AS sn ON sn.oid = s.relnamespace AND sn.nspname !~ '^pg_temp_' \
-         LEFT JOIN pg_depend AS d ON d.classid = 'pg_class'::regclass AND d.objid = s.oid \
-         AND d.refclassid = 'pg_class'::regclass AND d.deptype IN ('a', 'i') \
-         LEFT JOIN pg_class AS o ON o.oid = d.refobjid \
-         WHERE l.locktype = 'relation' AND l.pid = pg_backend_pid() AND l.granted \
-         AND l.mode IN ('RowExclusiveLock', 'ShareRowExclusiveLock', 'ExclusiveLock', \
-         'AccessExclusiveLock'))"
+        "(SELECT pg_catalog.string_agg(s.relname OPERATOR(pg_catalog.||) pg_catalog.chr(31) \
+         OPERATOR(pg_catalog.||) coalesce(o.relname, ''), pg_catalog.chr(30)) \
+         FROM pg_catalog.pg_locks AS l JOIN pg_catalog.pg_class AS s \
+         ON s.oid OPERATOR(pg_catalog.=) l.relation AND s.relkind OPERATOR(pg_catalog.=) 'S' \
+         JOIN pg_catalog.pg_namespace AS sn ON sn.oid OPERATOR(pg_catalog.=) s.relnamespace \
+         AND sn.nspname OPERATOR(pg_catalog.!~) '^pg_temp_' \
+         LEFT JOIN pg_catalog.pg_depend AS d \
+         ON d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass \
+         AND d.objid OPERATOR(pg_catalog.=) s.oid \
+         AND d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass \
+         AND d.deptype OPERATOR(pg_catalog.=) ANY (ARRAY['a', 'i']) \
+         LEFT JOIN pg_catalog.pg_class AS o ON o.oid OPERATOR(pg_catalog.=) d.refobjid \
+         WHERE l.locktype OPERATOR(pg_catalog.=) 'relation' \
+         AND l.pid OPERATOR(pg_catalog.=) pg_catalog.pg_backend_pid() AND l.granted \
+         AND l.mode OPERATOR(pg_catalog.=) ANY (ARRAY['RowExclusiveLock', \
+         'ShareRowExclusiveLock', 'ExclusiveLock', 'AccessExclusiveLock']))"
     };
 }
 
@@ -70,7 +81,7 @@ macro_rules! locked_sequences {
 /// the server cannot flush them: PostgreSQL before 15).
 macro_rules! snapshot_all {
     () => {
-        snapshot_over!("pg_class AS c")
+        snapshot_over!("pg_catalog.pg_class AS c")
     };
 }
 const SNAPSHOT_ALL: &str = snapshot_all!();
@@ -82,11 +93,13 @@ const SNAPSHOT_ALL: &str = snapshot_all!();
 macro_rules! snapshot_locked {
     () => {
         snapshot_over!(
-            "(SELECT DISTINCT l.relation FROM pg_locks AS l WHERE l.locktype = 'relation' \
-     AND l.pid = pg_backend_pid() \
-     AND l.database = (SELECT d.oid FROM pg_database AS d WHERE d.datname = current_database())\
+            "(SELECT DISTINCT l.relation FROM pg_catalog.pg_locks AS l \
+     WHERE l.locktype OPERATOR(pg_catalog.=) 'relation' \
+     AND l.pid OPERATOR(pg_catalog.=) pg_catalog.pg_backend_pid() \
+     AND l.database OPERATOR(pg_catalog.=) (SELECT d.oid FROM pg_catalog.pg_database AS d \
+     WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database())\
      ) AS l CROSS JOIN LATERAL (SELECT c.oid, c.relname, c.relkind, c.relnamespace \
-     FROM pg_class AS c WHERE c.oid = l.relation OFFSET 0) AS c"
+     FROM pg_catalog.pg_class AS c WHERE c.oid OPERATOR(pg_catalog.=) l.relation OFFSET 0) AS c"
         )
     };
 }
@@ -116,9 +129,11 @@ impl Scope {
 /// a transaction. Afterwards `pg_stat_get_xact_tuples_*` count the next transaction's
 /// tuples only, so one snapshot at its end is the whole delta. One round trip.
 pub(crate) async fn flush(conn: &mut PgConnection) -> Result<(), sqlx::Error> {
-    conn.execute(sqlx::raw_sql("SELECT pg_stat_force_next_flush()"))
-        .await
-        .map(|_| ())
+    conn.execute(sqlx::raw_sql(
+        "SELECT pg_catalog.pg_stat_force_next_flush()",
+    ))
+    .await
+    .map(|_| ())
 }
 
 /// `SAVEPOINT`, the snapshot of `$scope`, and `RELEASE`: one simple query.

@@ -25,9 +25,11 @@ const MAX_DEPTH: usize = 8;
 
 /// One query (one round trip, prepared): the relation's kind, whether row security is on,
 /// and a view's definition. No row when the name does not resolve.
-const LOOKUP: &str = "SELECT c.relkind::text AS kind, c.relrowsecurity AS rls, \
-  CASE WHEN c.relkind = 'v' THEN pg_get_viewdef(c.oid) END AS def \
-  FROM pg_class c WHERE c.oid = to_regclass($1)";
+/// Catalog names in `pg_catalog`, the name `$1` in the session's `search_path` (see the
+/// module docs of `postgres`, on catalog names).
+const LOOKUP: &str = "SELECT c.relkind::pg_catalog.text AS kind, c.relrowsecurity AS rls, \
+  CASE WHEN c.relkind OPERATOR(pg_catalog.=) 'v' THEN pg_catalog.pg_get_viewdef(c.oid) END AS def \
+  FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) pg_catalog.to_regclass($1)";
 
 impl Catalog {
     /// Whether reading `name` can write nothing (see the module docs), from the cache or

@@ -13,7 +13,10 @@ use hintaudit_sqlx::AuditedPoolOptions;
 use super::*;
 
 /// One connection, so that every use below is on the same server session.
-async fn one_connection(db: &Db, options: AuditedPoolOptions<Postgres>) -> AuditedPool<Postgres> {
+pub(super) async fn one_connection(
+    db: &Db,
+    options: AuditedPoolOptions<Postgres>,
+) -> AuditedPool<Postgres> {
     options
         .connect_with(
             PgPoolOptions::new().max_connections(1),
@@ -38,14 +41,14 @@ async fn leave_five_pending(pool: &AuditedPool<Postgres>) {
 }
 
 /// The call's `audit_log` and `appointments` counts.
-fn log_and_appointments(e: &Effect) -> (u64, u64) {
+pub(super) fn log_and_appointments(e: &Effect) -> (u64, u64) {
     let inserted = |t: &str| table(e, t).map_or(0, |w| w.inserted + w.updated + w.deleted);
     (inserted("audit_log"), inserted("appointments"))
 }
 
 /// One call that books `patient`, on the pool or, `in_tx`, in a transaction begun on it:
 /// its effect.
-async fn book(pool: &AuditedPool<Postgres>, patient: &str, in_tx: bool) -> Effect {
+pub(super) async fn book(pool: &AuditedPool<Postgres>, patient: &str, in_tx: bool) -> Effect {
     const INSERT: &str = "INSERT INTO appointments (patient) VALUES ($1)";
     let scope = CallScope::new("book");
     let effects = scope.effects_handle();

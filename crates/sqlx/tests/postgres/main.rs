@@ -1,7 +1,8 @@
 //! The audited pool against a real PostgreSQL (`HINTAUDIT_PG_URL`, default
 //! `postgres://postgres@127.0.0.1:5432/test`): the oracle, direct writes (`direct`),
 //! streaming (`streaming`), transactions (`transactions`, `tx_scope`), enforce mode
-//! (`enforce`) and lazy pools (`lazy`). Each test works in its own schema and drops it.
+//! (`enforce`), lazy pools (`lazy`) and catalog names the session shadows (`shadowing`).
+//! Each test works in its own schema and drops it.
 //! Without a server the tests print why they skip, unless `HINTAUDIT_REQUIRE_PG=1` (or
 //! `HINTAUDIT_REQUIRE_ALL=1`).
 
@@ -21,6 +22,7 @@ mod databases;
 mod direct;
 mod enforce;
 mod lazy;
+mod shadowing;
 mod streaming;
 mod transactions;
 mod tx_scope;
