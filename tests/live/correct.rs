@@ -14,6 +14,8 @@ use rmcp::model::CallToolRequestParams;
 use rmcp::transport::StreamableHttpClientTransport;
 use serde_json::{Value, json};
 
+use hintaudit_test_support::mcp::assert_served_corrected;
+
 use crate::support;
 
 #[tokio::test]
@@ -44,7 +46,7 @@ async fn bookings_get_appointment_caught_writing_is_served_corrected() {
         .expect("notifications/tools/list_changed");
 
     let after = support::tools_by_name(client.list_all_tools().await.expect("tools/list"));
-    support::assert_served_corrected(&before, &after, "get_appointment");
+    assert_served_corrected(&before, &after, "get_appointment");
     client.cancel().await.ok();
     server.shutdown().await;
 }

@@ -13,6 +13,8 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{ClientLifecycleMode, ClientServiceExt};
 use serde_json::json;
 
+use hintaudit_test_support::mcp::assert_served_corrected;
+
 use crate::support;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -53,7 +55,7 @@ async fn a_listening_2026_07_28_client_is_told_of_a_correction_and_relists() {
     );
 
     let after = support::tools_by_name(client.list_all_tools().await.expect("tools/list"));
-    support::assert_served_corrected(&before, &after, "get_appointment");
+    assert_served_corrected(&before, &after, "get_appointment");
     stream.cancel().await.ok();
     client.cancel().await.ok();
     server.shutdown().await;

@@ -8,7 +8,7 @@ use bookings::{Bookings, Db};
 use hintaudit::core::Judge;
 use hintaudit::rmcp::HintAuditLayer;
 use hintaudit_cli::demo::{Collector, RunningServer, demo_policy, serve_http};
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 /// A database for one test: a SQLite file in a temp dir, a fresh PostgreSQL schema, or a
 /// fresh MySQL/MariaDB database.
@@ -301,21 +301,4 @@ pub fn tools_by_name(tools: Vec<rmcp::model::Tool>) -> Map<String, Value> {
         .into_iter()
         .map(|t| (t.name.to_string(), serde_json::to_value(&t).expect("json")))
         .collect()
-}
-
-/// `after` (a re-list, [`tools_by_name`]) serves `tool` with readOnlyHint false and
-/// destructiveHint true, and every other tool as `before` listed it.
-pub fn assert_served_corrected(
-    before: &Map<String, Value>,
-    after: &Map<String, Value>,
-    tool: &str,
-) {
-    let annotations = &after[tool]["annotations"];
-    assert_eq!(annotations["readOnlyHint"], json!(false), "{annotations}");
-    assert_eq!(annotations["destructiveHint"], json!(true), "{annotations}");
-    for (name, listed) in before {
-        if name != tool {
-            assert_eq!(&after[name], listed, "{name} served as listed");
-        }
-    }
 }
