@@ -26,6 +26,7 @@ mod correct;
 mod disclose;
 mod files;
 mod indirect;
+mod listen;
 mod listing;
 mod mariadb;
 mod postgres;
