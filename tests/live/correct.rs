@@ -4,18 +4,17 @@
 //! once `get_appointment` (readOnlyHint true) is caught updating a row, and re-lists it with
 //! readOnlyHint false and destructiveHint true, every other tool as the server lists it.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use bookings::{Bookings, Db};
-use hintaudit::core::{Config, Judge};
-use hintaudit::rmcp::HintAuditLayer;
-use hintaudit_cli::demo::{demo_policy, serve_http};
+use hintaudit_cli::demo::serve_http;
 use hintaudit_test_support::mcp::ListChangedWatcher;
 use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
 use rmcp::transport::StreamableHttpClientTransport;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
+
+use hintaudit_test_support::mcp::assert_served_corrected;
 
 use crate::support;
 
@@ -23,11 +22,7 @@ use crate::support;
 async fn bookings_get_appointment_caught_writing_is_served_corrected() {
     let db = support::sqlite();
     let pool = Db::connect(&db.url).await.expect("connect");
-    let config = Config::default().with_correct_hints(true);
-    let layer = HintAuditLayer::new()
-        .with_judge(Arc::new(Judge::new(demo_policy())))
-        .with_recorder(())
-        .with_corrections_of(&config);
+    let layer = support::correcting_layer();
     let server = serve_http(
         Bookings::new(pool),
         layer,
@@ -42,13 +37,7 @@ async fn bookings_get_appointment_caught_writing_is_served_corrected() {
         .serve(StreamableHttpClientTransport::from_uri(server.url.clone()))
         .await
         .expect("MCP handshake");
-    let by_name = |tools: Vec<rmcp::model::Tool>| -> Map<String, Value> {
-        tools
-            .into_iter()
-            .map(|t| (t.name.to_string(), serde_json::to_value(&t).expect("json")))
-            .collect()
-    };
-    let before = by_name(client.list_all_tools().await.expect("tools/list"));
+    let before = support::tools_by_name(client.list_all_tools().await.expect("tools/list"));
     let params = CallToolRequestParams::new("get_appointment")
         .with_arguments(json!({"id": 1}).as_object().cloned().unwrap_or_default());
     client.call_tool(params).await.expect("tools/call");
@@ -56,15 +45,8 @@ async fn bookings_get_appointment_caught_writing_is_served_corrected() {
         .await
         .expect("notifications/tools/list_changed");
 
-    let after = by_name(client.list_all_tools().await.expect("tools/list"));
-    let annotations = &after["get_appointment"]["annotations"];
-    assert_eq!(annotations["readOnlyHint"], json!(false), "{annotations}");
-    assert_eq!(annotations["destructiveHint"], json!(true), "{annotations}");
-    for (tool, listed) in &before {
-        if tool != "get_appointment" {
-            assert_eq!(&after[tool], listed, "{tool} served as listed");
-        }
-    }
+    let after = support::tools_by_name(client.list_all_tools().await.expect("tools/list"));
+    assert_served_corrected(&before, &after, "get_appointment");
     client.cancel().await.ok();
     server.shutdown().await;
 }
@@ -88,11 +70,7 @@ async fn a_python_sdk_client_through_the_layer_is_told_and_relists() {
         return;
     }
     let db = support::sqlite();
-    let config = Config::default().with_correct_hints(true);
-    let layer = HintAuditLayer::new()
-        .with_judge(Arc::new(Judge::new(demo_policy())))
-        .with_recorder(())
-        .with_corrections_of(&config);
+    let layer = support::correcting_layer();
     let (server, _pool) = support::serve_bookings(&db, layer).await;
     let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("crates/proxy/tests/live/list_changed_client.py");

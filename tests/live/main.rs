@@ -7,6 +7,7 @@ mod concurrency;
 mod correct;
 mod fleet;
 mod fleet_correct;
+mod listen;
 mod rules;
 mod stateless;
 mod suggest;

@@ -8,6 +8,7 @@ use bookings::{Bookings, Db};
 use hintaudit::core::Judge;
 use hintaudit::rmcp::HintAuditLayer;
 use hintaudit_cli::demo::{Collector, RunningServer, demo_policy, serve_http};
+use serde_json::{Map, Value};
 
 /// A database for one test: a SQLite file in a temp dir, a fresh PostgreSQL schema, or a
 /// fresh MySQL/MariaDB database.
@@ -283,4 +284,21 @@ pub fn diff(before: &Snapshot, after: &Snapshot) -> Diff {
         d.added += after_rows.keys().filter(|k| !rows.contains_key(*k)).count();
     }
     d
+}
+
+/// The layer with the demo policy and `correct_hints` on, recording nothing.
+pub fn correcting_layer() -> HintAuditLayer {
+    let config = hintaudit::core::Config::default().with_correct_hints(true);
+    HintAuditLayer::new()
+        .with_judge(std::sync::Arc::new(Judge::new(demo_policy())))
+        .with_recorder(())
+        .with_corrections_of(&config)
+}
+
+/// A tools/list answer's tools as JSON, by name.
+pub fn tools_by_name(tools: Vec<rmcp::model::Tool>) -> Map<String, Value> {
+    tools
+        .into_iter()
+        .map(|t| (t.name.to_string(), serde_json::to_value(&t).expect("json")))
+        .collect()
 }

@@ -20,9 +20,14 @@ use rmcp::{Peer, RoleServer};
 use crate::guard::guarded;
 use crate::registry::hints_of;
 use action::ActionCorrections;
+use listen::Listeners;
+pub(crate) use listen::{accepted_filter, advertise_in_discover, subscription_hooks};
 
 /// Corrected action metadata: `_meta`'s `io.modelcontextprotocol/action-metadata` tightened.
 mod action;
+
+/// 2026-07-28 clients: `toolsListChanged` on `subscriptions/listen` streams.
+mod listen;
 
 /// The fleet's side: corrections shared through the store of `history_url`.
 #[cfg(feature = "shared-history")]
@@ -169,6 +174,8 @@ pub(crate) struct Corrections {
     tools: Mutex<HashMap<String, InForce>>,
     actions: ActionCorrections,
     peers: Mutex<Vec<Peer<RoleServer>>>,
+    /// The open `subscriptions/listen` streams (2026-07-28 clients) to tell likewise.
+    listeners: Arc<Listeners>,
     /// The fleet's store, with a shared history: corrections made on any replica are
     /// served by all (fleet.rs).
     #[cfg(feature = "shared-history")]
@@ -187,6 +194,7 @@ impl Corrections {
             tools: Mutex::default(),
             actions: ActionCorrections::default(),
             peers: Mutex::default(),
+            listeners: Arc::default(),
             #[cfg(feature = "shared-history")]
             fleet,
         })
@@ -207,6 +215,16 @@ impl Corrections {
         let mut peers = self.peers.lock().unwrap_or_else(|e| e.into_inner());
         peers.retain(|p| !p.is_transport_closed());
         peers.push(peer);
+    }
+
+    /// Runs one `subscriptions/listen` stream of a 2026-07-28 client: told of corrections
+    /// while it is open, the inner server's own `listen` running on it (listen.rs).
+    pub(crate) async fn listen<H: rmcp::ServerHandler>(
+        &self,
+        inner: &H,
+        context: rmcp::service::SubscriptionContext,
+    ) -> Result<(), rmcp::ErrorData> {
+        listen::listen(&self.listeners, inner, context).await
     }
 
     /// Takes a judged call's correction, if it has one: a new or tightened correction is
@@ -332,8 +350,8 @@ impl Corrections {
         });
     }
 
-    /// Sends `notifications/tools/list_changed` to every open session, on a task of its own
-    /// (never on a call's path); closed sessions are forgotten.
+    /// Sends `notifications/tools/list_changed` to every open session and listen stream, on a
+    /// task of its own (never on a call's path); closed sessions are forgotten.
     fn notify(&self) {
         let peers: Vec<Peer<RoleServer>> = {
             let mut peers = self.peers.lock().unwrap_or_else(|e| e.into_inner());
@@ -343,6 +361,7 @@ impl Corrections {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return;
         };
+        self.listeners.notify(&runtime);
         for peer in peers {
             runtime.spawn(async move {
                 if let Err(e) = peer.notify_tool_list_changed().await {

@@ -1,7 +1,9 @@
 //! The MCP methods [`HintAudit`](crate::HintAudit) only forwards: every `ServerHandler` method
-//! but `call_tool`, `list_tools`, `get_tool` and `initialize` (service.rs), passed to the inner handler
-//! unchanged, so a wrapped server answers `initialize`, `get_info`, notifications, prompts,
-//! resources, subscriptions, tasks and skills exactly as it would unwrapped.
+//! but `call_tool`, `list_tools`, `get_tool`, `initialize`, `get_info`, `discover`,
+//! `accepted_subscription_filter` and `listen` (service.rs: the last four only change with
+//! `correct_hints`), passed to the inner handler unchanged, so a wrapped server answers
+//! notifications, prompts, resources, subscriptions, tasks and skills exactly as it would
+//! unwrapped.
 //!
 //! A trait's methods are implemented in one `impl` block, so the forwarding methods are a macro
 //! that service.rs expands inside `impl ServerHandler for HintAudit<H>`. The list follows rmcp's
@@ -14,7 +16,7 @@
 //! [server.rs]: https://github.com/modelcontextprotocol/rust-sdk/blob/main/crates/rmcp/src/handler/server.rs
 
 /// Expands, inside `impl ServerHandler for HintAudit<H>`, to every `ServerHandler` method but
-/// `call_tool`, `list_tools`, `get_tool` and `initialize`, each calling the same method of `self.inner`.
+/// those service.rs implements, each calling the same method of `self.inner`.
 macro_rules! delegate_to_inner {
     () => {
         fn ping(
@@ -37,16 +39,6 @@ macro_rules! delegate_to_inner {
             &self,
         ) -> ::std::borrow::Cow<'static, [::rmcp::model::ProtocolVersion]> {
             self.inner.supported_protocol_versions()
-        }
-
-        fn discover(
-            &self,
-            context: ::rmcp::service::RequestContext<::rmcp::RoleServer>,
-        ) -> impl ::std::future::Future<
-            Output = Result<::rmcp::model::DiscoverResult, ::rmcp::ErrorData>,
-        > + ::rmcp::service::MaybeSendFuture
-        + '_ {
-            self.inner.discover(context)
         }
 
         fn complete(
@@ -126,22 +118,6 @@ macro_rules! delegate_to_inner {
             self.inner.read_resource(request, context)
         }
 
-        fn accepted_subscription_filter(
-            &self,
-            requested: &::rmcp::model::SubscriptionFilter,
-        ) -> Option<::rmcp::model::SubscriptionFilter> {
-            self.inner.accepted_subscription_filter(requested)
-        }
-
-        fn listen(
-            &self,
-            context: ::rmcp::service::SubscriptionContext,
-        ) -> impl ::std::future::Future<Output = Result<(), ::rmcp::ErrorData>>
-        + ::rmcp::service::MaybeSendFuture
-        + '_ {
-            self.inner.listen(context)
-        }
-
         #[allow(deprecated)] // legacy resources/subscribe, still forwarded
         fn subscribe(
             &self,
@@ -211,10 +187,6 @@ macro_rules! delegate_to_inner {
             context: ::rmcp::service::NotificationContext<::rmcp::RoleServer>,
         ) -> impl ::std::future::Future<Output = ()> + ::rmcp::service::MaybeSendFuture + '_ {
             self.inner.on_custom_notification(notification, context)
-        }
-
-        fn get_info(&self) -> ::rmcp::model::ServerConfig {
-            self.inner.get_info()
         }
 
         fn get_task(

@@ -33,7 +33,7 @@ use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use tracing::{Instrument, Span};
 
 use crate::config::Config;
-use crate::correct::advertise_list_changed;
+use crate::correct::{advertise_list_changed, subscription_hooks};
 use crate::delegate::delegate_to_inner;
 use crate::disclose::disclose;
 use crate::guard::guarded;
@@ -57,6 +57,10 @@ use crate::registry::Registry;
 /// - `list_tools` returns `H`'s answer as is, caches every tool's hints and, per tool, sends an
 ///   `AuditEvent::Listing` with the listing findings (`hint_missing`, `hint_contradiction`,
 ///   `hints_changed`).
+///
+/// With `correct_hints`, `list_tools` serves corrected hints, and `initialize`, `get_info`,
+/// `discover`, `accepted_subscription_filter` and `listen` advertise and accept
+/// `tools/list_changed`, for legacy sessions and 2026-07-28 listen streams alike (correct.rs).
 ///
 /// Clones share the inner handler's clone, the judge, the recorder and the hints registry.
 ///
@@ -287,6 +291,10 @@ impl<H: ServerHandler> ServerHandler for HintAudit<H> {
         }
         tool
     }
+
+    // get_info, discover, accepted_subscription_filter, listen: the inner server's, with
+    // `toolsListChanged` added under `correct_hints` (correct/listen.rs).
+    subscription_hooks!();
 
     // Every other `ServerHandler` method: forwarded to `self.inner` unchanged (delegate.rs).
     delegate_to_inner!();

@@ -30,6 +30,7 @@ mod correct;
 mod disclose;
 mod files;
 mod indirect;
+mod listen;
 mod listing;
 mod mariadb;
 mod nowait;

@@ -6,6 +6,7 @@ mod correct;
 mod delegation;
 mod disclose;
 mod learn;
+mod listen;
 mod recorder;
 mod scope;
 mod tasks;
