@@ -8,6 +8,7 @@ use rmcp::RoleServer;
 use rmcp::model::{InitializeRequestParams, ServerConfig};
 use rmcp::service::Peer;
 
+use crate::capture::Capture;
 use crate::relay::Relay;
 use crate::upstream::{Upstream, UpstreamError};
 
@@ -15,6 +16,8 @@ use crate::upstream::{Upstream, UpstreamError};
 #[derive(Debug, Default)]
 pub(crate) struct Session {
     own: OnceLock<Own>,
+    /// The proxy's capture: a child is stopped once it has read the log up to then.
+    capture: Option<Capture>,
 }
 
 #[derive(Debug)]
@@ -25,6 +28,15 @@ struct Own {
 }
 
 impl Session {
+    /// A session not open yet, whose child (`--stdio`) is stopped, when it closes, only once
+    /// `capture` has read the log up to then ([`Capture::read_to_now`]).
+    pub(crate) fn new(capture: Option<Capture>) -> Session {
+        Session {
+            own: OnceLock::new(),
+            capture,
+        }
+    }
+
     /// Opens the session's connection, like `template` (same server), introducing itself with
     /// the client's `initialize` params and relaying to `downstream`. A session opens one
     /// connection: a second call keeps the first.
@@ -65,9 +77,13 @@ impl Session {
         self.own.get().map(|o| &o.info)
     }
 
-    /// Closes the session's connection (a `--stdio` child is stopped).
+    /// Closes the session's connection (a `--stdio` child is stopped, once the capture has
+    /// read the log up to now).
     pub(crate) async fn close(&self) {
         if let Some(up) = self.upstream() {
+            if let Some(capture) = &self.capture {
+                capture.read_to_now().await;
+            }
             up.close().await;
         }
     }
@@ -79,8 +95,14 @@ impl Drop for Session {
             return;
         };
         // Dropping the connection cancels it too; closing waits for the child to stop.
+        let capture = self.capture.take();
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            runtime.spawn(async move { own.upstream.close().await });
+            runtime.spawn(async move {
+                if let Some(capture) = capture {
+                    capture.read_to_now().await;
+                }
+                own.upstream.close().await;
+            });
         }
     }
 }

@@ -29,6 +29,8 @@ pub(crate) struct Identify {
     /// gone is removed.
     children: Mutex<HashMap<u64, u32>>,
     known: Mutex<HashMap<(u32, i64), Origin>>,
+    /// Socket inode → the upstream connection whose child's tree held it, at the last scan.
+    sockets: Mutex<HashMap<u64, u64>>,
 }
 
 impl Identify {
@@ -37,6 +39,7 @@ impl Identify {
             host,
             children: Mutex::default(),
             known: Mutex::default(),
+            sockets: Mutex::default(),
         }
     }
 
@@ -83,8 +86,10 @@ impl Identify {
                 if roots.is_empty() {
                     return by_network_namespace(client);
                 }
+                let parents = parents();
                 let ours = roots.iter().any(|root| {
-                    tree_sockets(*root).is_some_and(|s| s.iter().any(|a| same(*a, client)))
+                    tree_sockets(*root, &parents)
+                        .is_some_and(|s| s.iter().any(|a| same(*a, client)))
                 });
                 if ours {
                     Origin::AnyCall
@@ -96,28 +101,46 @@ impl Identify {
     }
 
     /// The child whose process tree holds the socket `client`; [`Origin::Foreign`] when
-    /// every child could be read and none does, [`Origin::AnyCall`] when none could be read.
+    /// the children could be read and none does (no socket has that address now, or one
+    /// outside their trees does), [`Origin::AnyCall`] when none could be read.
+    ///
+    /// One read of the children's TCP table gives the socket's inode; the inodes of every
+    /// child's tree are kept from the last scan of `/proc` and scanned again only for an
+    /// inode they do not hold (a connection opened since). A scan per child and lookup made a
+    /// lookup cost the children times the machine's processes, and with many connections
+    /// (a pool of ten in each of 16 children) the capture fell behind its log.
     fn child_of(&self, client: SocketAddr) -> Origin {
         let children: Vec<(u64, u32)> =
             lock(&self.children).iter().map(|(s, p)| (*s, *p)).collect();
-        let mut seen_any = false;
+        let Some(table) = children.iter().find_map(|(_, pid)| tcp_table(*pid)) else {
+            return Origin::AnyCall;
+        };
+        let Some(inode) = table
+            .iter()
+            .find(|e| same(e.local_address, client))
+            .map(|e| e.inode)
+        else {
+            return Origin::Foreign;
+        };
+        if let Some(session) = lock(&self.sockets).get(&inode) {
+            return Origin::Session(*session);
+        }
+        let parents = parents();
+        let mut owners = HashMap::new();
         for (session, pid) in children {
-            let Some(sockets) = tree_sockets(pid) else {
+            if Process::new(pid as i32).is_err() {
                 // The child is gone (its session ended): forget it, so the map stays as
                 // small as the sessions alive.
                 lock(&self.children).remove(&session);
                 continue;
-            };
-            seen_any = true;
-            if sockets.iter().any(|a| same(*a, client)) {
-                return Origin::Session(session);
+            }
+            for owned in tree(pid, &parents).into_iter().flat_map(socket_inodes) {
+                owners.insert(owned, session);
             }
         }
-        if seen_any {
-            Origin::Foreign
-        } else {
-            Origin::AnyCall
-        }
+        let found = owners.get(&inode).copied();
+        *lock(&self.sockets) = owners;
+        found.map_or(Origin::Foreign, Origin::Session)
     }
 }
 
@@ -144,9 +167,12 @@ fn same(a: SocketAddr, b: SocketAddr) -> bool {
     a.port() == b.port() && a.ip().to_canonical() == b.ip().to_canonical()
 }
 
-/// `root` and every process descended from it.
-fn tree(root: u32) -> Vec<i32> {
-    let mut parents: HashMap<i32, Vec<i32>> = HashMap::new();
+/// Each process's children, by its pid, from one scan of `/proc`.
+type Parents = HashMap<i32, Vec<i32>>;
+
+/// One scan of `/proc`: every process under its parent.
+fn parents() -> Parents {
+    let mut parents = Parents::new();
     if let Ok(all) = procfs::process::all_processes() {
         for p in all.flatten() {
             if let Ok(stat) = p.stat() {
@@ -154,6 +180,11 @@ fn tree(root: u32) -> Vec<i32> {
             }
         }
     }
+    parents
+}
+
+/// `root` and every process descended from it, in `parents`.
+fn tree(root: u32, parents: &Parents) -> Vec<i32> {
     let mut out = vec![root as i32];
     let mut i = 0;
     while i < out.len() {
@@ -176,13 +207,22 @@ fn socket_inodes(pid: i32) -> HashSet<u64> {
         .collect()
 }
 
-/// The local endpoints of the TCP sockets held by `root`'s process tree (in its network
-/// namespace); `None` when `root` cannot be read.
-fn tree_sockets(root: u32) -> Option<Vec<SocketAddr>> {
-    let process = Process::new(root as i32).ok()?;
+/// The TCP sockets of process `pid`'s network namespace; `None` when it cannot be read.
+fn tcp_table(pid: u32) -> Option<Vec<procfs::net::TcpNetEntry>> {
+    let process = Process::new(pid as i32).ok()?;
     let mut table = process.tcp().ok()?;
     table.extend(process.tcp6().unwrap_or_default());
-    let inodes: HashSet<u64> = tree(root).into_iter().flat_map(socket_inodes).collect();
+    Some(table)
+}
+
+/// The local endpoints of the TCP sockets held by `root`'s process tree (in its network
+/// namespace), its descendants found in `parents`; `None` when `root` cannot be read.
+fn tree_sockets(root: u32, parents: &Parents) -> Option<Vec<SocketAddr>> {
+    let table = tcp_table(root)?;
+    let inodes: HashSet<u64> = tree(root, parents)
+        .into_iter()
+        .flat_map(socket_inodes)
+        .collect();
     Some(
         table
             .into_iter()
@@ -239,7 +279,7 @@ mod tests {
             listeners(port).contains(&me),
             "the listener is this process's"
         );
-        let sockets = tree_sockets(me).expect("/proc readable");
+        let sockets = tree_sockets(me, &parents()).expect("/proc readable");
         assert!(
             sockets.iter().any(|a| same(*a, local)),
             "{local} in {sockets:?}"
@@ -257,6 +297,13 @@ mod tests {
             identify.origin(Some(&writer(Some(local)))),
             Origin::Session(7)
         );
+        // A connection opened after the inodes were kept is found by a new scan.
+        let (_later, _, later) = connected();
+        let opened_later = Writer {
+            pid: 4,
+            ..writer(Some(later))
+        };
+        assert_eq!(identify.origin(Some(&opened_later)), Origin::Session(7));
         let elsewhere: SocketAddr = "10.255.255.1:1".parse().expect("addr");
         let other = Writer {
             pid: 2,

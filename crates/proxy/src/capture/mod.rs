@@ -338,6 +338,26 @@ impl Capture {
         }
     }
 
+    /// Waits until the capture has read the log as far as it reached when this was called
+    /// (one position read), at most [`CaptureOptions::wait`], or until the capture stops. A
+    /// session's `--stdio` child is stopped only after this, so that its last commits are
+    /// read, and their writer told from the child's sockets, while it still holds them.
+    pub async fn read_to_now(&self) {
+        let shared = &self.shared;
+        let caught_up = async {
+            let Ok(end) = shared.positions.end().await else {
+                return;
+            };
+            let mut decoded = shared.decoded.subscribe();
+            shared.wake.notify_one();
+            let _ = decoded.wait_for(|d| *d >= end).await;
+        };
+        tokio::select! {
+            () = shared.stop.cancelled() => {}
+            _ = tokio::time::timeout(shared.options.wait, caught_up) => {}
+        }
+    }
+
     /// The database system whose log it reads: `postgresql` or `mysql`.
     pub fn backend(&self) -> &'static str {
         self.shared.backend

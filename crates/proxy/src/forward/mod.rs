@@ -108,7 +108,7 @@ impl Forward {
     /// of its own until the session's `initialize`. rmcp's `StreamableHttpService` calls its
     /// factory once per session: the factory calls this.
     pub fn for_session(&self) -> Forward {
-        let session = Arc::<Session>::default();
+        let session = Arc::new(Session::new(self.shared.capture.clone()));
         let mut sessions = self
             .shared
             .sessions
