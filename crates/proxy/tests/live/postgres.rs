@@ -115,6 +115,7 @@ async fn overlapping_calls_over_http_give_an_ambiguous_set_never_a_wrong_culprit
     };
     // Once its DELETE has committed, get_item's UPDATE commits while archive_item is in flight.
     deleted(&pool, 2).await;
+    read_past_here(&pool, addr).await;
     let a = json!({"id": 1}).as_object().cloned().unwrap_or_default();
     call(&client, "get_item", a).await;
     slow.await.expect("archive_item answered");
@@ -175,6 +176,20 @@ async fn overlapping_calls_over_http_give_an_ambiguous_set_never_a_wrong_culprit
 }
 
 /// Waits until item `id` is gone (at most 20 s).
+/// Waits until the proxy at `addr` has read the log past every commit made so far: a marker
+/// row this test's own connection writes (another writer's, so `foreign`, never a call's) is
+/// counted once read, and the log is read in order. A call that begins after this starts
+/// past those commits (its start is the position the capture holds), however loaded the
+/// machine.
+async fn read_past_here(pool: &sqlx::PgPool, addr: std::net::SocketAddr) {
+    sqlx::query("INSERT INTO public.notes (id, text) VALUES (-1, 'marker')")
+        .execute(pool)
+        .await
+        .expect("marker");
+    let s = until(addr, |s| commits(s, "foreign") >= 1.0).await;
+    assert_eq!(commits(&s, "foreign"), 1.0, "the marker read: {}", s.text);
+}
+
 async fn deleted(pool: &sqlx::PgPool, id: i64) {
     for _ in 0..200 {
         let n: i64 = sqlx::query_scalar("SELECT count(*) FROM public.items WHERE id = $1")
