@@ -1,6 +1,7 @@
-//! The official MCP servers whose state is files, from npm at a pinned version
-//! (`@modelcontextprotocol/server-filesystem` and `server-memory`, installed by `.ci/run`
-//! under `HINTAUDIT_NPM_PREFIX`): used by verify's and the proxy's tests.
+//! MCP servers nobody here wrote, from npm at pinned versions, installed by `.ci/run` under
+//! `HINTAUDIT_NPM_PREFIX`: the official servers whose state is files
+//! (`@modelcontextprotocol/server-filesystem` and `server-memory`), used by verify's and the
+//! proxy's tests, and DBHub (`@bytebase/dbhub`), a database server the proxy's tests drive.
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -19,18 +20,33 @@ pub const MEMORY_SEED: &str = concat!(
     r#"{"type":"relation","from":"Alice","to":"Carol","relationType":"knows"}"#,
 );
 
+/// The pinned version of DBHub (`@bytebase/dbhub`, Bytebase's database MCP server, MIT):
+/// a TypeScript server nobody here wrote, whose custom tools take their hints from their SQL.
+pub const DBHUB_VERSION: &str = "1.4.0";
+
 /// The entry point (`dist/index.js`) of an official server package (`server-filesystem`)
 /// under `HINTAUDIT_NPM_PREFIX` (default `~/.cache/hintaudit-npm`), with `node` runnable;
 /// or a printed skip (a panic under `HINTAUDIT_REQUIRE_NPM` or `HINTAUDIT_REQUIRE_ALL`, as
 /// `.ci/run` sets them).
 pub fn official_server_or_skip(package: &str) -> Option<PathBuf> {
+    entry_or_skip(&format!("@modelcontextprotocol/{package}"), NPM_VERSION)
+}
+
+/// DBHub's entry point (`@bytebase/dbhub@`[`DBHUB_VERSION`]`/dist/index.js`) under
+/// `HINTAUDIT_NPM_PREFIX`, with `node` runnable; or a printed skip, as
+/// [`official_server_or_skip`].
+pub fn dbhub_or_skip() -> Option<PathBuf> {
+    entry_or_skip("@bytebase/dbhub", DBHUB_VERSION)
+}
+
+/// `node_modules/<package>/dist/index.js` under the prefix, or a printed skip (a panic when
+/// npm servers are required).
+fn entry_or_skip(package: &str, version: &str) -> Option<PathBuf> {
     let prefix = std::env::var("HINTAUDIT_NPM_PREFIX").map_or_else(
         |_| PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(".cache/hintaudit-npm"),
         PathBuf::from,
     );
-    let entry = prefix.join(format!(
-        "node_modules/@modelcontextprotocol/{package}/dist/index.js"
-    ));
+    let entry = prefix.join(format!("node_modules/{package}/dist/index.js"));
     let node = Command::new("node")
         .arg("--version")
         .stdout(Stdio::null())
@@ -39,9 +55,9 @@ pub fn official_server_or_skip(package: &str) -> Option<PathBuf> {
     if node && entry.is_file() {
         return Some(entry);
     }
-    let what = format!("node and @modelcontextprotocol/{package}@{NPM_VERSION}");
+    let what = format!("node and {package}@{version}");
     let how = format!(
-        "npm install --prefix {} @modelcontextprotocol/{package}@{NPM_VERSION}",
+        "npm install --prefix {} {package}@{version}",
         prefix.display()
     );
     assert!(

@@ -13,6 +13,10 @@
 //! concurrent clients, two proxies on one database, a table created later) check that each
 //! commit goes to the call on the connection that wrote it.
 //!
+//! The DBHub tests (dbhub.rs) drive a TypeScript database server nobody here wrote (npm,
+//! pinned) with 1, 4 and 16 concurrent clients on PostgreSQL and MariaDB: its two lying tools
+//! found on every call, nothing else, every commit its own call's.
+//!
 //! The file tests (files.rs) run the proxy with `--watch` in front of the Python files
 //! fixture and the official npm filesystem and memory servers, with no database.
 //! The repeat tests (repeats.rs) judge idempotency from the log's row images, both ways, on
@@ -27,6 +31,7 @@ mod action;
 mod cancel;
 mod clients;
 mod correct;
+mod dbhub;
 mod disclose;
 mod files;
 mod indirect;

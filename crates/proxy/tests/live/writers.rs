@@ -20,10 +20,9 @@ pub(crate) enum Server {
 }
 
 impl Server {
-    /// A new database `name` with the fixture's tables (made as its server would at
-    /// start-up) and 1,000 more items (ids 100 to 1099) for the clients to archive; its URL.
-    pub(crate) async fn seeded(&self, name: &str, py: &str) -> String {
-        let db = match self {
+    /// A new, empty database `name`; its URL.
+    pub(crate) async fn fresh(&self, name: &str) -> String {
+        match self {
             Server::Pg(admin) => fresh_db(admin, name).await,
             Server::My(admin) => {
                 exec(
@@ -33,7 +32,13 @@ impl Server {
                 .await;
                 format!("{}/{name}", mysql_url().trim_end_matches('/'))
             }
-        };
+        }
+    }
+
+    /// A new database `name` with the fixture's tables (made as its server would at
+    /// start-up) and 1,000 more items (ids 100 to 1099) for the clients to archive; its URL.
+    pub(crate) async fn seeded(&self, name: &str, py: &str) -> String {
+        let db = self.fresh(name).await;
         let status = std::process::Command::new(py)
             .arg(sql_server())
             .args(["--db", &db, "--init-only"])
