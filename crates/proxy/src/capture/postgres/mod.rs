@@ -76,8 +76,12 @@ pub(crate) async fn open(url: &str) -> Result<(Positions, Source), CaptureError>
         .map_err(db_error("parsing the --database URL"))?;
     let options = options.application_name("hintaudit-proxy");
     let (source, superuser) = open_slot(&options).await?;
+    // No ping before each position read (sqlx's default test on acquire): it doubled the
+    // round trips a call's start may wait for (settle.rs), and a broken connection fails the
+    // read itself, which the reader counts and retries.
     let pool = PgPoolOptions::new()
         .max_connections(4)
+        .test_before_acquire(false)
         .acquire_timeout(Duration::from_secs(5))
         .connect_with(options.clone())
         .await
