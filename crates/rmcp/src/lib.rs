@@ -90,6 +90,8 @@ mod correct;
 mod delegate;
 /// Observed effects disclosed in each result's `_meta` (`disclose_effects`).
 mod disclose;
+/// The end of a call's path: judged, recorded, disclosed, reported.
+mod finish;
 /// Runs the layer's own steps so a panic in one is counted, never felt by the call.
 mod guard;
 /// [`HintAuditLayer`], the `tower::Layer`.

@@ -5,9 +5,10 @@
 //! 2. `audited_call` looks up the tool's declared hints (`hints_for_call`), makes the call's
 //!    span (`call_span`, with the [`MakeSpan`](crate::MakeSpan)), opens a [`CallScope`] and
 //!    runs the inner `call_tool` inside both, timed;
-//! 3. `finish_call` takes the answer's status (`call_status`) and the effects the call
-//!    recorded, asks the [`Judge`] for a verdict and advice, records them on the span
-//!    (`record_on_span`, make_span.rs) and hands an [`AuditEvent::Call`] to the recorder.
+//! 3. `finish_call` (finish.rs) takes the answer's status (`call_status`) and the effects
+//!    the call recorded, asks the [`Judge`] for a verdict and advice, records them on the
+//!    span (`record_on_span`, make_span.rs) and hands an
+//!    [`AuditEvent::Call`](hintaudit_core::AuditEvent::Call) to the recorder.
 //!
 //! tools/list goes through listing.rs; every other method is forwarded unchanged by
 //! delegate.rs. Each step after the inner call runs under [`guarded`], so none of them can
@@ -18,12 +19,9 @@
 use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use hintaudit_core::{
-    ActionMetadata, ArgsKey, AuditEvent, AuditStage, CallReport, CallScope, CallStatus,
-    DeclaredHints, Effect, Enforcement, Judge, ToolCall,
-};
+use hintaudit_core::{AuditStage, CallScope, DeclaredHints, Enforcement, Judge};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, InitializeRequestParams, InitializeResult,
     ListToolsResult, PaginatedRequestParams, Tool,
@@ -35,10 +33,10 @@ use tracing::{Instrument, Span};
 use crate::config::Config;
 use crate::correct::{advertise_list_changed, subscription_hooks};
 use crate::delegate::delegate_to_inner;
-use crate::disclose::disclose;
+use crate::finish::{Finished, call_status, finish_call};
 use crate::guard::guarded;
 use crate::listing::{audit_listing, declare_tools};
-use crate::make_span::{CallInfo, record_on_span, request_meta, session_id};
+use crate::make_span::{CallInfo, request_meta, session_id};
 use crate::registry::Registry;
 
 /// An rmcp [`ServerHandler`] that audits the tool calls of the handler `H` it wraps.
@@ -187,9 +185,10 @@ impl<H: ServerHandler> HintAudit<H> {
     }
 
     /// Learns the hints of these tools, as a tools/list answer would, without linting them,
-    /// and sends the recorder one [`AuditEvent::Declared`] per tool. Use it at start-up with
-    /// the tool list the server already has at hand (for `#[tool_router]` servers,
-    /// `Self::tool_router().list_all()`), so [`Self::known_tools`] is complete, and a metrics
+    /// and sends the recorder one
+    /// [`AuditEvent::Declared`](hintaudit_core::AuditEvent::Declared) per tool. Use it at
+    /// start-up with the tool list the server already has at hand (for `#[tool_router]`
+    /// servers, `Self::tool_router().list_all()`), so [`Self::known_tools`] is complete, and a metrics
     /// recorder exports every tool (its declared hints, its violation series at 0), before
     /// any client call. Returns how many tools were learned.
     ///
@@ -205,8 +204,9 @@ impl<H: ServerHandler> HintAudit<H> {
 
     /// Audits these tools as a tools/list answer that passed through the layer: caches their
     /// hints, lints them (`hint_missing`, `hint_contradiction`, and `hints_changed` against the
-    /// hints first listed) and sends one [`AuditEvent::Listing`] per tool. For a handler whose
-    /// tool list is itself a tools/list answer, taken outside a client's request:
+    /// hints first listed) and sends one
+    /// [`AuditEvent::Listing`](hintaudit_core::AuditEvent::Listing) per tool. For a handler
+    /// whose tool list is itself a tools/list answer, taken outside a client's request:
     /// `hintaudit proxy` lists its upstream's tools at start-up, and that listing is the
     /// upstream's, linted before any client lists it. (A server's own router list is not a
     /// listing: use [`HintAudit::learn_tools`].)
@@ -421,99 +421,6 @@ impl<H: ServerHandler> HintAudit<H> {
             self.config.make_span.make_span(&info)
         })
         .unwrap_or_else(Span::none)
-    }
-}
-
-/// What the layer knows of a call once it has finished: its tool, hints, arguments' key,
-/// duration and how it ended (`call_status`).
-struct Finished {
-    tool: Arc<str>,
-    known_tool: bool,
-    hints: DeclaredHints,
-    args_key: ArgsKey,
-    duration: Duration,
-    status: (CallStatus, Option<String>),
-    /// The tool's declared action metadata, judged beside its hints.
-    action: Option<ActionMetadata>,
-}
-
-/// A result to disclose the call's effects in (`disclose_effects`), and whether part of the
-/// evidence was not read by then (`CallEffects::is_pending`).
-type Disclosure<'a> = Option<(&'a mut Result<CallToolResponse, McpError>, bool)>;
-
-/// Judges a finished call, records it on its span and hands it to the recorder: when the
-/// call answers, or when its deferred evidence is in ([`CallScope::defer`]); with
-/// `disclose_effects`, discloses it in the result's `_meta` (disclose.rs).
-fn finish_call(
-    config: &Config,
-    call: Finished,
-    effect: Effect,
-    span: &Span,
-    disclosure: Disclosure<'_>,
-) {
-    let (status, error_type) = call.status;
-    let judged = guarded(AuditStage::Judge, "judge panicked", || {
-        config.judge_call(
-            &ToolCall {
-                tool: &call.tool,
-                hints: call.hints,
-                arguments: None,
-                effect: &effect,
-            },
-            call.args_key,
-            call.action,
-        )
-    });
-    let (verdict, pending) = match judged {
-        Some((verdict, pending)) => (Some(verdict), pending),
-        None => (None, None),
-    };
-    if let Some(verdict) = verdict.as_ref().filter(|_| !span.is_disabled()) {
-        guarded(AuditStage::Record, "span recording panicked", || {
-            record_on_span(span, verdict, error_type.as_deref())
-        });
-    }
-    // A call the judge failed on is still reported (status and duration feed the metrics),
-    // with an empty verdict.
-    let verdict = verdict.unwrap_or_default();
-    if let Some((result, pending)) = disclosure {
-        guarded(AuditStage::Record, "disclosing effects panicked", || {
-            disclose(result, &effect, &verdict.findings, pending)
-        });
-    }
-    let report = CallReport {
-        tool: &call.tool,
-        known_tool: call.known_tool,
-        hints: call.hints,
-        status,
-        duration: call.duration,
-        effect: &effect,
-        verdict: &verdict,
-    };
-    guarded(AuditStage::Record, "recorder panicked", || {
-        config.recorder.record(&AuditEvent::Call(&report))
-    });
-    if let Some(corrections) = &config.corrections {
-        guarded(AuditStage::Judge, "correcting hints panicked", || {
-            corrections.after_call(&report, &config.recorder)
-        });
-    }
-    // With a shared history: the repeat, judged when the store answers (never awaited).
-    if let Some(pending) = pending {
-        config.settle_later(pending, &call.tool, call.known_tool, call.hints);
-    }
-}
-
-/// How a finished call ended, for the span and the report: its status, and the `error.type`
-/// (`tool_error`, or the JSON-RPC error code) when it failed.
-fn call_status(result: &Result<CallToolResponse, McpError>) -> (CallStatus, Option<String>) {
-    match result {
-        Ok(CallToolResponse::Complete(r)) if r.is_error == Some(true) => {
-            (CallStatus::ToolError, Some("tool_error".to_owned()))
-        }
-        // InputRequired (MRTR) and Task answers: the request was served; see [`HintAudit`].
-        Ok(_) => (CallStatus::Ok, None),
-        Err(e) => (CallStatus::ProtocolError, Some(e.code.0.to_string())),
     }
 }
 

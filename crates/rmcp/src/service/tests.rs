@@ -1,6 +1,7 @@
 //! The call's status and the session id, row by row.
 
 use super::*;
+use hintaudit_core::CallStatus;
 use rmcp::model::{CallToolResult, ErrorCode, Extensions};
 
 #[test]
