@@ -19,7 +19,7 @@ use hintaudit::core::{ACTION_METADATA_KEY, AuditEvent, Config, Judge};
 use hintaudit::rmcp::HintAuditLayer;
 use hintaudit_cli::demo::{OutsideService, demo_policy, serve_http};
 use hintaudit_http::OutboundRecorder;
-use hintaudit_test_support::mcp::ListChangedWatcher;
+use hintaudit_test_support::mcp::{ListChangedWatcher, tools_by_name};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, ListToolsResult, PaginatedRequestParams, ServerConfig,
     Tool,
@@ -27,7 +27,7 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use crate::support;
 
@@ -113,13 +113,6 @@ fn recorder(seen: Seen) -> impl Fn(&AuditEvent<'_>) + Send + Sync + 'static {
     }
 }
 
-fn by_name(tools: Vec<Tool>) -> Map<String, Value> {
-    tools
-        .into_iter()
-        .map(|t| (t.name.to_string(), serde_json::to_value(&t).expect("json")))
-        .collect()
-}
-
 #[tokio::test]
 async fn action_metadata_is_judged_linted_and_corrected_in_the_layer() {
     let db = support::sqlite();
@@ -144,7 +137,7 @@ async fn action_metadata_is_judged_linted_and_corrected_in_the_layer() {
         .serve(StreamableHttpClientTransport::from_uri(server.url.clone()))
         .await
         .expect("MCP handshake");
-    let before = by_name(client.list_all_tools().await.expect("tools/list"));
+    let before = tools_by_name(&client.list_all_tools().await.expect("tools/list"));
 
     let call = |tool: &'static str, args: Value| {
         let params = CallToolRequestParams::new(tool)
@@ -203,7 +196,7 @@ async fn action_metadata_is_judged_linted_and_corrected_in_the_layer() {
         )]),
     );
 
-    let after = by_name(client.list_all_tools().await.expect("tools/list"));
+    let after = tools_by_name(&client.list_all_tools().await.expect("tools/list"));
     let action = |tool: &str| after[tool]["_meta"][ACTION_METADATA_KEY].clone();
     assert_eq!(
         action("cancel_appointment")["outcome"],

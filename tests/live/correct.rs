@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use bookings::{Bookings, Db};
 use hintaudit_cli::demo::serve_http;
-use hintaudit_test_support::mcp::ListChangedWatcher;
+use hintaudit_test_support::mcp::{ListChangedWatcher, tools_by_name};
 use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
 use rmcp::transport::StreamableHttpClientTransport;
@@ -37,7 +37,7 @@ async fn bookings_get_appointment_caught_writing_is_served_corrected() {
         .serve(StreamableHttpClientTransport::from_uri(server.url.clone()))
         .await
         .expect("MCP handshake");
-    let before = support::tools_by_name(client.list_all_tools().await.expect("tools/list"));
+    let before = tools_by_name(&client.list_all_tools().await.expect("tools/list"));
     let params = CallToolRequestParams::new("get_appointment")
         .with_arguments(json!({"id": 1}).as_object().cloned().unwrap_or_default());
     client.call_tool(params).await.expect("tools/call");
@@ -45,7 +45,7 @@ async fn bookings_get_appointment_caught_writing_is_served_corrected() {
         .await
         .expect("notifications/tools/list_changed");
 
-    let after = support::tools_by_name(client.list_all_tools().await.expect("tools/list"));
+    let after = tools_by_name(&client.list_all_tools().await.expect("tools/list"));
     assert_served_corrected(&before, &after, "get_appointment");
     client.cancel().await.ok();
     server.shutdown().await;

@@ -6,14 +6,12 @@
 
 use std::time::Duration;
 
-use rmcp::model::{
-    CallToolRequestParams, ClientConfig, ProtocolVersion, ServerNotification, SubscriptionFilter,
-};
+use rmcp::model::{ClientConfig, ProtocolVersion};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{ClientLifecycleMode, ClientServiceExt};
 use serde_json::json;
 
-use hintaudit_test_support::mcp::assert_served_corrected;
+use hintaudit_test_support::mcp::told_on_listen_and_relisted;
 
 use crate::support;
 
@@ -31,32 +29,14 @@ async fn a_listening_2026_07_28_client_is_told_of_a_correction_and_relists() {
         )
         .await
         .expect("server/discover");
-    let tools = SubscriptionFilter::builder().tools_list_changed().build();
-    let mut stream = client
-        .listen(tools.clone())
-        .await
-        .expect("subscriptions/listen");
-    assert_eq!(stream.acknowledged(), &tools, "toolsListChanged accepted");
-
-    let before = support::tools_by_name(client.list_all_tools().await.expect("tools/list"));
-    let params = CallToolRequestParams::new("get_appointment")
-        .with_arguments(json!({"id": 1}).as_object().cloned().unwrap_or_default());
-    client.call_tool(params).await.expect("tools/call");
-    let told = tokio::time::timeout(Duration::from_secs(30), stream.next())
-        .await
-        .expect("a notification on the listen stream")
-        .expect("the stream is sound");
-    assert!(
-        matches!(
-            told,
-            Some(ServerNotification::ToolListChangedNotification(_))
-        ),
-        "{told:?}"
-    );
-
-    let after = support::tools_by_name(client.list_all_tools().await.expect("tools/list"));
-    assert_served_corrected(&before, &after, "get_appointment");
-    stream.cancel().await.ok();
+    let arguments = json!({"id": 1}).as_object().cloned().unwrap_or_default();
+    told_on_listen_and_relisted(
+        &client,
+        "get_appointment",
+        arguments,
+        Duration::from_secs(30),
+    )
+    .await;
     client.cancel().await.ok();
     server.shutdown().await;
 }

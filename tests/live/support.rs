@@ -8,7 +8,6 @@ use bookings::{Bookings, Db};
 use hintaudit::core::Judge;
 use hintaudit::rmcp::HintAuditLayer;
 use hintaudit_cli::demo::{Collector, RunningServer, demo_policy, serve_http};
-use serde_json::{Map, Value};
 
 /// A database for one test: a SQLite file in a temp dir, a fresh PostgreSQL schema, or a
 /// fresh MySQL/MariaDB database.
@@ -293,12 +292,4 @@ pub fn correcting_layer() -> HintAuditLayer {
         .with_judge(std::sync::Arc::new(Judge::new(demo_policy())))
         .with_recorder(())
         .with_corrections_of(&config)
-}
-
-/// A tools/list answer's tools as JSON, by name.
-pub fn tools_by_name(tools: Vec<rmcp::model::Tool>) -> Map<String, Value> {
-    tools
-        .into_iter()
-        .map(|t| (t.name.to_string(), serde_json::to_value(&t).expect("json")))
-        .collect()
 }

@@ -78,3 +78,52 @@ pub fn assert_served_corrected(
         }
     }
 }
+
+/// A listing's tools by name, as JSON: what [`assert_served_corrected`] compares.
+pub fn tools_by_name<'a>(
+    tools: impl IntoIterator<Item = &'a rmcp::model::Tool>,
+) -> serde_json::Map<String, serde_json::Value> {
+    tools
+        .into_iter()
+        .map(|t| (t.name.to_string(), serde_json::to_value(t).expect("json")))
+        .collect()
+}
+
+/// The `correct_hints` scenario for a client without a session (MCP 2026-07-28, connected
+/// with `server/discover`): it listens for `toolsListChanged` on `subscriptions/listen`
+/// (accepted as asked), lists the tools, calls `tool` (declared read-only) with `arguments`,
+/// which the server answers by writing, is told `notifications/tools/list_changed` on its
+/// stream within `wait`, re-lists, and finds `tool` served corrected and every other tool
+/// as before ([`assert_served_corrected`]). Panics where any step fails.
+pub async fn told_on_listen_and_relisted<S: rmcp::Service<RoleClient>>(
+    client: &RunningService<RoleClient, S>,
+    tool: &str,
+    arguments: JsonObject,
+    wait: std::time::Duration,
+) {
+    use rmcp::model::{ServerNotification, SubscriptionFilter};
+
+    let tools = SubscriptionFilter::builder().tools_list_changed().build();
+    let mut stream = client
+        .listen(tools.clone())
+        .await
+        .expect("subscriptions/listen");
+    assert_eq!(stream.acknowledged(), &tools, "toolsListChanged accepted");
+    let before = tools_by_name(&client.list_all_tools().await.expect("tools/list"));
+    let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
+    client.call_tool(params).await.expect("tools/call");
+    let told = tokio::time::timeout(wait, stream.next())
+        .await
+        .expect("a notification on the listen stream")
+        .expect("the stream is sound");
+    assert!(
+        matches!(
+            told,
+            Some(ServerNotification::ToolListChangedNotification(_))
+        ),
+        "{told:?}"
+    );
+    let after = tools_by_name(&client.list_all_tools().await.expect("tools/list"));
+    assert_served_corrected(&before, &after, tool);
+    stream.cancel().await.ok();
+}

@@ -8,8 +8,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use hintaudit_telemetry::MetricName;
-use hintaudit_test_support::mcp::{ListChangedWatcher, assert_served_corrected};
-use rmcp::model::ListToolsResult;
+use hintaudit_test_support::mcp::{ListChangedWatcher, assert_served_corrected, tools_by_name};
 use rmcp::service::RunningService;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{RoleClient, ServiceExt};
@@ -27,16 +26,8 @@ pub(crate) async fn watching_client(addr: SocketAddr, watcher: ListChangedWatche
         .expect("MCP handshake over HTTP")
 }
 
-/// The tools of a listing as JSON, by name.
-fn by_name(list: &ListToolsResult) -> Map<String, Value> {
-    list.tools
-        .iter()
-        .map(|t| (t.name.to_string(), serde_json::to_value(t).expect("json")))
-        .collect()
-}
-
 pub(crate) async fn listing(client: &Watching) -> Map<String, Value> {
-    by_name(&client.list_tools(None).await.expect("tools/list"))
+    tools_by_name(&client.list_tools(None).await.expect("tools/list").tools)
 }
 
 async fn get_item(client: &Watching) {

@@ -14,11 +14,11 @@ use std::path::Path;
 use hintaudit_telemetry::MetricName;
 use hintaudit_test_support::npm::dbhub_or_skip;
 use hintaudit_test_support::scrape::Scraped;
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::mariadb::mysql_or_skip;
 use crate::support::*;
-use crate::writers::Server;
+use crate::writers::{Server, run_clients};
 
 /// The tables and the two writing functions, per backend.
 fn schema(server: &Server) -> Vec<String> {
@@ -124,6 +124,16 @@ fn findings(s: &Scraped) -> BTreeMap<(String, String), f64> {
     out
 }
 
+/// Client `c`'s round `r`: each lie once and each honest tool once, on ids of its own.
+fn round(c: usize, r: usize) -> Vec<(&'static str, Value)> {
+    vec![
+        ("show_item", json!({"id": 1 + c * 10 + r})),
+        ("add_note", json!({"id": c * 10 + r, "body": "n"})),
+        ("drop_item", json!({"id": 500 + c * 10 + r})),
+        ("find_item", json!({"id": 900})),
+    ]
+}
+
 /// `clients` sessions at once through one proxy in front of DBHub on `server`, `rounds`
 /// rounds each; checks attribution and findings exactly.
 async fn dbhub_clients(server: Server, entry: &Path, clients: usize, rounds: usize) {
@@ -152,33 +162,7 @@ async fn dbhub_clients(server: Server, entry: &Path, clients: usize, rounds: usi
         "300",
     ])
     .await;
-    let url = format!("http://{addr}/mcp");
-    let mut sessions = Vec::new();
-    for _ in 0..clients {
-        sessions.push(http_client(&url).await);
-    }
-    let mut tasks = Vec::new();
-    for (c, client) in sessions.into_iter().enumerate() {
-        tasks.push(tokio::spawn(async move {
-            for r in 0..rounds {
-                let calls = [
-                    ("show_item", json!({"id": 1 + c * 10 + r})),
-                    ("add_note", json!({"id": c * 10 + r, "body": "n"})),
-                    ("drop_item", json!({"id": 500 + c * 10 + r})),
-                    ("find_item", json!({"id": 900})),
-                ];
-                for (tool, arguments) in calls {
-                    let answer = call(&client, tool, args(arguments)).await;
-                    assert_ne!(answer["isError"], json!(true), "{tool}: {answer}");
-                    assert!(answer.get("error").is_none(), "{tool}: {answer}");
-                }
-            }
-            client.cancel().await.ok();
-        }));
-    }
-    for t in tasks {
-        t.await.expect("a client's rounds");
-    }
+    run_clients(&format!("http://{addr}/mcp"), clients, rounds, round).await;
 
     let s = metrics(addr).await;
     let n = (clients * rounds) as f64;

@@ -8,25 +8,18 @@
 
 use std::time::Duration;
 
-use hintaudit_test_support::mcp::{ListChangedWatcher, assert_served_corrected};
-use rmcp::model::{CallToolRequestParams, ListToolsResult};
+use hintaudit_test_support::mcp::{ListChangedWatcher, assert_served_corrected, tools_by_name};
+use rmcp::model::CallToolRequestParams;
 use rmcp::service::RunningService;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{RoleClient, ServiceExt};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use crate::support::*;
 
 const KEY: &str = "io.hintaudit/effects";
 
 type Watching = RunningService<RoleClient, ListChangedWatcher>;
-
-fn by_name(list: &ListToolsResult) -> Map<String, Value> {
-    list.tools
-        .iter()
-        .map(|t| (t.name.to_string(), serde_json::to_value(t).expect("json")))
-        .collect()
-}
 
 async fn get_item(client: &RunningService<RoleClient, impl rmcp::ClientHandler>) -> Value {
     let params = CallToolRequestParams::new("get_item").with_arguments(args(json!({"id": 1})));
@@ -64,7 +57,7 @@ async fn a_read_only_tool_caught_writing_is_corrected_and_its_call_discloses_the
         )))
         .await
         .expect("MCP handshake over HTTP");
-    let before = by_name(&client.list_tools(None).await.expect("tools/list"));
+    let before = tools_by_name(&client.list_tools(None).await.expect("tools/list").tools);
 
     let result = get_item(&client).await;
     assert_eq!(
@@ -84,7 +77,7 @@ async fn a_read_only_tool_caught_writing_is_corrected_and_its_call_discloses_the
     tokio::time::timeout(Duration::from_secs(60), watcher.changed.notified())
         .await
         .expect("notifications/tools/list_changed");
-    let after = by_name(&client.list_tools(None).await.expect("tools/list"));
+    let after = tools_by_name(&client.list_tools(None).await.expect("tools/list").tools);
     assert_served_corrected(&before, &after, "get_item");
     client.cancel().await.expect("cancel");
     drop(proxy);

@@ -5,20 +5,13 @@
 
 use std::time::Duration;
 
-use hintaudit_test_support::mcp::assert_served_corrected;
-use rmcp::model::{ClientConfig, ProtocolVersion, ServerNotification, SubscriptionFilter, Tool};
+use hintaudit_test_support::mcp::told_on_listen_and_relisted;
+use rmcp::model::{ClientConfig, ProtocolVersion};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{ClientLifecycleMode, ClientServiceExt};
-use serde_json::{Map, Value, json};
+use serde_json::json;
 
 use crate::support::*;
-
-fn by_name(tools: Vec<Tool>) -> Map<String, Value> {
-    tools
-        .into_iter()
-        .map(|t| (t.name.to_string(), serde_json::to_value(&t).expect("json")))
-        .collect()
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_listening_2026_07_28_client_is_told_of_a_correction_and_relists() {
@@ -39,29 +32,9 @@ async fn a_listening_2026_07_28_client_is_told_of_a_correction_and_relists() {
         )
         .await
         .expect("server/discover");
-    let tools = SubscriptionFilter::builder().tools_list_changed().build();
-    let mut stream = client.listen(tools.clone()).await.expect("listen");
-    assert_eq!(stream.acknowledged(), &tools, "toolsListChanged accepted");
+    let arguments = json!({"id": 1}).as_object().cloned().unwrap_or_default();
+    told_on_listen_and_relisted(&client, "get_item", arguments, Duration::from_secs(60)).await;
 
-    let before = by_name(client.list_all_tools().await.expect("tools/list"));
-    let params = rmcp::model::CallToolRequestParams::new("get_item")
-        .with_arguments(json!({"id": 1}).as_object().cloned().unwrap_or_default());
-    client.call_tool(params).await.expect("tools/call");
-    let told = tokio::time::timeout(Duration::from_secs(60), stream.next())
-        .await
-        .expect("a notification on the listen stream")
-        .expect("the stream is sound");
-    assert!(
-        matches!(
-            told,
-            Some(ServerNotification::ToolListChangedNotification(_))
-        ),
-        "{told:?}"
-    );
-    let after = by_name(client.list_all_tools().await.expect("tools/list"));
-    assert_served_corrected(&before, &after, "get_item");
-
-    stream.cancel().await.ok();
     client.cancel().await.ok();
     drop(proxy);
     drop_db(&admin, name).await;

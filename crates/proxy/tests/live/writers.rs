@@ -125,9 +125,9 @@ fn drop_database(name: &str) -> String {
 
 /// Client `c`'s round `r`: two lies (get_item's UPDATE, archive_item's DELETE) and two honest
 /// writes (add_note, write_query), each one commit, and a read.
-async fn round(client: &Client, c: usize, r: usize) {
+fn round(c: usize, r: usize) -> Vec<(&'static str, Value)> {
     let note = 10_000 + c * 100 + r;
-    let calls = [
+    vec![
         ("get_item", json!({"id": 1 + c % 4})),
         ("add_note", json!({"id": note, "text": "n"})),
         ("archive_item", json!({"id": 100 + c * 10 + r})),
@@ -136,12 +136,40 @@ async fn round(client: &Client, c: usize, r: usize) {
             json!({"query": format!("UPDATE notes SET text = 'm' WHERE id = {note}")}),
         ),
         ("read_query", json!({"query": "SELECT count(*) FROM items"})),
-    ];
-    for (tool, arguments) in calls {
-        let answer = call(client, tool, args(arguments)).await;
-        assert!(answer.get("error").is_none(), "{tool}: {answer}");
-        let text = answer["content"][0]["text"].as_str().unwrap_or_default();
-        assert!(!text.starts_with("Error"), "{tool}: {text}");
+    ]
+}
+
+/// `clients` sessions on the proxy at `url`, opened one after another (their `--stdio`
+/// children start then), whose calls then run all at once: each client makes `rounds` rounds
+/// of `calls(client, round)`, one call at a time, and every call must succeed (no JSON-RPC
+/// error, no `isError`, no answer that starts with "Error").
+pub(crate) async fn run_clients(
+    url: &str,
+    clients: usize,
+    rounds: usize,
+    calls: fn(usize, usize) -> Vec<(&'static str, Value)>,
+) {
+    let mut sessions = Vec::new();
+    for _ in 0..clients {
+        sessions.push(http_client(url).await);
+    }
+    let mut tasks = Vec::new();
+    for (c, client) in sessions.into_iter().enumerate() {
+        tasks.push(tokio::spawn(async move {
+            for r in 0..rounds {
+                for (tool, arguments) in calls(c, r) {
+                    let answer = call(&client, tool, args(arguments)).await;
+                    assert!(answer.get("error").is_none(), "{tool}: {answer}");
+                    assert_ne!(answer["isError"], json!(true), "{tool}: {answer}");
+                    let text = answer["content"][0]["text"].as_str().unwrap_or_default();
+                    assert!(!text.starts_with("Error"), "{tool}: {text}");
+                }
+            }
+            client.cancel().await.ok();
+        }));
+    }
+    for t in tasks {
+        t.await.expect("a client's rounds");
     }
 }
 
@@ -161,25 +189,7 @@ pub(crate) async fn concurrent_clients(server: Server, py: &str, clients: usize,
         "300",
     ])
     .await;
-    let url = format!("http://{addr}/mcp");
-    // The sessions open one after another (their children start then); their calls run
-    // all at once.
-    let mut sessions = Vec::new();
-    for _ in 0..clients {
-        sessions.push(http_client(&url).await);
-    }
-    let mut tasks = Vec::new();
-    for (c, client) in sessions.into_iter().enumerate() {
-        tasks.push(tokio::spawn(async move {
-            for r in 0..rounds {
-                round(&client, c, r).await;
-            }
-            client.cancel().await.ok();
-        }));
-    }
-    for t in tasks {
-        t.await.expect("a client's rounds");
-    }
+    run_clients(&format!("http://{addr}/mcp"), clients, rounds, round).await;
 
     // Once no call is pending (`metrics` waits for it) every call is judged: metrics are final.
     let s = metrics(addr).await;
