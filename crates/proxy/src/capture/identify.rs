@@ -115,15 +115,22 @@ impl Identify {
         let Some(table) = children.iter().find_map(|(_, pid)| tcp_table(*pid)) else {
             return Origin::AnyCall;
         };
-        let Some(inode) = table
+        // Every live socket with that local endpoint: a port can be bound again towards
+        // another peer while a closed connection on it lingers (TIME_WAIT, inode 0), and
+        // the table may list that one first.
+        let inodes: Vec<u64> = table
             .iter()
-            .find(|e| same(e.local_address, client))
+            .filter(|e| e.inode != 0 && same(e.local_address, client))
             .map(|e| e.inode)
-        else {
+            .collect();
+        if inodes.is_empty() {
             return Origin::Foreign;
-        };
-        if let Some(session) = lock(&self.sockets).get(&inode) {
-            return Origin::Session(*session);
+        }
+        if let Some(session) = inodes
+            .iter()
+            .find_map(|i| lock(&self.sockets).get(i).copied())
+        {
+            return Origin::Session(session);
         }
         let parents = parents();
         let mut owners = HashMap::new();
@@ -138,7 +145,7 @@ impl Identify {
                 owners.insert(owned, session);
             }
         }
-        let found = owners.get(&inode).copied();
+        let found = inodes.iter().find_map(|i| owners.get(i).copied());
         *lock(&self.sockets) = owners;
         found.map_or(Origin::Foreign, Origin::Session)
     }
@@ -328,6 +335,56 @@ mod tests {
             Origin::AnyCall
         );
         assert_eq!(listening.origin(Some(&other)), Origin::Foreign);
+    }
+
+    /// A port bound again towards another peer while closed connections from it linger
+    /// (TIME_WAIT, no inode): the live socket is still found, wherever the table lists it.
+    #[tokio::test]
+    async fn a_closed_connection_on_a_port_does_not_hide_the_live_one() {
+        let bound = |port: u16| {
+            let socket = tokio::net::TcpSocket::new_v4().expect("socket");
+            socket.set_reuseaddr(true).expect("SO_REUSEADDR");
+            socket
+                .bind(SocketAddr::from(([127, 0, 0, 1], port)))
+                .expect("bind");
+            socket
+        };
+        let mut port = 0;
+        for _ in 0..4 {
+            let peer = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+            let socket = bound(port);
+            let ours = socket
+                .connect(peer.local_addr().expect("addr"))
+                .await
+                .expect("connect");
+            port = ours.local_addr().expect("local").port();
+            let (theirs, _) = peer.accept().expect("accept");
+            // This end closes first, so it is the one left in TIME_WAIT.
+            drop(ours);
+            drop(theirs);
+        }
+        let target = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let live = bound(port)
+            .connect(target.local_addr().expect("addr"))
+            .await
+            .expect("connect again from the same port");
+        let local = live.local_addr().expect("local");
+        let table = tcp_table(std::process::id()).expect("/proc readable");
+        let lingering = table
+            .iter()
+            .filter(|e| e.inode == 0 && same(e.local_address, local))
+            .count();
+        assert!(lingering > 0, "no closed connection left on {local}");
+
+        let identify = Identify::new(UpstreamHost::Children);
+        identify.child(7, Some(std::process::id()));
+        let writer = Writer {
+            pid: 1,
+            backend_start: 1,
+            client: Some(local),
+            application_name: String::new(),
+        };
+        assert_eq!(identify.origin(Some(&writer)), Origin::Session(7));
     }
 
     #[test]
