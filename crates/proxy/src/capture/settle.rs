@@ -10,7 +10,12 @@
 //! answered. So that a call never takes the commits of a call that answered before it began,
 //! its start waits for that read when it is still on its way (one query already sent, never
 //! one of its own; not at all while the database cannot be asked).
+//!
+//! Shares are recorded in the order the calls answered ([`Turns`]): the judge's history reads
+//! a repeat as clean only when no call wrote its tables in between, so two calls of one tool
+//! must not be judged around a later call that wrote, whichever task wakes first.
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, SystemTime};
@@ -35,6 +40,48 @@ pub(crate) struct Ends {
     wake: Notify,
     /// Whether the last read worked: while it fails, no call's start waits for it.
     healthy: AtomicBool,
+    /// Answers whose shares are recorded, in answer order.
+    turns: Turns,
+}
+
+/// Answer numbers done with (recorded, or dropped unrecorded), and how far they run without
+/// a hole: a share is recorded once every call that answered before it is done with.
+#[derive(Debug)]
+struct Turns {
+    /// Every answer number up to this one is done with.
+    through: watch::Sender<u64>,
+    /// Numbers done with beyond `through`.
+    ahead: std::sync::Mutex<BTreeSet<u64>>,
+}
+
+impl Turns {
+    fn new() -> Turns {
+        Turns {
+            through: watch::channel(0).0,
+            ahead: std::sync::Mutex::default(),
+        }
+    }
+
+    /// Answer `number` is done with.
+    fn done(&self, number: u64) {
+        let mut ahead = lock(&self.ahead);
+        ahead.insert(number);
+        let mut through = *self.through.borrow();
+        while ahead.remove(&(through + 1)) {
+            through += 1;
+        }
+        self.through.send_if_modified(|t| {
+            let moved = through > *t;
+            *t = (*t).max(through);
+            moved
+        });
+    }
+
+    /// Waits, until `deadline` at most, for every answer before `number` to be done with.
+    async fn before(&self, number: u64, deadline: Instant) {
+        let mut through = self.through.subscribe();
+        let _ = tokio::time::timeout_at(deadline, through.wait_for(|t| *t + 1 >= number)).await;
+    }
 }
 
 impl Ends {
@@ -44,6 +91,7 @@ impl Ends {
             read: watch::channel((0, start)).0,
             wake: Notify::new(),
             healthy: AtomicBool::new(true),
+            turns: Turns::new(),
         }
     }
 
@@ -117,6 +165,9 @@ pub struct Settling {
     task: Option<tokio::task::JoinHandle<CallShare>>,
     share: Option<CallShare>,
     shared: Arc<Shared>,
+    /// The call's answer number: its turn to be recorded.
+    number: u64,
+    deadline: Instant,
 }
 
 impl Settling {
@@ -131,12 +182,16 @@ impl Settling {
             task: Some(task),
             share: None,
             shared,
+            number,
+            deadline,
         }
     }
 
     /// The call's share of the log, once judged: after the capture has read past the
     /// call's end, or [`CaptureOptions::wait`](super::CaptureOptions) after it answered at
-    /// most (then with `gap` set). Awaiting it again gives the same share.
+    /// most (then with `gap` set), and once the calls that answered before it are recorded
+    /// (waited for until [`CaptureOptions::wait`](super::CaptureOptions) past that, at
+    /// most). Awaiting it again gives the same share.
     ///
     /// `--disclose-effects` (the call's effects in its answer) is the one case where an
     /// answer waits for this; every other call records it after the answer went back.
@@ -147,6 +202,8 @@ impl Settling {
                 ..CallShare::default()
             });
             self.share = Some(share);
+            let turn_limit = self.deadline + self.shared.options.wait;
+            self.shared.ends.turns.before(self.number, turn_limit).await;
         }
         self.share.clone().unwrap_or_default()
     }
@@ -171,6 +228,7 @@ impl Settling {
 
 impl Drop for Settling {
     fn drop(&mut self) {
+        self.shared.ends.turns.done(self.number);
         self.shared
             .pending
             .send_modify(|n| *n = n.saturating_sub(1));
@@ -206,5 +264,44 @@ async fn judge(shared: Arc<Shared>, id: u64, number: u64, deadline: Instant) -> 
     } else {
         shared.late.fetch_add(1, Ordering::Relaxed);
         lock(&shared.ledger).judge_late(id)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn turns_run_through_the_numbers_done_without_a_hole() {
+        let turns = Turns::new();
+        turns.done(2);
+        turns.done(4);
+        assert_eq!(*turns.through.borrow(), 0, "1 is not done");
+        turns.done(1);
+        assert_eq!(*turns.through.borrow(), 2);
+        turns.done(3);
+        assert_eq!(*turns.through.borrow(), 4);
+        assert!(lock(&turns.ahead).is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_share_waits_for_the_answers_before_it() {
+        let turns = Arc::new(Turns::new());
+        let log = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let far = Instant::now() + Duration::from_secs(3600);
+        let third = tokio::spawn({
+            let (turns, log) = (turns.clone(), log.clone());
+            async move {
+                turns.before(3, far).await;
+                lock(&log).push("3 recorded");
+            }
+        });
+        lock(&log).push("2 done");
+        turns.done(2);
+        tokio::task::yield_now().await;
+        lock(&log).push("1 done");
+        turns.done(1);
+        third.await.expect("task");
+        assert_eq!(*lock(&log), ["2 done", "1 done", "3 recorded"]);
     }
 }
