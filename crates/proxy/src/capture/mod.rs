@@ -100,7 +100,11 @@ pub(crate) struct Shared {
     pub(crate) ledger: std::sync::Mutex<Ledger>,
     /// The log position the capture has read through.
     pub(crate) decoded: watch::Sender<Lsn>,
+    /// Wakes the PostgreSQL slot reader for a position someone waits for ([`Shared::want`]).
     pub(crate) wake: Notify,
+    /// The furthest log position read at a call's end (or by [`Capture::read_to_now`]): a
+    /// woken slot read decodes up to it, with no position query of its own.
+    pub(crate) wanted: AtomicU64,
     pub(crate) options: CaptureOptions,
     /// Bytes of log the database keeps for the slot (its lag), as last read.
     pub(crate) lag: AtomicU64,
@@ -190,6 +194,7 @@ impl Shared {
             ledger: std::sync::Mutex::new(Ledger::new(options.max_commits)),
             decoded,
             wake: Notify::new(),
+            wanted: AtomicU64::new(start),
             options,
             lag: AtomicU64::new(0),
             reopened: AtomicU64::new(0),
@@ -252,6 +257,15 @@ impl Shared {
     /// The capture goes on from `to`, a later log position than it had read through (a new
     /// slot, a purged binary log file): the part between is a gap, counted, and the calls
     /// overlapping it are marked incomplete. Returns where the read had got to.
+    /// A position read from the database (a flush position) that calls wait for the capture
+    /// to reach: wakes the slot reader only when it has not read that far yet.
+    pub(crate) fn want(&self, lsn: Lsn) {
+        if lsn > *self.decoded.borrow() {
+            self.wanted.fetch_max(lsn, Ordering::AcqRel);
+            self.wake.notify_one();
+        }
+    }
+
     pub(crate) fn skip_to(&self, to: Lsn) -> Lsn {
         let from = *self.decoded.borrow();
         self.gaps.fetch_add(1, Ordering::Relaxed);
@@ -300,8 +314,8 @@ impl Capture {
 
     /// A call of `tool` begins on upstream connection `link`, to be sent upstream now:
     /// registers it with its start, the latest log position the capture holds (no query of
-    /// its own; it waits, at most 1 s, only for a position read already sent for calls that
-    /// answered before it began: settle.rs). Returns the call's ticket for
+    /// its own; it waits only for the position read that covers the calls that answered
+    /// before it began, until that read answers or one fails, 1 s each: settle.rs). Returns the call's ticket for
     /// [`Capture::finish`]; a ticket dropped unfinished (the call's future was dropped) takes
     /// the call out of every later candidate set.
     pub async fn begin(&self, tool: Arc<str>, link: UpstreamLink) -> Ticket {
@@ -349,7 +363,7 @@ impl Capture {
                 return;
             };
             let mut decoded = shared.decoded.subscribe();
-            shared.wake.notify_one();
+            shared.want(end);
             let _ = decoded.wait_for(|d| *d >= end).await;
         };
         tokio::select! {

@@ -25,9 +25,9 @@ use tokio::time::Instant;
 
 use crate::capture::{CallShare, Lsn, Shared, capture_error, lock};
 
-/// How long a call waits, at most, before it goes upstream, for the position read that ends
-/// the calls that answered before it began (one already sent).
-const START_READ_LIMIT: Duration = Duration::from_secs(1);
+/// A position read not answered within this has failed: the calls waiting for it go on, and
+/// no call waits for a read until one works again.
+const READ_LIMIT: Duration = Duration::from_secs(1);
 
 /// The reader of the log's position at calls' ends.
 #[derive(Debug)]
@@ -40,6 +40,8 @@ pub(crate) struct Ends {
     wake: Notify,
     /// Whether the last read worked: while it fails, no call's start waits for it.
     healthy: AtomicBool,
+    /// Reads failed so far: a call waiting for a read goes on when one fails.
+    failures: watch::Sender<u64>,
     /// Answers whose shares are recorded, in answer order.
     turns: Turns,
 }
@@ -91,6 +93,7 @@ impl Ends {
             read: watch::channel((0, start)).0,
             wake: Notify::new(),
             healthy: AtomicBool::new(true),
+            failures: watch::channel(0).0,
             turns: Turns::new(),
         }
     }
@@ -114,15 +117,18 @@ pub(crate) async fn read_ends(shared: Arc<Shared>) {
         if covered <= ends.read.borrow().0 {
             continue;
         }
-        match tokio::time::timeout(START_READ_LIMIT, shared.positions.end()).await {
+        match tokio::time::timeout(READ_LIMIT, shared.positions.end()).await {
             Ok(Ok(lsn)) => {
                 ends.healthy.store(true, Ordering::Release);
                 ends.read
                     .send_modify(|r| *r = (covered.max(r.0), lsn.max(r.1)));
-                shared.wake.notify_one();
+                // The slot is read only when something was written since it was last read:
+                // a read call on a quiet database costs this one query.
+                shared.want(lsn);
             }
             failed => {
                 ends.healthy.store(false, Ordering::Release);
+                ends.failures.send_modify(|n| *n += 1);
                 let e = match failed {
                     Ok(Err(e)) => e,
                     _ => "no answer within 1 s".into(),
@@ -139,14 +145,26 @@ pub(crate) async fn read_ends(shared: Arc<Shared>) {
 }
 
 /// The position a call beginning now starts after: once the calls that answered before it
-/// are covered by a read (waited for at most [`START_READ_LIMIT`], and not while reads
-/// fail), the latest position the capture holds.
+/// are covered by a read, the latest position the capture holds.
+///
+/// The wait ends when that read answers or a read fails ([`READ_LIMIT`] each: at most the
+/// read in flight and the one after it), and none is made while reads fail. A fixed bound on
+/// the wait, however long, let a call go on before a read that was merely queued behind a
+/// slow one: its start then lay before the previous call's commits, which became candidates
+/// of both (ambiguous) under a loaded machine's 16 clients.
 pub(crate) async fn start_bound(shared: &Shared) -> Lsn {
     let ends = &shared.ends;
     let before = ends.answered.load(Ordering::Acquire);
     if before > ends.read.borrow().0 && ends.healthy.load(Ordering::Acquire) {
         let mut read = ends.read.subscribe();
-        let _ = tokio::time::timeout(START_READ_LIMIT, read.wait_for(|r| r.0 >= before)).await;
+        let mut failures = ends.failures.subscribe();
+        failures.borrow_and_update();
+        tokio::select! {
+            _ = read.wait_for(|r| r.0 >= before) => {}
+            _ = failures.changed() => {}
+            // The reader has stopped (the capture is shutting down).
+            () = shared.stop.cancelled() => {}
+        }
     }
     ends.last().max(*shared.decoded.borrow())
 }
@@ -190,8 +208,7 @@ impl Settling {
     /// The call's share of the log, once judged: after the capture has read past the
     /// call's end, or [`CaptureOptions::wait`](super::CaptureOptions) after it answered at
     /// most (then with `gap` set), and once the calls that answered before it are recorded
-    /// (waited for until [`CaptureOptions::wait`](super::CaptureOptions) past that, at
-    /// most). Awaiting it again gives the same share.
+    /// (waited for within the same bound). Awaiting it again gives the same share.
     ///
     /// `--disclose-effects` (the call's effects in its answer) is the one case where an
     /// answer waits for this; every other call records it after the answer went back.
@@ -202,8 +219,12 @@ impl Settling {
                 ..CallShare::default()
             });
             self.share = Some(share);
-            let turn_limit = self.deadline + self.shared.options.wait;
-            self.shared.ends.turns.before(self.number, turn_limit).await;
+            // Within the call's own bound: the calls before it reach theirs first.
+            self.shared
+                .ends
+                .turns
+                .before(self.number, self.deadline)
+                .await;
         }
         self.share.clone().unwrap_or_default()
     }
@@ -254,8 +275,8 @@ async fn judge(shared: Arc<Shared>, id: u64, number: u64, deadline: Instant) -> 
         }
     };
     lock(&shared.ledger).ended(id, end);
+    // The read that gave `end` woke the slot reader already, when it had not read that far.
     let mut decoded = shared.decoded.subscribe();
-    shared.wake.notify_one();
     let caught_up = tokio::time::timeout_at(deadline, decoded.wait_for(|through| *through >= end))
         .await
         .is_ok_and(|r| r.is_ok());

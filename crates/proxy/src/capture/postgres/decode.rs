@@ -40,6 +40,11 @@ pub fn parse_lsn(text: &str) -> Option<Lsn> {
     (hi <= u32::MAX as u64 && lo <= u32::MAX as u64).then_some((hi << 32) | lo)
 }
 
+/// An LSN as PostgreSQL writes it (`16/B374D848`), for [`parse_lsn`].
+pub fn format_lsn(lsn: Lsn) -> String {
+    format!("{:X}/{:X}", lsn >> 32, lsn & 0xFFFF_FFFF)
+}
+
 /// Folds decoded rows into commits, comparing row images as it goes.
 #[derive(Debug, Default)]
 pub struct Decoder {

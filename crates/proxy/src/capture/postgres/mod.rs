@@ -28,7 +28,7 @@ use sqlx::{ConnectOptions, Connection, PgConnection, Row};
 
 use crate::capture::writer::enable_child_names;
 use crate::capture::{CaptureError, Commit, Lsn, Shared, capture_error, lock};
-use decode::{Decoder, parse_lsn};
+use decode::{Decoder, format_lsn, parse_lsn};
 
 /// Reads the log positions around calls, on connections of their own.
 #[derive(Debug)]
@@ -55,6 +55,10 @@ pub(crate) struct Source {
     conn: PgConnection,
     slot: String,
     start: Lsn,
+    /// When the slot's lag was last read: at most once per [`CaptureOptions::interval`].
+    ///
+    /// [`CaptureOptions::interval`]: super::CaptureOptions
+    lag_read: Option<tokio::time::Instant>,
 }
 
 impl Source {
@@ -169,6 +173,7 @@ async fn open_slot(options: &PgConnectOptions) -> Result<(Source, bool), Capture
         conn,
         slot,
         start,
+        lag_read: None,
     };
     Ok((source, superuser))
 }
@@ -222,18 +227,18 @@ async fn reopen(options: &PgConnectOptions, shared: &Shared) -> Option<Source> {
     }
 }
 
-/// One read: everything committed up to the flush position (at most a batch), into the
-/// ledger; then the lag.
+/// One read: everything committed up to a flush position (at most a batch), into the
+/// ledger; then the lag, at most once per interval. The position is the one calls wait for
+/// ([`Shared::want`], read at their ends) when the capture has not read that far, so a
+/// call's read costs one query; else (the timer's read) the flush position now.
 async fn poll(
     source: &mut Source,
     decoder: &mut Decoder,
     shared: &Shared,
 ) -> Result<(), sqlx::Error> {
+    let upto_lsn = upto(source, shared).await?;
+    let upto = format_lsn(upto_lsn);
     loop {
-        let upto: String = sqlx::query_scalar("SELECT pg_current_wal_flush_lsn()::text")
-            .fetch_one(&mut source.conn)
-            .await?;
-        let upto_lsn = parse_lsn(&upto).unwrap_or(0);
         // A COMMIT row ends `(at TIMESTAMP)` with `include-timestamp`: read back as Unix
         // seconds by the server that wrote it, for the commit-to-finding latency.
         let rows = sqlx::query(
@@ -288,6 +293,31 @@ async fn poll(
             break;
         }
     }
+    read_lag(source, shared).await
+}
+
+/// How far a read goes: the position calls wait for, when the capture has not read that far;
+/// else the flush position now.
+async fn upto(source: &mut Source, shared: &Shared) -> Result<Lsn, sqlx::Error> {
+    let wanted = shared.wanted.load(Ordering::Acquire);
+    if wanted > *shared.decoded.borrow() {
+        return Ok(wanted);
+    }
+    let now: String = sqlx::query_scalar("SELECT pg_current_wal_flush_lsn()::text")
+        .fetch_one(&mut source.conn)
+        .await?;
+    Ok(parse_lsn(&now).unwrap_or(0))
+}
+
+/// The slot's lag (`hintaudit_capture_lag_bytes`), read at most once per interval.
+async fn read_lag(source: &mut Source, shared: &Shared) -> Result<(), sqlx::Error> {
+    if source
+        .lag_read
+        .is_some_and(|at| at.elapsed() < shared.options.interval)
+    {
+        return Ok(());
+    }
+    source.lag_read = Some(tokio::time::Instant::now());
     let lag: Option<i64> = sqlx::query_scalar(
         "SELECT (pg_current_wal_lsn() - confirmed_flush_lsn)::bigint FROM pg_replication_slots \
          WHERE slot_name = $1",

@@ -12,6 +12,13 @@ fn lsns() {
     ];
     for (text, want) in rows {
         assert_eq!(parse_lsn(text), want, "{text}");
+        if let Some(lsn) = want {
+            assert_eq!(
+                format_lsn(lsn),
+                text,
+                "written back as PostgreSQL writes it"
+            );
+        }
     }
 }
 
