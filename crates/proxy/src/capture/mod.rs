@@ -254,9 +254,6 @@ const LATENCY_BUCKETS: [f64; 14] = [
 ];
 
 impl Shared {
-    /// The capture goes on from `to`, a later log position than it had read through (a new
-    /// slot, a purged binary log file): the part between is a gap, counted, and the calls
-    /// overlapping it are marked incomplete. Returns where the read had got to.
     /// A position read from the database (a flush position) that calls wait for the capture
     /// to reach: wakes the slot reader only when it has not read that far yet.
     pub(crate) fn want(&self, lsn: Lsn) {
@@ -266,6 +263,9 @@ impl Shared {
         }
     }
 
+    /// The capture goes on from `to`, a later log position than it had read through (a new
+    /// slot, a purged binary log file): the part between is a gap, counted, and the calls
+    /// overlapping it are marked incomplete. Returns where the read had got to.
     pub(crate) fn skip_to(&self, to: Lsn) -> Lsn {
         let from = *self.decoded.borrow();
         self.gaps.fetch_add(1, Ordering::Relaxed);
@@ -315,9 +315,9 @@ impl Capture {
     /// A call of `tool` begins on upstream connection `link`, to be sent upstream now:
     /// registers it with its start, the latest log position the capture holds (no query of
     /// its own; it waits only for the position read that covers the calls that answered
-    /// before it began, until that read answers or one fails, 1 s each: settle.rs). Returns the call's ticket for
-    /// [`Capture::finish`]; a ticket dropped unfinished (the call's future was dropped) takes
-    /// the call out of every later candidate set.
+    /// before it began, until that read answers or one fails, 1 s each: settle.rs). Returns
+    /// the call's ticket for [`Capture::finish`]; a ticket dropped unfinished (the call's
+    /// future was dropped) takes the call out of every later candidate set.
     pub async fn begin(&self, tool: Arc<str>, link: UpstreamLink) -> Ticket {
         self.shared.identify.child(link.connection, link.child);
         let start = settle::start_bound(&self.shared).await;
