@@ -22,6 +22,9 @@ use hintaudit_proxy::{Capture, CaptureOptions};
 use sqlx::AssertSqlSafe;
 use sqlx::postgres::{PgPool, PgPoolOptions};
 
+mod measures;
+use measures::{capture_backends, cpu_seconds};
+
 fn pg_url() -> String {
     std::env::var("HINTAUDIT_PG_URL")
         .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into())
@@ -48,26 +51,6 @@ struct Run {
     peak_lag: i64,
     catch_up: Duration,
     tps: f64,
-}
-
-/// CPU seconds (user + system) of the server processes `pids` so far; a process gone counts 0.
-fn cpu_seconds(pids: &[i32]) -> f64 {
-    let ticks = procfs::ticks_per_second() as f64;
-    pids.iter()
-        .filter_map(|&pid| procfs::process::Process::new(pid).ok()?.stat().ok())
-        .map(|s| (s.utime + s.stime) as f64 / ticks)
-        .sum()
-}
-
-async fn capture_pids(admin: &PgPool, db: &str) -> Vec<i32> {
-    sqlx::query_scalar(
-        "SELECT pid FROM pg_stat_activity WHERE application_name = 'hintaudit-proxy' \
-         AND datname = $1",
-    )
-    .bind(db)
-    .fetch_all(admin)
-    .await
-    .expect("pg_stat_activity")
 }
 
 /// The largest lag of this database's hintaudit slots, in bytes (0 without a slot).
@@ -176,7 +159,7 @@ async fn run(admin: &PgPool, url: &str, db: &str, decoders: usize, total: usize)
                 .expect("capture"),
         );
     }
-    let pids = capture_pids(admin, db).await;
+    let pids = capture_backends(admin, db).await;
     let pool = PgPoolOptions::new()
         .max_connections(4)
         .connect(url)

@@ -25,6 +25,9 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::json;
 
+mod measures;
+use measures::{backends_cpu, cpu_seconds, restart_distance};
+
 type Client = RunningService<RoleClient, ()>;
 
 fn pg_url() -> String {
@@ -65,26 +68,107 @@ async fn client(url: &str) -> Client {
         .expect("handshake")
 }
 
-/// `n` calls of `tool`, one after another: (p50, p99) in milliseconds.
-async fn latencies(c: &Client, tool: &str, args: serde_json::Value, n: usize) -> (f64, f64) {
-    let args = args.as_object().cloned().unwrap_or_default();
+/// Each variant's calls are spread over this many rounds, the variants taking turns in each,
+/// so that a drift in the machine's load falls on every variant alike; a variant's calls in
+/// a round run back to back, so that the capture's work after a call falls on its own next
+/// call, not on another variant's.
+const ROUNDS: usize = 5;
+
+/// The two tools measured: a read and a write.
+const TOOLS: [&str; 2] = ["read_query", "add_note"];
+
+/// `n` calls of `tool` (an entry of [`TOOLS`]), one after another: their latencies in ms.
+async fn timed_calls(c: &Client, tool: &str, n: usize) -> Vec<f64> {
     let mut ms = Vec::with_capacity(n);
-    for i in 0..n + 20 {
-        let mut a = args.clone();
-        if tool == "add_note" {
-            a.insert("id".into(), json!(1_000_000 + i + n * 10 * rand_salt()));
-        }
+    for _ in 0..n {
+        let arguments = match tool {
+            "add_note" => json!({"id": 1_000_000 + rand_salt(), "text": "bench"}),
+            _ => json!({"query": "SELECT id, name FROM public.items"}),
+        };
+        let arguments = arguments.as_object().cloned().unwrap_or_default();
         let t = Instant::now();
-        c.call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(a))
+        c.call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments))
             .await
             .expect("call");
-        if i >= 20 {
-            ms.push(t.elapsed().as_secs_f64() * 1000.0);
-        }
+        ms.push(t.elapsed().as_secs_f64() * 1000.0);
     }
+    ms
+}
+
+/// (p50, p99) of `ms`.
+fn quantiles(mut ms: Vec<f64>) -> (f64, f64) {
     ms.sort_by(f64::total_cmp);
     let at = |q: f64| ms[((ms.len() as f64 * q) as usize).min(ms.len() - 1)];
     (at(0.50), at(0.99))
+}
+
+/// One way of reaching the server, and what its calls took.
+struct Variant {
+    label: &'static str,
+    client: Client,
+    /// The proxy's pid, when there is one.
+    proxy: Option<i32>,
+    /// Whether the proxy runs a capture (its PostgreSQL sessions' CPU is counted).
+    captured: bool,
+    /// Per tool: latencies (ms), then CPU seconds of the proxy and of the capture's sessions.
+    ms: [Vec<f64>; 2],
+    cpu: [(f64, f64); 2],
+}
+
+/// Runs `n` calls of each tool through each variant (after 20 warm-up calls each), in
+/// [`ROUNDS`] rounds, counting the CPU of the proxy and of the capture's PostgreSQL
+/// sessions (on database `db`) around each variant's calls.
+async fn measure(variants: &mut [Variant], admin: &sqlx::PgPool, db: &str, n: usize) {
+    for v in variants.iter() {
+        for tool in TOOLS {
+            timed_calls(&v.client, tool, 20).await;
+        }
+    }
+    for round in 0..ROUNDS {
+        let calls = n / ROUNDS + usize::from(round < n % ROUNDS);
+        for v in variants.iter_mut() {
+            let proxy: Vec<i32> = v.proxy.into_iter().collect();
+            for (t, tool) in TOOLS.into_iter().enumerate() {
+                let before = (cpu_seconds(&proxy), backends_cpu(admin, db).await);
+                v.ms[t].extend(timed_calls(&v.client, tool, calls).await);
+                let after = (cpu_seconds(&proxy), backends_cpu(admin, db).await);
+                v.cpu[t].0 += after.0 - before.0;
+                v.cpu[t].1 += after.1 - before.1;
+            }
+        }
+    }
+}
+
+/// Prints each variant's p50 and p99 and the CPU per call; returns the p50s by tool.
+fn print_latencies(variants: &[Variant], n: usize) -> Vec<(f64, f64)> {
+    println!("| variant | read_query p50 / p99 (ms) | add_note p50 / p99 (ms) |");
+    println!("|---|---|---|");
+    let mut p50s = Vec::new();
+    for v in variants {
+        let r = quantiles(v.ms[0].clone());
+        let w = quantiles(v.ms[1].clone());
+        println!(
+            "| {} | {:.2} / {:.2} | {:.2} / {:.2} |",
+            v.label, r.0, r.1, w.0, w.1
+        );
+        p50s.push((r.0, w.0));
+    }
+    println!();
+    println!(
+        "CPU per call, ms (the kernel's count over {n} calls of each tool): the proxy process \
+         / the capture's PostgreSQL sessions (its slot's and its position reads')"
+    );
+    println!("| variant | read_query | add_note |");
+    println!("|---|---|---|");
+    let per_call = |s: f64| format!("{:.3}", s * 1000.0 / n as f64);
+    for v in variants.iter().filter(|v| v.proxy.is_some()) {
+        let cell = |(proxy, backends): (f64, f64)| match v.captured {
+            true => format!("{} / {}", per_call(proxy), per_call(backends)),
+            false => format!("{} / -", per_call(proxy)),
+        };
+        println!("| {} | {} | {} |", v.label, cell(v.cpu[0]), cell(v.cpu[1]));
+    }
+    p50s
 }
 
 fn rand_salt() -> usize {
@@ -226,7 +310,7 @@ async fn main() {
     let upstream = format!("http://{up_addr}/mcp");
 
     let plain = SocketAddr::from(([127, 0, 0, 1], free_port()));
-    let _p1 = spawn(
+    let p1 = spawn(
         &hintaudit,
         &[
             "proxy",
@@ -253,41 +337,48 @@ async fn main() {
     wait_port(captured).await;
 
     println!("load average before: {}", load_average());
-    println!("calls per variant and tool: {n} (after 20 warm-up calls), one at a time, loopback");
-    println!("| variant | read_query p50 / p99 (ms) | add_note p50 / p99 (ms) |");
-    println!("|---|---|---|");
-    let mut p50s = Vec::new();
-    for (label, url) in [
+    println!(
+        "calls per variant and tool: {n} (after 20 warm-up calls), one at a time, loopback, \
+         in {ROUNDS} rounds"
+    );
+    let mut variants = Vec::new();
+    for (label, url, proxy) in [
         (
             "bare upstream (Python SDK, streamable HTTP)",
             upstream.clone(),
+            None,
         ),
         (
             "through the proxy, no --database",
             format!("http://{plain}/mcp"),
+            p1.id(),
         ),
         (
             "through the proxy, --database (PostgreSQL capture)",
             format!("http://{captured}/mcp"),
+            p2.id(),
         ),
     ] {
-        let c = client(&url).await;
-        let r = latencies(
-            &c,
-            "read_query",
-            json!({"query": "SELECT id, name FROM public.items"}),
-            n,
-        )
-        .await;
-        let w = latencies(&c, "add_note", json!({"id": 0, "text": "bench"}), n).await;
-        println!(
-            "| {label} | {:.2} / {:.2} | {:.2} / {:.2} |",
-            r.0, r.1, w.0, w.1
-        );
-        p50s.push((r.0, w.0));
-        c.cancel().await.ok();
+        variants.push(Variant {
+            label,
+            client: client(&url).await,
+            proxy: proxy.map(|p| p as i32),
+            captured: variants.len() == 2,
+            ms: [Vec::new(), Vec::new()],
+            cpu: [(0.0, 0.0); 2],
+        });
+    }
+    measure(&mut variants, &admin, name, n).await;
+    let p50s = print_latencies(&variants, n);
+    for v in variants {
+        v.client.cancel().await.ok();
     }
     print_ratios(&p50s);
+    println!(
+        "the capture's slot restarts decoding {} KiB behind the WAL's end (each slot read \
+         decodes that again)",
+        restart_distance(&admin, name).await / 1024
+    );
     print_commit_to_finding(&scrape(captured).await);
     println!("load average after: {}", load_average());
 
