@@ -175,7 +175,7 @@ fn settings(args: &ProxyArgs) -> anyhow::Result<Config> {
 /// REPLICATION attribute, an unsupported backend), or an upstream that cannot be reached.
 pub async fn start(args: &ProxyArgs) -> anyhow::Result<Proxy> {
     let config = settings(args)?;
-    let capture = start_capture(args).await?;
+    let capture = start_capture(args, &config).await?;
     let files = start_files(args, &config)?;
     let spec = match (&args.stdio, &args.upstream) {
         (Some(cmd), _) => UpstreamSpec::Stdio(cmd.clone()),
@@ -249,15 +249,22 @@ pub async fn start(args: &ProxyArgs) -> anyhow::Result<Proxy> {
     })
 }
 
-/// Starts the capture when `--database` is given.
-async fn start_capture(args: &ProxyArgs) -> anyhow::Result<Option<Capture>> {
+/// Starts the capture when `--database` is given. Disclosed effects put the call's share
+/// of the log in its answer, so the answer waits for the slot read: calls then wake it at
+/// once, with no gap since the last read.
+async fn start_capture(args: &ProxyArgs, config: &Config) -> anyhow::Result<Option<Capture>> {
     let Some(url) = &args.database else {
         return Ok(None);
     };
+    let defaults = CaptureOptions::default();
     let options = CaptureOptions {
         wait: Duration::from_millis(args.capture_wait_ms),
         upstream: upstream_host(args),
-        ..CaptureOptions::default()
+        read_gap: match config.disclose_effects() {
+            true => Duration::ZERO,
+            false => defaults.read_gap,
+        },
+        ..defaults
     };
     Ok(Some(Capture::start(url, options).await?))
 }

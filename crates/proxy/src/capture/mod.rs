@@ -71,6 +71,12 @@ pub struct CaptureOptions {
     pub wait: Duration,
     /// Commits kept waiting for their calls, at most (then the oldest is dropped, counted).
     pub max_commits: usize,
+    /// PostgreSQL: the least time from one read of the slot to the next when calls wake it.
+    /// Every read through the SQL interface decodes the WAL again from the slot's restart
+    /// point (up to about 15 s of the cluster's WAL, until the server logs its running
+    /// transactions), so calls that end within this share one read: less of the server's CPU
+    /// beside the next calls, for judgements this much later at most.
+    pub read_gap: Duration,
     /// Changes read from the log in one go, at most (whole transactions).
     pub batch: u32,
     /// How the upstream's own database connections are told from other writers'.
@@ -82,6 +88,7 @@ impl Default for CaptureOptions {
         CaptureOptions {
             interval: Duration::from_millis(100),
             wait: Duration::from_secs(5),
+            read_gap: Duration::from_millis(20),
             max_commits: 10_000,
             batch: 10_000,
             upstream: UpstreamHost::Children,

@@ -7,7 +7,8 @@
 //! child per session) run the fixture on a SQLite file of their own and need Python only.
 //!
 //! The no-wait tests (nowait.rs: answers before judgements, late judgements, shutdown) run the
-//! proxy in this process, to hold its capture from reading.
+//! proxy in this process, to hold its capture from reading; the coalescing test (coalesce.rs)
+//! runs the capture alone, through its library API.
 //!
 //! The writer tests (writers.rs on PostgreSQL, writers_mariadb.rs on MariaDB: 4 and 16
 //! concurrent clients, two proxies on one database, a table created later) check that each
@@ -30,6 +31,7 @@
 mod action;
 mod cancel;
 mod clients;
+mod coalesce;
 mod correct;
 mod dbhub;
 mod disclose;

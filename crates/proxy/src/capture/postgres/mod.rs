@@ -1,14 +1,20 @@
 //! PostgreSQL: logical decoding through a temporary slot, read with the SQL interface
 //! (`pg_logical_slot_get_changes`) and the `test_decoding` plugin that ships with PostgreSQL.
 //!
-//! Why not the streaming replication protocol: the maintained Rust clients of it
-//! (`pg_walstream`, forks of tokio-postgres) bring a second PostgreSQL driver and a TLS stack
-//! (aws-lc) into the build for what one SQL function gives over the sqlx connection the
-//! workspace already has. The SQL interface reads whole transactions, in commit order, up to
+//! Why not the streaming replication protocol, yet: its Rust clients bring a second
+//! PostgreSQL driver and TLS stack (`pg_walstream`: libpq) or speak pgoutput only, which needs
+//! a publication (`pgwire-replication`), for what one SQL function gives over the sqlx
+//! connection the workspace already has. The SQL interface reads whole transactions, in commit order, up to
 //! a position we name, which is exactly what attribution needs; it is polled (every
-//! [`CaptureOptions::interval`](super::CaptureOptions), and at once when a call ends) rather
-//! than pushed. `test_decoding`'s text is parsed in decode.rs: that is the part a pgoutput
-//! library would have done for us.
+//! [`CaptureOptions::interval`](super::CaptureOptions), and when a call's end shows the log
+//! moved, at most once per [`CaptureOptions::read_gap`](super::CaptureOptions)) rather than
+//! pushed. `test_decoding`'s text is parsed in decode.rs: that is the part a pgoutput library
+//! would have done for us.
+//!
+//! Its cost: each read decodes the WAL again from the slot's `restart_lsn`, which the server
+//! moves only when it logs its running transactions (every 15 s of activity, and at
+//! checkpoints). Hence the gap between reads that calls wake; the streaming protocol, which
+//! keeps one decoding context, is the way past it (docs/design.md, *The proxy's evidence*).
 //!
 //! The slot is temporary: PostgreSQL drops it when its session ends, cleanly or not, so a
 //! crashed proxy leaves no slot holding WAL. Every read consumes what it returned (the slot's
@@ -182,13 +188,22 @@ async fn open_slot(options: &PgConnectOptions) -> Result<(Source, bool), Capture
 /// new slot, records the gap and goes on.
 pub(crate) async fn run(mut source: Source, shared: Arc<Shared>) {
     let mut decoder = Decoder::default();
+    let mut last_read: Option<tokio::time::Instant> = None;
     loop {
         tokio::select! {
             () = shared.stop.cancelled() => break,
             () = shared.wake.notified() => {}
             () = tokio::time::sleep(shared.options.interval) => {}
         }
+        // Calls that end within the gap share the next read (CaptureOptions::read_gap).
+        if let Some(at) = last_read {
+            tokio::select! {
+                () = shared.stop.cancelled() => break,
+                () = tokio::time::sleep_until(at + shared.options.read_gap) => {}
+            }
+        }
         shared.unheld().await;
+        last_read = Some(tokio::time::Instant::now());
         match poll(&mut source, &mut decoder, &shared).await {
             Ok(()) => {}
             Err(e) => {
