@@ -75,7 +75,9 @@ pub struct CaptureOptions {
     /// Every read through the SQL interface decodes the WAL again from the slot's restart
     /// point (up to about 15 s of the cluster's WAL, until the server logs its running
     /// transactions), so calls that end within this share one read: less of the server's CPU
-    /// beside the next calls, for judgements this much later at most.
+    /// beside the next calls, for judgements this much later at most. Default 20 ms; zero
+    /// reads at once for every call that ends (`hintaudit proxy` sets it when effects are
+    /// disclosed, since those answers wait for their share).
     pub read_gap: Duration,
     /// Changes read from the log in one go, at most (whole transactions).
     pub batch: u32,
