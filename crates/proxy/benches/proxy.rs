@@ -128,10 +128,18 @@ async fn measure(variants: &mut [Variant], admin: &sqlx::PgPool, db: &str, n: us
         let calls = n / ROUNDS + usize::from(round < n % ROUNDS);
         for v in variants.iter_mut() {
             let proxy: Vec<i32> = v.proxy.into_iter().collect();
+            let captured = v.captured;
+            let backends = async || {
+                if captured {
+                    backends_cpu(admin, db).await
+                } else {
+                    0.0
+                }
+            };
             for (t, tool) in TOOLS.into_iter().enumerate() {
-                let before = (cpu_seconds(&proxy), backends_cpu(admin, db).await);
+                let before = (cpu_seconds(&proxy), backends().await);
                 v.ms[t].extend(timed_calls(&v.client, tool, calls).await);
-                let after = (cpu_seconds(&proxy), backends_cpu(admin, db).await);
+                let after = (cpu_seconds(&proxy), backends().await);
                 v.cpu[t].0 += after.0 - before.0;
                 v.cpu[t].1 += after.1 - before.1;
             }
@@ -139,8 +147,8 @@ async fn measure(variants: &mut [Variant], admin: &sqlx::PgPool, db: &str, n: us
     }
 }
 
-/// Prints each variant's p50 and p99 and the CPU per call; returns the p50s by tool.
-fn print_latencies(variants: &[Variant], n: usize) -> Vec<(f64, f64)> {
+/// Prints each variant's p50 and p99; returns the p50s by tool.
+fn print_latencies(variants: &[Variant]) -> Vec<(f64, f64)> {
     println!("| variant | read_query p50 / p99 (ms) | add_note p50 / p99 (ms) |");
     println!("|---|---|---|");
     let mut p50s = Vec::new();
@@ -153,6 +161,11 @@ fn print_latencies(variants: &[Variant], n: usize) -> Vec<(f64, f64)> {
         );
         p50s.push((r.0, w.0));
     }
+    p50s
+}
+
+/// Prints the CPU per call of each proxy, and of the capture's PostgreSQL sessions.
+fn print_cpu(variants: &[Variant], n: usize) {
     println!();
     println!(
         "CPU per call, ms (the kernel's count over {n} calls of each tool): the proxy process \
@@ -162,13 +175,16 @@ fn print_latencies(variants: &[Variant], n: usize) -> Vec<(f64, f64)> {
     println!("|---|---|---|");
     let per_call = |s: f64| format!("{:.3}", s * 1000.0 / n as f64);
     for v in variants.iter().filter(|v| v.proxy.is_some()) {
-        let cell = |(proxy, backends): (f64, f64)| match v.captured {
-            true => format!("{} / {}", per_call(proxy), per_call(backends)),
-            false => format!("{} / -", per_call(proxy)),
+        let cell = |(proxy, backends): (f64, f64)| {
+            let backends = if v.captured {
+                per_call(backends)
+            } else {
+                "-".into()
+            };
+            format!("{} / {backends}", per_call(proxy))
         };
         println!("| {} | {} | {} |", v.label, cell(v.cpu[0]), cell(v.cpu[1]));
     }
-    p50s
 }
 
 fn rand_salt() -> usize {
@@ -342,34 +358,38 @@ async fn main() {
          in {ROUNDS} rounds"
     );
     let mut variants = Vec::new();
-    for (label, url, proxy) in [
+    for (label, url, proxy, with_capture) in [
         (
             "bare upstream (Python SDK, streamable HTTP)",
             upstream.clone(),
             None,
+            false,
         ),
         (
             "through the proxy, no --database",
             format!("http://{plain}/mcp"),
             p1.id(),
+            false,
         ),
         (
             "through the proxy, --database (PostgreSQL capture)",
             format!("http://{captured}/mcp"),
             p2.id(),
+            true,
         ),
     ] {
         variants.push(Variant {
             label,
             client: client(&url).await,
             proxy: proxy.map(|p| p as i32),
-            captured: variants.len() == 2,
+            captured: with_capture,
             ms: [Vec::new(), Vec::new()],
             cpu: [(0.0, 0.0); 2],
         });
     }
     measure(&mut variants, &admin, name, n).await;
-    let p50s = print_latencies(&variants, n);
+    let p50s = print_latencies(&variants);
+    print_cpu(&variants, n);
     for v in variants {
         v.client.cancel().await.ok();
     }

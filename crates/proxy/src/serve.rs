@@ -260,9 +260,10 @@ async fn start_capture(args: &ProxyArgs, config: &Config) -> anyhow::Result<Opti
     let options = CaptureOptions {
         wait: Duration::from_millis(args.capture_wait_ms),
         upstream: upstream_host(args),
-        read_gap: match config.disclose_effects() {
-            true => Duration::ZERO,
-            false => defaults.read_gap,
+        read_gap: if config.disclose_effects() {
+            Duration::ZERO
+        } else {
+            defaults.read_gap
         },
         ..defaults
     };

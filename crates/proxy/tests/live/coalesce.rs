@@ -70,7 +70,7 @@ async fn a_call_ending_within_the_gap_waits_for_the_next_read() {
     assert_eq!(
         held,
         [false, true],
-        "the first read is at once; the second waits out the gap, past --capture-wait-ms"
+        "the first read is at once; the second waits out the gap, past `wait`"
     );
     let free = two_calls(&admin, "hintaudit_proxy_coalesce_free", Duration::ZERO).await;
     assert_eq!(

@@ -4,8 +4,9 @@
 //! Why not the streaming replication protocol, yet: its Rust clients bring a second
 //! PostgreSQL driver and TLS stack (`pg_walstream`: libpq) or speak pgoutput only, which needs
 //! a publication (`pgwire-replication`), for what one SQL function gives over the sqlx
-//! connection the workspace already has. The SQL interface reads whole transactions, in commit order, up to
-//! a position we name, which is exactly what attribution needs; it is polled (every
+//! connection the workspace already has. The SQL interface reads whole transactions, in
+//! commit order, up to a position we name, which is exactly what attribution needs; it is
+//! polled (every
 //! [`CaptureOptions::interval`](super::CaptureOptions), and when a call's end shows the log
 //! moved, at most once per [`CaptureOptions::read_gap`](super::CaptureOptions)) rather than
 //! pushed. `test_decoding`'s text is parsed in decode.rs: that is the part a pgoutput library
