@@ -1,0 +1,97 @@
+//! The database and WAL files, read with positioned reads: the WAL's new frames, and pages as
+//! they were before a commit (the latest earlier frame of this WAL generation, else the
+//! database file).
+
+use std::fs::File;
+use std::io::{ErrorKind, Read};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+use hashbrown::HashMap;
+
+use crate::view::PageSource;
+use crate::wal::{FRAME_HEADER_SIZE, WAL_HEADER_SIZE};
+
+/// The first 100 bytes of the database file, when it has them.
+pub(crate) fn db_header(path: &Path) -> std::io::Result<Option<[u8; 100]>> {
+    let mut f = match File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let mut header = [0u8; 100];
+    match f.read_exact(&mut header) {
+        Ok(()) => Ok(Some(header)),
+        Err(e) if e.kind() == ErrorKind::UnexpectedEof => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// The `-wal` file beside `db`.
+pub(crate) fn wal_path(db: &Path) -> PathBuf {
+    let mut p = db.as_os_str().to_owned();
+    p.push("-wal");
+    PathBuf::from(p)
+}
+
+/// Reads `len` bytes at `offset` of `path`, or fewer at its end; empty when it does not exist.
+/// Adds the bytes read to `counter`.
+pub(crate) fn read_from(path: &Path, offset: u64, len: usize, counter: &mut u64) -> std::io::Result<Vec<u8>> {
+    let f = match File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e),
+    };
+    let left = f.metadata()?.len().saturating_sub(offset);
+    let mut buf = vec![0u8; usize::try_from(left).unwrap_or(usize::MAX).min(len)];
+    let mut got = 0;
+    while got < buf.len() {
+        match f.read_at(&mut buf[got..], offset + got as u64) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    buf.truncate(got);
+    *counter += got as u64;
+    Ok(buf)
+}
+
+/// Pages before a commit: the latest frame of each page this WAL generation holds before it,
+/// else the database file.
+pub(crate) struct Before<'a> {
+    pub db: &'a File,
+    pub wal: &'a File,
+    /// Page → the frame number of its latest image before the commit.
+    pub latest: &'a HashMap<u32, u32>,
+    pub page_size: u32,
+    /// Bytes read from the WAL.
+    pub wal_bytes: u64,
+    /// Bytes read from the database file.
+    pub db_bytes: u64,
+}
+
+impl PageSource for Before<'_> {
+    fn page(&mut self, number: u32) -> std::io::Result<Option<Vec<u8>>> {
+        let size = u64::from(self.page_size);
+        let (file, offset, counter) = match self.latest.get(&number) {
+            Some(&frame) => {
+                let at = WAL_HEADER_SIZE as u64 + u64::from(frame - 1) * (FRAME_HEADER_SIZE as u64 + size);
+                (self.wal, at + FRAME_HEADER_SIZE as u64, &mut self.wal_bytes)
+            }
+            None => (self.db, u64::from(number - 1) * size, &mut self.db_bytes),
+        };
+        let mut buf = vec![0u8; self.page_size as usize];
+        match file.read_exact_at(&mut buf, offset) {
+            Ok(()) => {
+                *counter += size;
+                Ok(Some(buf))
+            }
+            // Past the file's end: a page the database has not written to its file yet is
+            // one it does not have.
+            Err(e) if e.kind() == ErrorKind::UnexpectedEof => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+}

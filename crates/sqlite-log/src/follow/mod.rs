@@ -1,0 +1,363 @@
+//! The follower: Litestream's loop beside a live writer, one read at a time.
+//!
+//! Between reads it holds a read transaction (a snapshot). SQLite's WAL then cannot be
+//! restarted over frames the snapshot uses, and no checkpoint copies frames past the snapshot
+//! into the database file, so the database file still shows every page as it was before the
+//! first frame not read. Each [`Follower::read`]:
+//!
+//! 1. opens a read transaction on its second connection (the new snapshot) while the first
+//!    still holds the old one: no window in which a checkpoint could pass unread frames;
+//! 2. reads the WAL's new frames along the checksum chain, from the last commit read to the
+//!    last commit frame on the chain, and decodes each commit against the pages before it (the
+//!    latest earlier frame of this WAL generation, else the database file);
+//! 3. closes the old snapshot, then runs a PASSIVE checkpoint on that idle connection: it
+//!    copies what no reader needs any more and waits on nothing. Never FULL, RESTART or
+//!    TRUNCATE.
+//!
+//! Readers never block SQLite's writers in WAL mode: the server's writes go on throughout.
+//! What the snapshot does block is the server's own RESTART or TRUNCATE checkpoint: while the
+//! follower holds a snapshot taken when the WAL held frames not yet checkpointed, that
+//! checkpoint gets SQLITE_BUSY (`PRAGMA wal_checkpoint(TRUNCATE)` answers busy = 1) and the
+//! WAL is left whole; its PASSIVE and FULL work stops at the snapshot's frame. When the
+//! snapshot saw every frame checkpointed, a restart may happen, and loses nothing: the
+//! follower had read every frame. The next generation's header then carries the checkpoint
+//! sequence number and salt-1 one higher; any other change is a restart not seen, a
+//! [`GapReason::Restart`].
+//!
+//! A database in rollback-journal mode (or not created yet) is watched without a connection
+//! or a lock (its header read with plain file reads) until it is in WAL mode: a write seen
+//! meanwhile (the header's change counter moved) is a [`GapReason::RollbackWrite`].
+//!
+//! The follower writes nothing but what a PASSIVE checkpoint copies; it never sets a journal
+//! mode. Positions ([`LogPosition`]) are (salt-1, frame) of the WAL generation, read along
+//! the checksum chain; the wal-index (`-shm`) is left to SQLite.
+
+mod events;
+mod files;
+mod fs;
+mod shm;
+mod snapshot;
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+use hashbrown::HashMap;
+
+pub use events::{Event, FollowError, Gap, GapReason, LogPosition, Stats};
+
+use crate::decoder::Decoder;
+use crate::wal::{Chain, CommitFrames, WalHeader, commits};
+use files::{Before, db_header, read_from, wal_path};
+use snapshot::Snapshot;
+
+/// Follows one SQLite database's WAL from another process.
+pub struct Follower {
+    path: PathBuf,
+    wal: PathBuf,
+    seed: u64,
+    state: State,
+    stats: Stats,
+}
+
+enum State {
+    /// No database file yet, or one in rollback-journal mode: no connection, no lock.
+    Waiting {
+        /// The header's change counter last seen in rollback mode.
+        counter: Option<u32>,
+        /// Whether the database was ever seen absent or in rollback mode.
+        waited: bool,
+    },
+    Following(Box<Live>),
+}
+
+/// The follower's connections and where it is in the log.
+struct Live {
+    held: Snapshot,
+    idle: Snapshot,
+    db: File,
+    /// The chain followed; `None` before the WAL has a header.
+    chain: Option<Chain>,
+    generation: u32,
+    /// Page → the frame of its latest image in this generation, up to the last commit read.
+    latest: HashMap<u32, u32>,
+    decoder: Decoder,
+    wal_path: PathBuf,
+    /// A commit did not decode: open the decoder again at this database size once the read
+    /// is done.
+    pending_reopen: Option<u32>,
+    /// The chain stopped short of a committed frame: nothing more is read in this generation.
+    broken: bool,
+}
+
+impl std::fmt::Debug for Follower {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Follower")
+            .field("path", &self.path)
+            .field("position", &self.position())
+            .field("stats", &self.stats)
+            .finish()
+    }
+}
+
+impl Follower {
+    /// A follower of the database at `path`, hashing values with `seed`. It opens nothing yet:
+    /// the first [`read`](Follower::read) takes the first snapshot, or waits for the file and
+    /// for WAL mode.
+    ///
+    /// # Errors
+    /// The database's directory is on a network filesystem or not writable
+    /// ([`FollowError::NetworkFilesystem`], [`FollowError::DirectoryNotWritable`]), or cannot
+    /// be resolved ([`FollowError::Io`]).
+    pub fn new(path: impl AsRef<Path>, seed: u64) -> Result<Follower, FollowError> {
+        let path = path.as_ref().to_path_buf();
+        fs::check_directory(&path)?;
+        Ok(Follower {
+            wal: wal_path(&path),
+            path,
+            seed,
+            state: State::Waiting { counter: None, waited: false },
+            stats: Stats::default(),
+        })
+    }
+
+    /// The position of the last commit read; `None` while waiting for the database or for
+    /// WAL mode.
+    pub fn position(&self) -> Option<LogPosition> {
+        match &self.state {
+            State::Waiting { .. } => None,
+            State::Following(live) => Some(live.position()),
+        }
+    }
+
+    /// Whether the follower holds a snapshot (the database is in WAL mode and followed).
+    pub fn following(&self) -> bool {
+        matches!(self.state, State::Following(_))
+    }
+
+    /// What it has read so far.
+    pub fn stats(&self) -> Stats {
+        self.stats
+    }
+
+    /// Reads the log: the commits since the last read and the gaps, in log order. Cheap when
+    /// nothing was written: two statements and two small file reads.
+    ///
+    /// # Errors
+    /// A file that cannot be read, a snapshot connection that fails. The follower can be read
+    /// again after one; its snapshot is kept where it was.
+    pub fn read(&mut self) -> Result<Vec<Event>, FollowError> {
+        let mut events = Vec::new();
+        if let State::Waiting { counter, waited } = self.state {
+            let Some(live) = self.wait(counter, waited, &mut events)? else {
+                return Ok(self.count(events));
+            };
+            self.state = State::Following(Box::new(live));
+            return Ok(self.count(events));
+        }
+        let State::Following(live) = &mut self.state else {
+            return Ok(events);
+        };
+        let sqlite = |source| FollowError::Sqlite { path: self.path.clone(), source };
+        if let Err(e) = live.idle.begin() {
+            return match e.sqlite_error_code() {
+                // Another connection is recovering the WAL index: read next time.
+                Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked) => Ok(events),
+                _ => Err(sqlite(e)),
+            };
+        }
+        let caught = live.catch_up(&self.path, &self.wal, self.seed, &mut self.stats, &mut events);
+        // The new snapshot is held: the old one goes, whatever the read found.
+        live.held.end().map_err(sqlite)?;
+        std::mem::swap(&mut live.held, &mut live.idle);
+        caught?;
+        match live.idle.checkpoint_passive() {
+            Ok(_) => self.stats.checkpoints += 1,
+            Err(_) => self.stats.checkpoint_errors += 1,
+        }
+        Ok(self.count(events))
+    }
+
+    fn count(&mut self, events: Vec<Event>) -> Vec<Event> {
+        for e in &events {
+            match e {
+                Event::Commit { .. } => self.stats.commits += 1,
+                Event::Gap(_) => self.stats.gaps += 1,
+            }
+        }
+        events
+    }
+
+    /// Waiting: the database's header, read without a lock. In WAL mode, the first snapshot.
+    fn wait(&mut self, counter: Option<u32>, waited: bool, events: &mut Vec<Event>) -> Result<Option<Live>, FollowError> {
+        let io = |source| FollowError::Io { path: self.path.clone(), source };
+        let header = db_header(&self.path).map_err(io)?;
+        let in_wal = match header {
+            Some(h) => h[18] == 2 && h[19] == 2,
+            // A database created in WAL mode has its first pages in the WAL only.
+            None => self.path.exists() && self.wal_has_header()?,
+        };
+        if in_wal {
+            return Live::start(&self.path, &self.wal, self.seed, waited, &mut self.stats, events).map(Some);
+        }
+        let Some(h) = header else {
+            self.state = State::Waiting { counter, waited: true };
+            return Ok(None);
+        };
+        let now = u32::from_be_bytes([h[24], h[25], h[26], h[27]]);
+        if counter.is_some_and(|c| c != now) {
+            events.push(Event::Gap(Gap { at: LogPosition { generation: 0, salt1: 0, frame: 0 }, reason: GapReason::RollbackWrite }));
+        }
+        self.state = State::Waiting { counter: Some(now), waited: true };
+        Ok(None)
+    }
+}
+
+impl Follower {
+    fn wal_has_header(&mut self) -> Result<bool, FollowError> {
+        let head = read_from(&self.wal, 0, crate::wal::WAL_HEADER_SIZE, &mut self.stats.wal_bytes)
+            .map_err(|source| FollowError::Io { path: self.wal.clone(), source })?;
+        Ok(WalHeader::parse(&head).is_ok())
+    }
+}
+
+impl Live {
+    fn position(&self) -> LogPosition {
+        let p = self.chain.map(|c| c.position());
+        LogPosition { generation: self.generation, salt1: p.map_or(0, |p| p.salt1), frame: p.map_or(0, |p| p.frame) }
+    }
+
+    /// The first snapshot, and the database as it shows it.
+    fn start(path: &Path, wal: &Path, seed: u64, waited: bool, stats: &mut Stats, events: &mut Vec<Event>) -> Result<Live, FollowError> {
+        let sqlite = |source| FollowError::Sqlite { path: path.to_path_buf(), source };
+        let mut held = Snapshot::connect(path).map_err(sqlite)?;
+        held.begin().map_err(sqlite)?;
+        let idle = Snapshot::connect(path).map_err(sqlite)?;
+        let db = File::open(path).map_err(|source| FollowError::Io { path: path.to_path_buf(), source })?;
+        let bytes = read_from(wal, 0, usize::MAX, &mut stats.wal_bytes).map_err(|source| FollowError::Io { path: wal.to_path_buf(), source })?;
+        let mut live = Live {
+            held,
+            idle,
+            db,
+            chain: None,
+            generation: 0,
+            latest: HashMap::new(),
+            decoder: Decoder::empty(4096, seed),
+            wal_path: wal.to_path_buf(),
+            pending_reopen: None,
+            broken: false,
+        };
+        let empty = live.db.metadata().map(|m| m.len() == 0).unwrap_or(false);
+        let mut found = Vec::new();
+        if let Ok(header) = WalHeader::parse(&bytes) {
+            let mut chain = Chain::start(header);
+            found = commits(&mut chain, &bytes[crate::wal::WAL_HEADER_SIZE..]);
+            live.chain = Some(chain);
+            live.decoder = Decoder::empty(header.page_size, seed);
+        }
+        if empty {
+            // Everything is in the WAL: read from its first frame.
+            live.apply(&found, stats, events);
+            live.settle(path, seed, stats)?;
+        } else if waited && !found.is_empty() && !live.from_first_frame(path, seed, &found, stats, events)? {
+            events.push(Event::Gap(Gap { at: live.position(), reason: GapReason::StartedLate { commits: found.len() } }));
+        } else if !waited || found.is_empty() {
+            for c in &found {
+                live.remember(c);
+            }
+            live.reopen(path, found.last().map(|c| c.db_pages), seed, stats)?;
+        }
+        Ok(live)
+    }
+
+    /// After a commit that did not decode, the decoder opened again at the last commit read.
+    fn settle(&mut self, path: &Path, seed: u64, stats: &mut Stats) -> Result<(), FollowError> {
+        match self.pending_reopen.take() {
+            Some(pending) => self.reopen(path, Some(pending), seed, stats),
+            None => Ok(()),
+        }
+    }
+
+    /// The commits `found` in the WAL when the database was first seen in WAL mode, decoded
+    /// from the first frame when no checkpoint has touched the database file in this
+    /// generation (the wal-index says so before and after: a hint, checked twice). Whether
+    /// they were; if not, the decoder starts after them.
+    fn from_first_frame(
+        &mut self,
+        path: &Path,
+        seed: u64,
+        found: &[CommitFrames<'_>],
+        stats: &mut Stats,
+        events: &mut Vec<Event>,
+    ) -> Result<bool, FollowError> {
+        let header = self.chain.map(|c| *c.header());
+        let untouched = || shm::hint(path).is_some_and(|h| h.backfill_attempted == 0 && header.is_some_and(|w| shm::of(&h, &w)));
+        let mut decoded = Vec::new();
+        if untouched() {
+            self.reopen(path, None, seed, stats)?;
+            self.apply(found, stats, &mut decoded);
+            self.settle(path, seed, stats)?;
+        }
+        if !decoded.is_empty() && untouched() {
+            events.append(&mut decoded);
+            return Ok(true);
+        }
+        self.latest.clear();
+        for c in found {
+            self.remember(c);
+        }
+        self.reopen(path, found.last().map(|c| c.db_pages), seed, stats)?;
+        Ok(false)
+    }
+
+    /// Notes the pages `c` wrote as the latest images.
+    fn remember(&mut self, c: &CommitFrames<'_>) {
+        for ((page, _), frame) in c.pages.iter().zip(&c.page_frames) {
+            self.latest.insert(*page, *frame);
+        }
+    }
+
+    /// A new decoder over the database as the held snapshot shows it, at the last commit read
+    /// (`db_pages` after it; `None`: from the database file).
+    fn reopen(&mut self, path: &Path, db_pages: Option<u32>, seed: u64, stats: &mut Stats) -> Result<(), FollowError> {
+        let io = |source| FollowError::Io { path: path.to_path_buf(), source };
+        let wal = File::open(wal_path(path)).or_else(|_| File::open(path)).map_err(io)?;
+        let header = files::db_header(path).map_err(io)?;
+        let page_size = self.chain.map(|c| c.header().page_size).or_else(|| header.map(|h| page_size_of(&h))).unwrap_or(4096);
+        let db_pages = match db_pages {
+            Some(n) => n,
+            None => pages_in_file(&self.db, header.as_ref(), page_size).map_err(io)?,
+        };
+        if db_pages == 0 {
+            self.decoder = Decoder::empty(page_size, seed);
+            return Ok(());
+        }
+        let mut before = Before { db: &self.db, wal: &wal, latest: &self.latest, page_size, wal_bytes: 0, db_bytes: 0 };
+        let opened = Decoder::open(&mut before, db_pages, seed);
+        stats.wal_bytes += before.wal_bytes;
+        stats.db_bytes += before.db_bytes;
+        self.decoder = opened.map_err(|source| FollowError::Decode { path: path.to_path_buf(), source })?;
+        Ok(())
+    }
+}
+
+/// The page size a database header gives.
+fn page_size_of(h: &[u8; 100]) -> u32 {
+    match u32::from(u16::from_be_bytes([h[16], h[17]])) {
+        1 => 65536,
+        n => n,
+    }
+}
+
+/// The database's size in pages: the header's, when it is valid (its version-valid-for
+/// number is the change counter), else the file's.
+fn pages_in_file(db: &File, header: Option<&[u8; 100]>, page_size: u32) -> std::io::Result<u32> {
+    if let Some(h) = header {
+        let be = |at: usize| u32::from_be_bytes([h[at], h[at + 1], h[at + 2], h[at + 3]]);
+        if be(28) != 0 && be(92) == be(24) {
+            return Ok(be(28));
+        }
+    }
+    Ok(u32::try_from(db.metadata()?.len() / u64::from(page_size)).unwrap_or(u32::MAX))
+}
+
+mod catch_up;
