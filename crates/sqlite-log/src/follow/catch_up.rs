@@ -60,7 +60,7 @@ impl Live {
         }
         let Some(chain) = self.chain.as_mut().filter(|_| !self.broken) else { return Ok(()) };
         // Read before the frames: every frame up to it was committed before they were read.
-        let committed = super::shm::hint(path).filter(|h| super::shm::of(h, chain.header())).map(|h| h.max_frame);
+        let committed = super::shm::hint(self.shm.as_ref()).filter(|h| super::shm::of(h, chain.header())).map(|h| h.max_frame);
         let tail = read_from(wal, chain.next_offset(), usize::MAX, &mut stats.wal_bytes).map_err(io)?;
         let found = commits(chain, &tail);
         let end = chain.position().frame;
@@ -101,7 +101,7 @@ impl Live {
                 continue;
             }
             let page_size = self.decoder.page_size();
-            let mut before = Before { db: &self.db, wal: wal.as_ref().unwrap_or(&self.db), latest: &self.latest, page_size, wal_bytes: 0, db_bytes: 0 };
+            let mut before = Before { db: &self.db, wal: wal.as_ref(), latest: &self.latest, page_size, wal_bytes: 0, db_bytes: 0 };
             let decoded = self.decoder.apply(c, &mut before);
             stats.wal_bytes += before.wal_bytes;
             stats.db_bytes += before.db_bytes;

@@ -3,7 +3,7 @@
 //! database file).
 
 use std::fs::File;
-use std::io::{ErrorKind, Read};
+use std::io::ErrorKind;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
@@ -12,19 +12,42 @@ use hashbrown::HashMap;
 use crate::view::PageSource;
 use crate::wal::{FRAME_HEADER_SIZE, WAL_HEADER_SIZE};
 
-/// The first 100 bytes of the database file, when it has them.
-pub(crate) fn db_header(path: &Path) -> std::io::Result<Option<[u8; 100]>> {
-    let mut f = match File::open(path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e),
-    };
+/// The first 100 bytes of the database file `db`, when it has them.
+pub(crate) fn db_header(db: &File) -> std::io::Result<Option<[u8; 100]>> {
     let mut header = [0u8; 100];
-    match f.read_exact(&mut header) {
+    match db.read_exact_at(&mut header, 0) {
         Ok(()) => Ok(Some(header)),
         Err(e) if e.kind() == ErrorKind::UnexpectedEof => Ok(None),
         Err(e) => Err(e),
     }
+}
+
+/// Opens `path` to read, `None` when it does not exist. SQLite's locks are POSIX advisory
+/// locks, which a process loses on *every* descriptor of a file when it closes *any*: a
+/// descriptor of the database or its `-shm` opened here is kept as long as the follower's
+/// connections live, never closed before them.
+pub(crate) fn open_kept(path: &Path) -> std::io::Result<Option<File>> {
+    match File::open(path) {
+        Ok(f) => Ok(Some(f)),
+        Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// Up to `len` bytes at `offset` of the open file `f`.
+pub(crate) fn read_at_most(f: &File, offset: u64, len: usize) -> std::io::Result<Vec<u8>> {
+    let mut buf = vec![0u8; len];
+    let mut got = 0;
+    while got < len {
+        match f.read_at(&mut buf[got..], offset + got as u64) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    buf.truncate(got);
+    Ok(buf)
 }
 
 /// The `-wal` file beside `db`.
@@ -35,7 +58,8 @@ pub(crate) fn wal_path(db: &Path) -> PathBuf {
 }
 
 /// Reads `len` bytes at `offset` of `path`, or fewer at its end; empty when it does not exist.
-/// Adds the bytes read to `counter`.
+/// Adds the bytes read to `counter`. Only for the WAL: SQLite locks no byte of it, so its
+/// descriptor may be closed.
 pub(crate) fn read_from(path: &Path, offset: u64, len: usize, counter: &mut u64) -> std::io::Result<Vec<u8>> {
     let f = match File::open(path) {
         Ok(f) => f,
@@ -43,18 +67,8 @@ pub(crate) fn read_from(path: &Path, offset: u64, len: usize, counter: &mut u64)
         Err(e) => return Err(e),
     };
     let left = f.metadata()?.len().saturating_sub(offset);
-    let mut buf = vec![0u8; usize::try_from(left).unwrap_or(usize::MAX).min(len)];
-    let mut got = 0;
-    while got < buf.len() {
-        match f.read_at(&mut buf[got..], offset + got as u64) {
-            Ok(0) => break,
-            Ok(n) => got += n,
-            Err(e) if e.kind() == ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    buf.truncate(got);
-    *counter += got as u64;
+    let buf = read_at_most(&f, offset, usize::try_from(left).unwrap_or(usize::MAX).min(len))?;
+    *counter += buf.len() as u64;
     Ok(buf)
 }
 
@@ -62,7 +76,8 @@ pub(crate) fn read_from(path: &Path, offset: u64, len: usize, counter: &mut u64)
 /// else the database file.
 pub(crate) struct Before<'a> {
     pub db: &'a File,
-    pub wal: &'a File,
+    /// The WAL, when it exists.
+    pub wal: Option<&'a File>,
     /// Page → the frame number of its latest image before the commit.
     pub latest: &'a HashMap<u32, u32>,
     pub page_size: u32,
@@ -78,7 +93,8 @@ impl PageSource for Before<'_> {
         let (file, offset, counter) = match self.latest.get(&number) {
             Some(&frame) => {
                 let at = WAL_HEADER_SIZE as u64 + u64::from(frame - 1) * (FRAME_HEADER_SIZE as u64 + size);
-                (self.wal, at + FRAME_HEADER_SIZE as u64, &mut self.wal_bytes)
+                let wal = self.wal.ok_or_else(|| std::io::Error::new(ErrorKind::NotFound, "the WAL is gone"))?;
+                (wal, at + FRAME_HEADER_SIZE as u64, &mut self.wal_bytes)
             }
             None => (self.db, u64::from(number - 1) * size, &mut self.db_bytes),
         };

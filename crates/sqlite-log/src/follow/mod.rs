@@ -47,7 +47,7 @@ pub use events::{Event, FollowError, Gap, GapReason, LogPosition, Stats};
 
 use crate::decoder::Decoder;
 use crate::wal::{Chain, CommitFrames, WalHeader, commits};
-use files::{Before, db_header, read_from, wal_path};
+use files::{Before, db_header, open_kept, read_from, wal_path};
 use snapshot::Snapshot;
 
 /// Follows one SQLite database's WAL from another process.
@@ -66,15 +66,21 @@ enum State {
         counter: Option<u32>,
         /// Whether the database was ever seen absent or in rollback mode.
         waited: bool,
+        /// The database file, once it exists (kept open: [`files::open_kept`]).
+        db: Option<File>,
     },
     Following(Box<Live>),
 }
 
 /// The follower's connections and where it is in the log.
 struct Live {
+    // Declared first, dropped first: the connections close before the descriptors below.
     held: Snapshot,
     idle: Snapshot,
+    /// The database file, kept open as long as the connections live.
     db: File,
+    /// The `-shm` file, kept open likewise (read as a hint only).
+    shm: Option<File>,
     /// The chain followed; `None` before the WAL has a header.
     chain: Option<Chain>,
     generation: u32,
@@ -115,7 +121,7 @@ impl Follower {
             wal: wal_path(&path),
             path,
             seed,
-            state: State::Waiting { counter: None, waited: false },
+            state: State::Waiting { counter: None, waited: false, db: None },
             stats: Stats::default(),
         })
     }
@@ -147,11 +153,10 @@ impl Follower {
     /// again after one; its snapshot is kept where it was.
     pub fn read(&mut self) -> Result<Vec<Event>, FollowError> {
         let mut events = Vec::new();
-        if let State::Waiting { counter, waited } = self.state {
-            let Some(live) = self.wait(counter, waited, &mut events)? else {
-                return Ok(self.count(events));
-            };
-            self.state = State::Following(Box::new(live));
+        if let State::Waiting { .. } = self.state {
+            if let Some(live) = self.wait(&mut events)? {
+                self.state = State::Following(Box::new(live));
+            }
             return Ok(self.count(events));
         }
         let State::Following(live) = &mut self.state else {
@@ -188,36 +193,43 @@ impl Follower {
     }
 
     /// Waiting: the database's header, read without a lock. In WAL mode, the first snapshot.
-    fn wait(&mut self, counter: Option<u32>, waited: bool, events: &mut Vec<Event>) -> Result<Option<Live>, FollowError> {
+    fn wait(&mut self, events: &mut Vec<Event>) -> Result<Option<Live>, FollowError> {
+        let State::Waiting { counter, waited, db } = &mut self.state else { return Ok(None) };
         let io = |source| FollowError::Io { path: self.path.clone(), source };
-        let header = db_header(&self.path).map_err(io)?;
-        let in_wal = match header {
-            Some(h) => h[18] == 2 && h[19] == 2,
-            // A database created in WAL mode has its first pages in the WAL only.
-            None => self.path.exists() && self.wal_has_header()?,
-        };
-        if in_wal {
-            return Live::start(&self.path, &self.wal, self.seed, waited, &mut self.stats, events).map(Some);
+        if db.is_none() {
+            *db = open_kept(&self.path).map_err(io)?;
         }
-        let Some(h) = header else {
-            self.state = State::Waiting { counter, waited: true };
+        let Some(file) = db.as_ref() else {
+            *waited = true;
             return Ok(None);
         };
-        let now = u32::from_be_bytes([h[24], h[25], h[26], h[27]]);
-        if counter.is_some_and(|c| c != now) {
-            events.push(Event::Gap(Gap { at: LogPosition { generation: 0, salt1: 0, frame: 0 }, reason: GapReason::RollbackWrite }));
+        let header = db_header(file).map_err(io)?;
+        let in_wal = match header {
+            Some(h) => h[18] == 2 && h[19] == 2,
+            // A database created in WAL mode may have its first pages in the WAL only.
+            None => wal_has_header(&self.wal, &mut self.stats)?,
+        };
+        if !in_wal {
+            let now = header.map(|h| u32::from_be_bytes([h[24], h[25], h[26], h[27]]));
+            if counter.is_some() && now != *counter {
+                let at = LogPosition { generation: 0, salt1: 0, frame: 0 };
+                events.push(Event::Gap(Gap { at, reason: GapReason::RollbackWrite }));
+            }
+            *counter = now;
+            *waited = true;
+            return Ok(None);
         }
-        self.state = State::Waiting { counter: Some(now), waited: true };
-        Ok(None)
+        let (waited, db) = (*waited, db.take());
+        let Some(db) = db else { return Ok(None) };
+        Live::start(&self.path, &self.wal, db, self.seed, waited, &mut self.stats, events).map(Some)
     }
 }
 
-impl Follower {
-    fn wal_has_header(&mut self) -> Result<bool, FollowError> {
-        let head = read_from(&self.wal, 0, crate::wal::WAL_HEADER_SIZE, &mut self.stats.wal_bytes)
-            .map_err(|source| FollowError::Io { path: self.wal.clone(), source })?;
-        Ok(WalHeader::parse(&head).is_ok())
-    }
+/// Whether the WAL beside the database has a header.
+fn wal_has_header(wal: &Path, stats: &mut Stats) -> Result<bool, FollowError> {
+    let head = read_from(wal, 0, crate::wal::WAL_HEADER_SIZE, &mut stats.wal_bytes)
+        .map_err(|source| FollowError::Io { path: wal.to_path_buf(), source })?;
+    Ok(WalHeader::parse(&head).is_ok())
 }
 
 impl Live {
@@ -227,17 +239,27 @@ impl Live {
     }
 
     /// The first snapshot, and the database as it shows it.
-    fn start(path: &Path, wal: &Path, seed: u64, waited: bool, stats: &mut Stats, events: &mut Vec<Event>) -> Result<Live, FollowError> {
+    fn start(
+        path: &Path,
+        wal: &Path,
+        db: File,
+        seed: u64,
+        waited: bool,
+        stats: &mut Stats,
+        events: &mut Vec<Event>,
+    ) -> Result<Live, FollowError> {
         let sqlite = |source| FollowError::Sqlite { path: path.to_path_buf(), source };
         let mut held = Snapshot::connect(path).map_err(sqlite)?;
         held.begin().map_err(sqlite)?;
         let idle = Snapshot::connect(path).map_err(sqlite)?;
-        let db = File::open(path).map_err(|source| FollowError::Io { path: path.to_path_buf(), source })?;
+        let shm_path = shm::shm_path(path);
+        let shm = open_kept(&shm_path).map_err(|source| FollowError::Io { path: shm_path, source })?;
         let bytes = read_from(wal, 0, usize::MAX, &mut stats.wal_bytes).map_err(|source| FollowError::Io { path: wal.to_path_buf(), source })?;
         let mut live = Live {
             held,
             idle,
             db,
+            shm,
             chain: None,
             generation: 0,
             latest: HashMap::new(),
@@ -290,14 +312,16 @@ impl Live {
         events: &mut Vec<Event>,
     ) -> Result<bool, FollowError> {
         let header = self.chain.map(|c| *c.header());
-        let untouched = || shm::hint(path).is_some_and(|h| h.backfill_attempted == 0 && header.is_some_and(|w| shm::of(&h, &w)));
+        let untouched = |shm: Option<&File>| {
+            shm::hint(shm).is_some_and(|h| h.backfill_attempted == 0 && header.is_some_and(|w| shm::of(&h, &w)))
+        };
         let mut decoded = Vec::new();
-        if untouched() {
+        if untouched(self.shm.as_ref()) {
             self.reopen(path, None, seed, stats)?;
             self.apply(found, stats, &mut decoded);
             self.settle(path, seed, stats)?;
         }
-        if !decoded.is_empty() && untouched() {
+        if !decoded.is_empty() && untouched(self.shm.as_ref()) {
             events.append(&mut decoded);
             return Ok(true);
         }
@@ -320,8 +344,8 @@ impl Live {
     /// (`db_pages` after it; `None`: from the database file).
     fn reopen(&mut self, path: &Path, db_pages: Option<u32>, seed: u64, stats: &mut Stats) -> Result<(), FollowError> {
         let io = |source| FollowError::Io { path: path.to_path_buf(), source };
-        let wal = File::open(wal_path(path)).or_else(|_| File::open(path)).map_err(io)?;
-        let header = files::db_header(path).map_err(io)?;
+        let wal = open_kept(&wal_path(path)).map_err(io)?;
+        let header = db_header(&self.db).map_err(io)?;
         let page_size = self.chain.map(|c| c.header().page_size).or_else(|| header.map(|h| page_size_of(&h))).unwrap_or(4096);
         let db_pages = match db_pages {
             Some(n) => n,
@@ -331,7 +355,7 @@ impl Live {
             self.decoder = Decoder::empty(page_size, seed);
             return Ok(());
         }
-        let mut before = Before { db: &self.db, wal: &wal, latest: &self.latest, page_size, wal_bytes: 0, db_bytes: 0 };
+        let mut before = Before { db: &self.db, wal: wal.as_ref(), latest: &self.latest, page_size, wal_bytes: 0, db_bytes: 0 };
         let opened = Decoder::open(&mut before, db_pages, seed);
         stats.wal_bytes += before.wal_bytes;
         stats.db_bytes += before.db_bytes;

@@ -3,7 +3,8 @@
 //! whether a checkpoint has touched the database file in this generation, and which frame is
 //! the last committed, so that a chain that stops short of it is known corrupt.
 
-use std::path::Path;
+use std::fs::File;
+use std::path::{Path, PathBuf};
 
 /// What the wal-index says, when its two header copies agree.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -21,13 +22,17 @@ pub(crate) fn of(hint: &Hint, header: &crate::wal::WalHeader) -> bool {
     hint.salts[..4] == header.salt1.to_be_bytes() && hint.salts[4..] == header.salt2.to_be_bytes()
 }
 
-/// The wal-index of `db`, when it reads as one.
-pub(crate) fn hint(db: &Path) -> Option<Hint> {
+/// The `-shm` file beside `db`.
+pub(crate) fn shm_path(db: &Path) -> PathBuf {
     let mut path = db.as_os_str().to_owned();
     path.push("-shm");
-    let mut counter = 0;
-    let bytes = super::files::read_from(Path::new(&path), 0, 136, &mut counter).ok()?;
-    parse(&bytes)
+    PathBuf::from(path)
+}
+
+/// The wal-index in `shm` (a descriptor kept open: see [`super::files::open_kept`]), when it
+/// reads as one.
+pub(crate) fn hint(shm: Option<&File>) -> Option<Hint> {
+    parse(&super::files::read_at_most(shm?, 0, 136).ok()?)
 }
 
 fn parse(bytes: &[u8]) -> Option<Hint> {
