@@ -129,7 +129,7 @@ impl Decoder {
             self.header = header;
         }
         let mut view = View::new(before, &commit.pages, self.db_pages, commit.db_pages, self.header.usable);
-        let (schema_shape, schema_rows) = self.table(&mut view, SCHEMA)?;
+        let (schema_shape, schema_rows) = self.table(&mut view, SCHEMA, false)?;
         let change = self.schema_rows(&schema_rows)?;
         let mut shapes = vec![(SCHEMA, schema_shape)];
         let mut changes = Changes {
@@ -143,7 +143,8 @@ impl Decoder {
             dropped: change.dropped.iter().map(|(_, t)| t.name.clone()).collect(),
         };
         for id in self.affected(&view, &change) {
-            let (shape, raw) = self.table(&mut view, id)?;
+            let moved = change.altered.iter().any(|(a, root)| *a == id && self.schema.get(id).is_some_and(|t| t.root != *root));
+            let (shape, raw) = self.table(&mut view, id, moved)?;
             self.report(id, raw, &mut changes)?;
             shapes.push((id, shape));
         }
@@ -162,7 +163,7 @@ impl Decoder {
             .written()
             .filter_map(|p| self.map.get(p).map(|n| n.table))
             .chain(change.created.iter().copied())
-            .chain(change.altered.iter().copied())
+            .chain(change.altered.iter().map(|(id, _)| *id))
             .filter(|id| *id != SCHEMA && self.schema.get(*id).is_some())
             .collect();
         ids.sort_unstable();
@@ -170,12 +171,13 @@ impl Decoder {
         ids
     }
 
-    /// How the commit moved `id`'s pages, and the rows it changed.
-    fn table(&self, view: &mut View<'_, '_>, id: TableId) -> Result<(Reshape, RawChanges), DecodeError> {
+    /// How the commit moved `id`'s pages, and the rows it changed; `moved`: its root page
+    /// moved, every page of it is compared.
+    fn table(&self, view: &mut View<'_, '_>, id: TableId, moved: bool) -> Result<(Reshape, RawChanges), DecodeError> {
         let Some(table) = self.schema.get(id) else {
             return Ok(Default::default());
         };
-        let shape = self.map.reshape(view, id, table.root, table.without_rowid)?;
+        let shape = self.map.reshape(view, id, table.root, table.without_rowid, moved)?;
         let affinities: Vec<Affinity> = match &table.def {
             Some(d) if table.without_rowid => d.primary_key.iter().filter_map(|i| d.columns.get(*i)).map(|c| c.affinity).collect(),
             _ => Vec::new(),

@@ -129,8 +129,8 @@ pub(crate) struct Schema {
 pub(crate) struct SchemaChange {
     pub created: Vec<TableId>,
     pub dropped: Vec<(TableId, Table)>,
-    /// Tables whose root page or definition changed.
-    pub altered: Vec<TableId>,
+    /// Tables whose root page or definition changed, with their root page before.
+    pub altered: Vec<(TableId, u32)>,
 }
 
 impl Schema {
@@ -195,7 +195,7 @@ impl Schema {
         self.rows.insert(rowid, id);
         if let Some(old) = self.tables.insert(id, t.clone()) {
             if old.root != t.root || old.def != t.def || old.without_rowid != t.without_rowid {
-                change.altered.push(id);
+                change.altered.push((id, old.root));
             }
         }
     }

@@ -149,16 +149,24 @@ impl PageMap {
         }
     }
 
-    /// How the commit in `view` moved `table`'s b-tree, now rooted at `root`.
+    /// How the commit in `view` moved `table`'s b-tree, now rooted at `root`. `whole`: its
+    /// root page moved (VACUUM, a root relocated by auto-vacuum), so every page of it is
+    /// compared, written or not.
     pub(crate) fn reshape(
         &self,
         view: &mut View<'_, '_>,
         table: TableId,
         root: u32,
         without_rowid: bool,
+        whole: bool,
     ) -> Result<Reshape, DecodeError> {
         let mine = |p: &u32| self.get(*p).filter(|n| n.table == table);
-        let written: Vec<u32> = view.written().filter(|p| mine(p).is_some_and(|n| !n.overflow)).collect();
+        let mut written: Vec<u32> = if whole {
+            self.nodes.iter().filter(|(_, n)| n.table == table && !n.overflow).map(|(p, _)| *p).collect()
+        } else {
+            view.written().filter(|p| mine(p).is_some_and(|n| !n.overflow)).collect()
+        };
+        written.sort_unstable();
         // Overflow pages rewritten in place: their owners' rows are compared too.
         let mut owners: Vec<u32> = view.written().filter_map(|p| mine(&p).filter(|n| n.overflow).map(|n| n.parent)).collect();
         owners.sort_unstable();
@@ -167,7 +175,7 @@ impl PageMap {
         ancestors.extend(self.ancestors(&owners));
         ancestors.extend(owners.iter().copied());
         let mut out = Reshape::default();
-        let reached = self.reach(view, table, root, without_rowid, &ancestors, &mut out)?;
+        let reached = self.reach(view, (table, root, without_rowid, whole), &ancestors, &mut out)?;
         out.old_rows = written.clone();
         self.removed(view, &written, &reached, &mut out)?;
         for o in owners.into_iter().filter(|o| reached.contains(o)) {
@@ -186,9 +194,7 @@ impl PageMap {
     fn reach(
         &self,
         view: &mut View<'_, '_>,
-        table: TableId,
-        root: u32,
-        without_rowid: bool,
+        (table, root, without_rowid, whole): (TableId, u32, bool, bool),
         ancestors: &HashSet<u32>,
         out: &mut Reshape,
     ) -> Result<HashSet<u32>, DecodeError> {
@@ -204,7 +210,7 @@ impl PageMap {
                 return Err(DecodeError::corrupt(page, "a page of the wrong kind for its table"));
             }
             let known = self.get(page);
-            let changed = view.is_written(page) || known.is_none_or(|n| n.table != table || n.overflow);
+            let changed = whole || view.is_written(page) || known.is_none_or(|n| n.table != table || n.overflow);
             if changed && p.kind.holds_rows() {
                 out.new_rows.push(page);
             }
@@ -212,7 +218,7 @@ impl PageMap {
                 out.placed.push((page, parent));
             }
             for c in p.children()? {
-                if view.is_written(c) || ancestors.contains(&c) || self.get(c).is_none() {
+                if whole || view.is_written(c) || ancestors.contains(&c) || self.get(c).is_none() {
                     stack.push((c, page));
                 } else if reached.insert(c) && self.get(c) != Some(Node::tree(table, page)) {
                     out.placed.push((c, page));
@@ -256,7 +262,7 @@ impl PageMap {
             if left && !gone.insert(page) {
                 continue;
             }
-            if left && !view.is_written(page) {
+            if left && written.binary_search(&page).is_err() {
                 out.old_rows.push(page);
             }
             let img = view.page(Side::Old, page)?;

@@ -125,9 +125,6 @@ fn a_python_server_in_another_process_is_read() {
     let Some(py) = python() else { return };
     let db = Db::new("CREATE TABLE items(id INTEGER PRIMARY KEY, name TEXT, qty REAL)", 0);
     let mut f = db.follower();
-    eprintln!("DEBUG before {:?}", std::fs::metadata(db.path.with_extension("db-wal")).map(|m| m.len()));
-    run_python(py, &db.path, "import sqlite3, sys, os\nprint('py sees', os.path.exists(sys.argv[1] + '-wal'), sqlite3.sqlite_version, file=sys.stderr)\nc = sqlite3.connect(sys.argv[1])\nprint(c.execute('pragma journal_mode').fetchall(), file=sys.stderr)\n");
-    eprintln!("DEBUG mid {:?}", std::fs::metadata(db.path.with_extension("db-wal")).map(|m| m.len()));
     run_python(
         py,
         &db.path,
@@ -138,9 +135,7 @@ fn a_python_server_in_another_process_is_read() {
          c.execute('INSERT INTO items(id, name, qty) VALUES (1, ?, 2.5) ON CONFLICT(id) DO UPDATE SET qty = excluded.qty', ('a',))\n\
          c.commit()\n",
     );
-    let wal = std::fs::metadata(db.path.with_extension("db-wal")).map(|m| m.len());
     let got = read(&mut f);
-    eprintln!("DEBUG wal {wal:?} stats {:?} pos {:?}", f.stats(), f.position());
     assert_eq!(got.len(), 2, "{got:#?}");
     assert_eq!(rowids(&table(&got[0], "items")), (vec![1], vec![], vec![]));
     let t = table(&got[1], "items");

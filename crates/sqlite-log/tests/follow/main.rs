@@ -124,5 +124,4 @@ pub fn python() -> Option<&'static str> {
 pub fn run_python(py: &str, db: &Path, script: &str) {
     let out = std::process::Command::new(py).arg("-c").arg(script).arg(db).output().expect("python3");
     assert!(out.status.success(), "python: {}", String::from_utf8_lossy(&out.stderr));
-    eprintln!("DEBUG py stderr {}", String::from_utf8_lossy(&out.stderr));
 }

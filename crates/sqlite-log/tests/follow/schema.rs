@@ -42,7 +42,8 @@ fn vacuum_moves_every_page_and_changes_no_row() {
     db.tx("UPDATE b SET v = -1 WHERE k = 'k7'");
     let got = read(&mut f);
     assert_eq!(got.len(), 2);
-    let names: Vec<&str> = got[0].tables.iter().map(|t| t.table.as_str()).collect();
+    let names: Vec<(&str, usize, usize, usize)> =
+        got[0].tables.iter().map(|t| (t.table.as_str(), t.inserted.len(), t.updated.len(), t.deleted.len())).collect();
     assert!(names.is_empty(), "VACUUM changes no row, in none of {names:?}");
     assert!(got[0].created.is_empty() && got[0].dropped.is_empty(), "VACUUM writes the schema anew: the same tables");
     assert!(got[0].db_pages < 100, "the database shrank: {}", got[0].db_pages);
