@@ -385,3 +385,6 @@ fn pages_in_file(db: &File, header: Option<&[u8; 100]>, page_size: u32) -> std::
 }
 
 mod catch_up;
+
+#[cfg(test)]
+mod tests;

@@ -120,6 +120,71 @@ pub fn python() -> Option<&'static str> {
     }
 }
 
+/// A server in another process: Python's stdlib sqlite3 on the database, running the SQL it
+/// is sent, one statement batch per line, and answering each with its last statement's rows
+/// as JSON. Its locks are another process's, as a real server's are.
+pub struct PyServer {
+    child: std::process::Child,
+    to: std::process::ChildStdin,
+    from: std::io::BufReader<std::process::ChildStdout>,
+}
+
+const PY_SERVER: &str = r#"
+import json, sqlite3, sys
+c = sqlite3.connect(sys.argv[1], isolation_level=None)
+for line in sys.stdin:
+    sql = json.loads(line)
+    try:
+        *head, last = [s for s in sql.split(";") if s.strip()]
+        for s in head:
+            c.execute(s)
+        rows = c.execute(last).fetchall()
+        print(json.dumps({"rows": rows}), flush=True)
+    except Exception as e:
+        print(json.dumps({"error": str(e)}), flush=True)
+"#;
+
+impl PyServer {
+    /// The server on `db`, in WAL mode with automatic checkpoints every `autocheckpoint`
+    /// pages (0: off).
+    pub fn start(py: &str, db: &Path, autocheckpoint: u32) -> PyServer {
+        use std::process::{Command, Stdio};
+        let mut child = Command::new(py)
+            .args(["-u", "-c", PY_SERVER])
+            .arg(db)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("python3");
+        let to = child.stdin.take().expect("stdin");
+        let from = std::io::BufReader::new(child.stdout.take().expect("stdout"));
+        let mut s = PyServer { child, to, from };
+        s.sql(&format!("PRAGMA journal_mode=WAL; PRAGMA wal_autocheckpoint={autocheckpoint}"));
+        s
+    }
+
+    /// Runs `sql` (statements separated by `;`, no `;` inside a literal) and returns its last
+    /// statement's rows.
+    pub fn sql(&mut self, sql: &str) -> Vec<Vec<serde_json::Value>> {
+        use std::io::{BufRead, Write};
+        writeln!(self.to, "{}", serde_json::Value::String(sql.to_owned())).expect("send");
+        let mut line = String::new();
+        self.from.read_line(&mut line).expect("answer");
+        let answer: serde_json::Value = serde_json::from_str(&line).expect("JSON");
+        if let Some(e) = answer.get("error") {
+            panic!("{sql}: {e}");
+        }
+        serde_json::from_value(answer["rows"].clone()).expect("rows")
+    }
+}
+
+impl Drop for PyServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 /// Runs `script` in Python with `db` as `sys.argv[1]`.
 pub fn run_python(py: &str, db: &Path, script: &str) {
     let out = std::process::Command::new(py).arg("-c").arg(script).arg(db).output().expect("python3");
