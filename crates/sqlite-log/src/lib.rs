@@ -9,6 +9,7 @@ mod error;
 mod follow;
 mod page;
 mod record;
+mod replay;
 mod rows;
 mod schema;
 mod sql;
@@ -20,6 +21,7 @@ mod wal;
 pub use changes::{Changes, Column, Row, TableChanges, Update};
 pub use decoder::Decoder;
 pub use error::DecodeError;
+pub use replay::{ReplayError, replay};
 #[cfg(feature = "follow")]
 pub use follow::{Event, FollowError, Follower, Gap, GapReason, LogPosition, Stats};
 pub use view::PageSource;
