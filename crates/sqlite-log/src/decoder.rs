@@ -39,7 +39,11 @@ impl Header {
             Some(3) => Encoding::Utf16Be,
             _ => return Err(DecodeError::Header("an unknown text encoding")),
         };
-        Ok(Header { page_size, usable, encoding })
+        Ok(Header {
+            page_size,
+            usable,
+            encoding,
+        })
     }
 }
 
@@ -60,7 +64,11 @@ impl Decoder {
     ///
     /// # Errors
     /// A header this reader does not know, a corrupt or missing page, a read error.
-    pub fn open(pages: &mut dyn PageSource, db_pages: u32, seed: u64) -> Result<Decoder, DecodeError> {
+    pub fn open(
+        pages: &mut dyn PageSource,
+        db_pages: u32,
+        seed: u64,
+    ) -> Result<Decoder, DecodeError> {
         let page1 = pages
             .page(1)
             .map_err(|source| DecodeError::Read { page: 1, source })?
@@ -73,17 +81,26 @@ impl Decoder {
         let mut rows = Vec::new();
         for leaf in leaves {
             for (rowid, payload) in leaf_rows(&mut view, leaf)? {
-                let values = record::values(&payload).ok_or(DecodeError::corrupt(leaf, "a schema row that is no record"))?;
+                let values = record::values(&payload)
+                    .ok_or(DecodeError::corrupt(leaf, "a schema row that is no record"))?;
                 rows.push((rowid, table_of_row(&values, header.encoding)));
             }
         }
         schema.apply(rows);
         for id in schema.ids() {
-            let Some(t) = schema.get(id).filter(|_| id != SCHEMA) else { continue };
+            let Some(t) = schema.get(id).filter(|_| id != SCHEMA) else {
+                continue;
+            };
             let (root, wr) = (t.root, t.without_rowid);
             map.walk(&mut view, id, root, wr)?;
         }
-        Ok(Decoder { seed, header, schema, map, db_pages })
+        Ok(Decoder {
+            seed,
+            header,
+            schema,
+            map,
+            db_pages,
+        })
     }
 
     /// The decoder of a database with no page yet (its file empty, everything in the WAL):
@@ -91,7 +108,11 @@ impl Decoder {
     pub fn empty(page_size: u32, seed: u64) -> Decoder {
         Decoder {
             seed,
-            header: Header { page_size, usable: page_size as usize, encoding: Encoding::Utf8 },
+            header: Header {
+                page_size,
+                usable: page_size as usize,
+                encoding: Encoding::Utf8,
+            },
             schema: Schema::new(),
             map: PageMap::default(),
             db_pages: 0,
@@ -119,16 +140,28 @@ impl Decoder {
     /// # Errors
     /// A corrupt or missing page, a read error, page 1's header changed to another page size
     /// or encoding. The decoder must be opened again after one.
-    pub fn apply(&mut self, commit: &CommitFrames<'_>, before: &mut dyn PageSource) -> Result<Changes, DecodeError> {
+    pub fn apply(
+        &mut self,
+        commit: &CommitFrames<'_>,
+        before: &mut dyn PageSource,
+    ) -> Result<Changes, DecodeError> {
         if let Ok(i) = commit.pages.binary_search_by_key(&1, |(p, _)| *p) {
             let header = Header::parse(commit.pages[i].1)?;
             // An empty database learns its header from its first commit.
             if self.db_pages != 0 && header != self.header {
-                return Err(DecodeError::Header("the page size or text encoding changed"));
+                return Err(DecodeError::Header(
+                    "the page size or text encoding changed",
+                ));
             }
             self.header = header;
         }
-        let mut view = View::new(before, &commit.pages, self.db_pages, commit.db_pages, self.header.usable);
+        let mut view = View::new(
+            before,
+            &commit.pages,
+            self.db_pages,
+            commit.db_pages,
+            self.header.usable,
+        );
         let (schema_shape, schema_rows) = self.table(&mut view, SCHEMA, false)?;
         let change = self.schema_rows(&schema_rows)?;
         let mut shapes = vec![(SCHEMA, schema_shape)];
@@ -143,7 +176,10 @@ impl Decoder {
             dropped: change.dropped.iter().map(|(_, t)| t.name.clone()).collect(),
         };
         for id in self.affected(&view, &change) {
-            let moved = change.altered.iter().any(|(a, root)| *a == id && self.schema.get(id).is_some_and(|t| t.root != *root));
+            let moved = change
+                .altered
+                .iter()
+                .any(|(a, root)| *a == id && self.schema.get(id).is_some_and(|t| t.root != *root));
             let (shape, raw) = self.table(&mut view, id, moved)?;
             self.report(id, raw, &mut changes)?;
             shapes.push((id, shape));
@@ -173,16 +209,32 @@ impl Decoder {
 
     /// How the commit moved `id`'s pages, and the rows it changed; `moved`: its root page
     /// moved, every page of it is compared.
-    fn table(&self, view: &mut View<'_, '_>, id: TableId, moved: bool) -> Result<(Reshape, RawChanges), DecodeError> {
+    fn table(
+        &self,
+        view: &mut View<'_, '_>,
+        id: TableId,
+        moved: bool,
+    ) -> Result<(Reshape, RawChanges), DecodeError> {
         let Some(table) = self.schema.get(id) else {
             return Ok(Default::default());
         };
-        let shape = self.map.reshape(view, id, table.root, table.without_rowid, moved)?;
+        let shape = self
+            .map
+            .reshape(view, id, table.root, table.without_rowid, moved)?;
         let affinities: Vec<Affinity> = match &table.def {
-            Some(d) if table.without_rowid => d.primary_key.iter().filter_map(|i| d.columns.get(*i)).map(|c| c.affinity).collect(),
+            Some(d) if table.without_rowid => d
+                .primary_key
+                .iter()
+                .filter_map(|i| d.columns.get(*i))
+                .map(|c| c.affinity)
+                .collect(),
             _ => Vec::new(),
         };
-        let keying = if table.without_rowid { Keying::Prefix(&affinities) } else { Keying::Rowid };
+        let keying = if table.without_rowid {
+            Keying::Prefix(&affinities)
+        } else {
+            Keying::Rowid
+        };
         let raw = diff(view, &shape.old_rows, &shape.new_rows, keying, self.seed)?;
         Ok((shape, raw))
     }
@@ -190,16 +242,33 @@ impl Decoder {
     /// `sqlite_schema`'s changed rows into the schema.
     fn schema_rows(&mut self, raw: &RawChanges) -> Result<SchemaChange, DecodeError> {
         let mut rows = Vec::new();
-        for r in raw.inserted.iter().chain(raw.updated.iter().map(|(_, new)| new)) {
-            let values = record::values(&r.payload).ok_or(DecodeError::corrupt(1, "a schema row that is no record"))?;
-            rows.push((r.rowid.unwrap_or_default(), table_of_row(&values, self.header.encoding)));
+        for r in raw
+            .inserted
+            .iter()
+            .chain(raw.updated.iter().map(|(_, new)| new))
+        {
+            let values = record::values(&r.payload)
+                .ok_or(DecodeError::corrupt(1, "a schema row that is no record"))?;
+            rows.push((
+                r.rowid.unwrap_or_default(),
+                table_of_row(&values, self.header.encoding),
+            ));
         }
-        rows.extend(raw.deleted.iter().map(|r| (r.rowid.unwrap_or_default(), None)));
+        rows.extend(
+            raw.deleted
+                .iter()
+                .map(|r| (r.rowid.unwrap_or_default(), None)),
+        );
         Ok(self.schema.apply(rows))
     }
 
     /// `id`'s raw changes as rows in `changes`.
-    fn report(&self, id: TableId, raw: RawChanges, changes: &mut Changes) -> Result<(), DecodeError> {
+    fn report(
+        &self,
+        id: TableId,
+        raw: RawChanges,
+        changes: &mut Changes,
+    ) -> Result<(), DecodeError> {
         let Some(table) = self.schema.get(id).filter(|t| t.reported()) else {
             return Ok(());
         };
@@ -210,13 +279,20 @@ impl Decoder {
             return Ok(());
         }
         let h = self.seed;
-        let one = |r| row(table, r, h).ok_or(DecodeError::corrupt(table.root, "a row that is no record"));
-        let mut t = TableChanges { table: table.name.clone(), ..TableChanges::default() };
+        let one =
+            |r| row(table, r, h).ok_or(DecodeError::corrupt(table.root, "a row that is no record"));
+        let mut t = TableChanges {
+            table: table.name.clone(),
+            ..TableChanges::default()
+        };
         for r in &raw.inserted {
             t.inserted.push(one(r)?);
         }
         for (old, new) in &raw.updated {
-            t.updated.push(crate::changes::Update { old: one(old)?, new: one(new)? });
+            t.updated.push(crate::changes::Update {
+                old: one(old)?,
+                new: one(new)?,
+            });
         }
         for r in &raw.deleted {
             t.deleted.push(one(r)?);
@@ -250,7 +326,12 @@ impl Decoder {
 }
 
 fn names(schema: &Schema, ids: &[TableId]) -> Vec<String> {
-    let mut out: Vec<String> = ids.iter().filter_map(|id| schema.get(*id)).filter(|t| t.reported()).map(|t| t.name.clone()).collect();
+    let mut out: Vec<String> = ids
+        .iter()
+        .filter_map(|id| schema.get(*id))
+        .filter(|t| t.reported())
+        .map(|t| t.name.clone())
+        .collect();
     out.sort();
     out
 }

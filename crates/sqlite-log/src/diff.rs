@@ -57,7 +57,11 @@ struct Found {
 
 impl Found {
     fn payload(&self) -> Payload<'_> {
-        Payload { size: self.size, local: &self.local, overflow: self.overflow }
+        Payload {
+            size: self.size,
+            local: &self.local,
+            overflow: self.overflow,
+        }
     }
 }
 
@@ -78,7 +82,9 @@ fn rows(
         }
         for i in 0..p.len() {
             let cell: Cell<'_> = p.cell(i)?;
-            let Some(payload) = cell.payload else { continue };
+            let Some(payload) = cell.payload else {
+                continue;
+            };
             let found = Found {
                 page,
                 rowid: cell.rowid,
@@ -88,10 +94,15 @@ fn rows(
             };
             let key = match (keying, cell.rowid) {
                 (Keying::Rowid, Some(r)) => RowKey::Rowid(r),
-                (Keying::Rowid, None) => return Err(DecodeError::corrupt(page, "an index cell in a table")),
+                (Keying::Rowid, None) => {
+                    return Err(DecodeError::corrupt(page, "an index cell in a table"));
+                }
                 (Keying::Prefix(affinities), _) => {
                     let whole = view.payload(side, page, &payload)?;
-                    RowKey::Key(key_of(&whole, affinities, seed).ok_or(DecodeError::corrupt(page, "a key that is no record"))?)
+                    RowKey::Key(
+                        key_of(&whole, affinities, seed)
+                            .ok_or(DecodeError::corrupt(page, "a key that is no record"))?,
+                    )
                 }
             };
             if out.insert(key, found).is_some() {
@@ -135,7 +146,10 @@ pub(crate) fn diff(
         match old.remove(key) {
             None => out.inserted.push(raw(view, Side::New, key, n)?),
             Some(o) if same(view, &o, n)? => out.unchanged += 1,
-            Some(o) => out.updated.push((raw(view, Side::Old, key, &o)?, raw(view, Side::New, key, n)?)),
+            Some(o) => out.updated.push((
+                raw(view, Side::Old, key, &o)?,
+                raw(view, Side::New, key, n)?,
+            )),
         }
     }
     let mut gone: Vec<(RowKey, Found)> = old.into_iter().collect();
@@ -155,8 +169,17 @@ fn key_order(a: &RowKey, b: &RowKey) -> std::cmp::Ordering {
     }
 }
 
-fn raw(view: &mut View<'_, '_>, side: Side, key: &RowKey, f: &Found) -> Result<RawRow, DecodeError> {
-    Ok(RawRow { key: key.clone(), rowid: f.rowid, payload: view.payload(side, f.page, &f.payload())? })
+fn raw(
+    view: &mut View<'_, '_>,
+    side: Side,
+    key: &RowKey,
+    f: &Found,
+) -> Result<RawRow, DecodeError> {
+    Ok(RawRow {
+        key: key.clone(),
+        rowid: f.rowid,
+        payload: view.payload(side, f.page, &f.payload())?,
+    })
 }
 
 /// Whether a row's payload is the same on both sides: the same cell bytes, and when it
@@ -168,5 +191,6 @@ fn same(view: &mut View<'_, '_>, old: &Found, new: &Found) -> Result<bool, Decod
     if old.overflow.is_none() {
         return Ok(true);
     }
-    Ok(view.payload(Side::Old, old.page, &old.payload())? == view.payload(Side::New, new.page, &new.payload())?)
+    Ok(view.payload(Side::Old, old.page, &old.payload())?
+        == view.payload(Side::New, new.page, &new.payload())?)
 }

@@ -21,9 +21,11 @@ mod wal;
 pub use changes::{Changes, Column, Row, TableChanges, Update};
 pub use decoder::Decoder;
 pub use error::DecodeError;
-pub use replay::{ReplayError, replay};
 #[cfg(feature = "follow")]
-pub use follow::{Event, FollowError, Follower, Gap, GapReason, LogPosition, Stats};
+pub use follow::{
+    CHECKPOINT_FRAMES, Event, FollowError, Follower, Gap, GapReason, LogPosition, Stats,
+};
+pub use replay::{ReplayError, replay};
 pub use view::PageSource;
 pub use wal::{
     Chain, CommitFrames, FRAME_HEADER_SIZE, Frame, Position, WAL_HEADER_SIZE, WalError, WalHeader,

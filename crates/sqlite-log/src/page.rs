@@ -94,7 +94,11 @@ pub(crate) fn be32(data: &[u8], at: usize) -> Option<u32> {
 impl<'a> Page<'a> {
     /// Page `number`'s image `data` as a b-tree page; `usable`: bytes per page less the
     /// reserved bytes at each page's end.
-    pub(crate) fn parse(number: u32, data: &'a [u8], usable: usize) -> Result<Page<'a>, DecodeError> {
+    pub(crate) fn parse(
+        number: u32,
+        data: &'a [u8],
+        usable: usize,
+    ) -> Result<Page<'a>, DecodeError> {
         let bad = |what| DecodeError::corrupt(number, what);
         if data.len() < usable || usable < 480 {
             return Err(bad("shorter than a page"));
@@ -111,7 +115,15 @@ impl<'a> Page<'a> {
         } else {
             None
         };
-        let page = Page { number, data, usable, kind, header, cells, right };
+        let page = Page {
+            number,
+            data,
+            usable,
+            kind,
+            header,
+            cells,
+            right,
+        };
         if page.pointers() + 2 * cells > usable {
             return Err(bad("more cells than the page holds"));
         }
@@ -146,7 +158,8 @@ impl<'a> Page<'a> {
     }
 
     fn cell_offset(&self, i: usize) -> Result<usize, DecodeError> {
-        let at = be16(self.data, self.pointers() + 2 * i).ok_or(self.bad("truncated cell pointers"))?;
+        let at =
+            be16(self.data, self.pointers() + 2 * i).ok_or(self.bad("truncated cell pointers"))?;
         if at < self.pointers() || at >= self.usable {
             return Err(self.bad("a cell pointer outside the cell content area"));
         }
@@ -161,32 +174,53 @@ impl<'a> Page<'a> {
         }
         let area = &self.data[..self.usable];
         let varint = |at: &mut usize| {
-            let (v, n) = varint::read(area.get(*at..).unwrap_or_default()).ok_or(self.bad("truncated cell"))?;
+            let (v, n) = varint::read(area.get(*at..).unwrap_or_default())
+                .ok_or(self.bad("truncated cell"))?;
             *at += n;
             Ok::<u64, DecodeError>(v)
         };
         if self.kind == Kind::TableInterior {
             let rowid = varint(&mut at)? as i64;
-            return Ok(Cell { rowid: Some(rowid), payload: None });
+            return Ok(Cell {
+                rowid: Some(rowid),
+                payload: None,
+            });
         }
         let size = varint(&mut at)?;
-        let rowid = if self.kind == Kind::TableLeaf { Some(varint(&mut at)? as i64) } else { None };
+        let rowid = if self.kind == Kind::TableLeaf {
+            Some(varint(&mut at)? as i64)
+        } else {
+            None
+        };
         let local = local_size(self.kind, size, self.usable as u64);
-        let end = at.checked_add(local).ok_or(self.bad("a cell past the page"))?;
+        let end = at
+            .checked_add(local)
+            .ok_or(self.bad("a cell past the page"))?;
         let bytes = area.get(at..end).ok_or(self.bad("a cell past the page"))?;
         let overflow = if (local as u64) < size {
             Some(be32(area, end).ok_or(self.bad("a cell past the page"))?)
         } else {
             None
         };
-        Ok(Cell { rowid, payload: Some(Payload { size, local: bytes, overflow }) })
+        Ok(Cell {
+            rowid,
+            payload: Some(Payload {
+                size,
+                local: bytes,
+                overflow,
+            }),
+        })
     }
 }
 
 /// Bytes of a payload of `size` bytes stored on a page of kind `kind` with `usable` bytes
 /// (fileformat2.html, "Cell Payload Overflow Pages").
 fn local_size(kind: Kind, size: u64, usable: u64) -> usize {
-    let max = if kind == Kind::TableLeaf { usable - 35 } else { (usable - 12) * 64 / 255 - 23 };
+    let max = if kind == Kind::TableLeaf {
+        usable - 35
+    } else {
+        (usable - 12) * 64 / 255 - 23
+    };
     let min = (usable - 12) * 32 / 255 - 23;
     if size <= max {
         return size as usize;
@@ -221,7 +255,10 @@ mod tests {
         assert!(Page::parse(2, &page, 512).is_err(), "kind byte 0");
         page[0] = 0x0d;
         page[3..5].copy_from_slice(&300u16.to_be_bytes());
-        assert!(Page::parse(2, &page, 512).is_err(), "300 cells on 512 bytes");
+        assert!(
+            Page::parse(2, &page, 512).is_err(),
+            "300 cells on 512 bytes"
+        );
         page[3..5].copy_from_slice(&1u16.to_be_bytes());
         page[8..10].copy_from_slice(&2u16.to_be_bytes());
         let p = Page::parse(2, &page, 512).expect("header");
@@ -230,6 +267,9 @@ mod tests {
         page[511] = 0x7f;
         let p = Page::parse(2, &page, 512).expect("header");
         assert!(p.cell(0).is_err(), "a cell running past the page");
-        assert!(Page::parse(2, &page[..100], 512).is_err(), "truncated image");
+        assert!(
+            Page::parse(2, &page[..100], 512).is_err(),
+            "truncated image"
+        );
     }
 }

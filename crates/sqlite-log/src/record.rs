@@ -59,7 +59,14 @@ fn value(serial: u64, body: &[u8]) -> Option<(Value<'_>, usize)> {
         n => {
             let len = usize::try_from((n - 12) / 2).ok()?;
             let bytes = body.get(..len)?;
-            Some((if n % 2 == 0 { Value::Blob(bytes) } else { Value::Text(bytes) }, len))
+            Some((
+                if n % 2 == 0 {
+                    Value::Blob(bytes)
+                } else {
+                    Value::Text(bytes)
+                },
+                len,
+            ))
         }
     }
 }
@@ -175,8 +182,17 @@ mod tests {
     #[test]
     fn a_real_columns_integral_value_hashes_as_the_real() {
         let h = |a, v| hash(7, a, &v);
-        assert_eq!(h(Affinity::Real, Value::Int(3)), h(Affinity::Real, Value::Real(3.0)));
-        assert_ne!(h(Affinity::Numeric, Value::Int(3)), h(Affinity::Numeric, Value::Real(3.0)));
-        assert_ne!(h(Affinity::Blob, Value::Text(b"1")), h(Affinity::Blob, Value::Blob(b"1")));
+        assert_eq!(
+            h(Affinity::Real, Value::Int(3)),
+            h(Affinity::Real, Value::Real(3.0))
+        );
+        assert_ne!(
+            h(Affinity::Numeric, Value::Int(3)),
+            h(Affinity::Numeric, Value::Real(3.0))
+        );
+        assert_ne!(
+            h(Affinity::Blob, Value::Text(b"1")),
+            h(Affinity::Blob, Value::Blob(b"1"))
+        );
     }
 }

@@ -25,7 +25,10 @@ impl PageSource for Memory<'_> {
             return Ok(None);
         };
         let start = index.saturating_mul(self.page_size);
-        Ok(self.db.get(start..start.saturating_add(self.page_size)).map(<[u8]>::to_vec))
+        Ok(self
+            .db
+            .get(start..start.saturating_add(self.page_size))
+            .map(<[u8]>::to_vec))
     }
 }
 
@@ -48,12 +51,20 @@ pub enum ReplayError {
 ///
 /// # Errors
 /// [`ReplayError`]: the WAL header, or the database image, does not read.
-pub fn replay(db: &[u8], wal: &[u8], seed: u64) -> Result<Vec<Result<Changes, DecodeError>>, ReplayError> {
+pub fn replay(
+    db: &[u8],
+    wal: &[u8],
+    seed: u64,
+) -> Result<Vec<Result<Changes, DecodeError>>, ReplayError> {
     let header = WalHeader::parse(wal)?;
     let page_size = header.page_size as usize;
     let mut chain = Chain::start(header);
     let found = commits(&mut chain, &wal[WAL_HEADER_SIZE..]);
-    let mut memory = Memory { db, page_size, frames: HashMap::new() };
+    let mut memory = Memory {
+        db,
+        page_size,
+        frames: HashMap::new(),
+    };
     let mut db_pages = u32::try_from(db.len() / page_size).unwrap_or(u32::MAX);
     let mut decoder = Some(open_at(&mut memory, db_pages, header.page_size, seed)?);
     let mut out = Vec::with_capacity(found.len());
@@ -63,7 +74,9 @@ pub fn replay(db: &[u8], wal: &[u8], seed: u64) -> Result<Vec<Result<Changes, De
         }
         let got = match decoder.as_mut() {
             Some(d) => d.apply(c, &mut memory),
-            None => Err(DecodeError::Header("the database before this commit does not read")),
+            None => Err(DecodeError::Header(
+                "the database before this commit does not read",
+            )),
         };
         if got.is_err() {
             decoder = None;
@@ -76,7 +89,12 @@ pub fn replay(db: &[u8], wal: &[u8], seed: u64) -> Result<Vec<Result<Changes, De
 }
 
 /// A decoder over `memory` as a database of `db_pages` pages.
-fn open_at(memory: &mut Memory<'_>, db_pages: u32, page_size: u32, seed: u64) -> Result<Decoder, DecodeError> {
+fn open_at(
+    memory: &mut Memory<'_>,
+    db_pages: u32,
+    page_size: u32,
+    seed: u64,
+) -> Result<Decoder, DecodeError> {
     match db_pages {
         0 => Ok(Decoder::empty(page_size, seed)),
         n => Decoder::open(memory, n, seed),
@@ -107,25 +125,39 @@ mod tests {
             .into_iter()
             .map(|c| {
                 let c = c.unwrap();
-                c.tables.first().map_or((0, 0, 0), |t| (t.inserted.len(), t.updated.len(), t.deleted.len()))
+                c.tables.first().map_or((0, 0, 0), |t| {
+                    (t.inserted.len(), t.updated.len(), t.deleted.len())
+                })
             })
             .collect();
         assert_eq!(got, [(1, 0, 0), (0, 1, 0), (0, 0, 1)]);
         let mut torn = base.clone();
         torn.truncate(600);
-        assert!(replay(&torn, &wal, 1).is_err(), "a database image missing its table's root page");
-        assert!(matches!(replay(&base, &wal[..20], 1), Err(ReplayError::Wal(_))));
+        assert!(
+            replay(&torn, &wal, 1).is_err(),
+            "a database image missing its table's root page"
+        );
+        assert!(matches!(
+            replay(&base, &wal[..20], 1),
+            Err(ReplayError::Wal(_))
+        ));
     }
 
     /// The fuzz target's seeds (fuzz/corpus/sqlite_wal/seed-*), real SQLite files: every
     /// commit decodes, so that the fuzzer starts from inputs that reach every decoding step.
     #[test]
     fn the_fuzz_seeds_decode_whole() {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus/sqlite_wal");
+        let dir =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus/sqlite_wal");
         let mut seen = 0;
         for entry in std::fs::read_dir(&dir).expect("the seed corpus") {
             let path = entry.unwrap().path();
-            if !path.file_name().unwrap().to_string_lossy().starts_with("seed-") {
+            if !path
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("seed-")
+            {
                 continue;
             }
             let data = std::fs::read(&path).unwrap();

@@ -20,7 +20,11 @@ pub(crate) fn row(table: &Table, raw: &RawRow, seed: u64) -> Option<Row> {
         Some(def) => named(def, &values, raw.rowid, seed),
         None => positional(&values, 0, seed),
     };
-    Some(Row { key, rowid: raw.rowid, columns })
+    Some(Row {
+        key,
+        rowid: raw.rowid,
+        columns,
+    })
 }
 
 /// Values named by position (`@0`, `@1`, …) from `first`.
@@ -28,7 +32,10 @@ fn positional(values: &[Value<'_>], first: usize, seed: u64) -> Vec<Column> {
     values
         .iter()
         .enumerate()
-        .map(|(i, v)| Column { name: format!("@{}", first + i), value: Some(record::hash(seed, Affinity::Blob, v)) })
+        .map(|(i, v)| Column {
+            name: format!("@{}", first + i),
+            value: Some(record::hash(seed, Affinity::Blob, v)),
+        })
         .collect()
 }
 
@@ -37,7 +44,9 @@ fn storage_order(def: &TableDef) -> Vec<usize> {
     let stored = (0..def.columns.len()).filter(|i| def.columns[*i].stored);
     if def.without_rowid {
         let pk = def.primary_key.iter().copied();
-        pk.clone().chain(stored.filter(|i| !def.primary_key.contains(i))).collect()
+        pk.clone()
+            .chain(stored.filter(|i| !def.primary_key.contains(i)))
+            .collect()
     } else {
         stored.collect()
     }
@@ -48,7 +57,11 @@ fn storage_order(def: &TableDef) -> Vec<usize> {
 /// and the INTEGER PRIMARY KEY").
 fn rowid_alias(def: &TableDef) -> Option<usize> {
     match def.primary_key.as_slice() {
-        [i] if !def.without_rowid => def.columns.get(*i).filter(|c| c.integer && !c.pk_desc).map(|_| *i),
+        [i] if !def.without_rowid => def
+            .columns
+            .get(*i)
+            .filter(|c| c.integer && !c.pk_desc)
+            .map(|_| *i),
         _ => None,
     }
 }
@@ -60,14 +73,23 @@ fn named(def: &TableDef, values: &[Value<'_>], rowid: Option<i64>, seed: u64) ->
     for (slot, &i) in order.iter().enumerate() {
         let c = &def.columns[i];
         let value = match (values.get(slot), rowid) {
-            (Some(Value::Null), Some(r)) if alias == Some(i) => Some(record::hash(seed, c.affinity, &Value::Int(r))),
+            (Some(Value::Null), Some(r)) if alias == Some(i) => {
+                Some(record::hash(seed, c.affinity, &Value::Int(r)))
+            }
             (Some(v), _) => Some(record::hash(seed, c.affinity, v)),
             (None, _) => default_hash(&c.default, c.affinity, seed),
         };
-        columns[i] = Some(Column { name: c.name.clone(), value });
+        columns[i] = Some(Column {
+            name: c.name.clone(),
+            value,
+        });
     }
     let mut out: Vec<Column> = columns.into_iter().flatten().collect();
-    out.extend(positional(values.get(order.len()..).unwrap_or_default(), order.len(), seed));
+    out.extend(positional(
+        values.get(order.len()..).unwrap_or_default(),
+        order.len(),
+        seed,
+    ));
     out
 }
 

@@ -25,14 +25,22 @@ impl Encoding {
     /// Text of this encoding as a string (invalid sequences replaced).
     pub(crate) fn decode(self, bytes: &[u8]) -> String {
         let units = |be: bool| {
-            bytes
-                .chunks_exact(2)
-                .map(move |c| if be { u16::from_be_bytes([c[0], c[1]]) } else { u16::from_le_bytes([c[0], c[1]]) })
+            bytes.chunks_exact(2).map(move |c| {
+                if be {
+                    u16::from_be_bytes([c[0], c[1]])
+                } else {
+                    u16::from_le_bytes([c[0], c[1]])
+                }
+            })
         };
         match self {
             Encoding::Utf8 => String::from_utf8_lossy(bytes).into_owned(),
-            Encoding::Utf16Le => char::decode_utf16(units(false)).map(|c| c.unwrap_or('\u{fffd}')).collect(),
-            Encoding::Utf16Be => char::decode_utf16(units(true)).map(|c| c.unwrap_or('\u{fffd}')).collect(),
+            Encoding::Utf16Le => char::decode_utf16(units(false))
+                .map(|c| c.unwrap_or('\u{fffd}'))
+                .collect(),
+            Encoding::Utf16Be => char::decode_utf16(units(true))
+                .map(|c| c.unwrap_or('\u{fffd}'))
+                .collect(),
         }
     }
 }
@@ -108,12 +116,22 @@ pub(crate) fn table_of_row(values: &[Value<'_>], encoding: Encoding) -> Option<T
     // A statement not read: WITHOUT ROWID from its words.
     let without_rowid = def.as_ref().map_or_else(
         || {
-            let words: Vec<String> = sql.split_whitespace().map(str::to_ascii_uppercase).collect();
-            words.windows(2).any(|w| w[0] == "WITHOUT" && w[1].starts_with("ROWID"))
+            let words: Vec<String> = sql
+                .split_whitespace()
+                .map(str::to_ascii_uppercase)
+                .collect();
+            words
+                .windows(2)
+                .any(|w| w[0] == "WITHOUT" && w[1].starts_with("ROWID"))
         },
         |d| d.without_rowid,
     );
-    Some(Table { name, root, def, without_rowid })
+    Some(Table {
+        name,
+        root,
+        def,
+        without_rowid,
+    })
 }
 
 /// The tables followed, by id, and which `sqlite_schema` row says what of each.
@@ -138,7 +156,11 @@ impl Schema {
     pub(crate) fn new() -> Schema {
         let mut tables = HashMap::new();
         tables.insert(SCHEMA, Table::schema());
-        Schema { tables, rows: HashMap::new(), next: 1 }
+        Schema {
+            tables,
+            rows: HashMap::new(),
+            next: 1,
+        }
     }
 
     pub(crate) fn get(&self, id: TableId) -> Option<&Table> {
@@ -169,7 +191,10 @@ impl Schema {
             }
         }
         for (rowid, t) in now {
-            match gone.iter().position(|id| self.tables.get(id).is_some_and(|old| old.name == t.name)) {
+            match gone
+                .iter()
+                .position(|id| self.tables.get(id).is_some_and(|old| old.name == t.name))
+            {
                 Some(i) => {
                     let id = gone.swap_remove(i);
                     self.replace(id, rowid, t, &mut change);

@@ -34,7 +34,10 @@ fn tokens(sql: &str) -> Option<Vec<Token>> {
         } else if rest.starts_with(&['-', '-']) {
             i += rest.iter().position(|&c| c == '\n').unwrap_or(rest.len());
         } else if rest.starts_with(&['/', '*']) {
-            i += rest.windows(2).position(|w| w == ['*', '/']).map_or(rest.len(), |p| p + 2);
+            i += rest
+                .windows(2)
+                .position(|w| w == ['*', '/'])
+                .map_or(rest.len(), |p| p + 2);
         } else if matches!(c, 'x' | 'X') && rest.get(1) == Some(&'\'') {
             let (text, n) = quoted(&rest[1..], '\'')?;
             out.push(Token::Blob(hex(&text)?));
@@ -42,9 +45,15 @@ fn tokens(sql: &str) -> Option<Vec<Token>> {
         } else if matches!(c, '"' | '`' | '\'' | '[') {
             let close = if c == '[' { ']' } else { c };
             let (text, n) = quoted(rest, close)?;
-            out.push(if c == '\'' { Token::Str(text) } else { Token::Word(text, true) });
+            out.push(if c == '\'' {
+                Token::Str(text)
+            } else {
+                Token::Word(text, true)
+            });
             i += n;
-        } else if c.is_ascii_digit() || (c == '.' && rest.get(1).is_some_and(|d| d.is_ascii_digit())) {
+        } else if c.is_ascii_digit()
+            || (c == '.' && rest.get(1).is_some_and(|d| d.is_ascii_digit()))
+        {
             let n = number_len(rest);
             out.push(Token::Num(rest[..n].iter().collect()));
             i += n;
@@ -98,7 +107,10 @@ fn number_len(chars: &[char]) -> usize {
 }
 
 fn hex(text: &str) -> Option<Vec<u8>> {
-    let digits: Vec<u32> = text.chars().map(|c| c.to_digit(16)).collect::<Option<_>>()?;
+    let digits: Vec<u32> = text
+        .chars()
+        .map(|c| c.to_digit(16))
+        .collect::<Option<_>>()?;
     (digits.len() % 2 == 0).then(|| digits.chunks(2).map(|p| (p[0] * 16 + p[1]) as u8).collect())
 }
 
@@ -144,8 +156,17 @@ pub(crate) struct TableDef {
 }
 
 const COLUMN_CONSTRAINTS: &[&str] = &[
-    "CONSTRAINT", "PRIMARY", "NOT", "NULL", "UNIQUE", "CHECK", "DEFAULT", "COLLATE", "REFERENCES",
-    "GENERATED", "AS",
+    "CONSTRAINT",
+    "PRIMARY",
+    "NOT",
+    "NULL",
+    "UNIQUE",
+    "CHECK",
+    "DEFAULT",
+    "COLLATE",
+    "REFERENCES",
+    "GENERATED",
+    "AS",
 ];
 const TABLE_CONSTRAINTS: &[&str] = &["CONSTRAINT", "PRIMARY", "UNIQUE", "CHECK", "FOREIGN"];
 
@@ -175,7 +196,11 @@ pub(crate) fn parse_create_table(sql: &str) -> Option<TableDef> {
         return None;
     }
     let (defs, close) = split_defs(&toks, open)?;
-    let mut table = TableDef { columns: Vec::new(), primary_key: Vec::new(), without_rowid: false };
+    let mut table = TableDef {
+        columns: Vec::new(),
+        primary_key: Vec::new(),
+        without_rowid: false,
+    };
     let mut table_pk: Vec<String> = Vec::new();
     for def in defs {
         if def.first()?.any_keyword(TABLE_CONSTRAINTS) {
@@ -197,7 +222,9 @@ pub(crate) fn parse_create_table(sql: &str) -> Option<TableDef> {
             .collect::<Option<_>>()?;
     }
     let options = &toks[close + 1..];
-    table.without_rowid = options.windows(2).any(|w| w[0].keyword("WITHOUT") && w[1].keyword("ROWID"));
+    table.without_rowid = options
+        .windows(2)
+        .any(|w| w[0].keyword("WITHOUT") && w[1].keyword("ROWID"));
     Some(table)
 }
 
@@ -248,7 +275,9 @@ fn column(def: &[Token]) -> Option<(ColumnDef, bool)> {
         i += 1;
     }
     let rest = &def[i..];
-    let pk = rest.windows(2).position(|w| w[0].keyword("PRIMARY") && w[1].keyword("KEY"));
+    let pk = rest
+        .windows(2)
+        .position(|w| w[0].keyword("PRIMARY") && w[1].keyword("KEY"));
     let column = ColumnDef {
         name,
         affinity: Affinity::of(&declared),
@@ -273,7 +302,9 @@ fn type_args(toks: &[Token]) -> String {
 
 /// A generated column: `AS (…)` at depth 0, with or without `GENERATED ALWAYS`.
 fn generated(constraints: &[Token]) -> bool {
-    constraints.windows(2).any(|w| w[0].keyword("AS") && w[1] == Token::Punct('('))
+    constraints
+        .windows(2)
+        .any(|w| w[0].keyword("AS") && w[1] == Token::Punct('('))
 }
 
 fn default(constraints: &[Token]) -> Default {
@@ -314,13 +345,17 @@ fn number(n: &str, negative: bool) -> Default {
     };
     match parsed {
         Some(v) => Default::Int(v.wrapping_mul(sign)),
-        None => n.parse::<f64>().map_or(Default::Unknown, |f| Default::Real(f * sign as f64)),
+        None => n
+            .parse::<f64>()
+            .map_or(Default::Unknown, |f| Default::Real(f * sign as f64)),
     }
 }
 
 /// The columns of a table constraint `PRIMARY KEY (a, b DESC, …)`.
 fn table_primary_key(def: &[Token]) -> Option<Vec<String>> {
-    let at = def.windows(2).position(|w| w[0].keyword("PRIMARY") && w[1].keyword("KEY"))?;
+    let at = def
+        .windows(2)
+        .position(|w| w[0].keyword("PRIMARY") && w[1].keyword("KEY"))?;
     let open = at + 2;
     if def.get(open) != Some(&Token::Punct('(')) {
         return None;

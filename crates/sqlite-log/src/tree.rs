@@ -30,7 +30,11 @@ pub(crate) struct Node {
 
 impl Node {
     pub(crate) fn tree(table: TableId, parent: u32) -> Node {
-        Node { table, parent, overflow: false }
+        Node {
+            table,
+            parent,
+            overflow: false,
+        }
     }
 }
 
@@ -100,12 +104,18 @@ impl PageMap {
         let mut found = Vec::new();
         while let Some((page, parent)) = stack.pop() {
             if self.nodes.insert(page, Node::tree(table, parent)).is_some() {
-                return Err(DecodeError::corrupt(page, "a page in two places of the b-trees"));
+                return Err(DecodeError::corrupt(
+                    page,
+                    "a page in two places of the b-trees",
+                ));
             }
             let img = view.page(Side::New, page)?;
             let p = Page::parse(page, &img, view_usable(view))?;
             if !kinds_fit(p.kind, without_rowid) {
-                return Err(DecodeError::corrupt(page, "a page of the wrong kind for its table"));
+                return Err(DecodeError::corrupt(
+                    page,
+                    "a page of the wrong kind for its table",
+                ));
             }
             if p.kind.holds_rows() {
                 found.push(page);
@@ -122,12 +132,27 @@ impl PageMap {
     }
 
     /// The overflow pages `view` read on its new side, owned by pages of `table`.
-    fn overflow_pages(&mut self, view: &mut View<'_, '_>, table: TableId) -> Result<(), DecodeError> {
+    fn overflow_pages(
+        &mut self,
+        view: &mut View<'_, '_>,
+        table: TableId,
+    ) -> Result<(), DecodeError> {
         for (side, owner, page) in std::mem::take(&mut view.chains) {
-            if side == Side::New && self.get(owner).is_some_and(|n| n.table == table && !n.overflow) {
-                let node = Node { table, parent: owner, overflow: true };
+            if side == Side::New
+                && self
+                    .get(owner)
+                    .is_some_and(|n| n.table == table && !n.overflow)
+            {
+                let node = Node {
+                    table,
+                    parent: owner,
+                    overflow: true,
+                };
                 if self.nodes.insert(page, node).is_some_and(|n| n != node) {
-                    return Err(DecodeError::corrupt(page, "a page in two places of the b-trees"));
+                    return Err(DecodeError::corrupt(
+                        page,
+                        "a page in two places of the b-trees",
+                    ));
                 }
             }
         }
@@ -138,13 +163,27 @@ impl PageMap {
     /// then those of the new side mapped to their owners' tables.
     pub(crate) fn rechain(&mut self, chains: &[(Side, u32, u32)]) {
         for (side, owner, page) in chains {
-            if *side == Side::Old && self.get(*page).is_some_and(|n| n.overflow && n.parent == *owner) {
+            if *side == Side::Old
+                && self
+                    .get(*page)
+                    .is_some_and(|n| n.overflow && n.parent == *owner)
+            {
                 self.nodes.remove(page);
             }
         }
         for (side, owner, page) in chains {
-            if let Some(n) = self.get(*owner).filter(|n| *side == Side::New && !n.overflow) {
-                self.nodes.insert(*page, Node { table: n.table, parent: *owner, overflow: true });
+            if let Some(n) = self
+                .get(*owner)
+                .filter(|n| *side == Side::New && !n.overflow)
+            {
+                self.nodes.insert(
+                    *page,
+                    Node {
+                        table: n.table,
+                        parent: *owner,
+                        overflow: true,
+                    },
+                );
             }
         }
     }
@@ -162,20 +201,34 @@ impl PageMap {
     ) -> Result<Reshape, DecodeError> {
         let mine = |p: &u32| self.get(*p).filter(|n| n.table == table);
         let mut written: Vec<u32> = if whole {
-            self.nodes.iter().filter(|(_, n)| n.table == table && !n.overflow).map(|(p, _)| *p).collect()
+            self.nodes
+                .iter()
+                .filter(|(_, n)| n.table == table && !n.overflow)
+                .map(|(p, _)| *p)
+                .collect()
         } else {
-            view.written().filter(|p| mine(p).is_some_and(|n| !n.overflow)).collect()
+            view.written()
+                .filter(|p| mine(p).is_some_and(|n| !n.overflow))
+                .collect()
         };
         written.sort_unstable();
         // Overflow pages rewritten in place: their owners' rows are compared too.
-        let mut owners: Vec<u32> = view.written().filter_map(|p| mine(&p).filter(|n| n.overflow).map(|n| n.parent)).collect();
+        let mut owners: Vec<u32> = view
+            .written()
+            .filter_map(|p| mine(&p).filter(|n| n.overflow).map(|n| n.parent))
+            .collect();
         owners.sort_unstable();
         owners.dedup();
         let mut ancestors = self.ancestors(&written);
         ancestors.extend(self.ancestors(&owners));
         ancestors.extend(owners.iter().copied());
         let mut out = Reshape::default();
-        let reached = self.reach(view, (table, root, without_rowid, whole), &ancestors, &mut out)?;
+        let reached = self.reach(
+            view,
+            (table, root, without_rowid, whole),
+            &ancestors,
+            &mut out,
+        )?;
         out.old_rows = written.clone();
         self.removed(view, &written, &reached, &mut out)?;
         for o in owners.into_iter().filter(|o| reached.contains(o)) {
@@ -202,15 +255,23 @@ impl PageMap {
         let mut stack = vec![(root, 0u32)];
         while let Some((page, parent)) = stack.pop() {
             if !reached.insert(page) {
-                return Err(DecodeError::corrupt(page, "a page in two places of the b-tree"));
+                return Err(DecodeError::corrupt(
+                    page,
+                    "a page in two places of the b-tree",
+                ));
             }
             let img = view.page(Side::New, page)?;
             let p = Page::parse(page, &img, view_usable(view))?;
             if !kinds_fit(p.kind, without_rowid) {
-                return Err(DecodeError::corrupt(page, "a page of the wrong kind for its table"));
+                return Err(DecodeError::corrupt(
+                    page,
+                    "a page of the wrong kind for its table",
+                ));
             }
             let known = self.get(page);
-            let changed = whole || view.is_written(page) || known.is_none_or(|n| n.table != table || n.overflow);
+            let changed = whole
+                || view.is_written(page)
+                || known.is_none_or(|n| n.table != table || n.overflow);
             if changed && p.kind.holds_rows() {
                 out.new_rows.push(page);
             }

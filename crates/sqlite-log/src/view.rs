@@ -67,7 +67,16 @@ impl<'s, 'c> View<'s, 'c> {
         new_pages: u32,
         usable: usize,
     ) -> View<'s, 'c> {
-        View { source, cache: HashMap::new(), written, old_pages, new_pages, usable, bytes_read: 0, chains: Vec::new() }
+        View {
+            source,
+            cache: HashMap::new(),
+            written,
+            old_pages,
+            new_pages,
+            usable,
+            bytes_read: 0,
+            chains: Vec::new(),
+        }
     }
 
     /// Bytes per page less the reserved bytes.
@@ -90,7 +99,11 @@ impl<'s, 'c> View<'s, 'c> {
     /// # Errors
     /// [`DecodeError::Missing`] past the database's end on that side; a read error.
     pub(crate) fn page(&mut self, side: Side, n: u32) -> Result<Image<'c>, DecodeError> {
-        let end = if side == Side::Old { self.old_pages } else { self.new_pages };
+        let end = if side == Side::Old {
+            self.old_pages
+        } else {
+            self.new_pages
+        };
         if n == 0 || n > end {
             return Err(DecodeError::Missing(n));
         }
@@ -99,7 +112,9 @@ impl<'s, 'c> View<'s, 'c> {
                 return Ok(Image::Written(self.written[i].1));
             }
         }
-        self.read(n)?.map(Image::Read).ok_or(DecodeError::Missing(n))
+        self.read(n)?
+            .map(Image::Read)
+            .ok_or(DecodeError::Missing(n))
     }
 
     fn read(&mut self, n: u32) -> Result<Option<Rc<[u8]>>, DecodeError> {
@@ -120,26 +135,43 @@ impl<'s, 'c> View<'s, 'c> {
     ///
     /// # Errors
     /// A chain that ends early, points past the database or is longer than the database.
-    pub(crate) fn payload(&mut self, side: Side, page: u32, p: &Payload<'_>) -> Result<Vec<u8>, DecodeError> {
+    pub(crate) fn payload(
+        &mut self,
+        side: Side,
+        page: u32,
+        p: &Payload<'_>,
+    ) -> Result<Vec<u8>, DecodeError> {
         let mut out = p.local.to_vec();
         let Some(mut next) = p.overflow else {
             return Ok(out);
         };
         let per_page = (self.usable - 4) as u64;
-        let pages = if side == Side::Old { self.old_pages } else { self.new_pages };
+        let pages = if side == Side::Old {
+            self.old_pages
+        } else {
+            self.new_pages
+        };
         let spill = p.size - p.local.len() as u64;
         if spill > u64::from(pages) * per_page {
-            return Err(DecodeError::corrupt(page, "a payload longer than the database"));
+            return Err(DecodeError::corrupt(
+                page,
+                "a payload longer than the database",
+            ));
         }
         let mut left = spill as usize;
         while left > 0 {
             if next == 0 {
-                return Err(DecodeError::corrupt(page, "an overflow chain that ends early"));
+                return Err(DecodeError::corrupt(
+                    page,
+                    "an overflow chain that ends early",
+                ));
             }
             let img = self.page(side, next)?;
             self.chains.push((side, page, next));
             let take = left.min(self.usable - 4);
-            let bytes = img.get(4..4 + take).ok_or(DecodeError::corrupt(next, "a short overflow page"))?;
+            let bytes = img
+                .get(4..4 + take)
+                .ok_or(DecodeError::corrupt(next, "a short overflow page"))?;
             out.extend_from_slice(bytes);
             left -= take;
             next = be32(&img, 0).unwrap_or(0);

@@ -195,8 +195,7 @@ impl Chain {
         let (head, data) = frame.split_at(FRAME_HEADER_SIZE);
         let page = be32(head, 0);
         let db_pages = be32(head, 4);
-        if page == 0 || be32(head, 8) != self.header.salt1 || be32(head, 12) != self.header.salt2
-        {
+        if page == 0 || be32(head, 8) != self.header.salt1 || be32(head, 12) != self.header.salt2 {
             return None;
         }
         let s = checksum_of(self.header.big_endian, self.checksum, &head[..8]);

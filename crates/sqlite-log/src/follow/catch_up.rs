@@ -29,8 +29,11 @@ impl Live {
         stats: &mut Stats,
         events: &mut Vec<Event>,
     ) -> Result<(), FollowError> {
-        let io = |source| FollowError::Io { path: wal.to_path_buf(), source };
-        let head = read_from(wal, 0, WAL_HEADER_SIZE, &mut stats.wal_bytes).map_err(io)?;
+        let io = |source| FollowError::Io {
+            path: wal.to_path_buf(),
+            source,
+        };
+        let head = read_from(wal, 0, WAL_HEADER_SIZE, &mut stats.frame_bytes).map_err(io)?;
         match self.generation_of(&head) {
             Generation::Same => {}
             Generation::Next(header) => {
@@ -48,27 +51,51 @@ impl Live {
                 self.chain = Some(Chain::start(header));
                 self.latest.clear();
                 self.broken = false;
-                let tail = read_from(wal, WAL_HEADER_SIZE as u64, usize::MAX, &mut stats.wal_bytes).map_err(io)?;
-                let found = self.chain.as_mut().map(|c| commits(c, &tail)).unwrap_or_default();
+                let tail = read_from(
+                    wal,
+                    WAL_HEADER_SIZE as u64,
+                    usize::MAX,
+                    &mut stats.frame_bytes,
+                )
+                .map_err(io)?;
+                let found = self
+                    .chain
+                    .as_mut()
+                    .map(|c| commits(c, &tail))
+                    .unwrap_or_default();
                 for c in &found {
                     self.remember(c);
                 }
                 self.reopen(path, found.last().map(|c| c.db_pages), seed, stats)?;
-                events.push(Event::Gap(Gap { at: self.position(), reason: GapReason::Restart { from, to: header.checkpoint_seq } }));
+                events.push(Event::Gap(Gap {
+                    at: self.position(),
+                    reason: GapReason::Restart {
+                        from,
+                        to: header.checkpoint_seq,
+                    },
+                }));
                 return Ok(());
             }
         }
-        let Some(chain) = self.chain.as_mut().filter(|_| !self.broken) else { return Ok(()) };
+        let Some(chain) = self.chain.as_mut().filter(|_| !self.broken) else {
+            return Ok(());
+        };
         // Read before the frames: every frame up to it was committed before they were read.
-        let committed = super::shm::hint(self.shm.as_ref()).filter(|h| super::shm::of(h, chain.header())).map(|h| h.max_frame);
-        let tail = read_from(wal, chain.next_offset(), usize::MAX, &mut stats.wal_bytes).map_err(io)?;
+        let committed = super::shm::hint(self.shm.as_ref())
+            .filter(|h| super::shm::of(h, chain.header()))
+            .map(|h| h.max_frame);
+        let tail =
+            read_from(wal, chain.next_offset(), usize::MAX, &mut stats.frame_bytes).map_err(io)?;
         let found = commits(chain, &tail);
         let end = chain.position().frame;
         self.apply(&found, stats, events);
         self.settle(path, seed, stats)?;
         if committed.is_some_and(|m| m > end) {
             self.broken = true;
-            events.push(Event::Gap(Gap { at: self.position(), reason: GapReason::Corrupt { frame: end + 1 } }));
+            events.push(Event::Gap(Gap {
+                at: self.position(),
+                reason: GapReason::Corrupt { frame: end + 1 },
+            }));
         }
         Ok(())
     }
@@ -87,13 +114,23 @@ impl Live {
         if header.salt1 == was.salt1 && header.salt2 == was.salt2 {
             return Generation::Same;
         }
-        let next = header.checkpoint_seq == was.checkpoint_seq.wrapping_add(1) && header.salt1 == was.salt1.wrapping_add(1);
-        if next { Generation::Next(header) } else { Generation::Lost(header) }
+        let next = header.checkpoint_seq == was.checkpoint_seq.wrapping_add(1)
+            && header.salt1 == was.salt1.wrapping_add(1);
+        if next {
+            Generation::Next(header)
+        } else {
+            Generation::Lost(header)
+        }
     }
 
     /// Decodes `found` in order. After a commit that does not decode, the rest are only
     /// remembered, and the decoder is opened again at the last of them.
-    pub(super) fn apply(&mut self, found: &[CommitFrames<'_>], stats: &mut Stats, events: &mut Vec<Event>) {
+    pub(super) fn apply(
+        &mut self,
+        found: &[CommitFrames<'_>],
+        stats: &mut Stats,
+        events: &mut Vec<Event>,
+    ) {
         let wal = self.wal_file();
         for (i, c) in found.iter().enumerate() {
             if self.pending_reopen.is_some() {
@@ -101,16 +138,27 @@ impl Live {
                 continue;
             }
             let page_size = self.decoder.page_size();
-            let mut before = Before { db: &self.db, wal: wal.as_ref(), latest: &self.latest, page_size, wal_bytes: 0, db_bytes: 0 };
+            let mut before = Before {
+                db: &self.db,
+                wal: wal.as_ref(),
+                latest: &self.latest,
+                page_size,
+                bytes: 0,
+            };
             let decoded = self.decoder.apply(c, &mut before);
-            stats.wal_bytes += before.wal_bytes;
-            stats.db_bytes += before.db_bytes;
+            stats.page_bytes += before.bytes;
             self.remember(c);
             let at = self.position_of(c);
             match decoded {
                 Ok(changes) => events.push(Event::Commit { at, changes }),
                 Err(e) => {
-                    events.push(Event::Gap(Gap { at, reason: GapReason::Decode(format!("{e} (and {} commit(s) after it)", found.len() - i - 1)) }));
+                    events.push(Event::Gap(Gap {
+                        at,
+                        reason: GapReason::Decode(format!(
+                            "{e} (and {} commit(s) after it)",
+                            found.len() - i - 1
+                        )),
+                    }));
                     self.pending_reopen = Some(found.last().map_or(c.db_pages, |l| l.db_pages));
                 }
             }
@@ -122,6 +170,10 @@ impl Live {
     }
 
     fn position_of(&self, c: &CommitFrames<'_>) -> super::LogPosition {
-        super::LogPosition { generation: self.generation, salt1: c.position.salt1, frame: c.position.frame }
+        super::LogPosition {
+            generation: self.generation,
+            salt1: c.position.salt1,
+            frame: c.position.frame,
+        }
     }
 }

@@ -167,10 +167,12 @@ pub struct Stats {
     pub commits: u64,
     /// Gaps.
     pub gaps: u64,
-    /// Bytes read from the WAL file (its frames, once each, and old page images).
-    pub wal_bytes: u64,
-    /// Bytes read from the database file (old page images).
-    pub db_bytes: u64,
+    /// Bytes of the WAL read along the checksum chain: its header, each frame once (a
+    /// transaction still open when read is read again).
+    pub frame_bytes: u64,
+    /// Bytes of pages read besides the frames: the pages before each commit (from earlier
+    /// frames or the database file) and overflow pages; the first snapshot's whole read.
+    pub page_bytes: u64,
     /// PASSIVE checkpoints run.
     pub checkpoints: u64,
     /// PASSIVE checkpoints that failed (the server's next checkpoint does the work).

@@ -60,14 +60,23 @@ pub(crate) fn wal_path(db: &Path) -> PathBuf {
 /// Reads `len` bytes at `offset` of `path`, or fewer at its end; empty when it does not exist.
 /// Adds the bytes read to `counter`. Only for the WAL: SQLite locks no byte of it, so its
 /// descriptor may be closed.
-pub(crate) fn read_from(path: &Path, offset: u64, len: usize, counter: &mut u64) -> std::io::Result<Vec<u8>> {
+pub(crate) fn read_from(
+    path: &Path,
+    offset: u64,
+    len: usize,
+    counter: &mut u64,
+) -> std::io::Result<Vec<u8>> {
     let f = match File::open(path) {
         Ok(f) => f,
         Err(e) if e.kind() == ErrorKind::NotFound => return Ok(Vec::new()),
         Err(e) => return Err(e),
     };
     let left = f.metadata()?.len().saturating_sub(offset);
-    let buf = read_at_most(&f, offset, usize::try_from(left).unwrap_or(usize::MAX).min(len))?;
+    let buf = read_at_most(
+        &f,
+        offset,
+        usize::try_from(left).unwrap_or(usize::MAX).min(len),
+    )?;
     *counter += buf.len() as u64;
     Ok(buf)
 }
@@ -81,27 +90,28 @@ pub(crate) struct Before<'a> {
     /// Page → the frame number of its latest image before the commit.
     pub latest: &'a HashMap<u32, u32>,
     pub page_size: u32,
-    /// Bytes read from the WAL.
-    pub wal_bytes: u64,
-    /// Bytes read from the database file.
-    pub db_bytes: u64,
+    /// Bytes read.
+    pub bytes: u64,
 }
 
 impl PageSource for Before<'_> {
     fn page(&mut self, number: u32) -> std::io::Result<Option<Vec<u8>>> {
         let size = u64::from(self.page_size);
-        let (file, offset, counter) = match self.latest.get(&number) {
+        let (file, offset) = match self.latest.get(&number) {
             Some(&frame) => {
-                let at = WAL_HEADER_SIZE as u64 + u64::from(frame - 1) * (FRAME_HEADER_SIZE as u64 + size);
-                let wal = self.wal.ok_or_else(|| std::io::Error::new(ErrorKind::NotFound, "the WAL is gone"))?;
-                (wal, at + FRAME_HEADER_SIZE as u64, &mut self.wal_bytes)
+                let at = WAL_HEADER_SIZE as u64
+                    + u64::from(frame - 1) * (FRAME_HEADER_SIZE as u64 + size);
+                let wal = self
+                    .wal
+                    .ok_or_else(|| std::io::Error::new(ErrorKind::NotFound, "the WAL is gone"))?;
+                (wal, at + FRAME_HEADER_SIZE as u64)
             }
-            None => (self.db, u64::from(number - 1) * size, &mut self.db_bytes),
+            None => (self.db, u64::from(number - 1) * size),
         };
         let mut buf = vec![0u8; self.page_size as usize];
         match file.read_exact_at(&mut buf, offset) {
             Ok(()) => {
-                *counter += size;
+                self.bytes += size;
                 Ok(Some(buf))
             }
             // Past the file's end: a page the database has not written to its file yet is

@@ -9,9 +9,26 @@ use crate::follow::FollowError;
 
 /// Filesystem types of `/proc/self/mountinfo` that are remote, or FUSE filesystems that are.
 const NETWORK: &[&str] = &[
-    "nfs", "nfs4", "cifs", "smb3", "smbfs", "9p", "afs", "ceph", "glusterfs", "lustre", "gpfs",
-    "fuse.sshfs", "fuse.glusterfs", "fuse.s3fs", "fuse.rclone", "fuse.gcsfuse", "davfs",
-    "fuse.davfs2", "ocfs2", "gfs2",
+    "nfs",
+    "nfs4",
+    "cifs",
+    "smb3",
+    "smbfs",
+    "9p",
+    "afs",
+    "ceph",
+    "glusterfs",
+    "lustre",
+    "gpfs",
+    "fuse.sshfs",
+    "fuse.glusterfs",
+    "fuse.s3fs",
+    "fuse.rclone",
+    "fuse.gcsfuse",
+    "davfs",
+    "fuse.davfs2",
+    "ocfs2",
+    "gfs2",
 ];
 
 /// Refuses `db`'s directory when it is on a network filesystem or not writable.
@@ -24,9 +41,10 @@ pub(crate) fn check_directory(db: &Path) -> Result<PathBuf, FollowError> {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
     };
-    let dir = parent
-        .canonicalize()
-        .map_err(|source| FollowError::Io { path: parent.clone(), source })?;
+    let dir = parent.canonicalize().map_err(|source| FollowError::Io {
+        path: parent.clone(),
+        source,
+    })?;
     if let Some(fstype) = filesystem_of(&dir).filter(|t| NETWORK.contains(&t.as_str())) {
         return Err(FollowError::NetworkFilesystem { path: dir, fstype });
     }
@@ -64,7 +82,9 @@ fn unescape(field: &str) -> String {
     let mut rest = field;
     while let Some(i) = rest.find('\\') {
         out.push_str(&rest[..i]);
-        let code = rest.get(i + 1..i + 4).and_then(|o| u8::from_str_radix(o, 8).ok());
+        let code = rest
+            .get(i + 1..i + 4)
+            .and_then(|o| u8::from_str_radix(o, 8).ok());
         match code {
             Some(c) => {
                 out.push(char::from(c));
@@ -101,7 +121,11 @@ mod tests {
             ("/srv/database", Some("ext4")),
         ];
         for (dir, want) in cases {
-            assert_eq!(mount_type(MOUNTINFO, Path::new(dir)).as_deref(), want, "{dir}");
+            assert_eq!(
+                mount_type(MOUNTINFO, Path::new(dir)).as_deref(),
+                want,
+                "{dir}"
+            );
         }
     }
 
@@ -119,7 +143,8 @@ mod tests {
         let mut perms = std::fs::metadata(&ro).unwrap().permissions();
         std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
         std::fs::set_permissions(&ro, perms).unwrap();
-        let root = std::os::unix::fs::MetadataExt::uid(&std::fs::metadata(dir.path()).unwrap()) == 0;
+        let root =
+            std::os::unix::fs::MetadataExt::uid(&std::fs::metadata(dir.path()).unwrap()) == 0;
         if root {
             // root may write any directory: access(2) says so, and so does SQLite.
             eprintln!("skipped the refusal: running as root, every directory is writable");

@@ -57,7 +57,12 @@ pub struct Follower {
     seed: u64,
     state: State,
     stats: Stats,
+    checkpoint_frames: u32,
 }
+
+/// Frames read since the follower's last checkpoint before its next: SQLite's own automatic
+/// checkpoint interval and Litestream's minimum.
+pub const CHECKPOINT_FRAMES: u32 = 1000;
 
 enum State {
     /// No database file yet, or one in rollback-journal mode: no connection, no lock.
@@ -93,6 +98,8 @@ struct Live {
     pending_reopen: Option<u32>,
     /// The chain stopped short of a committed frame: nothing more is read in this generation.
     broken: bool,
+    /// Where the last PASSIVE checkpoint ran (the position read when it did).
+    checkpointed: LogPosition,
 }
 
 impl std::fmt::Debug for Follower {
@@ -121,9 +128,23 @@ impl Follower {
             wal: wal_path(&path),
             path,
             seed,
-            state: State::Waiting { counter: None, waited: false, db: None },
+            state: State::Waiting {
+                counter: None,
+                waited: false,
+                db: None,
+            },
             stats: Stats::default(),
+            checkpoint_frames: CHECKPOINT_FRAMES,
         })
+    }
+
+    /// Runs its PASSIVE checkpoint after a read once `frames` frames were read since its last
+    /// ([`CHECKPOINT_FRAMES`] by default; 0: after every read that found new frames). Each
+    /// checkpoint copies pages into the database file and syncs it; the server's own automatic
+    /// checkpoints go on meanwhile, up to the follower's snapshot.
+    pub fn with_checkpoint_frames(mut self, frames: u32) -> Follower {
+        self.checkpoint_frames = frames;
+        self
     }
 
     /// The position of the last commit read; `None` while waiting for the database or for
@@ -162,22 +183,39 @@ impl Follower {
         let State::Following(live) = &mut self.state else {
             return Ok(events);
         };
-        let sqlite = |source| FollowError::Sqlite { path: self.path.clone(), source };
+        let sqlite = |source| FollowError::Sqlite {
+            path: self.path.clone(),
+            source,
+        };
         if let Err(e) = live.idle.begin() {
             return match e.sqlite_error_code() {
                 // Another connection is recovering the WAL index: read next time.
-                Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked) => Ok(events),
+                Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked) => {
+                    Ok(events)
+                }
                 _ => Err(sqlite(e)),
             };
         }
-        let caught = live.catch_up(&self.path, &self.wal, self.seed, &mut self.stats, &mut events);
+        let caught = live.catch_up(
+            &self.path,
+            &self.wal,
+            self.seed,
+            &mut self.stats,
+            &mut events,
+        );
         // The new snapshot is held: the old one goes, whatever the read found.
         live.held.end().map_err(sqlite)?;
         std::mem::swap(&mut live.held, &mut live.idle);
         caught?;
-        match live.idle.checkpoint_passive() {
-            Ok(_) => self.stats.checkpoints += 1,
-            Err(_) => self.stats.checkpoint_errors += 1,
+        let at = live.position();
+        let due = at.generation != live.checkpointed.generation
+            || at.frame.saturating_sub(live.checkpointed.frame) >= self.checkpoint_frames;
+        if due && at != live.checkpointed {
+            match live.idle.checkpoint_passive() {
+                Ok(_) => self.stats.checkpoints += 1,
+                Err(_) => self.stats.checkpoint_errors += 1,
+            }
+            live.checkpointed = at;
         }
         Ok(self.count(events))
     }
@@ -194,8 +232,18 @@ impl Follower {
 
     /// Waiting: the database's header, read without a lock. In WAL mode, the first snapshot.
     fn wait(&mut self, events: &mut Vec<Event>) -> Result<Option<Live>, FollowError> {
-        let State::Waiting { counter, waited, db } = &mut self.state else { return Ok(None) };
-        let io = |source| FollowError::Io { path: self.path.clone(), source };
+        let State::Waiting {
+            counter,
+            waited,
+            db,
+        } = &mut self.state
+        else {
+            return Ok(None);
+        };
+        let io = |source| FollowError::Io {
+            path: self.path.clone(),
+            source,
+        };
         if db.is_none() {
             *db = open_kept(&self.path).map_err(io)?;
         }
@@ -212,8 +260,15 @@ impl Follower {
         if !in_wal {
             let now = header.map(|h| u32::from_be_bytes([h[24], h[25], h[26], h[27]]));
             if counter.is_some() && now != *counter {
-                let at = LogPosition { generation: 0, salt1: 0, frame: 0 };
-                events.push(Event::Gap(Gap { at, reason: GapReason::RollbackWrite }));
+                let at = LogPosition {
+                    generation: 0,
+                    salt1: 0,
+                    frame: 0,
+                };
+                events.push(Event::Gap(Gap {
+                    at,
+                    reason: GapReason::RollbackWrite,
+                }));
             }
             *counter = now;
             *waited = true;
@@ -221,21 +276,39 @@ impl Follower {
         }
         let (waited, db) = (*waited, db.take());
         let Some(db) = db else { return Ok(None) };
-        Live::start(&self.path, &self.wal, db, self.seed, waited, &mut self.stats, events).map(Some)
+        Live::start(
+            &self.path,
+            &self.wal,
+            db,
+            self.seed,
+            waited,
+            &mut self.stats,
+            events,
+        )
+        .map(Some)
     }
 }
 
 /// Whether the WAL beside the database has a header.
 fn wal_has_header(wal: &Path, stats: &mut Stats) -> Result<bool, FollowError> {
-    let head = read_from(wal, 0, crate::wal::WAL_HEADER_SIZE, &mut stats.wal_bytes)
-        .map_err(|source| FollowError::Io { path: wal.to_path_buf(), source })?;
+    let head =
+        read_from(wal, 0, crate::wal::WAL_HEADER_SIZE, &mut stats.frame_bytes).map_err(|source| {
+            FollowError::Io {
+                path: wal.to_path_buf(),
+                source,
+            }
+        })?;
     Ok(WalHeader::parse(&head).is_ok())
 }
 
 impl Live {
     fn position(&self) -> LogPosition {
         let p = self.chain.map(|c| c.position());
-        LogPosition { generation: self.generation, salt1: p.map_or(0, |p| p.salt1), frame: p.map_or(0, |p| p.frame) }
+        LogPosition {
+            generation: self.generation,
+            salt1: p.map_or(0, |p| p.salt1),
+            frame: p.map_or(0, |p| p.frame),
+        }
     }
 
     /// The first snapshot, and the database as it shows it.
@@ -248,13 +321,24 @@ impl Live {
         stats: &mut Stats,
         events: &mut Vec<Event>,
     ) -> Result<Live, FollowError> {
-        let sqlite = |source| FollowError::Sqlite { path: path.to_path_buf(), source };
+        let sqlite = |source| FollowError::Sqlite {
+            path: path.to_path_buf(),
+            source,
+        };
         let mut held = Snapshot::connect(path).map_err(sqlite)?;
         held.begin().map_err(sqlite)?;
         let idle = Snapshot::connect(path).map_err(sqlite)?;
         let shm_path = shm::shm_path(path);
-        let shm = open_kept(&shm_path).map_err(|source| FollowError::Io { path: shm_path, source })?;
-        let bytes = read_from(wal, 0, usize::MAX, &mut stats.wal_bytes).map_err(|source| FollowError::Io { path: wal.to_path_buf(), source })?;
+        let shm = open_kept(&shm_path).map_err(|source| FollowError::Io {
+            path: shm_path,
+            source,
+        })?;
+        let bytes = read_from(wal, 0, usize::MAX, &mut stats.frame_bytes).map_err(|source| {
+            FollowError::Io {
+                path: wal.to_path_buf(),
+                source,
+            }
+        })?;
         let mut live = Live {
             held,
             idle,
@@ -267,6 +351,7 @@ impl Live {
             wal_path: wal.to_path_buf(),
             pending_reopen: None,
             broken: false,
+            checkpointed: LogPosition { generation: 0, salt1: 0, frame: 0 },
         };
         let empty = live.db.metadata().map(|m| m.len() == 0).unwrap_or(false);
         let mut found = Vec::new();
@@ -280,8 +365,16 @@ impl Live {
             // Everything is in the WAL: read from its first frame.
             live.apply(&found, stats, events);
             live.settle(path, seed, stats)?;
-        } else if waited && !found.is_empty() && !live.from_first_frame(path, seed, &found, stats, events)? {
-            events.push(Event::Gap(Gap { at: live.position(), reason: GapReason::StartedLate { commits: found.len() } }));
+        } else if waited
+            && !found.is_empty()
+            && !live.from_first_frame(path, seed, &found, stats, events)?
+        {
+            events.push(Event::Gap(Gap {
+                at: live.position(),
+                reason: GapReason::StartedLate {
+                    commits: found.len(),
+                },
+            }));
         } else if !waited || found.is_empty() {
             for c in &found {
                 live.remember(c);
@@ -313,7 +406,9 @@ impl Live {
     ) -> Result<bool, FollowError> {
         let header = self.chain.map(|c| *c.header());
         let untouched = |shm: Option<&File>| {
-            shm::hint(shm).is_some_and(|h| h.backfill_attempted == 0 && header.is_some_and(|w| shm::of(&h, &w)))
+            shm::hint(shm).is_some_and(|h| {
+                h.backfill_attempted == 0 && header.is_some_and(|w| shm::of(&h, &w))
+            })
         };
         let mut decoded = Vec::new();
         if untouched(self.shm.as_ref()) {
@@ -342,11 +437,24 @@ impl Live {
 
     /// A new decoder over the database as the held snapshot shows it, at the last commit read
     /// (`db_pages` after it; `None`: from the database file).
-    fn reopen(&mut self, path: &Path, db_pages: Option<u32>, seed: u64, stats: &mut Stats) -> Result<(), FollowError> {
-        let io = |source| FollowError::Io { path: path.to_path_buf(), source };
+    fn reopen(
+        &mut self,
+        path: &Path,
+        db_pages: Option<u32>,
+        seed: u64,
+        stats: &mut Stats,
+    ) -> Result<(), FollowError> {
+        let io = |source| FollowError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
         let wal = open_kept(&wal_path(path)).map_err(io)?;
         let header = db_header(&self.db).map_err(io)?;
-        let page_size = self.chain.map(|c| c.header().page_size).or_else(|| header.map(|h| page_size_of(&h))).unwrap_or(4096);
+        let page_size = self
+            .chain
+            .map(|c| c.header().page_size)
+            .or_else(|| header.map(|h| page_size_of(&h)))
+            .unwrap_or(4096);
         let db_pages = match db_pages {
             Some(n) => n,
             None => pages_in_file(&self.db, header.as_ref(), page_size).map_err(io)?,
@@ -355,11 +463,19 @@ impl Live {
             self.decoder = Decoder::empty(page_size, seed);
             return Ok(());
         }
-        let mut before = Before { db: &self.db, wal: wal.as_ref(), latest: &self.latest, page_size, wal_bytes: 0, db_bytes: 0 };
+        let mut before = Before {
+            db: &self.db,
+            wal: wal.as_ref(),
+            latest: &self.latest,
+            page_size,
+            bytes: 0,
+        };
         let opened = Decoder::open(&mut before, db_pages, seed);
-        stats.wal_bytes += before.wal_bytes;
-        stats.db_bytes += before.db_bytes;
-        self.decoder = opened.map_err(|source| FollowError::Decode { path: path.to_path_buf(), source })?;
+        stats.page_bytes += before.bytes;
+        self.decoder = opened.map_err(|source| FollowError::Decode {
+            path: path.to_path_buf(),
+            source,
+        })?;
         Ok(())
     }
 }

@@ -37,13 +37,21 @@ pub(crate) fn hint(shm: Option<&File>) -> Option<Hint> {
 
 fn parse(bytes: &[u8]) -> Option<Hint> {
     let (first, second) = (bytes.get(..48)?, bytes.get(48..96)?);
-    let u32_at = |at: usize| bytes.get(at..at + 4).map(|b| u32::from_ne_bytes([b[0], b[1], b[2], b[3]]));
+    let u32_at = |at: usize| {
+        bytes
+            .get(at..at + 4)
+            .map(|b| u32::from_ne_bytes([b[0], b[1], b[2], b[3]]))
+    };
     if first != second || first[12] != 1 || u32_at(0)? != 3_007_000 {
         return None;
     }
     let mut salts = [0u8; 8];
     salts.copy_from_slice(&first[32..40]);
-    Some(Hint { salts, max_frame: u32_at(16)?, backfill_attempted: u32_at(128)? })
+    Some(Hint {
+        salts,
+        max_frame: u32_at(16)?,
+        backfill_attempted: u32_at(128)?,
+    })
 }
 
 #[cfg(test)]
@@ -61,7 +69,10 @@ mod tests {
         let copy: Vec<u8> = bytes[..48].to_vec();
         bytes[48..96].copy_from_slice(&copy);
         let h = parse(&bytes).expect("a hint");
-        assert_eq!((h.max_frame, h.backfill_attempted, &h.salts), (9, 4, b"saltsalt"));
+        assert_eq!(
+            (h.max_frame, h.backfill_attempted, &h.salts),
+            (9, 4, b"saltsalt")
+        );
         bytes[60] ^= 1;
         assert_eq!(parse(&bytes), None, "the copies differ: being written");
         assert_eq!(parse(&bytes[..100]), None, "short");

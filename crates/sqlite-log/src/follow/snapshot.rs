@@ -27,7 +27,9 @@ impl Snapshot {
     /// A connection to `path`, read-write (a checkpoint writes the database file), never
     /// creating it.
     pub(crate) fn connect(path: &Path) -> rusqlite::Result<Snapshot> {
-        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI;
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX
+            | OpenFlags::SQLITE_OPEN_URI;
         let conn = Connection::open_with_flags(path, flags)?;
         conn.set_db_config(DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true)?;
         conn.busy_timeout(BUSY_TIMEOUT)?;
@@ -41,13 +43,14 @@ impl Snapshot {
         self.conn.execute_batch("BEGIN DEFERRED")?;
         self.open = true;
         // A deferred transaction takes its snapshot at its first read.
-        let read: rusqlite::Result<Option<i64>> =
-            self.conn.query_row("SELECT 1 FROM sqlite_schema LIMIT 1", [], |r| r.get(0)).map(Some).or_else(
-                |e| match e {
-                    rusqlite::Error::QueryReturnedNoRows => Ok(None),
-                    e => Err(e),
-                },
-            );
+        let read: rusqlite::Result<Option<i64>> = self
+            .conn
+            .query_row("SELECT 1 FROM sqlite_schema LIMIT 1", [], |r| r.get(0))
+            .map(Some)
+            .or_else(|e| match e {
+                rusqlite::Error::QueryReturnedNoRows => Ok(None),
+                e => Err(e),
+            });
         if let Err(e) = read {
             let _ = self.end();
             return Err(e);
@@ -69,9 +72,10 @@ impl Snapshot {
     /// WAL, frames checkpointed), or `None` when the WAL is busy.
     pub(crate) fn checkpoint_passive(&mut self) -> rusqlite::Result<Option<(i64, i64)>> {
         self.end()?;
-        self.conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| {
-            let busy: i64 = r.get(0)?;
-            Ok((busy == 0).then_some((r.get(1)?, r.get(2)?)))
-        })
+        self.conn
+            .query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| {
+                let busy: i64 = r.get(0)?;
+                Ok((busy == 0).then_some((r.get(1)?, r.get(2)?)))
+            })
     }
 }

@@ -15,16 +15,27 @@ fn sqlite_says(sql: &str) -> (Vec<(String, String, i64, bool)>, bool) {
             |r| r.get(0),
         )
         .expect("the table");
-    let mut stmt = db.prepare("SELECT name, type, pk, hidden FROM pragma_table_xinfo(?1)").unwrap();
+    let mut stmt = db
+        .prepare("SELECT name, type, pk, hidden FROM pragma_table_xinfo(?1)")
+        .unwrap();
     let cols = stmt
         .query_map([&table], |r| {
-            Ok((r.get::<_, String>(0)?.to_lowercase(), r.get(1)?, r.get(2)?, r.get::<_, i64>(3)? != 2))
+            Ok((
+                r.get::<_, String>(0)?.to_lowercase(),
+                r.get(1)?,
+                r.get(2)?,
+                r.get::<_, i64>(3)? != 2,
+            ))
         })
         .unwrap()
         .collect::<Result<Vec<_>, _>>()
         .unwrap();
     let without_rowid = db
-        .query_row("SELECT wr FROM pragma_table_list WHERE name = ?1", [&table], |r| r.get::<_, i64>(0))
+        .query_row(
+            "SELECT wr FROM pragma_table_list WHERE name = ?1",
+            [&table],
+            |r| r.get::<_, i64>(0),
+        )
         .unwrap()
         == 1;
     (cols, without_rowid)
@@ -60,11 +71,21 @@ fn column_lists_match_sqlites_own_reading() {
         let want_names: Vec<&str> = want.iter().map(|c| c.0.as_str()).collect();
         assert_eq!(names, want_names, "{sql}");
         for (c, w) in got.columns.iter().zip(&want) {
-            assert_eq!(c.affinity, Affinity::of(&w.1), "{sql}: {}'s type {:?}", c.name, w.1);
+            assert_eq!(
+                c.affinity,
+                Affinity::of(&w.1),
+                "{sql}: {}'s type {:?}",
+                c.name,
+                w.1
+            );
             assert_eq!(c.stored, w.3, "{sql}: {} stored", c.name);
         }
-        let mut pk: Vec<(i64, usize)> =
-            want.iter().enumerate().filter(|(_, w)| w.2 > 0).map(|(i, w)| (w.2, i)).collect();
+        let mut pk: Vec<(i64, usize)> = want
+            .iter()
+            .enumerate()
+            .filter(|(_, w)| w.2 > 0)
+            .map(|(i, w)| (w.2, i))
+            .collect();
         pk.sort();
         let pk: Vec<usize> = pk.into_iter().map(|(_, i)| i).collect();
         assert_eq!(got.primary_key, pk, "{sql}: primary key");
@@ -99,7 +120,13 @@ fn literal_defaults_are_read_and_expressions_are_unknown() {
 
 #[test]
 fn statements_that_are_not_a_column_list_are_refused() {
-    for sql in ["CREATE INDEX i ON t(a)", "CREATE TABLE t(a", "CREATE TABLE t('unterminated)", "", "("] {
+    for sql in [
+        "CREATE INDEX i ON t(a)",
+        "CREATE TABLE t(a",
+        "CREATE TABLE t('unterminated)",
+        "",
+        "(",
+    ] {
         assert_eq!(parse_create_table(sql), None, "{sql}");
     }
 }

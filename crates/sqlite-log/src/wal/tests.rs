@@ -26,8 +26,16 @@ fn a_real_wal_reads_as_its_commits() {
     assert!(found.iter().all(|c| c.db_pages == 2 && !c.pages.is_empty()));
     let frames: Vec<u32> = found.iter().map(|c| c.position.frame).collect();
     assert!(frames.windows(2).all(|w| w[0] < w[1]), "{frames:?}");
-    assert_eq!(chain.position(), found[3].position, "the chain ends at the last commit frame");
-    assert_eq!(chain.next_offset() as usize, bytes.len(), "every frame read");
+    assert_eq!(
+        chain.position(),
+        found[3].position,
+        "the chain ends at the last commit frame"
+    );
+    assert_eq!(
+        chain.next_offset() as usize,
+        bytes.len(),
+        "every frame read"
+    );
     let mut again = chain;
     assert!(commits(&mut again, &[]).is_empty(), "nothing new");
 }
@@ -42,10 +50,38 @@ fn the_chain_stops_at_a_torn_frame_a_flipped_byte_or_other_salts() {
     assert_eq!(all, 3);
     let cases: Vec<(&str, Vec<u8>, usize)> = vec![
         ("the last frame torn", body[..body.len() - 10].to_vec(), 2),
-        ("the last commit frame missing", body[..body.len() - frame].to_vec(), 2),
-        ("a byte flipped in the first frame's page", { let mut b = body.to_vec(); b[30] ^= 1; b }, 0),
-        ("another salt in the second frame", { let mut b = body.to_vec(); b[frame + 8] ^= 1; b }, 0),
-        ("page number 0", { let mut b = body.to_vec(); b[..4].copy_from_slice(&[0; 4]); b }, 0),
+        (
+            "the last commit frame missing",
+            body[..body.len() - frame].to_vec(),
+            2,
+        ),
+        (
+            "a byte flipped in the first frame's page",
+            {
+                let mut b = body.to_vec();
+                b[30] ^= 1;
+                b
+            },
+            0,
+        ),
+        (
+            "another salt in the second frame",
+            {
+                let mut b = body.to_vec();
+                b[frame + 8] ^= 1;
+                b
+            },
+            0,
+        ),
+        (
+            "page number 0",
+            {
+                let mut b = body.to_vec();
+                b[..4].copy_from_slice(&[0; 4]);
+                b
+            },
+            0,
+        ),
         ("empty", Vec::new(), 0),
     ];
     for (name, b, want) in cases {
@@ -68,5 +104,9 @@ fn headers_that_are_no_wal_header_are_errors() {
     assert!(matches!(with(0, 0), Err(WalError::Magic(_))));
     assert!(matches!(with(7, 0), Err(WalError::Version(_))));
     assert!(matches!(with(10, 0x03), Err(WalError::PageSize(_))));
-    assert_eq!(with(20, good[20] ^ 1), Err(WalError::Checksum), "salt-2 changed, checksum not");
+    assert_eq!(
+        with(20, good[20] ^ 1),
+        Err(WalError::Checksum),
+        "salt-2 changed, checksum not"
+    );
 }

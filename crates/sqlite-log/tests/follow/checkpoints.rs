@@ -36,23 +36,38 @@ fn the_servers_truncate_checkpoint_gets_busy_while_the_snapshot_is_held() {
     let before = wal_len(&db.path);
     for mode in ["TRUNCATE", "RESTART"] {
         let (busy, log, _) = checkpoint(&mut server, mode);
-        assert_eq!(busy, 1, "{mode}: SQLITE_BUSY while the follower holds its snapshot");
+        assert_eq!(
+            busy, 1,
+            "{mode}: SQLITE_BUSY while the follower holds its snapshot"
+        );
         assert!(log > 0, "{mode}: the WAL is kept");
     }
     assert_eq!(wal_len(&db.path), before, "the WAL was not truncated");
     server.sql("INSERT INTO t(v) VALUES ('three')");
     let got = read(&mut f);
-    assert_eq!(got.len(), 2, "the server's writes were never blocked, and both are read");
+    assert_eq!(
+        got.len(),
+        2,
+        "the server's writes were never blocked, and both are read"
+    );
     assert_eq!(f.stats().gaps, 0);
     // Once the follower's snapshot saw everything read and checkpointed, the server's
     // TRUNCATE succeeds, and loses nothing: the next generation is read from its first frame.
     let _ = read(&mut f);
-    assert_eq!(checkpoint(&mut server, "TRUNCATE").0, 0, "nothing unread: the checkpoint may truncate");
+    assert_eq!(
+        checkpoint(&mut server, "TRUNCATE").0,
+        0,
+        "nothing unread: the checkpoint may truncate"
+    );
     assert_eq!(wal_len(&db.path), 0);
     server.sql("INSERT INTO t(v) VALUES ('four')");
     let got = read(&mut f);
     assert_eq!(rowids(&table(&got[0], "t")), (vec![4], vec![], vec![]));
-    assert_eq!(f.position().expect("following").generation, 1, "one restart, seen");
+    assert_eq!(
+        f.position().expect("following").generation,
+        1,
+        "one restart, seen"
+    );
 }
 
 #[test]
@@ -77,9 +92,16 @@ fn a_server_that_checkpoints_after_every_commit_loses_no_commit() {
     for c in read(&mut f) {
         seen.extend(rowids(&table(&c, "t")).0);
     }
-    assert_eq!(seen, (1..=60).collect::<Vec<i64>>(), "every insert, once, in order");
+    assert_eq!(
+        seen,
+        (1..=60).collect::<Vec<i64>>(),
+        "every insert, once, in order"
+    );
     let p = f.position().expect("following");
-    assert!(p.generation > 0, "the WAL restarted under the follower: {p:?}");
+    assert!(
+        p.generation > 0,
+        "the WAL restarted under the follower: {p:?}"
+    );
     assert_eq!(f.stats().gaps, 0);
     assert!(f.stats().checkpoints > 0);
 }
@@ -91,7 +113,14 @@ fn the_followers_own_checkpoint_is_passive_and_after_reading() {
     server.sql("INSERT INTO t(v) VALUES ('x')");
     let before = wal_len(&db.path);
     assert_eq!(read(&mut f).len(), 1);
-    assert_eq!(wal_len(&db.path), before, "a PASSIVE checkpoint neither restarts nor truncates the WAL");
+    assert_eq!(
+        wal_len(&db.path),
+        before,
+        "a PASSIVE checkpoint neither restarts nor truncates the WAL"
+    );
     let (_, log, copied) = checkpoint(&mut server, "PASSIVE");
-    assert_eq!(log, copied, "the follower's checkpoint copied every frame it had read");
+    assert_eq!(
+        log, copied,
+        "the follower's checkpoint copied every frame it had read"
+    );
 }

@@ -30,7 +30,9 @@ impl Db {
         let path = dir.path().join("app.db");
         let server = Connection::open(&path).expect("server connection");
         server
-            .execute_batch(&format!("PRAGMA journal_mode=WAL; PRAGMA wal_autocheckpoint={autocheckpoint};"))
+            .execute_batch(&format!(
+                "PRAGMA journal_mode=WAL; PRAGMA wal_autocheckpoint={autocheckpoint};"
+            ))
             .expect("WAL mode");
         server.execute_batch(schema).expect("schema");
         Db { dir, path, server }
@@ -38,14 +40,21 @@ impl Db {
 
     /// Runs `sql` as one transaction.
     pub fn tx(&self, sql: &str) {
-        self.server.execute_batch(&format!("BEGIN; {sql}; COMMIT;")).unwrap_or_else(|e| panic!("{sql}: {e}"));
+        self.server
+            .execute_batch(&format!("BEGIN; {sql}; COMMIT;"))
+            .unwrap_or_else(|e| panic!("{sql}: {e}"));
     }
 
-    /// A follower of it, its first read done (nothing to report).
+    /// A follower of it that checkpoints after every read, its first read done (nothing to
+    /// report).
     pub fn follower(&self) -> Follower {
-        let mut f = Follower::new(&self.path, 7).expect("follower");
+        let mut f = Follower::new(&self.path, 7).expect("follower").with_checkpoint_frames(0);
         let first = f.read().expect("first read");
-        assert_eq!(commits(&first).len(), 0, "history is not reported: {first:?}");
+        assert_eq!(
+            commits(&first).len(),
+            0,
+            "history is not reported: {first:?}"
+        );
         assert!(f.following(), "in WAL mode: following");
         f
     }
@@ -80,12 +89,21 @@ pub fn read(f: &mut Follower) -> Vec<Changes> {
 
 /// `table`'s changes in `c`, or an empty entry.
 pub fn table<'a>(c: &'a Changes, table: &str) -> TableChanges {
-    c.tables.iter().find(|t| t.table == table).cloned().unwrap_or_else(|| TableChanges { table: table.into(), ..Default::default() })
+    c.tables
+        .iter()
+        .find(|t| t.table == table)
+        .cloned()
+        .unwrap_or_else(|| TableChanges {
+            table: table.into(),
+            ..Default::default()
+        })
 }
 
 /// (inserted, updated, deleted) rowids of `t`.
 pub fn rowids(t: &TableChanges) -> (Vec<i64>, Vec<i64>, Vec<i64>) {
-    let ids = |rows: &mut dyn Iterator<Item = Option<i64>>| rows.map(|r| r.expect("a rowid")).collect::<Vec<_>>();
+    let ids = |rows: &mut dyn Iterator<Item = Option<i64>>| {
+        rows.map(|r| r.expect("a rowid")).collect::<Vec<_>>()
+    };
     (
         ids(&mut t.inserted.iter().map(|r| r.rowid)),
         ids(&mut t.updated.iter().map(|u| u.new.rowid)),
@@ -98,23 +116,37 @@ pub fn changed(u: &Update) -> Vec<String> {
     u.new
         .columns
         .iter()
-        .filter(|c| u.old.columns.iter().find(|o| o.name == c.name).is_none_or(|o| o.value != c.value))
+        .filter(|c| {
+            u.old
+                .columns
+                .iter()
+                .find(|o| o.name == c.name)
+                .is_none_or(|o| o.value != c.value)
+        })
         .map(|c| c.name.clone())
         .collect()
 }
 
 /// A recursive CTE `s(value)` of 1 to `n`, to put before an `INSERT … SELECT … FROM s`.
 pub fn series(n: u32) -> String {
-    format!("WITH RECURSIVE s(value) AS (SELECT 1 UNION ALL SELECT value + 1 FROM s WHERE value < {n}) ")
+    format!(
+        "WITH RECURSIVE s(value) AS (SELECT 1 UNION ALL SELECT value + 1 FROM s WHERE value < {n}) "
+    )
 }
 
 /// `python3` with the stdlib sqlite3 module, or a printed reason and `None`.
 pub fn python() -> Option<&'static str> {
-    let ok = std::process::Command::new("python3").args(["-c", "import sqlite3"]).status().is_ok_and(|s| s.success());
+    let ok = std::process::Command::new("python3")
+        .args(["-c", "import sqlite3"])
+        .status()
+        .is_ok_and(|s| s.success());
     if ok {
         Some("python3")
     } else {
-        assert!(std::env::var_os("HINTAUDIT_REQUIRE_ALL").is_none(), "python3 with sqlite3 is required");
+        assert!(
+            std::env::var_os("HINTAUDIT_REQUIRE_ALL").is_none(),
+            "python3 with sqlite3 is required"
+        );
         eprintln!("skipped: python3 with the sqlite3 module is not on PATH");
         None
     }
@@ -159,7 +191,9 @@ impl PyServer {
         let to = child.stdin.take().expect("stdin");
         let from = std::io::BufReader::new(child.stdout.take().expect("stdout"));
         let mut s = PyServer { child, to, from };
-        s.sql(&format!("PRAGMA journal_mode=WAL; PRAGMA wal_autocheckpoint={autocheckpoint}"));
+        s.sql(&format!(
+            "PRAGMA journal_mode=WAL; PRAGMA wal_autocheckpoint={autocheckpoint}"
+        ));
         s
     }
 
@@ -187,6 +221,15 @@ impl Drop for PyServer {
 
 /// Runs `script` in Python with `db` as `sys.argv[1]`.
 pub fn run_python(py: &str, db: &Path, script: &str) {
-    let out = std::process::Command::new(py).arg("-c").arg(script).arg(db).output().expect("python3");
-    assert!(out.status.success(), "python: {}", String::from_utf8_lossy(&out.stderr));
+    let out = std::process::Command::new(py)
+        .arg("-c")
+        .arg(script)
+        .arg(db)
+        .output()
+        .expect("python3");
+    assert!(
+        out.status.success(),
+        "python: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
