@@ -162,7 +162,13 @@ impl Decoder {
             commit.db_pages,
             self.header.usable,
         );
-        let (schema_shape, schema_rows) = self.table(&mut view, SCHEMA, false)?;
+        // `sqlite_schema` is read only when the commit wrote one of its pages (page 1 is its root).
+        let schema_written = view.written().any(|p| self.map.get(p).is_some_and(|n| n.table == SCHEMA));
+        let (schema_shape, schema_rows) = if schema_written || view.is_written(1) {
+            self.table(&mut view, SCHEMA, false)?
+        } else {
+            Default::default()
+        };
         let change = self.schema_rows(&schema_rows)?;
         let mut shapes = vec![(SCHEMA, schema_shape)];
         let mut changes = Changes {
