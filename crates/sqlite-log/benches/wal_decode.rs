@@ -52,7 +52,7 @@ fn main() {
         let first = f.stats();
         let opened = format!(
             "{} B, {} pages",
-            first.db_bytes + first.wal_bytes,
+            first.page_bytes + first.frame_bytes,
             db_pages(&path)
         );
         for (name, sql) in KINDS {

@@ -163,7 +163,9 @@ impl Decoder {
             self.header.usable,
         );
         // `sqlite_schema` is read only when the commit wrote one of its pages (page 1 is its root).
-        let schema_written = view.written().any(|p| self.map.get(p).is_some_and(|n| n.table == SCHEMA));
+        let schema_written = view
+            .written()
+            .any(|p| self.map.get(p).is_some_and(|n| n.table == SCHEMA));
         let (schema_shape, schema_rows) = if schema_written || view.is_written(1) {
             self.table(&mut view, SCHEMA, false)?
         } else {

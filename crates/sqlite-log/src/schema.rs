@@ -218,10 +218,10 @@ impl Schema {
 
     fn replace(&mut self, id: TableId, rowid: i64, t: Table, change: &mut SchemaChange) {
         self.rows.insert(rowid, id);
-        if let Some(old) = self.tables.insert(id, t.clone()) {
-            if old.root != t.root || old.def != t.def || old.without_rowid != t.without_rowid {
-                change.altered.push((id, old.root));
-            }
+        if let Some(old) = self.tables.insert(id, t.clone())
+            && (old.root != t.root || old.def != t.def || old.without_rowid != t.without_rowid)
+        {
+            change.altered.push((id, old.root));
         }
     }
 }

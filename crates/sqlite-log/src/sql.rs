@@ -111,7 +111,10 @@ fn hex(text: &str) -> Option<Vec<u8>> {
         .chars()
         .map(|c| c.to_digit(16))
         .collect::<Option<_>>()?;
-    (digits.len() % 2 == 0).then(|| digits.chunks(2).map(|p| (p[0] * 16 + p[1]) as u8).collect())
+    digits
+        .len()
+        .is_multiple_of(2)
+        .then(|| digits.chunks(2).map(|p| (p[0] * 16 + p[1]) as u8).collect())
 }
 
 /// A column's DEFAULT, when it is a literal (an older record without the column reads it).

@@ -21,7 +21,8 @@ mod tests {
 
     #[test]
     fn varints_as_the_file_format_writes_them() {
-        let cases: &[(&[u8], Option<(u64, usize)>)] = &[
+        type Case = (&'static [u8], Option<(u64, usize)>);
+        let cases: &[Case] = &[
             (&[0x00], Some((0, 1))),
             (&[0x7f], Some((127, 1))),
             (&[0x81, 0x00], Some((128, 2))),

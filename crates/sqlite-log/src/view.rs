@@ -107,10 +107,10 @@ impl<'s, 'c> View<'s, 'c> {
         if n == 0 || n > end {
             return Err(DecodeError::Missing(n));
         }
-        if side == Side::New {
-            if let Ok(i) = self.written.binary_search_by_key(&n, |(p, _)| *p) {
-                return Ok(Image::Written(self.written[i].1));
-            }
+        if side == Side::New
+            && let Ok(i) = self.written.binary_search_by_key(&n, |(p, _)| *p)
+        {
+            return Ok(Image::Written(self.written[i].1));
         }
         self.read(n)?
             .map(Image::Read)

@@ -291,13 +291,12 @@ impl Follower {
 
 /// Whether the WAL beside the database has a header.
 fn wal_has_header(wal: &Path, stats: &mut Stats) -> Result<bool, FollowError> {
-    let head =
-        read_from(wal, 0, crate::wal::WAL_HEADER_SIZE, &mut stats.frame_bytes).map_err(|source| {
-            FollowError::Io {
-                path: wal.to_path_buf(),
-                source,
-            }
-        })?;
+    let head = read_from(wal, 0, crate::wal::WAL_HEADER_SIZE, &mut stats.frame_bytes).map_err(
+        |source| FollowError::Io {
+            path: wal.to_path_buf(),
+            source,
+        },
+    )?;
     Ok(WalHeader::parse(&head).is_ok())
 }
 
@@ -351,7 +350,11 @@ impl Live {
             wal_path: wal.to_path_buf(),
             pending_reopen: None,
             broken: false,
-            checkpointed: LogPosition { generation: 0, salt1: 0, frame: 0 },
+            checkpointed: LogPosition {
+                generation: 0,
+                salt1: 0,
+                frame: 0,
+            },
         };
         let empty = live.db.metadata().map(|m| m.len() == 0).unwrap_or(false);
         let mut found = Vec::new();
@@ -367,7 +370,7 @@ impl Live {
             live.settle(path, seed, stats)?;
         } else if waited
             && !found.is_empty()
-            && !live.from_first_frame(path, seed, &found, stats, events)?
+            && !live.read_from_first_frame(path, seed, &found, stats, events)?
         {
             events.push(Event::Gap(Gap {
                 at: live.position(),
@@ -396,7 +399,7 @@ impl Live {
     /// from the first frame when no checkpoint has touched the database file in this
     /// generation (the wal-index says so before and after: a hint, checked twice). Whether
     /// they were; if not, the decoder starts after them.
-    fn from_first_frame(
+    fn read_from_first_frame(
         &mut self,
         path: &Path,
         seed: u64,

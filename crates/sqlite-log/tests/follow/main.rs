@@ -48,7 +48,9 @@ impl Db {
     /// A follower of it that checkpoints after every read, its first read done (nothing to
     /// report).
     pub fn follower(&self) -> Follower {
-        let mut f = Follower::new(&self.path, 7).expect("follower").with_checkpoint_frames(0);
+        let mut f = Follower::new(&self.path, 7)
+            .expect("follower")
+            .with_checkpoint_frames(0);
         let first = f.read().expect("first read");
         assert_eq!(
             commits(&first).len(),
@@ -88,7 +90,7 @@ pub fn read(f: &mut Follower) -> Vec<Changes> {
 }
 
 /// `table`'s changes in `c`, or an empty entry.
-pub fn table<'a>(c: &'a Changes, table: &str) -> TableChanges {
+pub fn table(c: &Changes, table: &str) -> TableChanges {
     c.tables
         .iter()
         .find(|t| t.table == table)
@@ -163,7 +165,10 @@ pub struct PyServer {
 
 const PY_SERVER: &str = r#"
 import json, sqlite3, sys
-c = sqlite3.connect(sys.argv[1], isolation_level=None)
+# A RESTART or TRUNCATE checkpoint waits on its busy handler before it answers busy: 0.2 s,
+# not Python's 5 s, so that the tests that get busy do not wait long. Writes never wait on
+# the follower.
+c = sqlite3.connect(sys.argv[1], isolation_level=None, timeout=0.2)
 for line in sys.stdin:
     sql = json.loads(line)
     try:
