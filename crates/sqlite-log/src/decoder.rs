@@ -25,7 +25,10 @@ impl Header {
         if page1.get(..16) != Some(b"SQLite format 3\0".as_slice()) {
             return Err(DecodeError::Header("not an SQLite 3 database"));
         }
-        let size = u32::from(u16::from_be_bytes([page1[16], page1[17]]));
+        let size = match page1.get(16..18) {
+            Some(b) => u32::from(u16::from_be_bytes([b[0], b[1]])),
+            None => return Err(DecodeError::Header("truncated")),
+        };
         let page_size = if size == 1 { 65536 } else { size };
         if !(512..=65536).contains(&page_size) || !page_size.is_power_of_two() {
             return Err(DecodeError::Header("a page size out of range"));

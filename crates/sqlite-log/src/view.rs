@@ -159,12 +159,17 @@ impl<'s, 'c> View<'s, 'c> {
             ));
         }
         let mut left = spill as usize;
+        // A chain visits each page once: a loop in a corrupt chain would grow `out` without end.
+        let mut seen: hashbrown::HashSet<u32> = hashbrown::HashSet::new();
         while left > 0 {
             if next == 0 {
                 return Err(DecodeError::corrupt(
                     page,
                     "an overflow chain that ends early",
                 ));
+            }
+            if !seen.insert(next) {
+                return Err(DecodeError::corrupt(next, "an overflow chain that loops"));
             }
             let img = self.page(side, next)?;
             self.chains.push((side, page, next));
