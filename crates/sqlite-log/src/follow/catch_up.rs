@@ -132,6 +132,17 @@ impl Live {
         events: &mut Vec<Event>,
     ) {
         let wal = self.wal_file();
+        if self.pending_reopen.is_some() && !found.is_empty() {
+            // The page map could not be read again after an earlier gap: these are skipped.
+            let reason = GapReason::Decode(format!(
+                "{} commit(s) not decoded: the page map is being read again",
+                found.len()
+            ));
+            events.push(Event::Gap(Gap {
+                at: self.position_of(&found[found.len() - 1]),
+                reason,
+            }));
+        }
         for (i, c) in found.iter().enumerate() {
             if self.pending_reopen.is_some() {
                 self.remember(c);

@@ -156,6 +156,34 @@ impl Follower {
         }
     }
 
+    /// The end of the log as the wal-index shows it now: the last committed frame, in the
+    /// generation followed (or the next one, when the WAL restarted since the last read). One
+    /// 136-byte read, no lock, no statement: a call's start and end positions for the ledger
+    /// (a commit at or before it is in the WAL; [`read`](Follower::read) decodes it). `None`
+    /// while waiting, or when the wal-index does not read or names another generation: read
+    /// the log and take [`position`](Follower::position) then.
+    pub fn log_end(&self) -> Option<LogPosition> {
+        let State::Following(live) = &self.state else {
+            return None;
+        };
+        let hint = shm::hint(live.shm.as_ref())?;
+        let generation = match live.chain.map(|c| *c.header()) {
+            None => live.generation,
+            Some(h) if shm::of(&hint, &h) => live.generation,
+            Some(h) if hint.salts[..4] == h.salt1.wrapping_add(1).to_be_bytes() => {
+                live.generation + 1
+            }
+            Some(_) => return None,
+        };
+        let salt1 =
+            u32::from_be_bytes([hint.salts[0], hint.salts[1], hint.salts[2], hint.salts[3]]);
+        Some(LogPosition {
+            generation,
+            salt1,
+            frame: hint.max_frame,
+        })
+    }
+
     /// Whether the follower holds a snapshot (the database is in WAL mode and followed).
     pub fn following(&self) -> bool {
         matches!(self.state, State::Following(_))
@@ -206,7 +234,17 @@ impl Follower {
         // The new snapshot is held: the old one goes, whatever the read found.
         live.held.end().map_err(sqlite)?;
         std::mem::swap(&mut live.held, &mut live.idle);
-        caught?;
+        if let Err(e) = caught {
+            // Commits already read stay read; the error is the gap after them.
+            if events.is_empty() {
+                return Err(e);
+            }
+            let at = live.position();
+            events.push(Event::Gap(Gap {
+                at,
+                reason: GapReason::Decode(e.to_string()),
+            }));
+        }
         let at = live.position();
         let due = at.generation != live.checkpointed.generation
             || at.frame.saturating_sub(live.checkpointed.frame) >= self.checkpoint_frames;
@@ -388,11 +426,13 @@ impl Live {
     }
 
     /// After a commit that did not decode, the decoder opened again at the last commit read.
+    /// Kept when opening fails: the next read tries again, and counts what it skips.
     fn settle(&mut self, path: &Path, seed: u64, stats: &mut Stats) -> Result<(), FollowError> {
-        match self.pending_reopen.take() {
-            Some(pending) => self.reopen(path, Some(pending), seed, stats),
-            None => Ok(()),
+        if let Some(pending) = self.pending_reopen {
+            self.reopen(path, Some(pending), seed, stats)?;
+            self.pending_reopen = None;
         }
+        Ok(())
     }
 
     /// The commits `found` in the WAL when the database was first seen in WAL mode, decoded
