@@ -104,6 +104,7 @@ fn open_at(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::wal::{Chain, WAL_HEADER_SIZE, WalHeader, commits};
 
     #[test]
     fn a_wal_replays_over_the_database_it_was_written_on() {
@@ -141,6 +142,56 @@ mod tests {
             replay(&base, &wal[..20], 1),
             Err(ReplayError::Wal(_))
         ));
+    }
+
+    /// A page that passes the checksum but does not read as a b-tree page: the commit is an
+    /// error value, and the decoder, opened again, reads the next one.
+    #[test]
+    fn a_corrupt_page_in_a_commit_is_an_error_not_a_panic() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.db");
+        let db = rusqlite::Connection::open(&path).unwrap();
+        db.execute_batch(
+            "PRAGMA page_size=512; PRAGMA journal_mode=WAL; PRAGMA wal_autocheckpoint=0;
+             CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT); PRAGMA wal_checkpoint(TRUNCATE);",
+        )
+        .unwrap();
+        let base = std::fs::read(&path).unwrap();
+        db.execute_batch("INSERT INTO t(v) VALUES ('a'); INSERT INTO t(v) VALUES ('b');")
+            .unwrap();
+        let wal = std::fs::read(dir.path().join("c.db-wal")).unwrap();
+        let mut chain = Chain::start(WalHeader::parse(&wal).unwrap());
+        let found = commits(&mut chain, &wal[WAL_HEADER_SIZE..]);
+        let mut memory = Memory {
+            db: &base,
+            page_size: 512,
+            frames: HashMap::new(),
+        };
+        let mut decoder = Decoder::open(&mut memory, 2, 1).unwrap();
+        for (byte, value) in [(0usize, 0x07u8), (3, 0xff), (8, 0xff)] {
+            let mut images: Vec<Vec<u8>> = found[0].pages.iter().map(|(_, d)| d.to_vec()).collect();
+            let leaf = found[0]
+                .pages
+                .iter()
+                .position(|(p, _)| *p == 2)
+                .expect("the table's page");
+            images[leaf][byte] = value;
+            let mut bad = found[0].clone();
+            bad.pages = found[0]
+                .pages
+                .iter()
+                .zip(&images)
+                .map(|((p, _), d)| (*p, d.as_slice()))
+                .collect();
+            assert!(
+                decoder.clone().apply(&bad, &mut memory).is_err(),
+                "byte {byte} = {value:#x}"
+            );
+        }
+        assert!(
+            decoder.apply(&found[0], &mut memory).is_ok(),
+            "the page as written reads"
+        );
     }
 
     /// The fuzz target's seeds (fuzz/corpus/sqlite_wal/seed-*), real SQLite files: every

@@ -260,13 +260,22 @@ fn the_log_end_is_where_the_commits_made_since_will_be_read() {
     let db = Db::new(NOTES, 0);
     let mut f = db.follower();
     let start = f.log_end().expect("the wal-index reads");
-    assert_eq!(Some(start), f.position(), "nothing written since the first read");
+    assert_eq!(
+        Some(start),
+        f.position(),
+        "nothing written since the first read"
+    );
     db.tx("INSERT INTO notes(title) VALUES ('a')");
     db.tx("INSERT INTO notes(title) VALUES ('b')");
     let end = f.log_end().expect("the wal-index reads");
     assert!(end.sequence() > start.sequence(), "{start:?} {end:?}");
     let events = f.read().expect("read");
-    let Some(Event::Commit { at, .. }) = events.last() else { panic!("{events:?}") };
-    assert_eq!(*at, end, "the last commit read is at the end the wal-index gave");
+    let Some(Event::Commit { at, .. }) = events.last() else {
+        panic!("{events:?}")
+    };
+    assert_eq!(
+        *at, end,
+        "the last commit read is at the end the wal-index gave"
+    );
     assert_eq!(f.position(), Some(end));
 }
