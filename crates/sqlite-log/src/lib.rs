@@ -29,5 +29,5 @@ pub use replay::{ReplayError, replay};
 pub use view::PageSource;
 pub use wal::{
     Chain, CommitFrames, FRAME_HEADER_SIZE, Frame, Position, WAL_HEADER_SIZE, WalError, WalHeader,
-    commits,
+    commits, reseal,
 };

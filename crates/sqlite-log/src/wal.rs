@@ -127,6 +127,36 @@ fn checksum_of(big_endian: bool, s: (u32, u32), bytes: &[u8]) -> (u32, u32) {
     (s0, s1)
 }
 
+/// Rewrites the header checksum, then every whole frame's salts and checksum in `wal` (a WAL
+/// file's bytes) so that each frame continues the chain: a WAL whose page images were edited
+/// reads again, frame for frame (the fuzz target's way past the checksums to the pages, and
+/// tests'). Does nothing to bytes that do not start with a WAL header's magic, version and
+/// page size.
+pub fn reseal(wal: &mut [u8]) {
+    let Some(head) = wal.get_mut(..WAL_HEADER_SIZE) else {
+        return;
+    };
+    let magic = be32(head, 0);
+    let page_size = be32(head, 8);
+    if magic & !1 != MAGIC || !(512..=65536).contains(&page_size) || !page_size.is_power_of_two() {
+        return;
+    }
+    let big_endian = magic & 1 == 1;
+    let sum = checksum_of(big_endian, (0, 0), &head[..24]);
+    head[24..28].copy_from_slice(&sum.0.to_be_bytes());
+    head[28..32].copy_from_slice(&sum.1.to_be_bytes());
+    let salts: [u8; 8] = head[16..24].try_into().unwrap_or_default();
+    let mut s = sum;
+    let (_, frames) = wal.split_at_mut(WAL_HEADER_SIZE);
+    for frame in frames.chunks_exact_mut(FRAME_HEADER_SIZE + page_size as usize) {
+        frame[8..16].copy_from_slice(&salts);
+        s = checksum_of(big_endian, s, &frame[..8]);
+        s = checksum_of(big_endian, s, &frame[FRAME_HEADER_SIZE..]);
+        frame[16..20].copy_from_slice(&s.0.to_be_bytes());
+        frame[20..24].copy_from_slice(&s.1.to_be_bytes());
+    }
+}
+
 /// A position in the log: the WAL generation's salt-1 and a frame number in it (1-based).
 /// Ordered within one generation only: the follower numbers generations.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -110,3 +110,26 @@ fn headers_that_are_no_wal_header_are_errors() {
         "salt-2 changed, checksum not"
     );
 }
+
+#[test]
+fn a_resealed_wal_reads_frame_for_frame_after_its_pages_were_edited() {
+    let mut bytes = wal_bytes(2);
+    let header = WalHeader::parse(&bytes).unwrap();
+    let body = WAL_HEADER_SIZE + header.frame_size();
+    bytes[body - 10] ^= 0xff;
+    assert_eq!(
+        commits(&mut Chain::start(header), &bytes[WAL_HEADER_SIZE..]).len(),
+        0,
+        "edited: off the chain"
+    );
+    reseal(&mut bytes);
+    let header = WalHeader::parse(&bytes).expect("the header still reads");
+    assert_eq!(
+        commits(&mut Chain::start(header), &bytes[WAL_HEADER_SIZE..]).len(),
+        3,
+        "resealed: every commit"
+    );
+    let mut junk = vec![7u8; 100];
+    reseal(&mut junk);
+    assert_eq!(junk, vec![7u8; 100], "no WAL header: left alone");
+}
