@@ -100,3 +100,11 @@ fn a_committed_frame_off_the_checksum_chain_is_a_gap_not_a_panic() {
         "reported once; nothing more read in this generation"
     );
 }
+
+#[test]
+fn a_follower_can_move_to_a_thread_of_its_own() {
+    fn send<T: Send + 'static>() {}
+    send::<Follower>();
+    send::<Event>();
+    send::<FollowError>();
+}
