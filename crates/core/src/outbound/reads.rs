@@ -250,13 +250,18 @@ fn path_matches<'a>(pattern: &[String], mut segments: impl Iterator<Item = &'a s
 pub struct ReadOnlyRequests(Arc<[RequestPattern]>);
 
 impl Default for ReadOnlyRequests {
-    /// The built-in read-only requests.
+    /// The built-in read-only requests (parsed once per process).
     fn default() -> Self {
-        let patterns = BUILTIN_READ_ONLY_REQUESTS
-            .iter()
-            .filter_map(|(p, _)| RequestPattern::parse(p).ok())
-            .collect::<Vec<_>>();
-        ReadOnlyRequests(patterns.into())
+        static BUILTIN: std::sync::OnceLock<ReadOnlyRequests> = std::sync::OnceLock::new();
+        BUILTIN
+            .get_or_init(|| {
+                let patterns = BUILTIN_READ_ONLY_REQUESTS
+                    .iter()
+                    .filter_map(|(p, _)| RequestPattern::parse(p).ok())
+                    .collect::<Vec<_>>();
+                ReadOnlyRequests(patterns.into())
+            })
+            .clone()
     }
 }
 
