@@ -7,7 +7,7 @@
 //! unattributed, kept with the tool whose call began last. What a call could not see (a tunnel
 //! the client refused, a protocol the proxy does not read) is a gap of every call in flight.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::fmt;
 use std::sync::Arc;
 
@@ -124,7 +124,7 @@ pub(crate) struct Ledger {
     next_request: u64,
     calls: Vec<InFlight>,
     pending: BTreeMap<u64, Pending>,
-    unattributed: Vec<UnattributedRequest>,
+    unattributed: VecDeque<UnattributedRequest>,
     last_tool: Option<Arc<str>>,
 }
 
@@ -236,14 +236,14 @@ impl Ledger {
 
     /// The unattributed requests kept since the last time, in arrival order.
     pub(crate) fn take_unattributed(&mut self) -> Vec<UnattributedRequest> {
-        std::mem::take(&mut self.unattributed)
+        std::mem::take(&mut self.unattributed).into()
     }
 
     fn unattribute(&mut self, p: Pending) {
         if self.unattributed.len() >= UNATTRIBUTED_MAX {
-            self.unattributed.remove(0);
+            self.unattributed.pop_front();
         }
-        self.unattributed.push(UnattributedRequest {
+        self.unattributed.push_back(UnattributedRequest {
             request: p.request,
             after: p.after.map(|t| t.to_string()),
         });

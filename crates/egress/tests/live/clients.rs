@@ -149,3 +149,14 @@ async fn node_axios() {
     )
     .await;
 }
+
+/// Go's default transport (net/http): `HTTPS_PROXY` and `SSL_CERT_FILE`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn go_net_http() {
+    let Some(go) = tool(PathBuf::from("go"), &["version"], "HINTAUDIT_REQUIRE_GO") else {
+        return;
+    };
+    let rig = rig(Forwarding::Listed).await;
+    let script = clients().join("client.go");
+    client_sequence(&rig, go, &["run", script.to_str().unwrap(), SECRET]).await;
+}
