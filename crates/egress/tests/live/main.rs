@@ -5,6 +5,7 @@
 
 mod clients;
 mod connections;
+mod environment;
 mod forwarding;
 mod gaps;
 mod secrets;
