@@ -7,6 +7,10 @@ mod body;
 mod ca;
 /// The child's TCP connections that bypass its egress listener.
 mod connections;
+/// What every connection of a listener shares.
+mod context;
+/// Where a request is bound, as the client addressed it.
+mod destination;
 /// The environment a child is started with.
 mod environment;
 /// What can go wrong building the proxy or starting a listener.

@@ -8,5 +8,4 @@ mod connections;
 mod environment;
 mod forwarding;
 mod gaps;
-mod secrets;
 mod support;

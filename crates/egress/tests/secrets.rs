@@ -9,7 +9,14 @@ use std::time::Duration;
 use hintaudit_egress::Forwarding;
 use hintaudit_test_support::logs::LogBuffer;
 
-use crate::support::{SECRET, clients, python3, rig, run};
+#[allow(
+    dead_code,
+    reason = "the live suite's rig; this binary uses part of it"
+)]
+#[path = "live/support.rs"]
+mod support;
+
+use support::{SECRET, clients, python3, rig, run};
 
 /// On one thread, so that the subscriber set here sees every task of the proxy.
 #[tokio::test(flavor = "current_thread")]
