@@ -8,6 +8,7 @@
 use std::sync::Arc;
 
 use crate::enforce::Refusal;
+pub use crate::outbound::OutboundReach;
 
 /// What a SQL statement does, as statement analysis classifies it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -327,52 +328,6 @@ pub struct ImagedUpdates {
     pub image: RowImage,
     /// Rows, at least 1.
     pub rows: u64,
-}
-
-/// An outbound request a tool made (from HTTP client instrumentation).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct OutboundReach {
-    /// The host, lower-cased, without port.
-    pub host: String,
-    /// The destination port, where known (the URL's, or its scheme's default).
-    pub port: Option<u16>,
-    /// The request method, upper-cased (`GET`, `POST`, …).
-    pub method: String,
-}
-
-impl OutboundReach {
-    /// A request of `method` (upper-cased here) to `host` (lower-cased here) at `port`.
-    pub fn new(method: &str, host: &str, port: Option<u16>) -> Self {
-        OutboundReach {
-            host: host.trim_matches(['[', ']']).to_lowercase(),
-            port,
-            method: method.to_uppercase(),
-        }
-    }
-
-    /// `host:port`, or the host alone when the port is unknown (IPv6 in brackets).
-    pub fn destination(&self) -> String {
-        let host = if self.host.contains(':') {
-            format!("[{}]", self.host)
-        } else {
-            self.host.clone()
-        };
-        match self.port {
-            Some(p) => format!("{host}:{p}"),
-            None => host,
-        }
-    }
-
-    /// Whether the method may change the remote side: anything but GET, HEAD, OPTIONS,
-    /// TRACE and CONNECT. A CONNECT (an HTTPS tunnel, as `hintaudit verify`'s recording
-    /// proxy sees it) hides the method sent through it: it is an interaction, not a known
-    /// change of state.
-    pub fn is_mutating(&self) -> bool {
-        !matches!(
-            self.method.as_str(),
-            "GET" | "HEAD" | "OPTIONS" | "TRACE" | "CONNECT"
-        )
-    }
 }
 
 /// The kind of change an explicitly reported effect made.

@@ -49,6 +49,9 @@ mod hints;
 mod history;
 /// The judge: the facts of a call against its declared hints.
 mod judge;
+/// Outbound requests: path templates, GraphQL operations, what a request asks, read-only
+/// requests.
+mod outbound;
 /// Policy: what the judge watches and when it gives advice.
 mod policy;
 /// Recorders: where finished calls and listings go.
@@ -80,9 +83,8 @@ pub use disclose::{
     TargetDisclosure,
 };
 pub use effect::{
-    Effect, ExplicitChange, ExplicitEffect, ImagedUpdates, ObservationSource, Operation,
-    OutboundReach, RowChange, RowImage, RowOperation, StatementEffect, StatementOutcome,
-    TableWrites, TransactionObservation,
+    Effect, ExplicitChange, ExplicitEffect, ImagedUpdates, ObservationSource, Operation, RowChange,
+    RowImage, RowOperation, StatementEffect, StatementOutcome, TableWrites, TransactionObservation,
 };
 pub use enforce::{Enforcement, Refusal, RefusedBy};
 pub use facts::{Evidence, Facts, summarize};
@@ -95,6 +97,10 @@ pub use history::{
 pub use judge::{
     Judge, MAX_TRACKED_TABLES, MAX_TRACKED_TOOLS, ToolCall, Verdict, fleet_hints_changed,
     lint_action, lint_hints,
+};
+pub use outbound::{
+    BUILTIN_READ_ONLY_REQUESTS, GraphqlKind, GraphqlOperation, OutboundAnswer, OutboundReach,
+    ReadOnlyRequests, RequestChange, RequestPattern, RequestPatternError, path_template,
 };
 pub use policy::{DEFAULT_ADVICE_AFTER_CALLS, DEFAULT_HISTORY_CAPACITY, Policy, normalize_table};
 pub use record::{AuditEvent, CallReport, CallStatus, LogRecorder, Recorder};

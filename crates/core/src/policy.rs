@@ -5,6 +5,7 @@ use std::collections::HashSet;
 use std::num::NonZeroUsize;
 
 use crate::closed_world::{ClosedWorld, OpenWorldReading};
+use crate::outbound::ReadOnlyRequests;
 
 /// Judge policy. Build with [`Policy::default`] and the `with_*` setters.
 ///
@@ -27,6 +28,7 @@ pub struct Policy {
     history_capacity: NonZeroUsize,
     closed_world: ClosedWorld,
     open_world_reading: OpenWorldReading,
+    read_only_requests: ReadOnlyRequests,
 }
 
 /// Default number of calls without contrary evidence before advice is given.
@@ -36,7 +38,8 @@ pub const DEFAULT_HISTORY_CAPACITY: usize = 10_000;
 
 impl Default for Policy {
     /// Watches every table, ignores no column, advises after 20 calls, keeps 10,000 history
-    /// entries (about 100 bytes each), and treats only loopback hosts as the closed world.
+    /// entries (about 100 bytes each), treats only loopback hosts as the closed world, and
+    /// knows the built-in read-only requests.
     fn default() -> Self {
         Policy {
             ignored_tables: HashSet::new(),
@@ -45,6 +48,7 @@ impl Default for Policy {
             history_capacity: NonZeroUsize::new(DEFAULT_HISTORY_CAPACITY).expect("non-zero"),
             closed_world: ClosedWorld::default(),
             open_world_reading: OpenWorldReading::default(),
+            read_only_requests: ReadOnlyRequests::default(),
         }
     }
 }
@@ -129,6 +133,18 @@ impl Policy {
     pub fn with_open_world_reading(mut self, reading: OpenWorldReading) -> Self {
         self.open_world_reading = reading;
         self
+    }
+
+    /// The requests that read though their method says otherwise (`read_only_requests`;
+    /// default: the built-in ones, [`crate::BUILTIN_READ_ONLY_REQUESTS`]).
+    pub fn with_read_only_requests(mut self, reads: ReadOnlyRequests) -> Self {
+        self.read_only_requests = reads;
+        self
+    }
+
+    /// The read-only requests.
+    pub fn read_only_requests(&self) -> &ReadOnlyRequests {
+        &self.read_only_requests
     }
 
     /// The closed world.

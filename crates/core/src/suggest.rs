@@ -3,7 +3,7 @@
 //!
 //! | evidence | suggestion |
 //! |---|---|
-//! | `read_only_write` | `readOnlyHint: false` (and `destructiveHint: true` when rows were removed or overwritten) |
+//! | `read_only_write` | `readOnlyHint: false` (and `destructiveHint: true` when rows were removed or overwritten, or an API acted on a PUT, PATCH or DELETE) |
 //! | `undeclared_destructive` | `destructiveHint: true` |
 //! | `idempotency_broken` | `idempotentHint: false` |
 //! | advice `could_be_read_only` | `readOnlyHint: true` |
@@ -39,6 +39,7 @@ use crate::effect::{
 };
 use crate::finding::{Advice, Finding, Rule};
 use crate::hints::{AnnotationsForm, DeclaredHints, Hint};
+use crate::outbound::ReadOnlyRequests;
 use crate::record::CallReport;
 
 /// What a suggestion rests on: a tool's findings and advice, and what its calls did.
@@ -203,8 +204,20 @@ impl SuggestedHints {
 
 /// Whether a call's effect removed or overwrote rows, or changed the schema: a committed
 /// update or delete a hook saw, a committed transaction whose counts (oracle, rows affected,
-/// the database log) updated or deleted rows, or a destructive statement.
+/// the database log) updated or deleted rows, or a destructive statement; or removed or
+/// overwrote something behind an API: a PUT, PATCH or DELETE the destination may have acted
+/// on (a request whose path is known, the egress proxy's; [`crate::RequestChange::destructive`]).
 fn destroyed(effect: &Effect) -> bool {
+    let requests = effect.outbound.iter().any(|o| {
+        o.path.is_some()
+            && o.answer.delivered()
+            && o.change(&ReadOnlyRequests::none()).destructive()
+    });
+    requests || destroyed_rows(effect)
+}
+
+/// [`destroyed`]'s database part.
+fn destroyed_rows(effect: &Effect) -> bool {
     effect
         .row_changes
         .iter()
@@ -393,6 +406,36 @@ mod tests {
                  {unchanged} unchanged"
             );
             assert_eq!(s.mcp_json(), want, "{case}");
+        }
+    }
+
+    /// A read-only tool caught by its API requests: a PUT, PATCH or DELETE acted on also
+    /// suggests `destructiveHint: true`; a POST, a refused DELETE or a request without a path
+    /// does not.
+    #[test]
+    fn destructive_requests_suggest_destructive() {
+        use crate::outbound::{OutboundAnswer, OutboundReach};
+        let r = |method: &str, status| {
+            OutboundReach::new(method, "api.example.com", Some(443))
+                .with_path("/v1/items/7")
+                .with_answer(OutboundAnswer::Status(status))
+        };
+        for (request, destroys) in [
+            (r("DELETE", 204), true),
+            (r("PATCH", 200), true),
+            (r("PUT", 200), true),
+            (r("POST", 201), false),
+            (r("DELETE", 404), false),
+            (
+                OutboundReach::new("DELETE", "api.example.com", Some(443)),
+                false,
+            ),
+        ] {
+            let effect = Effect {
+                outbound: vec![request.clone()],
+                ..Default::default()
+            };
+            assert_eq!(destroyed(&effect), destroys, "{}", request.describe());
         }
     }
 

@@ -2,7 +2,8 @@
 //! loopback ([`otlp`]), a `/metrics` scrape over a real socket and a text-format parser
 //! ([`scrape`]), `promtool check metrics` ([`promtool`]), and a real rmcp client over an
 //! in-memory stream ([`mcp`]), a `redis-server` of a test's own ([`redis`]), a PostgreSQL
-//! ([`postgres`]) and a MariaDB ([`mariadb`]) server of a test's own, restartable, and the
+//! ([`postgres`]) and a MariaDB ([`mariadb`]) server of a test's own, restartable, a fake
+//! HTTPS API that keeps what it got ([`fake_api`]), log lines captured ([`logs`]), and the
 //! workspace's binaries built for a test ([`workspace_bin`]).
 //!
 //! Use it from integration tests (`tests/`) and benches only: the unit tests inside a crate's
@@ -18,6 +19,8 @@
 //! ```
 #![cfg_attr(not(test), warn(clippy::too_many_lines))]
 
+pub mod fake_api;
+pub mod logs;
 pub mod mariadb;
 pub mod mcp;
 /// The official npm MCP servers whose state is files.

@@ -10,6 +10,7 @@ use toml::Spanned;
 
 use super::{Config, ConfigError, Mode, check_history_url};
 use crate::closed_world::{ClosedWorld, OpenWorldReading};
+use crate::outbound::ReadOnlyRequests;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -26,6 +27,8 @@ struct File {
     #[serde(default)]
     closed_world: ClosedWorldFile,
     open_world_alert: Option<ReadingValue>,
+    #[serde(default)]
+    read_only_requests: Vec<Spanned<String>>,
     advice_after_calls: Option<u64>,
     history_size: Option<NonZeroUsize>,
     history_url: Option<Spanned<String>>,
@@ -152,6 +155,22 @@ fn entries(
     })
 }
 
+/// The built-in read-only requests with each of `list` added; the first bad pattern is an
+/// error at its position.
+fn read_only_requests(
+    text: &str,
+    source: &str,
+    list: &[Spanned<String>],
+) -> Result<ReadOnlyRequests, ConfigError> {
+    list.iter()
+        .try_fold(ReadOnlyRequests::default(), |reads, p| {
+            reads.with_pattern(p.get_ref()).map_err(|err| {
+                let key = "read_only_requests".to_owned();
+                error(text, source, key, Some(p.span()), err.to_string())
+            })
+        })
+}
+
 fn mode(v: &Spanned<ModeValue>) -> Mode {
     match v.get_ref() {
         ModeValue::Observe => Mode::Observe,
@@ -182,6 +201,7 @@ pub(super) fn parse(text: &str, source: &str) -> Result<Config, ConfigError> {
         &f.closed_world.outside,
         ClosedWorld::with_outside,
     )?;
+    let read_only_requests = read_only_requests(text, source, &f.read_only_requests)?;
     let history_url = match &f.history_url {
         Some(url) if !url.get_ref().is_empty() => {
             check_history_url(url.get_ref()).map_err(|message| {
@@ -217,6 +237,7 @@ pub(super) fn parse(text: &str, source: &str) -> Result<Config, ConfigError> {
             Some(ReadingValue::Interaction) | None => OpenWorldReading::Interaction,
             Some(ReadingValue::StateChange) => OpenWorldReading::StateChange,
         },
+        read_only_requests,
         advice_after_calls: f.advice_after_calls.unwrap_or(d.advice_after_calls).max(1),
         history_size: f.history_size.unwrap_or(d.history_size),
         history_url,

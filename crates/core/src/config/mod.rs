@@ -38,6 +38,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use crate::closed_world::{ClosedWorld, OpenWorldReading};
+use crate::outbound::ReadOnlyRequests;
 use crate::policy::{DEFAULT_ADVICE_AFTER_CALLS, DEFAULT_HISTORY_CAPACITY, Policy};
 
 /// The environment variable naming the config file when `--config` is not given.
@@ -133,6 +134,7 @@ pub struct Config {
     ignored_paths: Vec<String>,
     closed_world: ClosedWorld,
     open_world_alert: OpenWorldReading,
+    read_only_requests: ReadOnlyRequests,
     advice_after_calls: u64,
     history_size: NonZeroUsize,
     history_url: Option<String>,
@@ -186,6 +188,7 @@ impl Default for Config {
             ignored_paths: Vec::new(),
             closed_world: ClosedWorld::default(),
             open_world_alert: OpenWorldReading::Interaction,
+            read_only_requests: ReadOnlyRequests::default(),
             advice_after_calls: DEFAULT_ADVICE_AFTER_CALLS,
             history_size: NonZeroUsize::new(DEFAULT_HISTORY_CAPACITY).expect("non-zero"),
             history_url: None,
@@ -293,6 +296,19 @@ impl Config {
     pub fn with_open_world_alert(mut self, reading: OpenWorldReading) -> Self {
         self.open_world_alert = reading;
         self
+    }
+
+    /// The read-only requests (`read_only_requests`): build them from
+    /// [`ReadOnlyRequests::default`] (the built-in ones) with
+    /// [`ReadOnlyRequests::with_pattern`].
+    pub fn with_read_only_requests(mut self, reads: ReadOnlyRequests) -> Self {
+        self.read_only_requests = reads;
+        self
+    }
+
+    /// The read-only requests: the built-in ones and those `read_only_requests` adds.
+    pub fn read_only_requests(&self) -> &ReadOnlyRequests {
+        &self.read_only_requests
     }
 
     /// Calls before advice (0 is taken as 1, as [`Policy::with_advice_after_calls`]).
@@ -424,7 +440,7 @@ impl Config {
     }
 
     /// The judge's policy: ignored tables and columns, closed world, alerting reading,
-    /// advice threshold, history size.
+    /// read-only requests, advice threshold, history size.
     pub fn policy(&self) -> Policy {
         let p = self
             .ignored_tables
@@ -435,6 +451,7 @@ impl Config {
             .fold(p, |p, c| p.with_ignored_column(c))
             .with_closed_world(self.closed_world.clone())
             .with_open_world_reading(self.open_world_alert)
+            .with_read_only_requests(self.read_only_requests.clone())
             .with_advice_after_calls(self.advice_after_calls)
             .with_history_capacity(self.history_size)
     }

@@ -45,6 +45,11 @@ pub const SETTINGS: &[(&str, &str, &str)] = &[
         "which reading of `openWorldHint: false` alerts: `interaction` (the spec's) or `state_change` (the directory reading)",
     ),
     (
+        "read_only_requests",
+        "[]",
+        "requests that read though their method says otherwise, as `METHOD HOST/PATH` (`POST api.example.com/v1/search`; `*` for any method or one path segment, a final `**` for the rest, `*.suffix` for a host's subdomains), matched against the egress proxy's path templates, in addition to the built-in ones of well-known APIs (docs/design.md, *Judging requests*)",
+    ),
+    (
         "advice_after_calls",
         "20",
         "calls without contrary evidence before advice",

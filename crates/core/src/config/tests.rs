@@ -89,6 +89,13 @@ fn errors_name_the_key_and_position() {
             "unknown variant",
         ),
         (
+            "read_only_requests = [\n  \"POST api.example.com/v1/search\",\n  \"api.example.com/x\",\n]\n",
+            "read_only_requests",
+            3,
+            3,
+            "METHOD HOST/PATH",
+        ),
+        (
             "ignored_tables = [\n",
             "ignored_tables",
             1,
@@ -200,6 +207,27 @@ fn enforce_mode_per_server_and_per_tool() {
     assert_eq!(c.mode_for("cancel_slot"), Mode::Enforce);
     assert_eq!(c.mode_for("get_slot"), Mode::Observe);
     assert!(c.enforces_any());
+}
+
+/// `read_only_requests` adds to the built-in read-only requests, which the policy carries.
+#[test]
+fn read_only_requests_add_to_the_builtin_ones() {
+    let c = Config::parse(
+        "read_only_requests = [\"POST api.example.com/v2/*/lookup\"]\n",
+        "h.toml",
+    )
+    .unwrap();
+    let reads = c.policy().read_only_requests().clone();
+    assert!(
+        reads
+            .find("POST", "api.example.com", "/v2/{id}/lookup")
+            .is_some()
+    );
+    assert!(reads.find("POST", "api.notion.com", "/v1/search").is_some());
+    assert_eq!(
+        reads.patterns().len(),
+        crate::BUILTIN_READ_ONLY_REQUESTS.len() + 1
+    );
 }
 
 /// The README's settings table lists exactly [`SETTINGS`], keys and defaults, in order.

@@ -1,7 +1,6 @@
 //! Rules judged on one call.
 #![allow(clippy::type_complexity)]
 
-use super::readings::readings_agree;
 use super::*;
 
 #[test]
@@ -44,14 +43,7 @@ fn single_call_rules() {
     };
 
     // (case, policy, hints, effect, expected rules, expected confidence of the first finding)
-    let cases: Vec<(
-        &str,
-        Policy,
-        DeclaredHints,
-        Effect,
-        Vec<&str>,
-        Option<Confidence>,
-    )> = vec![
+    let cases: Vec<Case> = vec![
         (
             "read tool reads",
             Policy::default(),
@@ -436,23 +428,5 @@ fn single_call_rules() {
             Some(Confidence::Confirmed),
         ),
     ];
-    for (name, policy, h, effect, want, conf) in cases {
-        let judge = Judge::new(policy);
-        let v = judge.judge(&ToolCall {
-            tool: "t",
-            hints: h,
-            arguments: None,
-            effect: &effect,
-        });
-        assert_eq!(rules(&v), want, "case: {name}\nfindings: {:#?}", v.findings);
-        assert_eq!(
-            v.findings.first().map(|f| f.confidence),
-            conf,
-            "confidence, case: {name}"
-        );
-        for f in &v.findings {
-            assert!(!f.evidence.is_empty(), "case {name}: empty evidence");
-        }
-        readings_agree(name, &effect, judge.policy(), h);
-    }
+    judge_cases(cases);
 }

@@ -11,6 +11,7 @@ mod listing;
 mod own_rows;
 mod readings;
 mod repeats;
+mod requests;
 
 /// Short for [`DeclaredHints::new`] in table rows: `hints(T, U, U, F)`.
 pub(super) const fn hints(
@@ -63,6 +64,42 @@ pub(super) fn read(table: &str) -> Effect {
     Effect {
         statements: vec![s],
         ..Default::default()
+    }
+}
+
+/// A case of one call: its name, the policy, the hints, the effect, the rules expected, and
+/// the confidence of the first finding.
+pub(super) type Case = (
+    &'static str,
+    Policy,
+    DeclaredHints,
+    Effect,
+    Vec<&'static str>,
+    Option<Confidence>,
+);
+
+/// Judges each case's call with a judge of its own: the rules and the first finding's
+/// confidence are the row's, every finding has evidence, and both readings of openWorldHint
+/// agree on the rest.
+pub(super) fn judge_cases(cases: Vec<Case>) {
+    for (name, policy, h, effect, want, conf) in cases {
+        let judge = Judge::new(policy);
+        let v = judge.judge(&ToolCall {
+            tool: "t",
+            hints: h,
+            arguments: None,
+            effect: &effect,
+        });
+        assert_eq!(rules(&v), want, "case: {name}\nfindings: {:#?}", v.findings);
+        assert_eq!(
+            v.findings.first().map(|f| f.confidence),
+            conf,
+            "confidence, case: {name}"
+        );
+        for f in &v.findings {
+            assert!(!f.evidence.is_empty(), "case {name}: empty evidence");
+        }
+        readings::readings_agree(name, &effect, judge.policy(), h);
     }
 }
 
