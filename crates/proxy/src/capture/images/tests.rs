@@ -231,5 +231,8 @@ fn past_the_bound_the_least_recently_truncated_table_is_forgotten_not_the_newest
     e.truncated("newest");
     assert!(e.truncated("newest"), "a table seen past the bound is kept");
     assert!(e.truncated("t0"), "recently seen");
-    assert!(!e.truncated("t1"), "the least recently truncated went first");
+    assert!(
+        !e.truncated("t1"),
+        "the least recently truncated went first"
+    );
 }
