@@ -118,8 +118,8 @@ impl Outage {
             capture_error(
                 what,
                 &format_args!(
-                    "{e} (trying again with backoff; until it recovers, further failures are \
-                     logged at DEBUG and not counted)"
+                    "{e} (trying again; until it works, further failures are logged at \
+                     DEBUG and not counted)"
                 ),
             );
         } else {

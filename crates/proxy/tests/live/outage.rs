@@ -17,7 +17,7 @@ use crate::support::*;
 
 /// The proxy's log line when an outage starts (counted), when a try fails during one (DEBUG)
 /// and when it ends.
-const STARTS: &str = "trying again with backoff";
+const STARTS: &str = "(trying again; until it works";
 const STILL: &str = "(still failing)";
 const RECOVERED: &str = "capture: recovered after";
 
