@@ -20,8 +20,12 @@ use hintaudit::core::{AuditEvent, Config, Judge, Rule};
 use hintaudit::rmcp::{HintAuditLayer, SharedHistory};
 use hintaudit_cli::demo::{connect, demo_policy, serve_http};
 use hintaudit_test_support::redis::RedisServer;
+use rmcp::RoleClient;
 use rmcp::model::CallToolRequestParams;
+use rmcp::service::RunningService;
 use serde_json::json;
+
+type Client = RunningService<RoleClient, ()>;
 
 /// When the judge reported each call of the tool, and when each settled finding arrived.
 #[derive(Default)]
@@ -47,14 +51,13 @@ fn ms(d: Duration) -> String {
     format!("{:.3} ms", d.as_secs_f64() * 1000.0)
 }
 
-async fn run(variant: Variant, redis: &mut RedisServer, pairs: usize) -> Vec<Duration> {
-    let dir = tempfile::tempdir().unwrap();
-    let url = format!("sqlite://{}?mode=rwc", dir.path().join("b.db").display());
-    let pool = Db::connect(&url).await.unwrap();
-    let times = Arc::new(Mutex::new(Times::default()));
-    let seen = times.clone();
-    let recorder = move |event: &AuditEvent<'_>| {
-        let mut t = seen.lock().unwrap();
+/// A recorder that notes, in `times`, when each create_appointment call was judged and when
+/// each settled finding arrived, and counts the findings.
+fn timing_recorder(
+    times: Arc<Mutex<Times>>,
+) -> impl Fn(&AuditEvent<'_>) + Clone + Send + Sync + 'static {
+    move |event: &AuditEvent<'_>| {
+        let mut t = times.lock().unwrap();
         match event {
             AuditEvent::Call(r) if r.tool == "create_appointment" => {
                 t.calls.push(Instant::now());
@@ -69,38 +72,46 @@ async fn run(variant: Variant, redis: &mut RedisServer, pairs: usize) -> Vec<Dur
             }
             _ => {}
         }
-    };
-    let mut layer = HintAuditLayer::new()
-        .with_judge(Arc::new(Judge::new(demo_policy())))
-        .with_recorder(recorder);
-    let mut shared = None;
-    if variant != Variant::Local {
-        // A fresh store per run: its counts are this run's.
-        if variant == Variant::Shared {
-            redis.restart();
-        }
-        let settings = Config::default()
-            .with_history_url(redis.url())
-            .with_history_secret("bench-secret-0123456789")
-            .shared_history()
-            .unwrap()
-            .unwrap();
-        let history = SharedHistory::open_as(&settings, "bench", "{hintaudit}").unwrap();
-        layer = layer.with_shared_history(history.clone());
-        shared = Some(history);
     }
+}
+
+/// `layer` with the variant's shared history (a fresh store for `Shared`; a stopped one for
+/// `StoreDown`), and that history.
+fn with_history(
+    variant: Variant,
+    redis: &mut RedisServer,
+    layer: HintAuditLayer,
+) -> (HintAuditLayer, Option<SharedHistory>) {
+    if variant == Variant::Local {
+        return (layer, None);
+    }
+    // A fresh store per run: its counts are this run's.
+    if variant == Variant::Shared {
+        redis.restart();
+    }
+    let settings = Config::default()
+        .with_history_url(redis.url())
+        .with_history_secret("bench-secret-0123456789")
+        .shared_history()
+        .unwrap()
+        .unwrap();
+    let history = SharedHistory::open_as(&settings, "bench", "{hintaudit}").unwrap();
+    let layer = layer.with_shared_history(history.clone());
     if variant == Variant::StoreDown {
         redis.stop();
     }
-    let server = serve_http(
-        Bookings::new(pool),
-        layer,
-        "127.0.0.1:0".parse().unwrap(),
-        None,
-    )
-    .await
-    .unwrap();
-    let client = connect(&server.url).await.unwrap();
+    (layer, Some(history))
+}
+
+/// `pairs` pairs of create_appointment calls: each call's latency, and (`Shared`) each
+/// repeat's delay from its judgement to its settled finding.
+async fn drive(
+    client: &Client,
+    pairs: usize,
+    variant: Variant,
+    shared: Option<&SharedHistory>,
+    times: &Mutex<Times>,
+) -> (Vec<Duration>, Vec<Duration>) {
     let mut latencies = Vec::with_capacity(2 * pairs);
     let mut delays = Vec::new();
     for j in 0..pairs {
@@ -112,7 +123,7 @@ async fn run(variant: Variant, redis: &mut RedisServer, pairs: usize) -> Vec<Dur
             client.call_tool(params).await.unwrap();
             latencies.push(started.elapsed());
         }
-        if let Some(shared) = &shared {
+        if let Some(shared) = shared {
             shared.flush().await;
             let t = times.lock().unwrap();
             if let (Some(call), Some(settled)) = (t.calls.last(), t.settled.last())
@@ -123,6 +134,28 @@ async fn run(variant: Variant, redis: &mut RedisServer, pairs: usize) -> Vec<Dur
             }
         }
     }
+    (latencies, delays)
+}
+
+async fn run(variant: Variant, redis: &mut RedisServer, pairs: usize) -> Vec<Duration> {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}?mode=rwc", dir.path().join("b.db").display());
+    let pool = Db::connect(&url).await.unwrap();
+    let times = Arc::new(Mutex::new(Times::default()));
+    let layer = HintAuditLayer::new()
+        .with_judge(Arc::new(Judge::new(demo_policy())))
+        .with_recorder(timing_recorder(times.clone()));
+    let (layer, shared) = with_history(variant, redis, layer);
+    let server = serve_http(
+        Bookings::new(pool),
+        layer,
+        "127.0.0.1:0".parse().unwrap(),
+        None,
+    )
+    .await
+    .unwrap();
+    let client = connect(&server.url).await.unwrap();
+    let (mut latencies, mut delays) = drive(&client, pairs, variant, shared.as_ref(), &times).await;
     let found = times.lock().unwrap().findings;
     println!(
         "  idempotency_broken found: {found} of {pairs} repeats{}",

@@ -335,6 +335,412 @@ fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
         .unwrap_or(default)
 }
 
+/// What the variants are built from: the database file, the Prometheus recorder and the
+/// OTLP pipelines (all traces, sampled; none when no variant here exports).
+struct Parts {
+    path: std::path::PathBuf,
+    metrics: PrometheusRecorder,
+    pipeline: Option<Arc<OtelPipeline>>,
+    sampled: Option<Arc<OtelPipeline>>,
+}
+
+fn judge() -> Arc<Judge> {
+    Arc::new(Judge::new(Policy::default()))
+}
+
+fn variant(
+    label: &'static str,
+    client: RunningService<RoleClient, ()>,
+    mode: u8,
+    pipeline: Option<Arc<OtelPipeline>>,
+) -> Variant {
+    Variant {
+        label,
+        base: 0,
+        client,
+        mode,
+        pipeline,
+    }
+}
+
+/// `server` wrapped by `layer`, over the in-process transport.
+async fn audit(
+    label: &'static str,
+    layer: HintAuditLayer,
+    server: Bench,
+    mode: u8,
+    pipeline: Option<Arc<OtelPipeline>>,
+) -> Variant {
+    let server = layer.layer(server);
+    variant(label, client_for(server).await, mode, pipeline)
+}
+
+/// A variant over streamable HTTP: its base is the bare server on that transport.
+fn http(label: &'static str, client: RunningService<RoleClient, ()>) -> Variant {
+    Variant {
+        label,
+        base: HTTP_BARE,
+        client,
+        mode: 0,
+        pipeline: None,
+    }
+}
+
+fn pipelined(p: &Option<Arc<OtelPipeline>>) -> Arc<OtelPipeline> {
+    p.clone().expect("telemetry started")
+}
+
+impl Parts {
+    // Every variant has a pool of its own, so that no pool's connections (page caches, WAL
+    // positions) favour one variant; the control measures what remains of that.
+    async fn bare(&self) -> Bench {
+        Bench {
+            pool: Pool::Bare(
+                SqlitePoolOptions::new()
+                    .max_connections(4)
+                    .connect_with(options(&self.path))
+                    .await
+                    .unwrap(),
+            ),
+        }
+    }
+
+    async fn audited(&self) -> Bench {
+        Bench {
+            pool: Pool::Audited(
+                AuditedPool::options()
+                    .connect_with(
+                        SqlitePoolOptions::new().max_connections(4),
+                        options(&self.path),
+                    )
+                    .await
+                    .unwrap(),
+            ),
+        }
+    }
+
+    fn plain(&self) -> HintAuditLayer {
+        HintAuditLayer::new().with_judge(judge()).with_recorder(())
+    }
+
+    /// The sampled variants take their span maker from their pipeline: head sampling.
+    fn telemetry(&self, make_span: OtelMakeSpan) -> HintAuditLayer {
+        HintAuditLayer::new()
+            .with_judge(judge())
+            .with_recorder(self.metrics.clone())
+            .with_make_span(make_span)
+    }
+
+    /// Variant `i` (of [`VARIANTS`]).
+    async fn make(&self, i: usize) -> Variant {
+        match i {
+            0..5 => self.make_plain(i).await,
+            5..HTTP_BARE => self.make_telemetry(i).await,
+            _ => self.make_http(i).await,
+        }
+    }
+
+    /// Variants 0 to 4: no telemetry, over the in-process transport.
+    async fn make_plain(&self, i: usize) -> Variant {
+        match i {
+            0 => variant(
+                "bare server, plain sqlx pool",
+                client_for(self.bare().await).await,
+                0,
+                None,
+            ),
+            1 => variant(
+                "control: bare server, 2nd plain pool",
+                client_for(self.bare().await).await,
+                0,
+                None,
+            ),
+            2 => {
+                audit(
+                    "audited: layer + audited pool",
+                    self.plain(),
+                    self.audited().await,
+                    0,
+                    None,
+                )
+                .await
+            }
+            3 => {
+                audit(
+                    "  part: the layer over the plain pool",
+                    self.plain(),
+                    self.bare().await,
+                    0,
+                    None,
+                )
+                .await
+            }
+            _ => variant(
+                "  part: the audited pool, no layer",
+                client_for(self.audited().await).await,
+                0,
+                None,
+            ),
+        }
+    }
+
+    /// Variants 5 to 7: the Prometheus recorder, then spans, over the in-process transport.
+    async fn make_telemetry(&self, i: usize) -> Variant {
+        let (pipes, samples) = (&self.pipeline, &self.sampled);
+        match i {
+            5 => {
+                audit(
+                    "audited + Prometheus recorder",
+                    self.telemetry(OtelMakeSpan::new()),
+                    self.audited().await,
+                    0,
+                    None,
+                )
+                .await
+            }
+            6 => {
+                audit(
+                    "audited + recorder + spans, all traces",
+                    self.telemetry(pipelined(pipes).make_span()),
+                    self.audited().await,
+                    1,
+                    pipes.clone(),
+                )
+                .await
+            }
+            _ => {
+                audit(
+                    "audited + recorder + spans, sampled",
+                    self.telemetry(pipelined(samples).make_span()),
+                    self.audited().await,
+                    2,
+                    samples.clone(),
+                )
+                .await
+            }
+        }
+    }
+
+    /// Variants 8 to 10: over streamable HTTP on loopback.
+    async fn make_http(&self, i: usize) -> Variant {
+        match i {
+            8 => http(
+                "streamable HTTP: bare server",
+                client_http(self.bare().await).await,
+            ),
+            9 => http(
+                "streamable HTTP: audited",
+                client_http(self.plain().layer(self.audited().await)).await,
+            ),
+            _ => http(
+                "streamable HTTP: audited + Prometheus",
+                client_http(
+                    self.telemetry(OtelMakeSpan::new())
+                        .layer(self.audited().await),
+                )
+                .await,
+            ),
+        }
+    }
+}
+
+/// Each variant's wall and CPU time per call in each round, and single statements' time on
+/// both pools.
+struct Rounds {
+    wall: Vec<Vec<f64>>,
+    cpu: Vec<Vec<f64>>,
+    statements: (Vec<f64>, Vec<f64>),
+}
+
+/// Warms every variant up, then runs `rounds` rounds of `calls_per_round` calls of each.
+async fn run_rounds(
+    variants: &[Variant],
+    path: &std::path::Path,
+    calls_per_round: usize,
+    rounds: usize,
+) -> Rounds {
+    let bare_pool = SqlitePoolOptions::new()
+        .max_connections(4)
+        .connect_with(options(path))
+        .await
+        .unwrap();
+    let audited_pool = AuditedPool::options()
+        .connect_with(SqlitePoolOptions::new().max_connections(4), options(path))
+        .await
+        .unwrap();
+    // Warm up every variant (statement caches, hooks, history, exporters).
+    for v in variants {
+        round(v, 100).await;
+    }
+    // Each round runs the variants in a new random order, so that drift favours none and
+    // no variant always follows the same one (whose leftovers, an exporter's say, it would
+    // pay for; with a fixed rotation the control read 1.005 to 1.030); each round's ratio
+    // pairs a variant with that round's bare run.
+    let mut order: Vec<usize> = (0..variants.len()).collect();
+    let mut seed = 0x9E37_79B9_7F4A_7C15_u64;
+    let mut out = Rounds {
+        wall: vec![Vec::new(); variants.len()],
+        cpu: vec![Vec::new(); variants.len()],
+        statements: (Vec::new(), Vec::new()),
+    };
+    for r in 0..rounds {
+        shuffle(&mut order, &mut seed);
+        for &i in &order {
+            let (w, c) = round(&variants[i], calls_per_round).await;
+            out.wall[i].push(w);
+            out.cpu[i].push(c);
+        }
+        let n = calls_per_round * 2;
+        let statements = &mut out.statements;
+        if r % 2 == 0 {
+            statements
+                .0
+                .push(statements_bare(&bare_pool, n).await.as_secs_f64() / n as f64);
+            statements
+                .1
+                .push(statements_audited(&audited_pool, n).await.as_secs_f64() / n as f64);
+        } else {
+            statements
+                .1
+                .push(statements_audited(&audited_pool, n).await.as_secs_f64() / n as f64);
+            statements
+                .0
+                .push(statements_bare(&bare_pool, n).await.as_secs_f64() / n as f64);
+        }
+    }
+    out
+}
+
+/// Prints each variant's times and ratios to its base, then the added time per statement.
+fn print_variants(variants: &[Variant], r: &Rounds, workload: &str) {
+    let per_round = |times: &[Vec<f64>], i: usize| -> Vec<f64> {
+        times[variants[i].base]
+            .iter()
+            .zip(&times[i])
+            .map(|(b, v)| b / v)
+            .collect()
+    };
+    println!("{workload}");
+    println!(
+        "ratio = throughput vs the bare server on the same transport (bare time / variant time), median of per-round ratios, and the middle half of them (25th to 75th percentile); target >= 0.97"
+    );
+    println!(
+        "{:<42} {:>12} {:>7} {:>13} {:>12} {:>9}",
+        "variant", "wall us/call", "ratio", "middle half", "CPU us/call", "CPU ratio"
+    );
+    for (i, v) in variants.iter().enumerate() {
+        let (q1, q3) = quartiles(per_round(&r.wall, i));
+        println!(
+            "{:<42} {:>12.1} {:>7.3} {:>13} {:>12.1} {:>9.3}",
+            v.label,
+            median(r.wall[i].clone()) * 1e6,
+            median(per_round(&r.wall, i)),
+            format!("{q1:.3}-{q3:.3}"),
+            median(r.cpu[i].clone()) * 1e6,
+            median(per_round(&r.cpu, i))
+        );
+    }
+    let statements_per_call =
+        STATEMENTS.iter().map(|(_, n)| *n as f64).sum::<f64>() / STATEMENTS.len() as f64;
+    let added = (median(r.wall[AUDITED].clone()) - median(r.wall[0].clone())) / statements_per_call;
+    println!(
+        "added time per statement (whole audited call): {:.2} us",
+        added * 1e6
+    );
+}
+
+/// Prints the spans exported and the single statements' times.
+fn print_spans_and_statements(r: &Rounds, pipelines: [&OtelPipeline; 2]) {
+    for p in pipelines {
+        let stats = p.export_stats();
+        println!(
+            "spans exported {}, dropped {}",
+            stats.exported, stats.dropped
+        );
+    }
+    let (b, a) = (
+        median(r.statements.0.clone()),
+        median(r.statements.1.clone()),
+    );
+    let ratio = median(
+        r.statements
+            .0
+            .iter()
+            .zip(&r.statements.1)
+            .map(|(b, a)| b / a)
+            .collect(),
+    );
+    println!(
+        "single SELECT statements: plain pool {:.1} us, audited pool in a call scope {:.1} us; ratio {ratio:.3}, added {:.2} us/statement",
+        b * 1e6,
+        a * 1e6,
+        (a - b) * 1e6
+    );
+}
+
+/// The bench: every variant in shuffled rounds, or the one `profiled` alone.
+async fn run(profiled: Option<usize>) {
+    let calls_per_round: usize = env_or("HINTAUDIT_BENCH_CALLS", 300);
+    let rounds: usize = env_or("HINTAUDIT_BENCH_ROUNDS", 15);
+    let concurrency = concurrency();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bench.db");
+    setup(&path).await;
+    // The OTLP pipelines and their receiver only where a variant exports: their batch
+    // processors' timers run by the clock, so a profiled variant that does not export
+    // would count their work in proportion to its run time.
+    let exporting = profiled.is_none_or(|i| i == 6 || i == 7);
+    let (pipeline, sampled, receiver) = if exporting {
+        let (p, s, r) = start_telemetry().await;
+        (Some(Arc::new(p)), Some(Arc::new(s)), r)
+    } else {
+        (None, None, "nowhere (no variant here exports)")
+    };
+    let parts = Parts {
+        path,
+        metrics: PrometheusRecorder::new(),
+        pipeline,
+        sampled,
+    };
+
+    // For profilers (valgrind --tool=callgrind, perf): one variant alone, warm-up then
+    // HINTAUDIT_BENCH_CALLS calls; compare two call counts to leave out the set-up.
+    if let Some(i) = profiled {
+        let v = parts.make(i).await;
+        round(&v, 100).await;
+        round(&v, calls_per_round).await;
+        println!("profiled: {} x {calls_per_round} calls", v.label);
+        return;
+    }
+    let mut variants = Vec::with_capacity(VARIANTS);
+    for i in 0..VARIANTS {
+        variants.push(parts.make(i).await);
+    }
+    assert_eq!(variants[HTTP_BARE].label, "streamable HTTP: bare server");
+    let (pipeline, sampled) = (pipelined(&parts.pipeline), pipelined(&parts.sampled));
+    let r = run_rounds(&variants, &parts.path, calls_per_round, rounds).await;
+    let workload = format!(
+        "workload: {calls_per_round} tool calls x {rounds} rounds per variant, {concurrency} in flight, over an in-process MCP transport (streamable HTTP on loopback where the label says), file-backed SQLite (WAL); spans go {receiver}"
+    );
+    print_variants(&variants, &r, &workload);
+    print_spans_and_statements(&r, [&pipeline, &sampled]);
+    for v in variants {
+        v.client.cancel().await.ok();
+    }
+    let text = hintaudit_telemetry::encode_text(parts.metrics.registry());
+    println!(
+        "telemetry: /metrics exposition {} bytes, {} lines",
+        text.len(),
+        text.lines().count()
+    );
+    drop(parts);
+    for p in [pipeline, sampled] {
+        if let Ok(p) = Arc::try_unwrap(p) {
+            tokio::task::spawn_blocking(move || drop(p)).await.ok();
+        }
+    }
+}
+
 fn main() {
     // Profiled alone (HINTAUDIT_BENCH_PROFILE), the variant runs on one thread: tokio's
     // worker threads spin and park differently from run to run, which moved callgrind's
@@ -353,144 +759,5 @@ fn main() {
     .enable_all()
     .build()
     .unwrap();
-    runtime.block_on(async {
-        let calls_per_round: usize = env_or("HINTAUDIT_BENCH_CALLS", 300);
-        let rounds: usize = env_or("HINTAUDIT_BENCH_ROUNDS", 15);
-        let concurrency = concurrency();
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("bench.db");
-        setup(&path).await;
-
-        let judge = || Arc::new(Judge::new(Policy::default()));
-        // Every variant has a pool of its own, so that no pool's connections (page caches,
-        // WAL positions) favour one variant; the control measures what remains of that.
-        let bare = || async { Bench { pool: Pool::Bare(SqlitePoolOptions::new().max_connections(4).connect_with(options(&path)).await.unwrap()) } };
-        let audited = || async { Bench { pool: Pool::Audited(AuditedPool::options().connect_with(SqlitePoolOptions::new().max_connections(4), options(&path)).await.unwrap()) } };
-        // The OTLP pipelines and their receiver only where a variant exports: their batch
-        // processors' timers run by the clock, so a profiled variant that does not export
-        // would count their work in proportion to its run time.
-        let exporting = profiled.is_none_or(|i| i == 6 || i == 7);
-        let (pipeline, sampled, receiver) = if exporting {
-            let (p, s, r) = start_telemetry().await;
-            (Some(Arc::new(p)), Some(Arc::new(s)), r)
-        } else {
-            (None, None, "nowhere (no variant here exports)")
-        };
-        let metrics = PrometheusRecorder::new();
-        let plain = || HintAuditLayer::new().with_judge(judge()).with_recorder(());
-        // The sampled variants take their span maker from their pipeline: head sampling.
-        let telemetry = |make_span: OtelMakeSpan| {
-            HintAuditLayer::new()
-                .with_judge(judge())
-                .with_recorder(metrics.clone())
-                .with_make_span(make_span)
-        };
-        let variant = |label, client, mode, pipeline| Variant { label, base: 0, client, mode, pipeline };
-        let audit = |label, layer: HintAuditLayer, server: Bench, mode, pipeline| {
-            let server = layer.layer(server);
-            async move { variant(label, client_for(server).await, mode, pipeline) }
-        };
-        let http = |label, client| Variant { label, base: HTTP_BARE, client, mode: 0, pipeline: None };
-        let pipelined = |p: &Option<Arc<OtelPipeline>>| p.clone().expect("telemetry started");
-        let (pipes, samples) = (&pipeline, &sampled);
-        let make = |i: usize| async move {
-            match i {
-                0 => variant("bare server, plain sqlx pool", client_for(bare().await).await, 0, None),
-                1 => variant("control: bare server, 2nd plain pool", client_for(bare().await).await, 0, None),
-                2 => audit("audited: layer + audited pool", plain(), audited().await, 0, None).await,
-                3 => audit("  part: the layer over the plain pool", plain(), bare().await, 0, None).await,
-                4 => variant("  part: the audited pool, no layer", client_for(audited().await).await, 0, None),
-                5 => audit("audited + Prometheus recorder", telemetry(OtelMakeSpan::new()), audited().await, 0, None).await,
-                6 => audit("audited + recorder + spans, all traces", telemetry(pipelined(pipes).make_span()), audited().await, 1, pipes.clone()).await,
-                7 => audit("audited + recorder + spans, sampled", telemetry(pipelined(samples).make_span()), audited().await, 2, samples.clone()).await,
-                8 => http("streamable HTTP: bare server", client_http(bare().await).await),
-                9 => http("streamable HTTP: audited", client_http(plain().layer(audited().await)).await),
-                _ => http("streamable HTTP: audited + Prometheus", client_http(telemetry(OtelMakeSpan::new()).layer(audited().await)).await),
-            }
-        };
-
-        // For profilers (valgrind --tool=callgrind, perf): one variant alone, warm-up then
-        // HINTAUDIT_BENCH_CALLS calls; compare two call counts to leave out the set-up.
-        if let Some(i) = profiled {
-            let v = make(i).await;
-            round(&v, 100).await;
-            round(&v, calls_per_round).await;
-            println!("profiled: {} x {calls_per_round} calls", v.label);
-            return;
-        }
-        let mut variants = Vec::with_capacity(VARIANTS);
-        for i in 0..VARIANTS {
-            variants.push(make(i).await);
-        }
-        assert_eq!(variants[HTTP_BARE].label, "streamable HTTP: bare server");
-        let (pipeline, sampled) = (pipelined(&pipeline), pipelined(&sampled));
-        let bare_pool = SqlitePoolOptions::new().max_connections(4).connect_with(options(&path)).await.unwrap();
-        let audited_pool = AuditedPool::options().connect_with(SqlitePoolOptions::new().max_connections(4), options(&path)).await.unwrap();
-        // Warm up every variant (statement caches, hooks, history, exporters).
-        for v in &variants {
-            round(v, 100).await;
-        }
-        // Each round runs the variants in a new random order, so that drift favours none and
-        // no variant always follows the same one (whose leftovers, an exporter's say, it would
-        // pay for; with a fixed rotation the control read 1.005 to 1.030); each round's ratio
-        // pairs a variant with that round's bare run.
-        let mut order: Vec<usize> = (0..variants.len()).collect();
-        let mut seed = 0x9E37_79B9_7F4A_7C15_u64;
-        let mut wall: Vec<Vec<f64>> = vec![Vec::new(); variants.len()];
-        let mut cpu: Vec<Vec<f64>> = vec![Vec::new(); variants.len()];
-        let mut statements = (Vec::new(), Vec::new());
-        for r in 0..rounds {
-            shuffle(&mut order, &mut seed);
-            for &i in &order {
-                let (w, c) = round(&variants[i], calls_per_round).await;
-                wall[i].push(w);
-                cpu[i].push(c);
-            }
-            let n = calls_per_round * 2;
-            if r % 2 == 0 {
-                statements.0.push(statements_bare(&bare_pool, n).await.as_secs_f64() / n as f64);
-                statements.1.push(statements_audited(&audited_pool, n).await.as_secs_f64() / n as f64);
-            } else {
-                statements.1.push(statements_audited(&audited_pool, n).await.as_secs_f64() / n as f64);
-                statements.0.push(statements_bare(&bare_pool, n).await.as_secs_f64() / n as f64);
-            }
-        }
-
-        let per_round = |times: &[Vec<f64>], i: usize| -> Vec<f64> { times[variants[i].base].iter().zip(&times[i]).map(|(b, v)| b / v).collect() };
-        println!("workload: {calls_per_round} tool calls x {rounds} rounds per variant, {concurrency} in flight, over an in-process MCP transport (streamable HTTP on loopback where the label says), file-backed SQLite (WAL); spans go {receiver}");
-        println!("ratio = throughput vs the bare server on the same transport (bare time / variant time), median of per-round ratios, and the middle half of them (25th to 75th percentile); target >= 0.97");
-        println!("{:<42} {:>12} {:>7} {:>13} {:>12} {:>9}", "variant", "wall us/call", "ratio", "middle half", "CPU us/call", "CPU ratio");
-        for (i, v) in variants.iter().enumerate() {
-            let (q1, q3) = quartiles(per_round(&wall, i));
-            println!(
-                "{:<42} {:>12.1} {:>7.3} {:>13} {:>12.1} {:>9.3}",
-                v.label,
-                median(wall[i].clone()) * 1e6,
-                median(per_round(&wall, i)),
-                format!("{q1:.3}-{q3:.3}"),
-                median(cpu[i].clone()) * 1e6,
-                median(per_round(&cpu, i))
-            );
-        }
-        let statements_per_call = STATEMENTS.iter().map(|(_, n)| *n as f64).sum::<f64>() / STATEMENTS.len() as f64;
-        let added = (median(wall[AUDITED].clone()) - median(wall[0].clone())) / statements_per_call;
-        println!("added time per statement (whole audited call): {:.2} us", added * 1e6);
-        for p in [&pipeline, &sampled] {
-            let stats = p.export_stats();
-            println!("spans exported {}, dropped {}", stats.exported, stats.dropped);
-        }
-        let (b, a) = (median(statements.0.clone()), median(statements.1.clone()));
-        let ratio = median(statements.0.iter().zip(&statements.1).map(|(b, a)| b / a).collect());
-        println!("single SELECT statements: plain pool {:.1} us, audited pool in a call scope {:.1} us; ratio {ratio:.3}, added {:.2} us/statement", b * 1e6, a * 1e6, (a - b) * 1e6);
-        for v in variants {
-            v.client.cancel().await.ok();
-        }
-        let text = hintaudit_telemetry::encode_text(metrics.registry());
-        println!("telemetry: /metrics exposition {} bytes, {} lines", text.len(), text.lines().count());
-        for p in [pipeline, sampled] {
-            if let Ok(p) = Arc::try_unwrap(p) {
-                tokio::task::spawn_blocking(move || drop(p)).await.ok();
-            }
-        }
-    });
+    runtime.block_on(run(profiled));
 }

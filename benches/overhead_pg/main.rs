@@ -252,92 +252,159 @@ async fn audited_pool(opts: &PgConnectOptions) -> Pool {
     Pool::Audited(pool)
 }
 
+/// The pools for one table count: timed ones (bare, audited), and ones behind counting
+/// proxies for the round trips (each pool behind its own).
+struct Pools {
+    bare: Pool,
+    audited: Pool,
+    pb: proxy::Proxy,
+    pa: proxy::Proxy,
+    cb: Pool,
+    ca: Pool,
+}
+
+async fn pools(opts: &PgConnectOptions, upstream: std::net::SocketAddr) -> Pools {
+    let (bare, audited) = (bare_pool(opts).await, audited_pool(opts).await);
+    let (pb, pa) = (proxy::start(upstream).await, proxy::start(upstream).await);
+    let via = |p: &proxy::Proxy| opts.clone().host("127.0.0.1").port(p.addr.port());
+    let (cb, ca) = (bare_pool(&via(&pb)).await, audited_pool(&via(&pa)).await);
+    Pools {
+        bare,
+        audited,
+        pb,
+        pa,
+        cb,
+        ca,
+    }
+}
+
+/// Workload `w`'s row: its time per unit on each pool over `rounds` rounds of `n` units
+/// (taking turns to go first), and the round trips the audited pool adds per unit, counted
+/// after a warm-up (prepared statements, the catalog cache).
+async fn workload_row(p: &Pools, w: usize, n: usize, rounds: usize) {
+    let (label, per_unit) = WORKLOADS[w];
+    units(&p.bare, w, 20).await;
+    units(&p.audited, w, 20).await;
+    let (mut b, mut a) = (Vec::new(), Vec::new());
+    for r in 0..rounds {
+        let unit_s = |d: Duration| d.as_secs_f64() / (n as f64 * per_unit as f64);
+        if r % 2 == 0 {
+            b.push(unit_s(units(&p.bare, w, n).await));
+            a.push(unit_s(units(&p.audited, w, n).await));
+        } else {
+            a.push(unit_s(units(&p.audited, w, n).await));
+            b.push(unit_s(units(&p.bare, w, n).await));
+        }
+    }
+    let ratio = median(a.iter().zip(&b).map(|(a, b)| a / b).collect());
+    units(&p.cb, w, 5).await;
+    units(&p.ca, w, 5).await;
+    let counted = 50;
+    let (b0, a0) = (p.pb.count(), p.pa.count());
+    units(&p.cb, w, counted).await;
+    units(&p.ca, w, counted).await;
+    // Pools ping a released connection in a task of their own: let it land.
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let per = (counted as u64 * per_unit) as f64;
+    let added_rt = ((p.pa.count() - a0) as f64 - (p.pb.count() - b0) as f64) / per;
+    println!(
+        "{:<32} {:>11.1} {:>11.1} {:>13.3} {:>13.1} {:>16.2}",
+        label,
+        median(b.clone()) * 1e6,
+        median(a.clone()) * 1e6,
+        ratio,
+        (median(a) - median(b)) * 1e6,
+        added_rt
+    );
+}
+
+/// The table counts to measure at (HINTAUDIT_BENCH_TABLES).
+fn table_counts() -> Vec<usize> {
+    std::env::var("HINTAUDIT_BENCH_TABLES")
+        .unwrap_or_else(|_| "10,1000,10000".to_owned())
+        .split(',')
+        .filter_map(|s| s.trim().parse().ok())
+        .collect()
+}
+
+async fn run() {
+    let url = std::env::var("HINTAUDIT_PG_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned());
+    let n: usize = env_or("HINTAUDIT_BENCH_STATEMENTS", 200);
+    let rounds: usize = env_or("HINTAUDIT_BENCH_ROUNDS", 5);
+    let counts = table_counts();
+    let root = match PgPoolOptions::new()
+        .max_connections(1)
+        .acquire_timeout(Duration::from_secs(5))
+        .connect(&url)
+        .await
+    {
+        Ok(p) => p,
+        Err(e) => {
+            println!("skipping: PostgreSQL unreachable at {url}: {e}");
+            return;
+        }
+    };
+    let version: String = sqlx::query_scalar("SHOW server_version")
+        .fetch_one(&root)
+        .await
+        .expect("version");
+    let db = format!("hintaudit_bench_{}", std::process::id());
+    root.execute(sqlx::AssertSqlSafe(format!("CREATE DATABASE {db}")))
+        .await
+        .expect("create database");
+    let opts = PgConnectOptions::from_str(&url)
+        .expect("url")
+        .database(&db)
+        .ssl_mode(PgSslMode::Disable)
+        .disable_statement_logging();
+    let admin = PgPoolOptions::new()
+        .max_connections(1)
+        .connect_with(opts.clone())
+        .await
+        .expect("admin");
+    admin.execute(SETUP).await.expect("setup");
+    let upstream = (opts.get_host(), opts.get_port())
+        .to_socket_addrs()
+        .expect("address")
+        .next()
+        .expect("address");
+    println!(
+        "PostgreSQL {version} on {url} (database {db}); {n} statements x {rounds} rounds per workload and pool; one call scope per unit on the audited pool"
+    );
+    let mut have = BASE_TABLES;
+    for &tables in &counts {
+        grow(&admin, have, tables.max(BASE_TABLES)).await;
+        have = have.max(tables);
+        let p = pools(&opts, upstream).await;
+        println!("\n{tables} user tables");
+        println!(
+            "{:<32} {:>11} {:>11} {:>13} {:>13} {:>16}",
+            "workload", "bare us", "audited us", "audited/bare", "added us", "added round trips"
+        );
+        for w in 0..WORKLOADS.len() {
+            workload_row(&p, w, n, rounds).await;
+        }
+        if tables == counts[0] {
+            streams(&p.bare, &p.audited).await;
+        }
+        for pool in [p.bare, p.audited, p.cb, p.ca] {
+            on_pool!(pool, pool => pool.close().await);
+        }
+    }
+    admin.close().await;
+    root.execute(sqlx::AssertSqlSafe(format!(
+        "DROP DATABASE {db} WITH (FORCE)"
+    )))
+    .await
+    .expect("drop database");
+}
+
 fn main() {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .unwrap();
-    runtime.block_on(async {
-        let url = std::env::var("HINTAUDIT_PG_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned());
-        let n: usize = env_or("HINTAUDIT_BENCH_STATEMENTS", 200);
-        let rounds: usize = env_or("HINTAUDIT_BENCH_ROUNDS", 5);
-        let counts: Vec<usize> = std::env::var("HINTAUDIT_BENCH_TABLES")
-            .unwrap_or_else(|_| "10,1000,10000".to_owned())
-            .split(',')
-            .filter_map(|s| s.trim().parse().ok())
-            .collect();
-        let root = match PgPoolOptions::new().max_connections(1).acquire_timeout(Duration::from_secs(5)).connect(&url).await {
-            Ok(p) => p,
-            Err(e) => {
-                println!("skipping: PostgreSQL unreachable at {url}: {e}");
-                return;
-            }
-        };
-        let version: String = sqlx::query_scalar("SHOW server_version").fetch_one(&root).await.expect("version");
-        let db = format!("hintaudit_bench_{}", std::process::id());
-        root.execute(sqlx::AssertSqlSafe(format!("CREATE DATABASE {db}"))).await.expect("create database");
-        let opts = PgConnectOptions::from_str(&url).expect("url").database(&db).ssl_mode(PgSslMode::Disable).disable_statement_logging();
-        let admin = PgPoolOptions::new().max_connections(1).connect_with(opts.clone()).await.expect("admin");
-        admin.execute(SETUP).await.expect("setup");
-        let upstream = (opts.get_host(), opts.get_port()).to_socket_addrs().expect("address").next().expect("address");
-        println!("PostgreSQL {version} on {url} (database {db}); {n} statements x {rounds} rounds per workload and pool; one call scope per unit on the audited pool");
-        let mut have = BASE_TABLES;
-        for &tables in &counts {
-            grow(&admin, have, tables.max(BASE_TABLES)).await;
-            have = have.max(tables);
-            let (bare, audited) = (bare_pool(&opts).await, audited_pool(&opts).await);
-            // Round trips: each pool behind its own counting proxy, after a warm-up
-            // (prepared statements, the catalog cache).
-            let (pb, pa) = (proxy::start(upstream).await, proxy::start(upstream).await);
-            let via = |p: &proxy::Proxy| opts.clone().host("127.0.0.1").port(p.addr.port());
-            let (cb, ca) = (bare_pool(&via(&pb)).await, audited_pool(&via(&pa)).await);
-            println!("\n{tables} user tables");
-            println!("{:<32} {:>11} {:>11} {:>13} {:>13} {:>16}", "workload", "bare us", "audited us", "audited/bare", "added us", "added round trips");
-            for (w, (label, per_unit)) in WORKLOADS.iter().enumerate() {
-                units(&bare, w, 20).await;
-                units(&audited, w, 20).await;
-                let (mut b, mut a) = (Vec::new(), Vec::new());
-                for r in 0..rounds {
-                    let unit_s = |d: Duration| d.as_secs_f64() / (n as f64 * *per_unit as f64);
-                    if r % 2 == 0 {
-                        b.push(unit_s(units(&bare, w, n).await));
-                        a.push(unit_s(units(&audited, w, n).await));
-                    } else {
-                        a.push(unit_s(units(&audited, w, n).await));
-                        b.push(unit_s(units(&bare, w, n).await));
-                    }
-                }
-                let ratio = median(a.iter().zip(&b).map(|(a, b)| a / b).collect());
-                units(&cb, w, 5).await;
-                units(&ca, w, 5).await;
-                let rt = |p: &proxy::Proxy| p.count();
-                let counted = 50;
-                let (b0, a0) = (rt(&pb), rt(&pa));
-                units(&cb, w, counted).await;
-                units(&ca, w, counted).await;
-                // Pools ping a released connection in a task of their own: let it land.
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                let per = (counted as u64 * per_unit) as f64;
-                let added_rt = ((rt(&pa) - a0) as f64 - (rt(&pb) - b0) as f64) / per;
-                println!(
-                    "{:<32} {:>11.1} {:>11.1} {:>13.3} {:>13.1} {:>16.2}",
-                    label,
-                    median(b.clone()) * 1e6,
-                    median(a.clone()) * 1e6,
-                    ratio,
-                    (median(a) - median(b)) * 1e6,
-                    added_rt
-                );
-            }
-            if tables == counts[0] {
-                streams(&bare, &audited).await;
-            }
-            for p in [bare, audited, cb, ca] {
-                on_pool!(p, p => p.close().await);
-            }
-        }
-        admin.close().await;
-        root.execute(sqlx::AssertSqlSafe(format!("DROP DATABASE {db} WITH (FORCE)"))).await.expect("drop database");
-    });
+    runtime.block_on(run());
 }

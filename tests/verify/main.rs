@@ -3,6 +3,7 @@
 //! skip when it is absent; `HINTAUDIT_REQUIRE_ALL=1` (CI) makes every one mandatory, and
 //! `HINTAUDIT_REQUIRE_PG=1` makes the PostgreSQL ones mandatory, `HINTAUDIT_REQUIRE_NPM=1`
 //! the ones on the official npm servers.
+#![allow(clippy::too_many_lines)] // a test tells its scenario in order: clippy.toml
 
 mod bookings_example;
 mod cli;

@@ -1,5 +1,6 @@
 //! `hintaudit demo` and its telemetry, run as a user runs it: `--serve` exposes `/metrics`
 //! beside `/mcp` on loopback, and an OTLP endpoint that is down never fails the demo.
+#![allow(clippy::too_many_lines)] // a test tells its scenario in order: clippy.toml
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;

@@ -27,7 +27,7 @@
 //! assert_eq!(effects.snapshot().outbound[0].method, "POST");
 //! # }
 //! ```
-#![cfg_attr(not(test), warn(clippy::too_many_lines))]
+#![cfg_attr(test, allow(clippy::too_many_lines))]
 
 /// The tower layer for hyper-based clients.
 mod layer;

@@ -2,6 +2,7 @@
 //! reqwest middleware or the tower layer land in its call scope, and the judge reads them
 //! against the closed world (the loopback server configured as outside stands in for an
 //! outside service).
+#![allow(clippy::too_many_lines)] // a test tells its scenario in order: clippy.toml
 
 use std::net::SocketAddr;
 

@@ -284,39 +284,47 @@ async fn scrape(addr: SocketAddr) -> Scraped {
     Scraped::parse(&http_get(addr, "/metrics").await.2)
 }
 
-#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
-async fn main() {
-    let admin = sqlx::PgPool::connect(&pg_url()).await.expect("PostgreSQL");
-    let name = "hintaudit_proxy_bench";
+/// The bench's database on the PostgreSQL server, made afresh: its URL.
+async fn fresh_database(admin: &sqlx::PgPool, name: &str) -> String {
     for sql in [
         format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"),
         format!("CREATE DATABASE {name}"),
     ] {
         sqlx::query(sqlx::AssertSqlSafe(sql))
-            .execute(&admin)
+            .execute(admin)
             .await
             .expect("db");
     }
     let root = pg_url();
-    let db = format!(
+    format!(
         "{}/{name}",
         root.rsplit_once('/').map_or(root.as_str(), |(r, _)| r)
-    );
+    )
+}
+
+/// The fixture server on the bench's database and two proxies in front of it.
+struct Servers {
+    _fixture: tokio::process::Child,
+    /// The fixture's MCP URL.
+    upstream: String,
+    /// The proxy without `--database`, and its address.
+    plain: (tokio::process::Child, SocketAddr),
+    /// The proxy with `--database` (a PostgreSQL capture), and its address.
+    captured: (tokio::process::Child, SocketAddr),
+}
+
+/// Starts the fixture on `db` and the two proxies, and waits for all three to listen.
+async fn start_servers(db: &str) -> Servers {
     let server = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../../tests/verify/python_server/sql_server.py");
     let hintaudit = hintaudit_test_support::workspace_bin("hintaudit-cli", "hintaudit");
-    let n: usize = std::env::var("HINTAUDIT_BENCH_CALLS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(300);
-
     let up_port = free_port();
-    let _up = spawn(
+    let fixture = spawn(
         std::path::Path::new("python3"),
         &[
             server.to_str().unwrap(),
             "--db",
-            &db,
+            db,
             "--http",
             &up_port.to_string(),
         ],
@@ -324,57 +332,47 @@ async fn main() {
     let up_addr = SocketAddr::from(([127, 0, 0, 1], up_port));
     wait_port(up_addr).await;
     let upstream = format!("http://{up_addr}/mcp");
+    let proxy = |extra: &[&str]| {
+        let addr = SocketAddr::from(([127, 0, 0, 1], free_port()));
+        let http = addr.to_string();
+        let mut args = vec!["proxy", "--upstream", &upstream];
+        args.extend(extra);
+        args.extend(["--http", &http]);
+        (spawn(&hintaudit, &args), addr)
+    };
+    let plain = proxy(&[]);
+    let captured = proxy(&["--database", db]);
+    wait_port(plain.1).await;
+    wait_port(captured.1).await;
+    Servers {
+        _fixture: fixture,
+        upstream,
+        plain,
+        captured,
+    }
+}
 
-    let plain = SocketAddr::from(([127, 0, 0, 1], free_port()));
-    let p1 = spawn(
-        &hintaudit,
-        &[
-            "proxy",
-            "--upstream",
-            &upstream,
-            "--http",
-            &plain.to_string(),
-        ],
-    );
-    let captured = SocketAddr::from(([127, 0, 0, 1], free_port()));
-    let p2 = spawn(
-        &hintaudit,
-        &[
-            "proxy",
-            "--upstream",
-            &upstream,
-            "--database",
-            &db,
-            "--http",
-            &captured.to_string(),
-        ],
-    );
-    wait_port(plain).await;
-    wait_port(captured).await;
-
-    println!("load average before: {}", load_average());
-    println!(
-        "calls per variant and tool: {n} (after 20 warm-up calls), one at a time, loopback, \
-         in {ROUNDS} rounds"
-    );
+/// The three ways of reaching the server: bare, through the plain proxy, through the
+/// captured one.
+async fn variants(servers: &Servers) -> Vec<Variant> {
     let mut variants = Vec::new();
     for (label, url, proxy, with_capture) in [
         (
             "bare upstream (Python SDK, streamable HTTP)",
-            upstream.clone(),
+            servers.upstream.clone(),
             None,
             false,
         ),
         (
             "through the proxy, no --database",
-            format!("http://{plain}/mcp"),
-            p1.id(),
+            format!("http://{}/mcp", servers.plain.1),
+            servers.plain.0.id(),
             false,
         ),
         (
             "through the proxy, --database (PostgreSQL capture)",
-            format!("http://{captured}/mcp"),
-            p2.id(),
+            format!("http://{}/mcp", servers.captured.1),
+            servers.captured.0.id(),
             true,
         ),
     ] {
@@ -387,7 +385,19 @@ async fn main() {
             cpu: [(0.0, 0.0); 2],
         });
     }
-    measure(&mut variants, &admin, name, n).await;
+    variants
+}
+
+/// Part 1: `n` calls of each tool through each variant; the latencies, the CPU, the ratios,
+/// the slot's restart distance and the commit-to-finding latency.
+async fn added_latency(servers: &Servers, admin: &sqlx::PgPool, name: &str, n: usize) {
+    println!("load average before: {}", load_average());
+    println!(
+        "calls per variant and tool: {n} (after 20 warm-up calls), one at a time, loopback, \
+         in {ROUNDS} rounds"
+    );
+    let mut variants = variants(servers).await;
+    measure(&mut variants, admin, name, n).await;
     let p50s = print_latencies(&variants);
     print_cpu(&variants, n);
     for v in variants {
@@ -397,54 +407,46 @@ async fn main() {
     println!(
         "the capture's slot restarts decoding {} KiB behind the WAL's end (each slot read \
          decodes that again)",
-        restart_distance(&admin, name).await / 1024
+        restart_distance(admin, name).await / 1024
     );
-    print_commit_to_finding(&scrape(captured).await);
+    print_commit_to_finding(&scrape(servers.captured.1).await);
     println!("load average after: {}", load_average());
+}
 
-    // Write storm outside calls.
-    let secs: u64 = std::env::var("HINTAUDIT_BENCH_STORM_SECONDS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(10);
-    let pool = sqlx::postgres::PgPoolOptions::new()
-        .max_connections(4)
-        .connect(&db)
-        .await
-        .expect("pool");
-    sqlx::query("CREATE TABLE storm (id bigserial PRIMARY KEY, v text)")
-        .execute(&pool)
-        .await
-        .expect("storm table");
-    let before = scrape(captured).await;
-    // The storm's commits are no call's: another writer's (`foreign`) once they name their
-    // writer, `unattributed` where the writer trigger is missing.
-    let settled = |s: &Scraped| {
-        ["foreign", "unattributed"]
-            .iter()
-            .map(|a| {
-                s.value("hintaudit_capture_commits_total", &[("attribution", a)])
-                    .unwrap_or(0.0)
+/// The storm's commits the capture settled: no call's, so another writer's (`foreign`) once
+/// they name their writer, `unattributed` where the writer trigger is missing.
+fn storm_settled(s: &Scraped) -> f64 {
+    ["foreign", "unattributed"]
+        .iter()
+        .map(|a| {
+            s.value("hintaudit_capture_commits_total", &[("attribution", a)])
+                .unwrap_or(0.0)
+        })
+        .sum::<f64>()
+}
+
+/// 4 writers inserting 10 rows a transaction into `storm` until `until`: their transactions.
+fn storm_writers(pool: &sqlx::PgPool, until: Instant) -> Vec<tokio::task::JoinHandle<u64>> {
+    (0..4)
+        .map(|_| {
+            let pool = pool.clone();
+            tokio::spawn(async move {
+                let mut n = 0u64;
+                while Instant::now() < until {
+                    sqlx::query("INSERT INTO storm (v) SELECT 'x' FROM generate_series(1, 10)")
+                        .execute(&pool)
+                        .await
+                        .expect("insert");
+                    n += 1;
+                }
+                n
             })
-            .sum::<f64>()
-    };
-    let start_unattributed = settled(&before);
-    let until = Instant::now() + Duration::from_secs(secs);
-    let mut writers = Vec::new();
-    for _ in 0..4 {
-        let pool = pool.clone();
-        writers.push(tokio::spawn(async move {
-            let mut n = 0u64;
-            while Instant::now() < until {
-                sqlx::query("INSERT INTO storm (v) SELECT 'x' FROM generate_series(1, 10)")
-                    .execute(&pool)
-                    .await
-                    .expect("insert");
-                n += 1;
-            }
-            n
-        }));
-    }
+        })
+        .collect()
+}
+
+/// The largest lag the proxy at `captured` reports until `until`, sampled every 200 ms.
+async fn max_lag(captured: SocketAddr, until: Instant) -> f64 {
     let mut max_lag = 0.0f64;
     while Instant::now() < until {
         let s = scrape(captured).await;
@@ -454,21 +456,40 @@ async fn main() {
         max_lag = max_lag.max(lag);
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    let mut commits = 0;
-    for w in writers {
-        commits += w.await.expect("writer");
-    }
-    let storm_end = Instant::now();
-    let mut caught_up = None;
+    max_lag
+}
+
+/// How long after `storm_end` the capture had settled `commits` more storm commits than
+/// `start`, polled every 50 ms for 30 s at most.
+async fn caught_up(
+    captured: SocketAddr,
+    start: f64,
+    commits: u64,
+    storm_end: Instant,
+) -> Option<Duration> {
     for _ in 0..600 {
         let s = scrape(captured).await;
-        if settled(&s) - start_unattributed >= commits as f64 {
-            caught_up = Some(storm_end.elapsed());
-            break;
+        if storm_settled(&s) - start >= commits as f64 {
+            return Some(storm_end.elapsed());
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let after = scrape(captured).await;
+    None
+}
+
+/// What the storm showed.
+struct Storm {
+    secs: u64,
+    commits: u64,
+    max_lag: f64,
+    settled: f64,
+    dropped: f64,
+    caught_up: Option<Duration>,
+    peak_rss_kib: u64,
+}
+
+fn print_storm(storm: &Storm) {
+    let Storm { secs, commits, .. } = *storm;
     println!();
     println!(
         "write storm: 4 writers, {secs} s, {commits} transactions of 10 rows ({:.0}/s), outside calls",
@@ -476,32 +497,82 @@ async fn main() {
     );
     println!(
         "  capture lag: at most {:.0} bytes (sampled every 200 ms)",
-        max_lag
+        storm.max_lag
     );
     println!(
         "  commits read and settled foreign or unattributed: {:.0}; dropped: {:.0}",
-        settled(&after) - start_unattributed,
-        after
-            .value(
-                "hintaudit_capture_commits_total",
-                &[("attribution", "dropped")]
-            )
-            .unwrap_or(0.0)
+        storm.settled, storm.dropped
     );
-    match caught_up {
+    match storm.caught_up {
         Some(d) => println!(
             "  caught up {:.0} ms after the storm ended",
             d.as_secs_f64() * 1000.0
         ),
         None => println!("  not caught up within 30 s of the storm's end"),
     }
-    let pid = p2.id().unwrap_or(0);
     println!(
         "  proxy peak resident memory (VmHWM): {} KiB",
-        peak_rss_kib(pid)
+        storm.peak_rss_kib
     );
-    drop(p2);
+}
+
+/// Part 2: writers insert as fast as they can on `db`, outside calls, for
+/// `HINTAUDIT_BENCH_STORM_SECONDS`; what the captured proxy (`pid`, at `captured`) did.
+async fn write_storm(db: &str, captured: SocketAddr, pid: u32) {
+    let secs: u64 = std::env::var("HINTAUDIT_BENCH_STORM_SECONDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(10);
+    let pool = sqlx::postgres::PgPoolOptions::new()
+        .max_connections(4)
+        .connect(db)
+        .await
+        .expect("pool");
+    sqlx::query("CREATE TABLE storm (id bigserial PRIMARY KEY, v text)")
+        .execute(&pool)
+        .await
+        .expect("storm table");
+    let start = storm_settled(&scrape(captured).await);
+    let until = Instant::now() + Duration::from_secs(secs);
+    let writers = storm_writers(&pool, until);
+    let max_lag = max_lag(captured, until).await;
+    let mut commits = 0;
+    for w in writers {
+        commits += w.await.expect("writer");
+    }
+    let caught_up = caught_up(captured, start, commits, Instant::now()).await;
+    let after = scrape(captured).await;
+    print_storm(&Storm {
+        secs,
+        commits,
+        max_lag,
+        settled: storm_settled(&after) - start,
+        dropped: after
+            .value(
+                "hintaudit_capture_commits_total",
+                &[("attribution", "dropped")],
+            )
+            .unwrap_or(0.0),
+        caught_up,
+        peak_rss_kib: peak_rss_kib(pid),
+    });
     pool.close().await;
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() {
+    let admin = sqlx::PgPool::connect(&pg_url()).await.expect("PostgreSQL");
+    let name = "hintaudit_proxy_bench";
+    let db = fresh_database(&admin, name).await;
+    let n: usize = std::env::var("HINTAUDIT_BENCH_CALLS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(300);
+    let servers = start_servers(&db).await;
+    added_latency(&servers, &admin, name, n).await;
+    let pid = servers.captured.0.id().unwrap_or(0);
+    write_storm(&db, servers.captured.1, pid).await;
+    drop(servers);
     let _ = sqlx::query(sqlx::AssertSqlSafe(format!(
         "DROP DATABASE IF EXISTS {name} WITH (FORCE)"
     )))

@@ -16,7 +16,7 @@ use rmcp::{RoleClient, ServiceExt};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
 use crate::capture::UpstreamLink;
-use crate::capture::writer::child_env;
+use crate::capture::child_env;
 use crate::relay::Relay;
 
 /// Where the upstream server is.

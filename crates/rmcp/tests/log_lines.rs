@@ -2,6 +2,7 @@
 //! logged twice, at WARN by the call's span event and at ERROR by `LogRecorder`). The
 //! subscriber is the README's: `tracing_subscriber::fmt()` at its default level, the layer
 //! with its default recorder and span maker.
+#![allow(clippy::too_many_lines)] // a test tells its scenario in order: clippy.toml
 
 mod shop;
 

@@ -1,6 +1,7 @@
 //! Settings a user makes through `HINTAUDIT_CONFIG` apply, or the layer says loudly that they
 //! do not (issue 26). Each case runs in a child process (this test binary again, one test,
 //! with the variable set): the variable is process-wide, and the warning is once per process.
+#![allow(clippy::too_many_lines)] // a test tells its scenario in order: clippy.toml
 
 use std::path::PathBuf;
 use std::process::{Command, Output};

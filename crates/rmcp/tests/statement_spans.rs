@@ -3,6 +3,7 @@
 //! enabled.
 //!
 //! Own test binary: it installs a global tracing subscriber.
+#![allow(clippy::too_many_lines)] // a test tells its scenario in order: clippy.toml
 
 use hintaudit_core::CallScope;
 use hintaudit_rmcp::{CallInfo, HintAuditLayer};

@@ -44,7 +44,9 @@ macro_rules! compare {
     }};
 }
 
-async fn sqlite_overhead() {
+/// An audited pool on a SQLite file of its own (in the returned directory), table `t` with
+/// one row.
+async fn sqlite_pool() -> (tempfile::TempDir, AuditedPool<Sqlite>) {
     let dir = tempfile::tempdir().expect("tempdir");
     let opts = SqliteConnectOptions::new()
         .filename(dir.path().join("o.db"))
@@ -59,67 +61,81 @@ async fn sqlite_overhead() {
         .execute("CREATE TABLE t (id INTEGER PRIMARY KEY, n INTEGER); INSERT INTO t (n) VALUES (1)")
         .await
         .expect("schema");
-    let raw = pool.inner().clone();
-    let sel = "SELECT n FROM t WHERE id = ?";
-    let upd = "UPDATE t SET n = n + 1 WHERE id = 1";
+    (dir, pool)
+}
+
+const SEL: &str = "SELECT n FROM t WHERE id = ?";
+const UPD: &str = "UPDATE t SET n = n + 1 WHERE id = 1";
+
+/// Statements through the pool: raw and audited, outside and inside a call scope.
+async fn sqlite_pool_statements(raw: &sqlx::SqlitePool, pool: &AuditedPool<Sqlite>) {
     compare!(
         "sqlite pool SELECT, no call scope",
-        sqlx::query(sel)
+        sqlx::query(SEL)
             .bind(1)
-            .fetch_optional(&raw)
+            .fetch_optional(raw)
             .await
             .expect("q"),
-        sqlx::query(sel)
+        sqlx::query(SEL)
             .bind(1)
-            .fetch_optional(&pool)
+            .fetch_optional(pool)
             .await
             .expect("q")
     );
     compare!(
         "sqlite pool SELECT, call-scoped",
-        sqlx::query(sel)
+        sqlx::query(SEL)
             .bind(1)
-            .fetch_optional(&raw)
+            .fetch_optional(raw)
             .await
             .expect("q"),
         CallScope::new("t")
-            .run(sqlx::query(sel).bind(1).fetch_optional(&pool))
+            .run(sqlx::query(SEL).bind(1).fetch_optional(pool))
             .await
             .expect("q")
     );
     compare!(
         "sqlite pool UPDATE (1 row), call-scoped",
-        sqlx::query(upd).execute(&raw).await.expect("q"),
+        sqlx::query(UPD).execute(raw).await.expect("q"),
         CallScope::new("t")
-            .run(sqlx::query(upd).execute(&pool))
+            .run(sqlx::query(UPD).execute(pool))
             .await
             .expect("q")
     );
-    {
-        let mut rc = raw.acquire().await.expect("acquire");
-        let mut ac = pool.acquire().await.expect("acquire");
-        compare!(
-            "sqlite held connection SELECT, call-scoped",
-            sqlx::query(sel)
-                .bind(1)
-                .fetch_optional(&mut *rc)
-                .await
-                .expect("q"),
-            CallScope::new("t")
-                .run(sqlx::query(sel).bind(1).fetch_optional(&mut ac))
-                .await
-                .expect("q")
-        );
-        // Each lock_handle() is followed by a command (see the crate docs on why).
-        compare!(
-            "sqlite ping vs lock_handle() + ping",
-            rc.ping().await.expect("ping"),
-            {
-                drop(rc.lock_handle().await.expect("lock"));
-                rc.ping().await.expect("ping");
-            }
-        );
-    }
+}
+
+/// Statements on a held connection, and what locking its handle costs.
+async fn sqlite_held_connection(raw: &sqlx::SqlitePool, pool: &AuditedPool<Sqlite>) {
+    let mut rc = raw.acquire().await.expect("acquire");
+    let mut ac = pool.acquire().await.expect("acquire");
+    compare!(
+        "sqlite held connection SELECT, call-scoped",
+        sqlx::query(SEL)
+            .bind(1)
+            .fetch_optional(&mut *rc)
+            .await
+            .expect("q"),
+        CallScope::new("t")
+            .run(sqlx::query(SEL).bind(1).fetch_optional(&mut ac))
+            .await
+            .expect("q")
+    );
+    // Each lock_handle() is followed by a command (see the crate docs on why).
+    compare!(
+        "sqlite ping vs lock_handle() + ping",
+        rc.ping().await.expect("ping"),
+        {
+            drop(rc.lock_handle().await.expect("lock"));
+            rc.ping().await.expect("ping");
+        }
+    );
+}
+
+async fn sqlite_overhead() {
+    let (_dir, pool) = sqlite_pool().await;
+    let raw = pool.inner().clone();
+    sqlite_pool_statements(&raw, &pool).await;
+    sqlite_held_connection(&raw, &pool).await;
     compare!(
         "tracing span, no subscriber",
         std::hint::black_box(()),

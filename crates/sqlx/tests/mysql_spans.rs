@@ -2,7 +2,7 @@
 //! server's `VERSION()` says (`HINTAUDIT_MYSQL_URL`, default `mysql://root@127.0.0.1:3306`).
 //! A test binary of its own: the subscriber it sets must see every callsite, which tests
 //! running statements on other threads without a subscriber would race with.
-
+#![allow(clippy::too_many_lines)] // a test tells its scenario in order: clippy.toml
 #![cfg(feature = "mysql")]
 
 use std::sync::{Arc, Mutex};

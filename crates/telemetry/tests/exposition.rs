@@ -1,5 +1,6 @@
 //! The form of the exposition: `promtool check metrics` accepts it, and the planted workload
 //! renders byte for byte as the golden file.
+#![allow(clippy::too_many_lines)] // a test tells its scenario in order: clippy.toml
 
 mod support;
 

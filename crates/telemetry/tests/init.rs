@@ -1,6 +1,7 @@
 //! `init_tracing` installs the process-wide subscriber once; a second call says so.
 //!
 //! One test per binary: the tracing subscriber is process-global.
+#![allow(clippy::too_many_lines)] // a test tells its scenario in order: clippy.toml
 
 use hintaudit_telemetry::{OtlpProtocol, TracingConfig, TracingError, init_tracing};
 

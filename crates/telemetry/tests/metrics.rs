@@ -1,6 +1,7 @@
 //! The Prometheus recorder end to end: synthetic audit events in, a real HTTP scrape out,
 //! parsed with a text-format parser. The exposition's form (promtool, the golden file) is
 //! checked in exposition.rs.
+#![allow(clippy::too_many_lines)] // a test tells its scenario in order: clippy.toml
 
 mod support;
 

@@ -3,6 +3,7 @@
 //! a real OTLP receiver (tonic, opentelemetry-proto's service definitions) on loopback.
 //!
 //! One test per binary: the tracing subscriber is process-global.
+#![allow(clippy::too_many_lines)] // a test tells its scenario in order: clippy.toml
 
 mod support;
 

@@ -3,6 +3,7 @@
 //! `hintaudit_audit_errors_total{stage="export"}`.
 //!
 //! One test per binary: the tracing subscriber is process-global.
+#![allow(clippy::too_many_lines)] // a test tells its scenario in order: clippy.toml
 
 mod support;
 

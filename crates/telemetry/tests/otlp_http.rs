@@ -2,6 +2,7 @@
 //! receiver: an axum route `POST /v1/traces` on loopback decoding opentelemetry-proto messages.
 //!
 //! One test per binary: the tracing subscriber is process-global.
+#![allow(clippy::too_many_lines)] // a test tells its scenario in order: clippy.toml
 
 mod support;
 

@@ -7,6 +7,7 @@
 //! none (no orphans); the client's sampled flag decides when it sends a `traceparent`.
 //!
 //! One test per binary: the tracing subscriber is process-global.
+#![allow(clippy::too_many_lines)] // a test tells its scenario in order: clippy.toml
 
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;

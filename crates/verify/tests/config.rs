@@ -1,5 +1,6 @@
 //! `hintaudit verify --config`: a bad hintaudit.toml is a usage error naming the file, line,
 //! column and key, before any server is started.
+#![allow(clippy::too_many_lines)] // a test tells its scenario in order: clippy.toml
 
 use clap::{FromArgMatches, Parser};
 use hintaudit_verify::{VerifyArgs, VerifyError};

@@ -10,6 +10,7 @@
 //! Python's `mcp` and `psycopg` or PostgreSQL are absent, unless `HINTAUDIT_REQUIRE_ALL=1`
 //! (or `HINTAUDIT_REQUIRE_PG=1`). `HINTAUDIT_PG_URL` overrides
 //! `postgres://postgres@127.0.0.1:5432/test`.
+#![allow(clippy::too_many_lines)] // a test tells its scenario in order: clippy.toml
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};

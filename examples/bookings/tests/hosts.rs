@@ -1,5 +1,6 @@
 //! rmcp's Host check (DNS-rebinding protection) on `/mcp`: loopback names always pass, a
 //! service name only when `--allowed-host` lists it, any name with `*`.
+#![allow(clippy::too_many_lines)] // a test tells its scenario in order: clippy.toml
 
 mod support;
 

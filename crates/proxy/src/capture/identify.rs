@@ -4,13 +4,16 @@
 //! procfs crate ([design: the proxy's evidence](../../../../docs/design.md#the-proxys-evidence)).
 //!
 //! A backend (pid, backend start) is one connection, so `/proc` is read at most once per
-//! connection: the answer is kept (at most [`KNOWN_MAX`] backends; then the memory starts
-//! over). Where `/proc` cannot show the upstream (another host, no permission) the answer is
+//! connection: the answer is kept (at most [`KNOWN_MAX`] backends, the least recently seen
+//! first out). Where `/proc` cannot show the upstream (another host, no permission) the answer is
 //! [`Origin::AnyCall`]: the position rule, never a guess that a write is not ours.
 
 use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
+use std::num::NonZeroUsize;
 use std::sync::Mutex;
+
+use lru::LruCache;
 
 use procfs::net::TcpState;
 use procfs::process::{FDTarget, Process};
@@ -19,7 +22,7 @@ use crate::capture::lock;
 use crate::capture::writer::{Origin, UpstreamHost, Writer, by_application_name};
 
 /// Backends whose origin is kept, at most.
-const KNOWN_MAX: usize = 4096;
+const KNOWN_MAX: NonZeroUsize = NonZeroUsize::new(4096).expect("not zero");
 
 /// Tells this proxy's upstream connections from other writers.
 #[derive(Debug)]
@@ -28,7 +31,8 @@ pub(crate) struct Identify {
     /// Upstream connection → its child's pid (`--stdio`), as last started; a child found
     /// gone is removed.
     children: Mutex<HashMap<u64, u32>>,
-    known: Mutex<HashMap<(u32, i64), Origin>>,
+    /// Each backend's origin, as found.
+    known: Mutex<LruCache<(u32, i64), Origin>>,
     /// Socket inode → the upstream connection whose child's tree held it, at the last scan.
     sockets: Mutex<HashMap<u64, u64>>,
 }
@@ -38,7 +42,7 @@ impl Identify {
         Identify {
             host,
             children: Mutex::default(),
-            known: Mutex::default(),
+            known: Mutex::new(LruCache::new(KNOWN_MAX)),
             sockets: Mutex::default(),
         }
     }
@@ -62,11 +66,7 @@ impl Identify {
             return *origin;
         }
         let origin = self.look_up(writer);
-        let mut known = lock(&self.known);
-        if known.len() >= KNOWN_MAX {
-            known.clear();
-        }
-        known.insert(writer.backend(), origin);
+        lock(&self.known).put(writer.backend(), origin);
         origin
     }
 

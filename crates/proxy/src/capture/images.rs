@@ -17,7 +17,6 @@
 //! Both start empty with each decoder: after a gap (a new slot, a lost stream) nothing read
 //! before it is trusted. Pure: no I/O, no clock.
 
-use std::collections::HashSet;
 use std::num::NonZeroUsize;
 
 use hintaudit_core::RowImage;
@@ -27,8 +26,9 @@ use xxhash_rust::xxh3::xxh3_64_with_seed;
 /// Most rows whose last image is kept (about 40 bytes and 16 per column each).
 pub const MAX_KEYS: usize = 65_536;
 
-/// Most tables followed as empty.
-pub const MAX_EMPTY_TABLES: usize = 10_000;
+/// Most tables a decoder keeps something of (whether the log showed one empty, its key
+/// columns), least recently used first out.
+pub const MAX_TABLES: usize = 10_000;
 
 /// One column of a row image: its name (lower-cased) and its value's hash; `None` when the
 /// log left the value out as unchanged (PostgreSQL's `unchanged-toast-datum`).
@@ -195,31 +195,44 @@ impl RowImages {
     }
 }
 
-/// Tables the log showed empty: truncated, with nothing inserted since.
-#[derive(Debug, Default)]
+/// Tables the log showed empty: truncated, with nothing inserted since. At most
+/// [`MAX_TABLES`], the least recently truncated first out (a table forgotten is taken as not
+/// empty: its next TRUNCATE counts as removing rows).
+#[derive(Debug)]
 pub struct EmptyTables {
-    tables: HashSet<String>,
+    tables: LruCache<String, ()>,
+}
+
+impl Default for EmptyTables {
+    fn default() -> Self {
+        EmptyTables {
+            tables: LruCache::new(tables_bound()),
+        }
+    }
 }
 
 impl EmptyTables {
     /// `table` truncated: whether it was empty already (truncated before, nothing inserted
     /// since, all read by this decoder).
     pub fn truncated(&mut self, table: &str) -> bool {
-        if self.tables.contains(table) {
+        if self.tables.get(table).is_some() {
             return true;
         }
-        if self.tables.len() < MAX_EMPTY_TABLES {
-            self.tables.insert(table.to_owned());
-        }
+        self.tables.put(table.to_owned(), ());
         false
     }
 
     /// A row inserted into `table`: it is not empty.
     pub fn inserted(&mut self, table: &str) {
         if !self.tables.is_empty() {
-            self.tables.remove(table);
+            self.tables.pop(table);
         }
     }
+}
+
+/// [`MAX_TABLES`], as a cache's capacity.
+pub fn tables_bound() -> NonZeroUsize {
+    NonZeroUsize::new(MAX_TABLES).unwrap_or(NonZeroUsize::MIN)
 }
 
 #[cfg(test)]

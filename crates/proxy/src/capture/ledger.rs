@@ -386,11 +386,13 @@ impl Ledger {
     }
 
     /// Commits waiting for their calls.
+    #[cfg(test)]
     pub fn waiting(&self) -> usize {
         self.commits.len()
     }
 
     /// Calls kept (in flight, or ended and still needed).
+    #[cfg(test)]
     pub fn calls(&self) -> usize {
         self.calls.len()
     }

@@ -1,44 +1,61 @@
 //! Change capture from the database's own log, and attribution of each commit to the calls
 //! in flight by the log's positions ([design: the proxy's evidence](../../../../docs/design.md#the-proxys-evidence)).
 //!
-//! [`Capture::start`] checks the database can be read this way (a clear [`CaptureError`]
-//! when it cannot), opens the log (PostgreSQL: a temporary logical replication slot) and
-//! reads it on a task of its own, always, whether or not calls are in flight, so the
-//! database never keeps log for it. Around each tool call the proxy asks
-//! [`Capture::begin`] (the call starts after the latest log position the capture holds: no
-//! query of its own) and [`Capture::finish`] (the call answered: its [`Settling`] share is
-//! judged on a task of its own once the capture has read past its end, while the answer goes
-//! back; settle.rs). Each commit names its writer (PostgreSQL: a trigger's message, see
-//! postgres/install.rs; MariaDB: a trigger's row, see mysql/install.rs), matched to the
-//! proxy's upstream connections by identify.rs, so that a commit is only ever a candidate of
-//! the calls on the connection that wrote it.
+//! [`Capture::start`] matches the URL's [`DatabaseKind`] once and opens that kind's log
+//! source (source.rs: PostgreSQL's temporary logical slot in postgres/, MySQL/MariaDB's
+//! binary log stream in mysql/; SQLite is refused), which checks the database can be read
+//! this way (a clear [`CaptureError`] when it cannot); its reader runs on a task of its own,
+//! always, whether or not calls are in flight, so the database never keeps log for it.
+//! Around each tool call the proxy asks [`Capture::begin`] (the call starts after the latest
+//! log position the capture holds: no query of its own) and [`Capture::finish`] (the call
+//! answered: its [`Settling`] share is judged on a task of its own once the capture has read
+//! past its end, while the answer goes back; settle.rs). Each commit names its writer
+//! (PostgreSQL: a trigger's message, see postgres/install.rs; MariaDB: a trigger's row, see
+//! mysql/install.rs), matched to the proxy's upstream connections by identify.rs, so that a
+//! commit is only ever a candidate of the calls on the connection that wrote it.
+//!
+//! The capture's state is in parts by what each holds: how far the log is read and what
+//! calls wait for (progress.rs), what it counts (counters.rs), calls' ends (ends.rs: their
+//! positions, their turns, the calls pending, commit times and the latency), the calls and
+//! commits being attributed (ledger.rs). A log reader reaches none of them: it feeds the
+//! capture through its [`Feed`](feed::Feed) (feed.rs). Failures are counted once per outage
+//! and tried again on a backoff (trouble.rs).
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use hintaudit_core::DatabaseKind;
-use hintaudit_telemetry::MetricName;
-use tokio::sync::{Notify, watch};
 use tokio_util::sync::CancellationToken;
 
 mod commit;
+mod counters;
+mod ends;
+mod feed;
 mod identify;
 mod images;
-pub mod ledger;
+mod ledger;
 mod mysql;
 mod postgres;
+mod progress;
 mod settle;
+mod source;
 mod times;
-pub mod writer;
+mod trouble;
+mod writer;
 
-pub use postgres::decode;
-
-pub use ledger::{CallShare, Commit, Ledger, Lsn, Settled};
+pub use ledger::{CallShare, Commit, Lsn, Settled};
 pub use settle::Settling;
+pub(crate) use writer::child_env;
 pub use writer::{Origin, UpstreamHost, Writer};
 
+use counters::Counters;
+use ends::CallEnds;
+use feed::Feed;
 use identify::Identify;
+use ledger::Ledger;
+use progress::Progress;
+use source::{LogEnd, LogSource, Opened};
+use trouble::Outage;
 
 /// Why the capture cannot start or went on without part of the log.
 #[derive(Debug, thiserror::Error)]
@@ -104,44 +121,25 @@ pub struct Capture {
     shared: Arc<Shared>,
 }
 
+/// The capture's state, shared by its tasks and its calls, in parts by what each holds.
 #[derive(Debug)]
 pub(crate) struct Shared {
-    pub(crate) ledger: std::sync::Mutex<Ledger>,
-    /// The log position the capture has read through.
-    pub(crate) decoded: watch::Sender<Lsn>,
-    /// Wakes the PostgreSQL slot reader for a position someone waits for ([`Shared::want`]).
-    pub(crate) wake: Notify,
-    /// The furthest log position read at a call's end (or by [`Capture::read_to_now`]): a
-    /// woken slot read decodes up to it, with no position query of its own.
-    pub(crate) wanted: AtomicU64,
-    pub(crate) options: CaptureOptions,
-    /// Bytes of log the database keeps for the slot (its lag), as last read.
-    pub(crate) lag: AtomicU64,
-    /// Times the capture lost its slot or stream and opened a new one.
-    pub(crate) reopened: AtomicU64,
-    /// Times it went on from a later position than it had read through (a new slot, a
-    /// purged binary log file).
-    pub(crate) gaps: AtomicU64,
-    /// Calls judged before the capture had read past their end.
-    pub(crate) late: AtomicU64,
-    /// Bytes of log read through (the decoding cost).
-    pub(crate) read_bytes: AtomicU64,
-    /// The position reader at calls' ends (settle.rs).
-    pub(crate) ends: settle::Ends,
-    /// Calls answered whose share of the log is not recorded yet.
-    pub(crate) pending: watch::Sender<u64>,
-    /// Holds that keep the capture from reading ([`Capture::hold`]).
-    held: watch::Sender<u32>,
-    /// When each commit was made or read, for the commit-to-finding latency.
-    pub(crate) times: times::CommitTimes,
-    /// `hintaudit_capture_commit_to_finding_seconds{backend}`.
-    pub(crate) latency: prometheus::Histogram,
-    pub(crate) stop: CancellationToken,
+    options: CaptureOptions,
+    /// How far the log is read, and what calls wait for it to read.
+    progress: Progress,
+    /// What the capture counts as it reads.
+    counters: Counters,
+    /// Calls' ends: their positions, their turns to be recorded, their latency.
+    ends: CallEnds,
+    /// The calls in flight and the commits waiting for them.
+    ledger: std::sync::Mutex<Ledger>,
     /// Whose each commit is.
-    pub(crate) identify: Identify,
-    /// `postgresql`, `mysql`: the `backend` label of the lag.
-    backend: &'static str,
-    pub(crate) positions: Positions,
+    identify: Identify,
+    /// The database's log: its kind and its end position.
+    source: Arc<dyn LogEnd>,
+    /// Failures of the log reader and the position reader, counted once per outage.
+    outage: Outage,
+    stop: CancellationToken,
     tasks: std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>,
 }
 
@@ -167,122 +165,50 @@ pub struct CaptureStats {
     pub pending: u64,
 }
 
-/// Reads the log's position around calls, per backend.
-#[derive(Debug)]
-pub(crate) enum Positions {
-    Pg(postgres::Positions),
-    My(Arc<mysql::Positions>),
-}
-
-impl Positions {
-    pub(crate) async fn end(&self) -> Result<Lsn, String> {
-        match self {
-            Positions::Pg(p) => p.end().await.map_err(|e| e.to_string()),
-            Positions::My(p) => p.now().await.map_err(|e| e.to_string()),
-        }
-    }
-}
-
 impl Shared {
-    fn new(
-        options: CaptureOptions,
-        backend: &'static str,
-        positions: Positions,
-        start: Lsn,
-    ) -> Arc<Shared> {
-        let (decoded, _) = watch::channel(start);
-        let identify = Identify::new(options.upstream.clone());
-        let latency = MetricName::CaptureFindingLatency;
-        let latency = prometheus::Histogram::with_opts(
-            prometheus::HistogramOpts::new(latency.as_str(), latency.help())
-                .const_label("backend", backend)
-                .buckets(LATENCY_BUCKETS.to_vec()),
-        )
-        .expect("constant histogram options");
+    fn new(options: CaptureOptions, source: Arc<dyn LogEnd>, start: Lsn) -> Arc<Shared> {
+        let backend = source::system_name(source.kind());
         Arc::new(Shared {
             ledger: std::sync::Mutex::new(Ledger::new(options.max_commits)),
-            decoded,
-            wake: Notify::new(),
-            wanted: AtomicU64::new(start),
+            identify: Identify::new(options.upstream.clone()),
             options,
-            lag: AtomicU64::new(0),
-            reopened: AtomicU64::new(0),
-            gaps: AtomicU64::new(0),
-            late: AtomicU64::new(0),
-            read_bytes: AtomicU64::new(0),
-            ends: settle::Ends::new(start),
-            pending: watch::channel(0).0,
-            held: watch::channel(0).0,
-            times: times::CommitTimes::default(),
-            latency,
+            progress: Progress::new(start),
+            counters: Counters::default(),
+            ends: CallEnds::new(start, backend),
+            source,
+            outage: Outage::default(),
             stop: CancellationToken::new(),
-            identify,
-            backend,
-            positions,
             tasks: std::sync::Mutex::default(),
         })
     }
 
-    /// Runs `reader` (the backend's log reader), the position reader at calls' ends and the
+    /// Runs `reader` (the source's reader loop), the position reader at calls' ends and the
     /// watch of read times, until the capture stops.
     fn spawn(self: &Arc<Shared>, reader: impl Future<Output = ()> + Send + 'static) {
         let times = self.clone();
         let watch_reads = async move {
-            let mut decoded = times.decoded.subscribe();
+            let mut through = times.progress.subscribe();
             loop {
                 tokio::select! {
                     () = times.stop.cancelled() => break,
-                    changed = decoded.changed() => if changed.is_err() { break },
+                    changed = through.changed() => if changed.is_err() { break },
                 }
-                let through = *decoded.borrow_and_update();
-                times
-                    .times
-                    .read_through(through, std::time::SystemTime::now());
+                let lsn = *through.borrow_and_update();
+                times.ends.read_through(lsn, std::time::SystemTime::now());
             }
         };
         let mut tasks = lock(&self.tasks);
         tasks.push(tokio::spawn(reader));
-        tasks.push(tokio::spawn(settle::read_ends(self.clone())));
+        tasks.push(tokio::spawn(ends::read_ends(self.clone())));
         tasks.push(tokio::spawn(watch_reads));
     }
-
-    /// Waits while the capture is held from reading ([`Capture::hold`]).
-    pub(crate) async fn unheld(&self) {
-        let mut held = self.held.subscribe();
-        tokio::select! {
-            () = self.stop.cancelled() => {}
-            _ = held.wait_for(|n| *n == 0) => {}
-        }
-    }
 }
 
-/// Buckets of the commit-to-finding latency, in seconds: from a millisecond (the log read at
-/// once) to 30 s (beyond the default `--capture-wait-ms`).
-const LATENCY_BUCKETS: [f64; 14] = [
-    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
-];
-
-impl Shared {
-    /// A position read from the database (a flush position) that calls wait for the capture
-    /// to reach: wakes the slot reader only when it has not read that far yet.
-    pub(crate) fn want(&self, lsn: Lsn) {
-        if lsn > *self.decoded.borrow() {
-            self.wanted.fetch_max(lsn, Ordering::AcqRel);
-            self.wake.notify_one();
-        }
-    }
-
-    /// The capture goes on from `to`, a later log position than it had read through (a new
-    /// slot, a purged binary log file): the part between is a gap, counted, and the calls
-    /// overlapping it are marked incomplete. Returns where the read had got to.
-    pub(crate) fn skip_to(&self, to: Lsn) -> Lsn {
-        let from = *self.decoded.borrow();
-        self.gaps.fetch_add(1, Ordering::Relaxed);
-        lock(&self.ledger).gap(from, to);
-        self.decoded.send_modify(|d| *d = (*d).max(to));
-        from
-    }
-}
+/// Why the proxy cannot read a SQLite server's writes.
+const SQLITE_REFUSED: &str = "SQLite has no log another process can read (its WAL is \
+     checkpointed away and holds pages, not rows): the proxy cannot see a SQLite server's \
+     writes. Check the server with `hintaudit verify --stdio \"…\" --database sqlite:FILE`, \
+     which snapshots the file around every call";
 
 impl Capture {
     /// Checks the database named by `url`, opens its log and starts reading it.
@@ -296,29 +222,26 @@ impl Capture {
         let kind = DatabaseKind::from_url(url)
             .map_err(|e| CaptureError::Unsupported(format!("--database: {e}")))?;
         match kind {
-            DatabaseKind::Postgres => {
-                let (positions, source) = postgres::open(url).await?;
-                let start = source.start();
-                let shared = Shared::new(options, "postgresql", Positions::Pg(positions), start);
-                shared.spawn(postgres::run(source, shared.clone()));
-                Ok(Capture { shared })
-            }
-            DatabaseKind::MySql => {
-                let (positions, source) = mysql::open(url).await?;
-                let positions = Arc::new(positions);
-                let start = source.start();
-                let shared = Shared::new(options, "mysql", Positions::My(positions.clone()), start);
-                shared.spawn(mysql::run(source, shared.clone(), positions));
-                Ok(Capture { shared })
-            }
-            DatabaseKind::Sqlite => Err(CaptureError::Unsupported(
-                "SQLite has no log another process can read (its WAL is checkpointed away and \
-                 holds pages, not rows): the proxy cannot see a SQLite server's writes. Check \
-                 the server with `hintaudit verify --stdio \"…\" --database sqlite:FILE`, which \
-                 snapshots the file around every call"
-                    .into(),
-            )),
+            DatabaseKind::Postgres => Capture::open::<postgres::Slot>(url, options).await,
+            DatabaseKind::MySql => Capture::open::<mysql::BinaryLog>(url, options).await,
+            DatabaseKind::Sqlite => Err(CaptureError::Unsupported(SQLITE_REFUSED.into())),
         }
+    }
+
+    /// Opens `S`'s log and starts its reader.
+    async fn open<S: LogSource + std::fmt::Debug>(
+        url: &str,
+        options: CaptureOptions,
+    ) -> Result<Capture, CaptureError> {
+        let Opened {
+            source,
+            reader,
+            start,
+        } = S::open(url).await?;
+        let source = Arc::new(source);
+        let shared = Shared::new(options, source.clone(), start);
+        shared.spawn(source.read(reader, Feed::new(shared.clone())));
+        Ok(Capture { shared })
     }
 
     /// A call of `tool` begins on upstream connection `link`, to be sent upstream now:
@@ -355,7 +278,7 @@ impl Capture {
     /// [`CaptureOptions::wait`], late). For tests and maintenance; MySQL/MariaDB's stream is
     /// read as it comes and is not held.
     pub fn hold(&self) -> Hold {
-        self.shared.held.send_modify(|n| *n += 1);
+        self.shared.progress.hold();
         Hold {
             shared: self.shared.clone(),
         }
@@ -368,12 +291,12 @@ impl Capture {
     pub async fn read_to_now(&self) {
         let shared = &self.shared;
         let caught_up = async {
-            let Ok(end) = shared.positions.end().await else {
+            let Ok(end) = shared.source.end().await else {
                 return;
             };
-            let mut decoded = shared.decoded.subscribe();
-            shared.want(end);
-            let _ = decoded.wait_for(|d| *d >= end).await;
+            let mut through = shared.progress.subscribe();
+            shared.progress.want(end);
+            let _ = through.wait_for(|t| *t >= end).await;
         };
         tokio::select! {
             () = shared.stop.cancelled() => {}
@@ -381,30 +304,34 @@ impl Capture {
         }
     }
 
-    /// The database system whose log it reads: `postgresql` or `mysql`.
+    /// The kind of database whose log it reads ([`DatabaseKind::Postgres`] or
+    /// [`DatabaseKind::MySql`]); its `db.system.name` (`postgresql`, `mysql`) is the
+    /// `backend` label of the `hintaudit_capture_*` metrics.
+    pub fn kind(&self) -> DatabaseKind {
+        self.shared.source.kind()
+    }
+
+    /// The `backend` label of the `hintaudit_capture_*` metrics: the kind's
+    /// `db.system.name`, `postgresql` or `mysql`.
     pub fn backend(&self) -> &'static str {
-        self.shared.backend
+        source::system_name(self.kind())
     }
 
     /// What the capture has done so far.
     pub fn stats(&self) -> CaptureStats {
-        let ledger = lock(&self.shared.ledger);
-        CaptureStats {
-            lag_bytes: self.shared.lag.load(Ordering::Relaxed),
-            settled: Settled::ALL.map(|s| ledger.settled(s)),
-            reopened: self.shared.reopened.load(Ordering::Relaxed),
-            gaps: self.shared.gaps.load(Ordering::Relaxed),
-            late: self.shared.late.load(Ordering::Relaxed),
-            read_bytes: self.shared.read_bytes.load(Ordering::Relaxed),
-            pending: *self.shared.pending.borrow(),
-        }
+        let settled = {
+            let ledger = lock(&self.shared.ledger);
+            Settled::ALL.map(|s| ledger.settled(s))
+        };
+        let shared = &self.shared;
+        shared.counters.stats(settled, shared.ends.pending())
     }
 
     /// `hintaudit_capture_commit_to_finding_seconds{backend}`: seconds from each commit
     /// judged for a call (its time in the log on PostgreSQL, when it was read on
     /// MySQL/MariaDB) to when the call's findings were recorded.
     pub fn latency(&self) -> &prometheus::Histogram {
-        &self.shared.latency
+        self.shared.ends.latency()
     }
 
     /// Settles the calls still pending (each judged once the capture has read past its end,
@@ -412,13 +339,12 @@ impl Capture {
     /// the slot's session (PostgreSQL drops a temporary slot with its session; a crash drops
     /// it too).
     pub async fn shutdown(&self) {
-        let mut pending = self.shared.pending.subscribe();
         let bound = self.shared.options.wait + Duration::from_secs(1);
-        let settled = tokio::time::timeout(bound, pending.wait_for(|n| *n == 0))
+        let settled = tokio::time::timeout(bound, self.shared.ends.idle())
             .await
             .is_ok();
         if !settled {
-            let left = *self.shared.pending.borrow();
+            let left = self.shared.ends.pending();
             capture_error("shutting down", &format_args!("{left} calls not judged"));
         }
         self.shared.stop.cancel();
@@ -454,7 +380,7 @@ pub struct Hold {
 
 impl Drop for Hold {
     fn drop(&mut self) {
-        self.shared.held.send_modify(|n| *n = n.saturating_sub(1));
+        self.shared.progress.release();
     }
 }
 

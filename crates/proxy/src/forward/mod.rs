@@ -19,13 +19,14 @@
 
 mod handler;
 
-use std::collections::HashMap;
+use std::num::NonZeroUsize;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
 use hintaudit_core::{
     CallEffects, CallScope, ObservationSource, Operation, StatementEffect, TransactionObservation,
 };
+use lru::LruCache;
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResponse, ClientRequest,
     InitializeRequestParams, ServerConfig, ServerResult, Tool,
@@ -50,6 +51,9 @@ pub struct Forward {
     session: Arc<Session>,
 }
 
+/// Tools kept for `get_tool`, at most: far more than a server lists.
+const TOOLS_KEPT: NonZeroUsize = NonZeroUsize::new(10_000).expect("not zero");
+
 /// What every session's handler shares.
 #[derive(Debug)]
 struct Shared {
@@ -69,8 +73,9 @@ struct Shared {
     /// clients, stateless requests) go to it one at a time, so that each of its commits is
     /// one call's.
     startup_turn: tokio::sync::Mutex<()>,
-    /// The tools of the last tools/list answer, for `get_tool`.
-    tools: Mutex<HashMap<String, Tool>>,
+    /// The tools of the tools/list answers, for `get_tool`: at most [`TOOLS_KEPT`], the
+    /// least recently listed or called first out.
+    tools: Mutex<LruCache<String, Tool>>,
     /// The upstream's answer to the start-up handshake.
     info: ServerConfig,
 }
@@ -94,7 +99,7 @@ impl Forward {
                 files,
                 serialize: serialize.then(|| tokio::sync::Mutex::new(())),
                 startup_turn: tokio::sync::Mutex::new(()),
-                tools: Mutex::default(),
+                tools: Mutex::new(LruCache::new(TOOLS_KEPT)),
                 info,
             }),
             session: Arc::default(),
@@ -160,17 +165,14 @@ impl Forward {
     /// Remembers `tools` for `get_tool` (the layer's source of hints for a call).
     pub fn learn(&self, tools: &[Tool]) {
         let mut map = self.shared.tools.lock().unwrap_or_else(|e| e.into_inner());
-        if map.len() + tools.len() > 10_000 {
-            map.clear();
-        }
         for t in tools {
-            map.insert(t.name.to_string(), t.clone());
+            map.put(t.name.to_string(), t.clone());
         }
     }
 
     /// The tool `name` as last listed.
     fn tool(&self, name: &str) -> Option<Tool> {
-        let map = self.shared.tools.lock().unwrap_or_else(|e| e.into_inner());
+        let mut map = self.shared.tools.lock().unwrap_or_else(|e| e.into_inner());
         map.get(name).cloned()
     }
 

@@ -23,10 +23,14 @@
 //! The repeat tests (repeats.rs) judge idempotency from the log's row images, both ways, on
 //! PostgreSQL and MariaDB.
 //!
+//! The outage tests (outage.rs) stop and start a private PostgreSQL and MariaDB server under
+//! a running proxy: one audit error for the outage, however often the capture tried again.
+//!
 //! Each test makes a database of its own, so only its own commits reach its slot; the
 //! restart tests (restart.rs) restart a PostgreSQL and a MariaDB server of their own. Without
 //! a server or Python they print why and skip (`HINTAUDIT_REQUIRE_PG`,
 //! `HINTAUDIT_REQUIRE_MYSQL`, `HINTAUDIT_REQUIRE_ALL` make them fail instead). No test asserts on time.
+#![allow(clippy::too_many_lines)] // a test tells its scenario in order: clippy.toml
 
 mod action;
 mod cancel;
@@ -41,6 +45,7 @@ mod listen;
 mod listing;
 mod mariadb;
 mod nowait;
+mod outage;
 mod postgres;
 mod relay;
 mod repeats;

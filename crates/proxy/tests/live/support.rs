@@ -2,17 +2,18 @@
 //! test, the `hintaudit` binary as a child process, MCP clients, `/metrics`.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
 use hintaudit_telemetry::MetricName;
+use hintaudit_test_support::mariadb::MariaDbServer;
 use hintaudit_test_support::scrape::{Scraped, http_get};
 use rmcp::model::{CallToolRequestParams, JsonObject};
 use rmcp::service::RunningService;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{RoleClient, ServiceExt};
-use sqlx::PgPool;
+use sqlx::{Connection, PgPool};
 
 pub type Client = RunningService<RoleClient, ()>;
 
@@ -174,6 +175,40 @@ pub async fn proxy_http(args: &[&str]) -> (Child, SocketAddr) {
     (child, addr)
 }
 
+/// `hintaudit proxy ARGS --http 127.0.0.1:PORT` with `env`, its stderr (the log) in `log`.
+pub async fn proxy_logged(args: &[&str], env: &[(&str, &str)], log: &Path) -> (Child, SocketAddr) {
+    let addr = SocketAddr::from(([127, 0, 0, 1], free_port()));
+    let file = std::fs::File::create(log).expect("log file");
+    let mut cmd = tokio::process::Command::new(hintaudit());
+    cmd.arg("proxy")
+        .args(args)
+        .args(["--http", &addr.to_string()])
+        .envs(env.iter().copied())
+        .stdout(Stdio::null())
+        .stderr(file)
+        .kill_on_drop(true);
+    let child = Child(cmd.spawn().expect("hintaudit starts"));
+    wait_port(addr).await;
+    (child, addr)
+}
+
+/// Creates database `name` on a private MariaDB server: its URL.
+pub async fn mariadb_database(server: &MariaDbServer, name: &str) -> String {
+    let mut admin = sqlx::MySqlConnection::connect(&server.url(""))
+        .await
+        .expect("connect");
+    sqlx::raw_sql(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
+        .execute(&mut admin)
+        .await
+        .expect("database");
+    server.url(name)
+}
+
+/// Runs `f` (a blocking start, stop or restart of a private server) off the async workers.
+pub fn blocking<T>(f: impl FnOnce() -> T) -> T {
+    tokio::task::block_in_place(f)
+}
+
 pub async fn http_client(url: &str) -> Client {
     ().serve(StreamableHttpClientTransport::from_uri(url))
         .await
@@ -226,6 +261,12 @@ pub fn pending(s: &Scraped) -> f64 {
     s.samples(MetricName::CapturePendingCalls.as_str())
         .map(|x| s.number(x))
         .sum()
+}
+
+/// `hintaudit_audit_errors_total{stage="oracle"}`: the capture's failures.
+pub fn audit_errors(s: &Scraped) -> f64 {
+    s.value(MetricName::AuditErrors.as_str(), &[("stage", "oracle")])
+        .unwrap_or(0.0)
 }
 
 /// `hintaudit_hint_violations_total{tool, rule}` summed over its other labels.

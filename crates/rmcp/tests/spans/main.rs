@@ -3,6 +3,7 @@
 //!
 //! The call's span: DefaultMakeSpan's attributes, what the layer records after judging, the
 //! finding events, and what a custom MakeSpan sees in CallInfo.
+#![allow(clippy::too_many_lines)] // a test tells its scenario in order: clippy.toml
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, OnceLock};

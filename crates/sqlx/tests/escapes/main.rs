@@ -12,6 +12,7 @@
 //! way, and statements that do not write (temporary tables, session settings, advisory
 //! locks, `FOR UPDATE`, plain views) must stay clean. Servers are required as elsewhere
 //! (`HINTAUDIT_REQUIRE_PG`, `HINTAUDIT_REQUIRE_MYSQL`, `HINTAUDIT_REQUIRE_ALL`).
+#![allow(clippy::too_many_lines)] // a test tells its scenario in order: clippy.toml
 
 #[path = "../support/databases.rs"]
 mod databases;

@@ -3,7 +3,7 @@
 //! (`enforce`; the spans' `db.system.name` is a binary of its own, `mysql_spans`). Each test
 //! works in its own database and drops it. Without a server the tests print why they skip,
 //! unless `HINTAUDIT_REQUIRE_MYSQL=1` (or `HINTAUDIT_REQUIRE_ALL=1`).
-
+#![allow(clippy::too_many_lines)] // a test tells its scenario in order: clippy.toml
 #![cfg(feature = "mysql")]
 
 use hintaudit_core::{CallScope, Confidence, Effect, Facts, Operation, Policy, StatementOutcome};

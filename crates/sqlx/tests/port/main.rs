@@ -27,7 +27,7 @@
 //! MariaDB database (each run fails on the other backends' queries after saving its own).
 //! Each backend's query texts must differ from the others' (`?1`, `$1`, `?`): the data is
 //! keyed by the text.
-
+#![allow(clippy::too_many_lines)] // a test tells its scenario in order: clippy.toml
 #![cfg(all(feature = "sqlite", feature = "postgres", feature = "mysql"))]
 
 use hintaudit_core::{Effect, Operation, StatementOutcome, stats};

@@ -5,7 +5,7 @@
 //! Each test works in its own schema and drops it.
 //! Without a server the tests print why they skip, unless `HINTAUDIT_REQUIRE_PG=1` (or
 //! `HINTAUDIT_REQUIRE_ALL=1`).
-
+#![allow(clippy::too_many_lines)] // a test tells its scenario in order: clippy.toml
 #![cfg(feature = "postgres")]
 
 use std::time::Duration;

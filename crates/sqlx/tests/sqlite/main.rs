@@ -1,7 +1,7 @@
 //! The audited pool against a real SQLite file: attribution, hooks, transactions, triggers,
 //! concurrency, and every executor entry point; how connections get their hooks (`pools`),
 //! the rows a statement touched (`rows`), lazy pools (`lazy`) and enforce mode (`enforce`).
-
+#![allow(clippy::too_many_lines)] // a test tells its scenario in order: clippy.toml
 #![cfg(feature = "sqlite")]
 
 use std::time::Duration;

@@ -219,3 +219,20 @@ fn a_table_is_empty_from_its_truncation_to_its_next_insert() {
         }
     }
 }
+
+#[test]
+fn past_the_bound_the_least_recently_truncated_table_is_forgotten_not_the_newest() {
+    let mut e = EmptyTables::default();
+    for i in 0..MAX_TABLES {
+        e.truncated(&format!("t{i}"));
+    }
+    // Truncated again: now the most recent.
+    assert!(e.truncated("t0"));
+    e.truncated("newest");
+    assert!(e.truncated("newest"), "a table seen past the bound is kept");
+    assert!(e.truncated("t0"), "recently seen");
+    assert!(
+        !e.truncated("t1"),
+        "the least recently truncated went first"
+    );
+}

@@ -25,6 +25,8 @@ use std::time::Duration;
 use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Pool};
 
+use crate::capture::trouble::Outage;
+
 /// The database the writers' rows live in.
 pub(crate) const SCHEMA: &str = "hintaudit";
 
@@ -80,6 +82,8 @@ pub(crate) struct Installer {
     database: String,
     /// Set when the binary log shows a table created, altered or renamed.
     pub(crate) rescan: tokio::sync::Notify,
+    /// Installs that failed, counted once until one works again.
+    pub(crate) outage: Outage,
 }
 
 impl Installer {
@@ -88,6 +92,7 @@ impl Installer {
             pool,
             database,
             rescan: tokio::sync::Notify::new(),
+            outage: Outage::default(),
         }
     }
 

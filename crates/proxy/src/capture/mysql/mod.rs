@@ -18,35 +18,53 @@ mod decode;
 mod install;
 
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
-use std::time::Duration;
 
 use futures_util::StreamExt;
+use hintaudit_core::DatabaseKind;
 use mysql_async::binlog::events::{Event, EventData};
 use mysql_async::prelude::Queryable;
 use mysql_async::{BinlogStream, BinlogStreamRequest, Conn, Opts, Pool};
 
-use crate::capture::ledger::Lsn;
-use crate::capture::{CaptureError, Shared, capture_error, lock};
+use crate::capture::feed::Feed;
+use crate::capture::source::{LogError, LogSource, Opened};
+use crate::capture::trouble::{Part, Retry};
+use crate::capture::{CaptureError, Lsn};
 use decode::{BinlogDecoder, Step};
 use install::Installer;
 
-/// Reads the binary log position around calls.
+/// MySQL's and MariaDB's binary log, streamed as a replica reads it; its end position read on
+/// connections of its own.
 #[derive(Debug)]
-pub(crate) struct Positions {
+pub(crate) struct BinaryLog {
     pool: Pool,
     /// The statement this server answers with the end of its binary log.
     status: &'static str,
 }
 
-impl Positions {
+impl LogSource for BinaryLog {
+    const KIND: DatabaseKind = DatabaseKind::MySql;
+    type Reader = Stream;
+
+    async fn open(url: &str) -> Result<Opened<BinaryLog>, CaptureError> {
+        open(url).await
+    }
+
     /// The end of the binary log now: every commit written after this read ends beyond it,
     /// every commit that returned to its client before it ends at or before it.
-    pub(crate) async fn now(&self) -> Result<Lsn, mysql_async::Error> {
-        let (file, pos) = self.end_of_log().await?;
+    async fn end(&self) -> Result<Lsn, LogError> {
+        let (file, pos) = self.end_of_log().await.map_err(|source| LogError::MySql {
+            what: "reading the end of the binary log",
+            source,
+        })?;
         Ok(fold(&file, pos))
     }
 
+    async fn read(self: Arc<BinaryLog>, stream: Stream, feed: Feed) {
+        run(stream, feed, &self).await;
+    }
+}
+
+impl BinaryLog {
     /// The end of the binary log now, as its file and offset.
     async fn end_of_log(&self) -> Result<(String, u64), mysql_async::Error> {
         let mut conn = self.pool.get_conn().await?;
@@ -128,19 +146,15 @@ async fn log_status(conn: &mut Conn, statement: &str) -> Result<(String, u64), m
 }
 
 /// Where the stream is: the file it reads and the position after the last event.
-pub(crate) struct Source {
+pub(crate) struct Stream {
     opts: Opts,
     database: String,
     file: String,
     pos: u64,
     /// Gives the database's tables the writer triggers, again as they are created (MariaDB).
     installer: Option<Arc<Installer>>,
-}
-
-impl Source {
-    pub(crate) fn start(&self) -> Lsn {
-        fold(&self.file, self.pos)
-    }
+    /// The stream was lost: the next one that reads an event counts as reopened.
+    lost: bool,
 }
 
 fn db_error(what: &'static str) -> impl FnOnce(mysql_async::Error) -> CaptureError {
@@ -148,7 +162,7 @@ fn db_error(what: &'static str) -> impl FnOnce(mysql_async::Error) -> CaptureErr
 }
 
 /// Connects, checks the binary log is on and in ROW format, and reads where it ends.
-pub(crate) async fn open(url: &str) -> Result<(Positions, Source), CaptureError> {
+async fn open(url: &str) -> Result<Opened<BinaryLog>, CaptureError> {
     let url = url.replacen("mariadb://", "mysql://", 1);
     let opts =
         Opts::from_url(&url).map_err(|e| CaptureError::Unsupported(format!("--database: {e}")))?;
@@ -191,16 +205,18 @@ pub(crate) async fn open(url: &str) -> Result<(Positions, Source), CaptureError>
     drop(conn);
     tracing::info!(target: "hintaudit::proxy", "capture: binary log from {file}:{pos} ({status})");
     let installer = writer_triggers(&pool, &database, version.as_deref()).await;
-    Ok((
-        Positions { pool, status },
-        Source {
+    Ok(Opened {
+        start: fold(&file, pos),
+        source: BinaryLog { pool, status },
+        reader: Stream {
             opts,
             database,
             file,
             pos,
             installer,
+            lost: false,
         },
-    ))
+    })
 }
 
 /// On MariaDB, the writer triggers, installed now. MySQL has no `@@last_gtid`, which they
@@ -228,14 +244,19 @@ async fn writer_triggers(
 /// `TRIGGER` privilege) commits are settled by position, as it is logged and counted.
 async fn name_writers(installer: &Installer) {
     match installer.install().await {
-        Ok(done) if done.triggers == 0 && done.refused.is_empty() => {}
-        Ok(done) => tracing::info!(
-            target: "hintaudit::proxy",
-            triggers = done.triggers,
-            refused = ?done.refused,
-            "capture: writer triggers installed (commits name their writer)"
-        ),
-        Err(e) => capture_error(
+        Ok(done) => {
+            installer.outage.worked(Part::Triggers);
+            if done.triggers > 0 || !done.refused.is_empty() {
+                tracing::info!(
+                    target: "hintaudit::proxy",
+                    triggers = done.triggers,
+                    refused = ?done.refused,
+                    "capture: writer triggers installed (commits name their writer)"
+                );
+            }
+        }
+        Err(e) => installer.outage.failed(
+            Part::Triggers,
             "installing the writer triggers (commits are settled by position)",
             &e,
         ),
@@ -244,117 +265,134 @@ async fn name_writers(installer: &Installer) {
 
 /// Installs the triggers again whenever the binary log shows a table created, altered or
 /// renamed, and every [`install::RESCAN_EVERY`], until the capture stops.
-async fn keep_naming_writers(installer: Arc<Installer>, shared: Arc<Shared>) {
+async fn keep_naming_writers(installer: Arc<Installer>, feed: Feed) {
     loop {
         tokio::select! {
-            () = shared.stop.cancelled() => return,
+            () = feed.stopped() => return,
             () = installer.rescan.notified() => {}
             () = tokio::time::sleep(install::RESCAN_EVERY) => {}
         }
-        name_writers(&installer).await;
+        // While the database cannot be read an install would fail too, and count an error
+        // of its own: the next rescan makes up for it.
+        if !feed.in_outage() {
+            name_writers(&installer).await;
+        }
     }
 }
 
-/// Streams the binary log until stopped; a lost stream (a server restart) resumes, every
-/// second until the server answers, from the last position read outside a transaction:
-/// nothing is lost while the server keeps that file. When the server cannot send from there
-/// (the file was purged meanwhile: `ERROR 1236`), the stream goes on from the log's end and
-/// the part between is a gap, counted, as a lost slot is on PostgreSQL.
-pub(crate) async fn run(mut source: Source, shared: Arc<Shared>, positions: Arc<Positions>) {
+/// Streams the binary log until stopped; a lost stream (a server restart) resumes, on a
+/// [`Retry`]'s backoff until the server answers, from the last position read outside a
+/// transaction: nothing is lost while the server keeps that file. When the server cannot
+/// send from there (the file was purged meanwhile: `ERROR 1236`), the stream goes on from
+/// the log's end and the part between is a gap, counted, as a lost slot is on PostgreSQL.
+async fn run(mut stream: Stream, feed: Feed, log: &BinaryLog) {
     let server_id = 0x4841_0000 | (std::process::id() & 0xFFFF);
-    if let Some(installer) = &source.installer {
-        tokio::spawn(keep_naming_writers(installer.clone(), shared.clone()));
+    if let Some(installer) = &stream.installer {
+        tokio::spawn(keep_naming_writers(installer.clone(), feed.clone()));
     }
+    let mut retry = Retry::new();
     loop {
-        match stream(&mut source, &shared, &positions, server_id).await {
+        let e = match read_stream(&mut stream, &feed, log, server_id, &mut retry).await {
             Ok(()) => break,
-            Err(e) => {
-                capture_error(
-                    "reading the binary log",
-                    &format_args!("{e} (resuming from {:?} at {})", source.file, source.pos),
-                );
-                if matches!(&e, mysql_async::Error::Server(s) if s.code == ER_MASTER_FATAL_ERROR_READING_BINLOG)
-                {
-                    skip_to_end(&mut source, &shared, &positions).await;
-                }
-            }
+            Err(e) => e,
+        };
+        stream.lost = true;
+        feed.failed(
+            "reading the binary log",
+            &format_args!("{e} (resuming from {:?} at {})", stream.file, stream.pos),
+        );
+        if matches!(&e, LogError::MySql { source: mysql_async::Error::Server(s), .. } if s.code == ER_MASTER_FATAL_ERROR_READING_BINLOG)
+        {
+            skip_to_end(&mut stream, &feed, log).await;
         }
         tokio::select! {
-            () = shared.stop.cancelled() => break,
-            () = tokio::time::sleep(Duration::from_secs(1)) => {}
+            () = feed.stopped() => break,
+            () = tokio::time::sleep(retry.next_delay()) => {}
         }
-        shared.reopened.fetch_add(1, Ordering::Relaxed);
     }
 }
 
 /// The stream cannot resume where it stopped: it goes on from the log's end, and what lies
 /// between is a gap (counted; the calls overlapping it are marked incomplete).
-async fn skip_to_end(source: &mut Source, shared: &Shared, positions: &Positions) {
-    let Ok((file, pos)) = positions.end_of_log().await else {
+async fn skip_to_end(stream: &mut Stream, feed: &Feed, log: &BinaryLog) {
+    let Ok((file, pos)) = log.end_of_log().await else {
         return;
     };
     tracing::warn!(
         target: "hintaudit::proxy",
         "capture: the binary log from {}:{} is gone; going on from {file}:{pos}: changes \
          committed between were not read (calls in flight then are marked incomplete)",
-        source.file,
-        source.pos
+        stream.file,
+        stream.pos
     );
-    shared.skip_to(fold(&file, pos));
-    (source.file, source.pos) = (file, pos);
+    feed.gap(fold(&file, pos));
+    (stream.file, stream.pos) = (file, pos);
 }
 
-async fn stream(
-    source: &mut Source,
-    shared: &Shared,
-    positions: &Positions,
+/// Reads the stream from where it stands until it fails or the capture stops. The outage
+/// ends (and `retry` starts over) at the first event read.
+async fn read_stream(
+    stream: &mut Stream,
+    feed: &Feed,
+    log: &BinaryLog,
     server_id: u32,
-) -> Result<(), mysql_async::Error> {
-    let conn = Conn::new(source.opts.clone()).await?;
+    retry: &mut Retry,
+) -> Result<(), LogError> {
+    let failed = |what| move |source| LogError::MySql { what, source };
+    let conn = Conn::new(stream.opts.clone())
+        .await
+        .map_err(failed("connecting"))?;
     let request = BinlogStreamRequest::new(server_id)
-        .with_filename(source.file.as_bytes())
-        .with_pos(source.pos);
-    let mut events = conn.get_binlog_stream(request).await?;
-    let mut decoder = BinlogDecoder::new(source.database.clone());
-    let mut tick = tokio::time::interval(shared.options.interval);
+        .with_filename(stream.file.as_bytes())
+        .with_pos(stream.pos);
+    let mut events = conn
+        .get_binlog_stream(request)
+        .await
+        .map_err(failed("asking for the binary log"))?;
+    let mut decoder = BinlogDecoder::new(stream.database.clone());
+    let mut tick = tokio::time::interval(feed.interval());
+    let mut first = true;
     loop {
         let event = tokio::select! {
-            () = shared.stop.cancelled() => return Ok(()),
+            () = feed.stopped() => return Ok(()),
             _ = tick.tick() => {
-                record_lag(shared, positions).await;
+                record_lag(feed, log).await;
                 continue;
             }
             e = events.next() => e,
         };
         let Some(event) = event else {
-            return Err(mysql_async::Error::Other(
-                "the binary log stream ended".into(),
-            ));
+            return Err(LogError::Ended("binary log stream"));
         };
-        read_event(&event?, &events, &mut decoder, source, shared);
+        let event = event.map_err(failed("reading an event"))?;
+        if std::mem::take(&mut first) {
+            retry.reset();
+            feed.worked();
+            if std::mem::take(&mut stream.lost) {
+                feed.reopened();
+            }
+        }
+        read_event(&event, &events, &mut decoder, stream, feed);
     }
 }
 
 /// The lag: bytes between the log's end and what was read.
-async fn record_lag(shared: &Shared, positions: &Positions) {
-    if let Ok(now) = positions.now().await {
-        let lag = behind(now, *shared.decoded.borrow());
-        shared.lag.store(lag, Ordering::Relaxed);
+async fn record_lag(feed: &Feed, log: &BinaryLog) {
+    if let Ok(now) = LogSource::end(log).await {
+        feed.lag(behind(now, feed.through()));
     }
 }
 
-/// One event: decoded, its commit handed to the ledger, and the read position moved on.
+/// One event: decoded, its commit handed to the capture, and the read position moved on.
 fn read_event(
     event: &Event,
     events: &BinlogStream,
     decoder: &mut BinlogDecoder,
-    source: &mut Source,
-    shared: &Shared,
+    stream: &mut Stream,
+    feed: &Feed,
 ) {
     let log_pos = u64::from(event.header().log_pos());
-    shared
-        .read_bytes
-        .fetch_add(u64::from(event.header().event_size()), Ordering::Relaxed);
+    feed.read_bytes(u64::from(event.header().event_size()));
     tracing::trace!(
         target: "hintaudit::proxy",
         event_type = event.header().event_type_raw(),
@@ -368,19 +406,15 @@ fn read_event(
         EventData::RowsEvent(rows) => events.get_tme(rows.table_id()),
         _ => None,
     };
-    match decoder.event(data, tme, fold(&source.file, log_pos)) {
+    match decoder.event(data, tme, fold(&stream.file, log_pos)) {
         Step::Rotate { file, pos } => {
-            (source.file, source.pos) = (file, pos);
+            (stream.file, stream.pos) = (file, pos);
             return;
         }
         Step::Unplaced => return,
-        Step::Commit(c) => {
-            // Whose it is, before the ledger is locked: it may read /proc.
-            let origin = shared.identify.origin(c.writer.as_ref());
-            lock(&shared.ledger).decoded(c, origin);
-        }
+        Step::Commit(c) => feed.commits(vec![c]),
         Step::TablesChanged => {
-            if let Some(installer) = &source.installer {
+            if let Some(installer) = &stream.installer {
                 installer.rescan.notify_one();
             }
         }
@@ -388,12 +422,11 @@ fn read_event(
     }
     // The format description event at a file's start has its own small position: never
     // move back. Inside a transaction the resume position stays before it.
-    if log_pos > source.pos {
+    if log_pos > stream.pos {
         if !decoder.inside_transaction() {
-            source.pos = log_pos;
+            stream.pos = log_pos;
         }
-        let through = fold(&source.file, log_pos);
-        shared.decoded.send_modify(|d| *d = (*d).max(through));
+        feed.read_through(fold(&stream.file, log_pos));
     }
 }
 

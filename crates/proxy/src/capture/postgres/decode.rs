@@ -23,12 +23,11 @@
 //! message: transactional: 1 prefix: hintaudit, sz: 41 content:4242 127.0.0.1 51234 1733330000123456 hintaudit:3fa9c2d1e0b7:3
 //! ```
 
-use std::collections::HashMap;
-
 use hintaudit_core::RowImage;
+use lru::LruCache;
 
 use crate::capture::commit::{CommitBuilder, RowChange};
-use crate::capture::images::{Column, EmptyTables, MAX_EMPTY_TABLES, RowImages, ValueHasher};
+use crate::capture::images::{Column, EmptyTables, RowImages, ValueHasher, tables_bound};
 use crate::capture::ledger::{Commit, Lsn};
 use crate::capture::writer::{MESSAGE_PREFIX, Writer};
 
@@ -46,14 +45,27 @@ pub fn format_lsn(lsn: Lsn) -> String {
 }
 
 /// Folds decoded rows into commits, comparing row images as it goes.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Decoder {
     open: Option<CommitBuilder>,
     /// Each table's key columns (its replica identity's, else its primary key's), by the
-    /// qualified name the log writes; `None`: it has none.
-    keys: HashMap<String, Option<Vec<String>>>,
+    /// qualified name the log writes; `None`: it has none. At most
+    /// [`MAX_TABLES`](crate::capture::images::MAX_TABLES), least recently used first out (a
+    /// table forgotten is asked of the catalog again).
+    keys: LruCache<String, Option<Vec<String>>>,
     images: RowImages,
     empty: EmptyTables,
+}
+
+impl Default for Decoder {
+    fn default() -> Self {
+        Decoder {
+            open: None,
+            keys: LruCache::new(tables_bound()),
+            images: RowImages::default(),
+            empty: EmptyTables::default(),
+        }
+    }
 }
 
 impl Decoder {
@@ -148,7 +160,7 @@ impl Decoder {
 
     /// The hashes of `row`'s key columns, in the key's order; `None` when the table's key is
     /// not known or the row lacks one of them.
-    fn key(&self, qualified: &str, row: &[Column]) -> Option<Vec<u64>> {
+    fn key(&mut self, qualified: &str, row: &[Column]) -> Option<Vec<u64>> {
         let names = self.keys.get(qualified)?.as_ref()?;
         names
             .iter()
@@ -161,7 +173,7 @@ impl Decoder {
     pub fn unknown_tables<'a>(&self, data: impl Iterator<Item = &'a str>) -> Vec<String> {
         let mut unknown: Vec<String> = data
             .filter_map(|d| change(d).map(|(q, _, _)| q))
-            .filter(|q| !self.keys.contains_key(*q))
+            .filter(|q| !self.keys.contains(*q))
             .map(str::to_owned)
             .collect();
         unknown.sort();
@@ -171,9 +183,7 @@ impl Decoder {
 
     /// `qualified`'s key columns (lower-cased; `None`: it has no key).
     pub fn learn_key(&mut self, qualified: String, key: Option<Vec<String>>) {
-        if self.keys.len() < MAX_EMPTY_TABLES {
-            self.keys.insert(qualified, key);
-        }
+        self.keys.put(qualified, key);
     }
 }
 

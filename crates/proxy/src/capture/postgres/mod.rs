@@ -22,7 +22,7 @@
 //! position advances), so the database keeps only what has not been read yet: the lag,
 //! exported as a metric.
 
-pub mod decode;
+mod decode;
 mod install;
 mod keys;
 
@@ -30,75 +30,86 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use hintaudit_core::DatabaseKind;
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 use sqlx::{ConnectOptions, Connection, PgConnection, Row};
 
+use crate::capture::feed::Feed;
+use crate::capture::source::{LogError, LogSource, Opened};
+use crate::capture::trouble::Retry;
 use crate::capture::writer::enable_child_names;
-use crate::capture::{CaptureError, Commit, Lsn, Shared, capture_error, lock};
+use crate::capture::{CaptureError, Commit, Lsn, capture_error};
 use decode::{Decoder, format_lsn, parse_lsn};
 
-/// Reads the log positions around calls, on connections of their own.
+/// PostgreSQL's log, read through a temporary logical slot; the positions at calls' ends are
+/// read on connections of their own.
 #[derive(Debug)]
-pub(crate) struct Positions {
+pub(crate) struct Slot {
+    /// The positions' connections.
     pool: PgPool,
+    /// How the slot's session connects, again when it is lost.
+    options: PgConnectOptions,
 }
 
-impl Positions {
-    /// The position a call ended at: the WAL flush position (every commit that had returned
-    /// to its client, with synchronous_commit on, ends at or before it).
-    pub(crate) async fn end(&self) -> Result<Lsn, sqlx::Error> {
-        self.read("SELECT pg_current_wal_flush_lsn()::text").await
+impl LogSource for Slot {
+    const KIND: DatabaseKind = DatabaseKind::Postgres;
+    type Reader = SlotSession;
+
+    /// Connects, checks the prerequisites and creates the slot.
+    async fn open(url: &str) -> Result<Opened<Slot>, CaptureError> {
+        let options: PgConnectOptions = url
+            .parse()
+            .map_err(db_error("parsing the --database URL"))?;
+        let options = options.application_name("hintaudit-proxy");
+        let (session, superuser) = open_slot(&options).await?;
+        // No ping before each position read (sqlx's default test on acquire): it doubled the
+        // round trips a call's start may wait for (settle.rs), and a broken connection fails
+        // the read itself, which the reader counts and retries.
+        let pool = PgPoolOptions::new()
+            .max_connections(4)
+            .test_before_acquire(false)
+            .acquire_timeout(Duration::from_secs(5))
+            .connect_with(options.clone())
+            .await
+            .map_err(db_error("connecting to PostgreSQL"))?;
+        name_writers(&pool, superuser).await;
+        Ok(Opened {
+            start: session.start,
+            source: Slot { pool, options },
+            reader: session,
+        })
     }
 
-    async fn read(&self, sql: &'static str) -> Result<Lsn, sqlx::Error> {
-        let text: String = sqlx::query_scalar(sql).fetch_one(&self.pool).await?;
-        parse_lsn(&text).ok_or_else(|| sqlx::Error::Protocol(format!("bad LSN {text:?}")))
+    /// The WAL flush position: every commit that had returned to its client, with
+    /// synchronous_commit on, ends at or before it.
+    async fn end(&self) -> Result<Lsn, LogError> {
+        let what = "reading the WAL flush position";
+        let text: String = sqlx::query_scalar("SELECT pg_current_wal_flush_lsn()::text")
+            .fetch_one(&self.pool)
+            .await
+            .map_err(|source| LogError::Postgres { what, source })?;
+        parse_lsn(&text).ok_or(LogError::Position { what, text })
+    }
+
+    async fn read(self: Arc<Slot>, session: SlotSession, feed: Feed) {
+        run(&self.options, session, feed).await;
     }
 }
 
 /// The slot's session, and where it started.
-pub(crate) struct Source {
-    options: PgConnectOptions,
+pub(crate) struct SlotSession {
     conn: PgConnection,
     slot: String,
     start: Lsn,
-    /// When the slot's lag was last read: at most once per [`CaptureOptions::interval`].
-    ///
-    /// [`CaptureOptions::interval`]: super::CaptureOptions
+    /// When the slot's lag was last read: at most once per
+    /// [`CaptureOptions::interval`](crate::capture::CaptureOptions).
     lag_read: Option<tokio::time::Instant>,
-}
-
-impl Source {
-    pub(crate) fn start(&self) -> Lsn {
-        self.start
-    }
 }
 
 static SLOTS: AtomicU64 = AtomicU64::new(0);
 
 fn db_error(what: &'static str) -> impl FnOnce(sqlx::Error) -> CaptureError {
     move |source| CaptureError::Database { what, source }
-}
-
-/// Connects, checks the prerequisites and creates the slot.
-pub(crate) async fn open(url: &str) -> Result<(Positions, Source), CaptureError> {
-    let options: PgConnectOptions = url
-        .parse()
-        .map_err(db_error("parsing the --database URL"))?;
-    let options = options.application_name("hintaudit-proxy");
-    let (source, superuser) = open_slot(&options).await?;
-    // No ping before each position read (sqlx's default test on acquire): it doubled the
-    // round trips a call's start may wait for (settle.rs), and a broken connection fails the
-    // read itself, which the reader counts and retries.
-    let pool = PgPoolOptions::new()
-        .max_connections(4)
-        .test_before_acquire(false)
-        .acquire_timeout(Duration::from_secs(5))
-        .connect_with(options.clone())
-        .await
-        .map_err(db_error("connecting to PostgreSQL"))?;
-    name_writers(&pool, superuser).await;
-    Ok((Positions { pool }, source))
 }
 
 /// Installs the writer trigger and names the children by it; without it (no `CREATE` on the
@@ -131,7 +142,7 @@ async fn name_writers(pool: &PgPool, superuser: bool) {
 }
 
 /// Opens the slot's session and its slot; whether the role is a superuser.
-async fn open_slot(options: &PgConnectOptions) -> Result<(Source, bool), CaptureError> {
+async fn open_slot(options: &PgConnectOptions) -> Result<(SlotSession, bool), CaptureError> {
     let mut conn = options
         .connect()
         .await
@@ -175,84 +186,92 @@ async fn open_slot(options: &PgConnectOptions) -> Result<(Source, bool), Capture
     .map_err(db_error("creating a temporary logical replication slot"))?;
     let start = parse_lsn(&start).unwrap_or(0);
     tracing::info!(target: "hintaudit::proxy", slot, "capture: logical decoding from {start:#x}");
-    let source = Source {
-        options: options.clone(),
+    let session = SlotSession {
         conn,
         slot,
         start,
         lag_read: None,
     };
-    Ok((source, superuser))
+    Ok((session, superuser))
 }
 
 /// Reads the slot until stopped; on a lost session (terminated backend, restart), opens a
-/// new slot, records the gap and goes on.
-pub(crate) async fn run(mut source: Source, shared: Arc<Shared>) {
+/// new slot, records the gap and goes on. The outage ends once a read works again.
+async fn run(options: &PgConnectOptions, mut session: SlotSession, feed: Feed) {
     let mut decoder = Decoder::default();
     let mut last_read: Option<tokio::time::Instant> = None;
+    let mut retry = Retry::new();
+    let mut failing = false;
     loop {
         tokio::select! {
-            () = shared.stop.cancelled() => break,
-            () = shared.wake.notified() => {}
-            () = tokio::time::sleep(shared.options.interval) => {}
+            () = feed.stopped() => break,
+            () = feed.woken() => {}
+            () = tokio::time::sleep(feed.interval()) => {}
         }
         // Calls that end within the gap share the next read (CaptureOptions::read_gap).
         if let Some(at) = last_read {
             tokio::select! {
-                () = shared.stop.cancelled() => break,
-                () = tokio::time::sleep_until(at + shared.options.read_gap) => {}
+                () = feed.stopped() => break,
+                () = tokio::time::sleep_until(at + feed.read_gap()) => {}
             }
         }
-        shared.unheld().await;
+        feed.unheld().await;
         last_read = Some(tokio::time::Instant::now());
-        match poll(&mut source, &mut decoder, &shared).await {
-            Ok(()) => {}
+        match poll(&mut session, &mut decoder, &feed).await {
+            Ok(()) => {
+                if failing {
+                    failing = false;
+                    retry.reset();
+                    feed.worked();
+                }
+            }
             Err(e) => {
-                capture_error("reading the slot", &e);
-                source = match reopen(&source.options, &shared).await {
+                failing = true;
+                feed.failed("reading the slot", &e);
+                session = match reopen(options, &feed, &mut retry).await {
                     Some(s) => s,
                     None => break,
                 };
                 decoder = Decoder::default();
-                shared.reopened.fetch_add(1, Ordering::Relaxed);
-                let from = shared.skip_to(source.start);
+                feed.reopened();
+                let from = feed.gap(session.start);
                 tracing::warn!(
                     target: "hintaudit::proxy",
                     "capture: the slot was lost and a new one made; changes committed \
                      between {from:#x} and {:#x} were not read (calls in flight then are \
                      marked incomplete)",
-                    source.start
+                    session.start
                 );
             }
         }
     }
-    let _ = source.conn.close().await;
+    let _ = session.conn.close().await;
 }
 
-/// Reopens the slot, retrying every second until it works or the capture stops.
-async fn reopen(options: &PgConnectOptions, shared: &Shared) -> Option<Source> {
+/// Reopens the slot at once, then on `retry`'s backoff until it works or the capture stops.
+async fn reopen(options: &PgConnectOptions, feed: &Feed, retry: &mut Retry) -> Option<SlotSession> {
     loop {
         match open_slot(options).await {
             Ok((s, _)) => return Some(s),
-            Err(e) => capture_error("reopening the slot", &e),
+            Err(e) => feed.failed("reopening the slot", &e),
         }
         tokio::select! {
-            () = shared.stop.cancelled() => return None,
-            () = tokio::time::sleep(Duration::from_secs(1)) => {}
+            () = feed.stopped() => return None,
+            () = tokio::time::sleep(retry.next_delay()) => {}
         }
     }
 }
 
-/// One read: everything committed up to a flush position (at most a batch), into the
-/// ledger; then the lag, at most once per interval. The position is the one calls wait for
-/// ([`Shared::want`], read at their ends) when the capture has not read that far, so a
+/// One read: everything committed up to a flush position (at most a batch), fed to the
+/// capture; then the lag, at most once per interval. The position is the one calls wait for
+/// ([`Feed::wanted`], read at their ends) when the capture has not read that far, so a
 /// call's read costs one query; else (the timer's read) the flush position now.
 async fn poll(
-    source: &mut Source,
+    session: &mut SlotSession,
     decoder: &mut Decoder,
-    shared: &Shared,
+    feed: &Feed,
 ) -> Result<(), sqlx::Error> {
-    let upto_lsn = upto(source, shared).await?;
+    let upto_lsn = upto(session, feed).await?;
     let upto = format_lsn(upto_lsn);
     loop {
         // A COMMIT row ends `(at TIMESTAMP)` with `include-timestamp`: read back as Unix
@@ -263,87 +282,72 @@ async fn poll(
              FROM pg_logical_slot_get_changes($1, $2::pg_lsn, $3, \
              'skip-empty-xacts', '1', 'include-timestamp', '1')",
         )
-        .bind(&source.slot)
+        .bind(&session.slot)
         .bind(&upto)
-        .bind(shared.options.batch as i32)
-        .fetch_all(&mut source.conn)
+        .bind(feed.batch() as i32)
+        .fetch_all(&mut session.conn)
         .await?;
-        let full = rows.len() >= shared.options.batch as usize;
+        let full = rows.len() >= feed.batch() as usize;
         let unknown = decoder.unknown_tables(rows.iter().map(|r| r.get::<&str, _>(1)));
         if !unknown.is_empty() {
-            keys::learn(&mut source.conn, decoder, unknown).await;
+            keys::learn(&mut session.conn, decoder, unknown).await;
         }
         let commits: Vec<Commit> = rows
             .iter()
             .filter_map(|row| {
                 let lsn = parse_lsn(&row.get::<String, _>(0)).unwrap_or(0);
                 if let Some(at) = row.get::<Option<f64>, _>(2) {
-                    shared.times.logged(lsn, at);
+                    feed.commit_time(lsn, at);
                 }
                 decoder.row(lsn, &row.get::<String, _>(1))
             })
             .collect();
         let last_commit = commits.last().map(|c| c.lsn);
-        // Whose each commit is, before the ledger is locked: it may read /proc.
-        let origins: Vec<_> = commits
-            .iter()
-            .map(|c| shared.identify.origin(c.writer.as_ref()))
-            .collect();
-        {
-            let mut ledger = lock(&shared.ledger);
-            for (commit, origin) in commits.into_iter().zip(origins) {
-                ledger.decoded(commit, origin);
-            }
-        }
+        feed.commits(commits);
         let through = if full {
             last_commit.unwrap_or(0)
         } else {
             upto_lsn
         };
-        let before = *shared.decoded.borrow();
-        shared
-            .read_bytes
-            .fetch_add(through.saturating_sub(before), Ordering::Relaxed);
-        shared.decoded.send_modify(|d| *d = (*d).max(through));
+        // The WAL decoded: the slot reads the whole cluster's WAL up to `through`.
+        let moved = feed.read_through(through);
+        feed.read_bytes(moved);
         if !full {
             break;
         }
     }
-    read_lag(source, shared).await
+    read_lag(session, feed).await
 }
 
 /// How far a read goes: the position calls wait for, when the capture has not read that far;
 /// else the flush position now.
-async fn upto(source: &mut Source, shared: &Shared) -> Result<Lsn, sqlx::Error> {
-    let wanted = shared.wanted.load(Ordering::Acquire);
-    if wanted > *shared.decoded.borrow() {
+async fn upto(session: &mut SlotSession, feed: &Feed) -> Result<Lsn, sqlx::Error> {
+    if let Some(wanted) = feed.wanted() {
         return Ok(wanted);
     }
     let now: String = sqlx::query_scalar("SELECT pg_current_wal_flush_lsn()::text")
-        .fetch_one(&mut source.conn)
+        .fetch_one(&mut session.conn)
         .await?;
     Ok(parse_lsn(&now).unwrap_or(0))
 }
 
 /// The slot's lag (`hintaudit_capture_lag_bytes`), read at most once per interval.
-async fn read_lag(source: &mut Source, shared: &Shared) -> Result<(), sqlx::Error> {
-    if source
+async fn read_lag(session: &mut SlotSession, feed: &Feed) -> Result<(), sqlx::Error> {
+    if session
         .lag_read
-        .is_some_and(|at| at.elapsed() < shared.options.interval)
+        .is_some_and(|at| at.elapsed() < feed.interval())
     {
         return Ok(());
     }
-    source.lag_read = Some(tokio::time::Instant::now());
+    session.lag_read = Some(tokio::time::Instant::now());
     let lag: Option<i64> = sqlx::query_scalar(
         "SELECT (pg_current_wal_lsn() - confirmed_flush_lsn)::bigint FROM pg_replication_slots \
          WHERE slot_name = $1",
     )
-    .bind(&source.slot)
-    .fetch_optional(&mut source.conn)
+    .bind(&session.slot)
+    .fetch_optional(&mut session.conn)
     .await?
     .flatten();
-    shared
-        .lag
-        .store(lag.unwrap_or(0).max(0) as u64, Ordering::Relaxed);
+    feed.lag(lag.unwrap_or(0).max(0) as u64);
     Ok(())
 }
