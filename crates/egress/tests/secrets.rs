@@ -3,6 +3,7 @@
 //! planted secret, which the fake API gets (it passed through unchanged) and which appears
 //! in no share, no request's evidence text, no log line at any level, no answer of the
 //! proxy's own and no CA file.
+#![allow(clippy::too_many_lines)]
 
 use std::time::Duration;
 

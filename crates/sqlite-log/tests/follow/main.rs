@@ -1,6 +1,7 @@
 //! The follower against real SQLite databases written by another connection (the bundled
 //! library, as a server in the same process would) and by another process (Python's stdlib
 //! sqlite3, a different SQLite version): every commit read once, as the rows it changed.
+#![allow(clippy::too_many_lines)]
 
 mod changes;
 mod checkpoints;
