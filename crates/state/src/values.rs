@@ -27,7 +27,9 @@ pub struct JsonValues {
 }
 
 /// The values of `content` when it is a JSON document (one object or array) or JSONL
-/// (every non-empty line an object or array); `None` otherwise.
+/// (every non-empty line an object or array); `None` otherwise. A document that is one
+/// object (a map of settings or of records by key) gives its member names as values of
+/// the field `key`.
 pub fn json_values(content: &[u8]) -> Option<JsonValues> {
     let docs: Vec<Value> = match serde_json::from_slice::<Value>(content) {
         Ok(v @ (Value::Object(_) | Value::Array(_))) => vec![v],
@@ -42,6 +44,11 @@ pub fn json_values(content: &[u8]) -> Option<JsonValues> {
             .collect::<Option<Vec<Value>>>()?,
     };
     let mut out = JsonValues::default();
+    if let [Value::Object(map)] = docs.as_slice() {
+        for k in map.keys() {
+            out.add("key", Value::String(k.clone()));
+        }
+    }
     for d in &docs {
         out.visit(d);
     }
@@ -185,6 +192,7 @@ mod tests {
         assert!(json_values(b"plain text\n").is_none());
         let nested = json_values(br#"{"notes":[{"id":7,"tags":["a"]}]}"#).unwrap();
         assert_eq!(nested.fields["id"], [json!(7)]);
+        assert_eq!(nested.fields["key"], [json!("notes")]);
         assert_eq!(
             nested.records,
             [BTreeMap::from([
