@@ -15,4 +15,5 @@ mod python;
 mod real_servers;
 mod reference_servers;
 mod reset;
+mod state;
 mod support;

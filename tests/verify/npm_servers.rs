@@ -165,8 +165,24 @@ async fn the_memory_server_adds_without_destroying() {
         assert_eq!(t.status, ToolStatus::Passed, "{}: {t:#?}", t.name);
     }
     assert_eq!(tree_state(dir.path()), before, "DIR is as it was");
-    // With generated arguments: the same verdict, and the same tree afterwards.
+    // With generated arguments: the same verdict, and the same tree afterwards; the tools
+    // that change records act on records that exist (names, observations and a relation
+    // drawn from memory.jsonl), in a session's order (relations and observations deleted
+    // before the entities they belong to).
     let report = verify(cmd, dir.path(), None).await;
     assert_honest(&report);
+    for t in [
+        "add_observations",
+        "delete_observations",
+        "delete_relations",
+    ] {
+        let tool = report.tools.iter().find(|r| r.name == t).unwrap();
+        let changed = tool.cases.iter().any(|c| {
+            c.calls
+                .first()
+                .is_some_and(|call| call.files.iter().any(|f| f.path == "memory.jsonl"))
+        });
+        assert!(changed, "{t} acted on records that exist: {tool:#?}");
+    }
     assert_eq!(tree_state(dir.path()), before, "DIR is as it was");
 }

@@ -1,7 +1,7 @@
 //! Third-party servers nobody here wrote, run as a new user would (issue 26): the reference
 //! SQLite MCP server from PyPI (`mcp-server-sqlite` 2025.4.25, installed by `.ci/run`).
 
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use hintaudit_verify::{ServerSpec, ToolStatus, Verifier};
 
@@ -18,15 +18,9 @@ const REFERENCE_SQLITE: &str = "mcp-server-sqlite==2025.4.25 'mcp[cli]==1.30.0'"
 fn reference_sqlite_or_skip() -> Option<String> {
     let server = std::env::var("HINTAUDIT_MCP_SERVER_SQLITE")
         .unwrap_or_else(|_| "mcp-server-sqlite".to_owned());
-    let ok = Command::new(&server)
-        .arg("--help")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
     available(
         "the reference SQLite MCP server (mcp-server-sqlite)",
-        ok,
+        answers_help(&server),
         false,
         &format!(
             "python3 -m venv V && V/bin/pip install {REFERENCE_SQLITE}, then \

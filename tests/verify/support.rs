@@ -21,6 +21,16 @@ pub fn available(what: &str, ok: bool, require: bool, reason: &str) -> bool {
     false
 }
 
+/// Whether `program --help` runs and succeeds (an installed command-line server).
+pub fn answers_help(program: &str) -> bool {
+    Command::new(program)
+        .arg("--help")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
 /// The Python interpreter, when it can import the official MCP SDK.
 pub fn python() -> Option<String> {
     for py in ["python3", "python"] {

@@ -1,8 +1,10 @@
 //! Arguments generated from a tool's `inputSchema` when the cases file gives none.
 //!
-//! Required fields get a value from, in order: `examples`/`example`, `default`, `const`, the
-//! first `enum` value, the test database (id-like fields), or a plain value of the field's
-//! type. Mode-like fields (an enum of up to 8 values, or a boolean named like `dry_run`) are
+//! Required fields get a value from, in order: the state in the watched trees (a git
+//! repository, JSON documents: `crate::state_args`, filled over the generated set), the test
+//! database (id-like fields), `examples`/`example`, `default`, `const`, the first `enum`
+//! value, the first value the description quotes, or a plain value of the field's type (an
+//! array gets one item: an empty list acts on nothing). Mode-like fields (an enum of up to 8 values, or a boolean named like `dry_run`) are
 //! tried with every value, even when optional: one mode may write where another does not
 //! (at most [`MAX_GENERATED_CASES`] combinations; the tool report says when they were cut).
 
@@ -48,7 +50,7 @@ pub(crate) fn is_id_like(name: &str, schema: &Value) -> bool {
 
 /// Resolves a local `$ref` (`#/$defs/X`, `#/definitions/X`) against the root schema, and
 /// picks the first non-null branch of `anyOf`/`oneOf` (how pydantic spells `Optional`).
-fn resolve<'a>(root: &'a Value, schema: &'a Value) -> &'a Value {
+pub(crate) fn resolve<'a>(root: &'a Value, schema: &'a Value) -> &'a Value {
     let mut s = schema;
     for _ in 0..16 {
         if let Some(r) = s.get("$ref").and_then(Value::as_str) {
@@ -120,11 +122,45 @@ fn declared(schema: &Value) -> Option<(Value, &'static str)> {
             return Some((v.clone(), source));
         }
     }
-    schema
+    if let Some(v) = schema
         .get("enum")
         .and_then(Value::as_array)
         .and_then(|a| a.first())
-        .map(|v| (v.clone(), "the schema's first enum value"))
+    {
+        return Some((v.clone(), "the schema's first enum value"));
+    }
+    let quoted = type_of(schema) == Some("string") || schema.get("type").is_none();
+    let description = schema.get("description").and_then(Value::as_str);
+    quoted
+        .then(|| description.and_then(first_quoted))
+        .flatten()
+        .map(|q| (json!(q), "a value quoted in the description"))
+}
+
+/// The first value a description quotes (`'local'`, `"all"`, `` `main` ``): at most 40
+/// characters on one line.
+fn first_quoted(description: &str) -> Option<&str> {
+    let mut rest = description;
+    while let Some(at) = rest.find(['\'', '"', '`']) {
+        let quote = rest[at..].chars().next()?;
+        let after = &rest[at + 1..];
+        // An apostrophe inside a word (`don't`) opens no quote.
+        if rest[..at]
+            .chars()
+            .next_back()
+            .is_some_and(char::is_alphanumeric)
+        {
+            rest = after;
+            continue;
+        }
+        let end = after.find(quote)?;
+        let inner = &after[..end];
+        if (1..=40).contains(&inner.len()) && !inner.contains('\n') && !inner.starts_with(' ') {
+            return Some(inner);
+        }
+        rest = &after[end + 1..];
+    }
+    None
 }
 
 /// Where a generated SQL argument comes from.
@@ -164,12 +200,15 @@ fn plain_value(root: &Value, schema: &Value, depth: usize) -> Option<Value> {
         "boolean" => json!(false),
         "null" => Value::Null,
         "array" => {
+            // One item at least: a call with an empty list acts on nothing.
             let min = schema.get("minItems").and_then(Value::as_u64).unwrap_or(0);
-            if min == 0 {
-                json!([])
-            } else {
-                let item = plain_value(root, schema.get("items")?, depth + 1)?;
-                Value::Array(vec![item; min as usize])
+            let item = schema
+                .get("items")
+                .and_then(|i| plain_value(root, i, depth + 1));
+            match item {
+                Some(item) => Value::Array(vec![item; min.max(1) as usize]),
+                None if min == 0 => json!([]),
+                None => return None,
             }
         }
         "object" => Value::Object(required_object(root, schema, depth + 1)?),
@@ -319,6 +358,7 @@ pub(crate) fn typed(text: &str, ty: &str) -> Value {
 }
 
 /// One generated argument set.
+#[derive(Debug, Clone)]
 pub(crate) struct ArgumentSet {
     /// `generated`, `generated mode=apply`, `generated +optional`.
     pub label: String,
@@ -426,14 +466,9 @@ impl Plan {
     }
 }
 
-/// The first word of a tool's name, lowercased (`create` for `create_note`, `createNote` or
-/// `create-note`): the verb that says what the tool does to what it names.
-pub(crate) fn name_verb(tool: &str) -> String {
-    tool.split(|c: char| c == '_' || c == '-' || c.is_ascii_uppercase())
-        .next()
-        .unwrap_or("")
-        .to_ascii_lowercase()
-}
+mod verbs;
+
+pub(crate) use verbs::{ToolVerb, name_verb, tool_verb};
 
 #[cfg(test)]
 mod tests;

@@ -24,6 +24,7 @@ mod report;
 mod secrets;
 mod sequences;
 mod snapshot;
+mod state_args;
 mod suggest;
 mod suggestion;
 mod verifier;

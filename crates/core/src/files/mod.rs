@@ -11,13 +11,30 @@
 //!   (paths under `ignored_paths`, [`IgnoredPaths`]).
 //! - [`Fingerprint`]: what is kept of a file's old content to judge a rewrite (size, hash,
 //!   per-line hashes up to [`LINES_MAX_BYTES`]); [`content_change`] judges two contents.
-//! - [`file_evidence`]: the evidence text of a call's changes, paths only, never content.
+//! - [`Records`]: a JSON or JSONL document's records; [`content_change`] judges a rewrite of
+//!   one by what records and items it added, removed or replaced ([`RecordsChange`]).
+//! - [`judge_repository`]: a git repository's refs, HEAD, index and objects judged together
+//!   (history kept is no loss), over facts and an oracle a reader provides;
+//!   [`fold_repository`] puts that judgement in place of the repository's paths.
+//! - [`is_sqlite`], [`sqlite_companion`]: SQLite files recognised by their header, their
+//!   `-wal`, `-shm` and `-journal` files as bookkeeping.
+//! - [`file_evidence`]: the evidence text of a call's changes, paths and counts only, never
+//!   content.
 
 mod fingerprint;
+mod git;
 mod ignored;
+mod records;
+mod sqlite;
 
 pub use fingerprint::{Fingerprint, LINES_MAX_BYTES, content_change};
+pub use git::{
+    GitPath, Head, HeadChange, IndexChange, IndexEntry, ObjectId, RefChange, RepoChange, RepoFacts,
+    RepoOracle, content_kept, fold_repository, git_path, judge_repository,
+};
 pub use ignored::IgnoredPaths;
+pub use records::{IDENTIFYING_FIELDS, Records, RecordsChange};
+pub use sqlite::{SQLITE_HEADER, is_sqlite, sqlite_companion};
 
 /// How one path of a watched tree changed, judged on content.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,11 +59,25 @@ pub enum ChangeKind {
     Deleted,
     /// A file moved away from it, to this path (shown as findings name paths): destructive.
     RenamedTo(String),
+    /// A JSON or JSONL document rewritten, judged by its records ([`Records`]): additive
+    /// when records and items were only added, destructive when one was removed or a value
+    /// replaced. With no record changed (a reformatting, a reordering) it is no change:
+    /// [`diff_paths`] leaves it out.
+    Records(RecordsChange),
+    /// A git repository's refs, HEAD, index and object store, judged together
+    /// ([`judge_repository`]) in place of their paths: destructive only when history or
+    /// staged content was lost.
+    Repository(Box<RepoChange>),
+    /// A work-tree file's destructive change (`Overwritten`, `Deleted`…) whose old content
+    /// its git repository keeps (in history, the index, or the file itself): an update,
+    /// not a loss ([`fold_repository`]).
+    ContentKept(Box<ChangeKind>),
 }
 
 impl ChangeKind {
     /// `created`, `appended`, `lines_kept`, `overwritten`, `mode_changed`, `replaced`,
-    /// `deleted` or `renamed`, as reports name the change.
+    /// `deleted`, `renamed`, `records`, `repository` or `content_kept`, as reports name
+    /// the change.
     pub fn as_str(&self) -> &'static str {
         match self {
             ChangeKind::Created => "created",
@@ -57,15 +88,31 @@ impl ChangeKind {
             ChangeKind::Replaced => "replaced",
             ChangeKind::Deleted => "deleted",
             ChangeKind::RenamedTo(_) => "renamed",
+            ChangeKind::Records(_) => "records",
+            ChangeKind::Repository(_) => "repository",
+            ChangeKind::ContentKept(_) => "content_kept",
         }
     }
 
     /// Whether the change loses something that was there (deletes or overwrites).
     pub fn is_destructive(&self) -> bool {
-        !matches!(
-            self,
-            ChangeKind::Created | ChangeKind::Appended | ChangeKind::LinesKept
-        )
+        match self {
+            ChangeKind::Created | ChangeKind::Appended | ChangeKind::LinesKept => false,
+            ChangeKind::ContentKept(_) => false,
+            ChangeKind::Records(c) => c.is_destructive(),
+            ChangeKind::Repository(c) => c.is_destructive(),
+            _ => true,
+        }
+    }
+
+    /// Whether it is no change at all: a document whose records are all as they were, a
+    /// repository whose refs, HEAD, index and objects are.
+    pub fn is_none(&self) -> bool {
+        match self {
+            ChangeKind::Records(c) => c.is_empty(),
+            ChangeKind::Repository(c) => c.is_empty(),
+            _ => false,
+        }
     }
 }
 
@@ -202,6 +249,8 @@ fn change(
         _ => Some(ChangeKind::Replaced),
     };
     match changed {
+        Some(k) if k.is_none() && old.mode == new.mode => None,
+        Some(k) if k.is_none() => Some(ChangeKind::ModeChanged),
         Some(k) if k.is_destructive() => Some(k),
         _ if old.mode != new.mode => Some(ChangeKind::ModeChanged),
         k => k,
@@ -252,36 +301,72 @@ pub fn shown(labels: &[String], root: usize, path: &str) -> String {
 const SHOWN: usize = 5;
 
 /// The evidence text of file changes seen by `source` (`snapshot` for verify, `watched`
-/// for the proxy): `files (snapshot): created a.txt; appended to log.txt`. Paths only,
-/// never content; at most 5 per kind of change, then `(+N more)`.
+/// for the proxy): `files (snapshot): created a.txt; appended to log.txt; memory.jsonl: 1
+/// record added, 1 removed`. Paths and counts only, never content (nor a record's key); at
+/// most 5 per kind of change (and 5 documents), then `(+N more)`.
 pub fn file_evidence(source: &str, changes: &[FileChange]) -> String {
-    let mut groups: Vec<(&str, Vec<String>)> = Vec::new();
+    let mut groups: Vec<(String, Vec<String>)> = Vec::new();
+    let mut documents: Vec<String> = Vec::new();
     for c in changes {
-        let (verb, shown) = match &c.kind {
-            ChangeKind::Created => ("created", c.path.clone()),
-            ChangeKind::Appended => ("appended to", c.path.clone()),
-            ChangeKind::LinesKept => ("rewrote, every old line kept,", c.path.clone()),
-            ChangeKind::Overwritten => ("overwrote (old content lost)", c.path.clone()),
-            ChangeKind::ModeChanged => ("changed the mode of", c.path.clone()),
-            ChangeKind::Replaced => ("replaced (another kind of file)", c.path.clone()),
-            ChangeKind::Deleted => ("deleted", c.path.clone()),
-            ChangeKind::RenamedTo(to) => ("renamed", format!("{} to {to}", c.path)),
+        let described = match &c.kind {
+            ChangeKind::Records(r) => Some(r.describe()),
+            ChangeKind::Repository(r) => Some(format!("git {}", r.describe())),
+            _ => None,
         };
+        if let Some(text) = described {
+            documents.push(format!("{}: {text}", c.path));
+            continue;
+        }
+        let (verb, shown) = verb(&c.kind, &c.path);
         match groups.iter_mut().find(|(v, _)| *v == verb) {
             Some((_, paths)) => paths.push(shown),
             None => groups.push((verb, vec![shown])),
         }
     }
-    let parts: Vec<String> = groups
+    let mut parts: Vec<String> = groups
         .into_iter()
-        .map(|(verb, paths)| {
-            let more = paths.len().saturating_sub(SHOWN);
-            let mut text = format!("{verb} {}", paths[..paths.len().min(SHOWN)].join(", "));
-            if more > 0 {
-                text.push_str(&format!(" (+{more} more)"));
-            }
-            text
-        })
+        .map(|(verb, paths)| format!("{verb} {}", at_most(&paths, ", ")))
         .collect();
+    if !documents.is_empty() {
+        parts.push(at_most(&documents, "; "));
+    }
     format!("files ({source}): {}", parts.join("; "))
 }
+
+/// How evidence says a change of `path` that is not a document's or a repository's: the
+/// verb, and the path (with where it went for a rename).
+fn verb(kind: &ChangeKind, path: &str) -> (String, String) {
+    let (verb, shown) = match kind {
+        ChangeKind::Created => ("created", path.to_owned()),
+        ChangeKind::Appended => ("appended to", path.to_owned()),
+        ChangeKind::LinesKept => ("rewrote, every old line kept,", path.to_owned()),
+        ChangeKind::Overwritten => ("overwrote (old content lost)", path.to_owned()),
+        ChangeKind::ModeChanged => ("changed the mode of", path.to_owned()),
+        ChangeKind::Replaced => ("replaced (another kind of file)", path.to_owned()),
+        ChangeKind::Deleted => ("deleted", path.to_owned()),
+        ChangeKind::RenamedTo(to) => ("renamed", format!("{path} to {to}")),
+        ChangeKind::ContentKept(inner) => {
+            let (verb, shown) = verb(inner, path);
+            let verb = verb.replace(" (old content lost)", "");
+            return (format!("{verb} (old content kept by git)"), shown);
+        }
+        ChangeKind::Records(r) => return ("changed".into(), format!("{path}: {}", r.describe())),
+        ChangeKind::Repository(r) => {
+            return ("changed".into(), format!("{path}: git {}", r.describe()));
+        }
+    };
+    (verb.to_owned(), shown)
+}
+
+/// The first [`SHOWN`] of `items` joined by `sep`, then `(+N more)`.
+fn at_most(items: &[String], sep: &str) -> String {
+    let more = items.len().saturating_sub(SHOWN);
+    let mut text = items[..items.len().min(SHOWN)].join(sep);
+    if more > 0 {
+        text.push_str(&format!(" (+{more} more)"));
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests;

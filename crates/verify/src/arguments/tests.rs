@@ -113,3 +113,29 @@ fn unknowable_required_fields_are_reported() {
     assert!(plan(&schema).unwrap_err().contains("\"x\""));
     assert!(plan(&json!({})).is_ok());
 }
+
+/// A string with no example, default or enum takes the first value its description quotes;
+/// a tool's verb is the first creating or deleting word of its name.
+#[test]
+fn quoted_values_and_verbs() {
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "branch_type": {"type": "string", "description":
+                "Whether to list local branches ('local'), remote branches ('remote') or all"},
+            "note": {"type": "string", "description": "Don't quote me, it's 'fine'"}
+        },
+        "required": ["branch_type", "note"]
+    });
+    let p = plan(&schema).unwrap();
+    assert_eq!(p.base["branch_type"], json!("local"));
+    assert_eq!(p.base["note"], json!("fine"));
+    assert!(
+        p.sources
+            .contains(&("branch_type".into(), "a value quoted in the description"))
+    );
+    assert_eq!(tool_verb("git_create_branch"), Some(ToolVerb::Create));
+    assert_eq!(tool_verb("deleteEntities"), Some(ToolVerb::Delete));
+    assert_eq!(tool_verb("git_status"), None);
+    assert_eq!(name_verb("createNote"), "create");
+}

@@ -9,11 +9,12 @@
 //! - a destination (`destination`, `dest`, `target`, `to`, `new_path`, `output`): a path
 //!   that does not exist yet;
 //! - a directory (`dir`, `directory`, `folder`, `root`): the root itself;
-//! - any other path: an existing file (the first, by name, outside `ignored_paths`), or a
-//!   new path for a tool whose name says it creates (`create_*`, `write_*`, `save_*`, …).
+//! - any other path: an existing file (the first, by name, outside `ignored_paths`, git
+//!   directories and SQLite databases) and a new path, each in a call of its own (a save can be additive on a new
+//!   path and destructive on an existing one).
 //!
-//! Later attempts, for a tool whose first one ran no call, try the root directory and then
-//! a new path for those fields. A `uri` gets a `file://` URI.
+//! A later attempt, for a tool none of whose calls ran, tries the root directory for those
+//! fields. A `uri` gets a `file://` URI.
 
 use serde_json::{Map, Value, json};
 
@@ -105,22 +106,16 @@ pub(crate) fn path_field(name: &str, schema: &Value) -> Option<PathField> {
     })
 }
 
-/// Whether a tool's name says it makes something new (`create_*`, `write_*`, `save_*`,
-/// `add_*`, `new_*`, `make_*`, `mkdir*`, `put_*`, `upload_*`).
-fn creates(tool: &str) -> bool {
-    matches!(
-        crate::arguments::name_verb(tool).as_str(),
-        "create" | "write" | "save" | "add" | "new" | "make" | "mkdir" | "put" | "upload"
-    )
-}
-
-/// The sets of path values to try for `fields` of `tool`, in order (at most
-/// [`PATH_ATTEMPTS`]), each with where its values came from, for reports. Empty when there
-/// is no field or nothing is watched.
+/// The sets of path values to try for `fields` of a tool, in order: an existing file (the
+/// first by name outside `ignored_paths`, git directories and SQLite databases; a new path
+/// when there is
+/// none), a new path, then the watched directory. Each with where its values came from, for
+/// reports. Empty when there is no field or nothing is watched. Every tool gets the same
+/// sets (`_tool`: what its name says no longer decides which path comes first).
 pub(crate) fn path_values(
     trees: &Trees,
     snapshot: &TreeSnapshot,
-    tool: &str,
+    _tool: &str,
     fields: &[PathField],
 ) -> Vec<PathValues> {
     let (Some(root), Some(entries)) = (trees.roots().first(), snapshot.roots.first()) else {
@@ -129,9 +124,19 @@ pub(crate) fn path_values(
     if fields.is_empty() {
         return Vec::new();
     }
+    // A git directory's files and a SQLite database (with its -wal, -shm, -journal) are
+    // state of their own kind, not a file a tool is handed.
+    let user_file = |p: &str, hash: u128| {
+        !trees.is_ignored(p)
+            && !p.split('/').any(|c| c == ".git")
+            && hintaudit_core::files::sqlite_companion(p).is_none()
+            && !trees
+                .content(hash)
+                .is_ok_and(|c| hintaudit_core::files::is_sqlite(&c))
+    };
     let file = entries
         .iter()
-        .find(|(p, e)| matches!(e.kind, Kind::File { .. }) && !trees.is_ignored(p))
+        .find(|(p, e)| matches!(e.kind, Kind::File { hash, .. } if user_file(p, hash)))
         .map(|(p, _)| root.join(p));
     let fresh = |n: usize| {
         (n..)
@@ -139,14 +144,14 @@ pub(crate) fn path_values(
             .find(|p| !entries.contains_key(&relative(root, p)))
             .unwrap_or_else(|| root.join("hintaudit-new.txt"))
     };
-    let first_existing = match (&file, creates(tool)) {
-        (Some(f), false) => (f.clone(), "an existing file of the watched tree"),
-        _ => (fresh(1), "a new path in the watched tree"),
+    let existing = match &file {
+        Some(f) => (f.clone(), "an existing file of the watched tree"),
+        None => (fresh(1), "a new path in the watched tree"),
     };
     let attempts = [
-        first_existing,
-        (root.clone(), "the watched directory"),
+        existing,
         (fresh(1), "a new path in the watched tree"),
+        (root.clone(), "the watched directory"),
     ];
     attempts
         .iter()
@@ -233,11 +238,18 @@ mod tests {
             path(0, "destination"),
             root.join("hintaudit-new-2.txt").to_string_lossy()
         );
-        assert_eq!(path(1, "source"), root.to_string_lossy());
-        let write = path_values(&trees, &snap, "write_file", &fields[..1]);
         assert_eq!(
-            write[0].0["source"],
-            json!(root.join("hintaudit-new-1.txt"))
+            path(1, "source"),
+            root.join("hintaudit-new-1.txt").to_string_lossy()
         );
+        assert_eq!(path(2, "source"), root.to_string_lossy());
+        // Files of a git directory are not the user's.
+        std::fs::create_dir(dir.path().join(".git")).unwrap();
+        std::fs::write(dir.path().join(".git/COMMIT_EDITMSG"), "m").unwrap();
+        std::fs::remove_file(dir.path().join("b.txt")).unwrap();
+        std::fs::write(dir.path().join("c.txt"), "c").unwrap();
+        let snap = trees.take(None).unwrap();
+        let sets = path_values(&trees, &snap, "write_file", &fields[..1]);
+        assert_eq!(sets[0].0["source"], json!(root.join("c.txt")));
     }
 }

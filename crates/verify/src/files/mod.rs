@@ -24,7 +24,7 @@ mod watch;
 #[cfg(test)]
 mod tests;
 
-pub(crate) use arguments::{PathField, PathValues, path_field};
+pub(crate) use arguments::{PathField, PathRole, PathValues, path_field};
 pub use diff::{ChangeKind, FileChange};
 pub(crate) use findings::file_findings;
 pub(crate) use watch::FileWatch;

@@ -54,7 +54,13 @@ fn changes_are_judged_on_content() {
         (
             "jsonl rewritten with a record added",
             |p| fs::write(p.join("store.jsonl"), "{\"e\":1}\n{\"e\":2}\n{\"r\":1}\n").unwrap(),
-            vec![("store.jsonl", ChangeKind::LinesKept)],
+            vec![(
+                "store.jsonl",
+                ChangeKind::Records(hintaudit_core::files::RecordsChange {
+                    added: 1,
+                    ..Default::default()
+                }),
+            )],
             0,
         ),
         (
@@ -135,16 +141,24 @@ fn changes_are_judged_on_content() {
 
 #[test]
 fn content_changes() {
+    let records = |changed, items_added, items_removed| {
+        ChangeKind::Records(hintaudit_core::files::RecordsChange {
+            changed,
+            items_added,
+            items_removed,
+            ..Default::default()
+        })
+    };
     let cases: [(&str, &str, ChangeKind); 9] = [
         (
             "{\"name\":\"a\",\"obs\":[\"x\"]}\n{\"r\":1}",
             "{\"name\":\"a\",\"obs\":[\"x\",\"y\"]}\n{\"r\":1}",
-            ChangeKind::LinesKept,
+            records(1, 1, 0),
         ),
         (
             "{\"name\":\"a\",\"obs\":[\"x\",\"y\"]}",
             "{\"name\":\"a\",\"obs\":[\"y\"]}",
-            ChangeKind::Overwritten,
+            records(1, 0, 1),
         ),
         ("a\n", "a\nb\n", ChangeKind::Appended),
         ("", "x", ChangeKind::Appended),

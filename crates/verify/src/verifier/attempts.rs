@@ -5,12 +5,13 @@ use hintaudit_core::Policy;
 use serde_json::{Map, Value};
 
 use super::Verifier;
-use crate::arguments::{self, ArgumentSet, MAX_GENERATED_CASES, Plan};
+use crate::arguments::{self, ArgumentSet, MAX_GENERATED_CASES, Plan, ToolVerb, tool_verb};
 use crate::client::ToolInfo;
 use crate::db::{Database, Snapshotter};
 use crate::error::VerifyError;
-use crate::files::{FileWatch, PathField, PathValues, path_field};
+use crate::files::{FileWatch, PathField, PathRole, PathValues, path_field};
 use crate::ids::id_sources;
+use crate::state_args::{TreeState, Variant};
 
 /// How many database values an id-like field is tried with before a tool whose calls all
 /// fail is reported as not exercised.
@@ -29,8 +30,10 @@ pub(super) struct Run {
 impl Verifier {
     /// The attempts for a tool, run in order until one exercises it (a call succeeds or
     /// writes): the cases file is one attempt; generated arguments are one attempt per
-    /// database value drawn for the id-like fields (the smallest first) and per set of path
-    /// values drawn from the watched trees (`files`). With no attempt, the reason.
+    /// database value drawn for the id-like fields (the smallest first), the first with
+    /// the state's values (`crate::state_args`) and the watched tree's paths, existing and
+    /// new each in a call of their own, the next ones with the watched directory for path
+    /// fields. With no attempt, the reason. `notes` gets the state the tool met.
     pub(super) async fn attempts(
         &self,
         snaps: &mut Snapshotter,
@@ -46,22 +49,33 @@ impl Verifier {
             Ok(plan) => plan,
             Err(why) => return Ok((Vec::new(), Some(why))),
         };
+        let state = files
+            .map(|f| TreeState::read(f.roots()))
+            .unwrap_or_default();
+        if !state.met.is_empty() {
+            notes.push(format!("state met: {}", state.met.join("; ")));
+        }
         let schemas = snaps.schemas().to_vec();
-        let db = snaps.db();
-        let candidates = fill_ids(db, &schemas, &plan, &tool.name).await?;
+        let (candidates, id_from) = ids(snaps.db(), &schemas, &plan, tool, &state).await?;
         if candidates.is_empty() {
             let fields: Vec<&str> = plan.ids.iter().map(|f| f.name.as_str()).collect();
             let why = format!("no value in the database for {}", fields.join(", "));
             return Ok((Vec::new(), Some(why)));
         }
-        let probe_sql = probe_statement(db, &schemas).await?;
+        let probe_sql = probe_statement(snaps.db(), &schemas).await?;
+        let fields = path_fields(&plan, tool);
         let paths = files
-            .map(|f| f.path_values(&tool.name, &path_fields(&plan, tool)))
+            .map(|f| f.path_values(&tool.name, &fields))
             .unwrap_or_default();
+        let from = Sources {
+            probe_sql: probe_sql.as_deref(),
+            id_from: &id_from,
+            state: &state,
+            existing_paths: fields.iter().any(|f| f.role == PathRole::Existing),
+        };
         let mut attempts = Vec::new();
-        for k in 0..candidates.len().max(paths.len()) {
+        for k in 0..candidates.len().max(paths.len().saturating_sub(1)) {
             let ids = &candidates[k.min(candidates.len() - 1)];
-            let paths = paths.get(k.min(paths.len().saturating_sub(1)));
             let expansion = plan.expand(ids);
             if k == 0 && expansion.combinations > expansion.sets.len() {
                 notes.push(format!(
@@ -70,8 +84,7 @@ impl Verifier {
                     expansion.combinations
                 ));
             }
-            let generated = |set| generated_run(&plan, tool, k, set, probe_sql.as_deref(), paths);
-            attempts.push(expansion.sets.into_iter().map(generated).collect());
+            attempts.push(from.runs(&plan, tool, k, &expansion.sets, &paths));
         }
         Ok((attempts, None))
     }
@@ -101,9 +114,10 @@ fn generated_run(
     tool: &ToolInfo,
     k: usize,
     set: ArgumentSet,
-    probe_sql: Option<&str>,
+    from: &Sources<'_>,
     paths: Option<&PathValues>,
 ) -> Run {
+    let probe_sql = from.probe_sql;
     let mut args = set.arguments;
     let mut made_up = set.made_up;
     let mut generated = set.sources;
@@ -129,11 +143,11 @@ fn generated_run(
     );
     generated.extend(plan.ids.iter().map(|f| {
         let source = if fresh_id(&tool.name, &f.name, &f.ty) {
-            "one past the largest value in the database (a new row)"
+            format!("one past the largest value in {} (a new row)", from.id_from)
         } else {
-            "a value from the database"
+            format!("a value from {}", from.id_from)
         };
-        (f.name.clone(), source.to_owned())
+        (f.name.clone(), source)
     }));
     generated.sort();
     Run {
@@ -147,6 +161,66 @@ fn generated_run(
         arguments: args,
         made_up,
         generated,
+    }
+}
+
+/// Where a tool's generated values come from besides its schema: the probe statement, the
+/// database ids are drawn from, the state in the watched trees, whether a path field
+/// names an existing file.
+struct Sources<'a> {
+    probe_sql: Option<&'a str>,
+    id_from: &'a str,
+    state: &'a TreeState,
+    existing_paths: bool,
+}
+
+impl Sources<'_> {
+    /// The `k`-th attempt's runs, one per argument set: the first attempt with the state's
+    /// existing values and the tree's existing paths, then (when a field names state) with
+    /// new ones, a tool whose name says it creates trying the new ones first; a later
+    /// attempt with the watched directory for path fields.
+    fn runs(
+        &self,
+        plan: &Plan,
+        tool: &ToolInfo,
+        k: usize,
+        sets: &[ArgumentSet],
+        paths: &[PathValues],
+    ) -> Vec<Run> {
+        let variants: &[Variant] = match (k, tool_verb(&tool.name)) {
+            (0, Some(ToolVerb::Create)) => &[Variant::New, Variant::Existing],
+            (0, _) => &[Variant::Existing, Variant::New],
+            _ => &[Variant::Existing],
+        };
+        let mut runs = Vec::new();
+        for variant in variants {
+            let path_set = match (k, variant) {
+                (0, Variant::Existing) => paths.first(),
+                (0, Variant::New) => paths.get(1),
+                _ => paths.get(k + 1).or(paths.last()),
+            };
+            for set in sets {
+                let mut run = generated_run(plan, tool, k, set.clone(), self, path_set);
+                let Value::Object(args) = &mut run.arguments else {
+                    continue;
+                };
+                let named =
+                    self.state
+                        .fill(args, tool, *variant, &mut run.generated, &mut run.made_up)
+                        || (k == 0 && self.existing_paths && path_set.is_some());
+                run.generated.sort();
+                if k == 0 && named {
+                    run.label.push_str(match variant {
+                        Variant::Existing => " (existing state)",
+                        Variant::New => " (new state)",
+                    });
+                } else if *variant == Variant::New {
+                    continue;
+                }
+                runs.push(run);
+            }
+        }
+        runs
     }
 }
 
@@ -179,6 +253,37 @@ fn creates(tool: &str) -> bool {
         arguments::name_verb(tool).as_str(),
         "create" | "add" | "insert" | "new" | "register"
     )
+}
+
+/// Values for the plan's id-like fields, and what they are drawn from: the database, else
+/// (none there, as with no `--database`) the first SQLite file of the watched trees that
+/// has them, opened read-only.
+async fn ids(
+    db: &mut Database,
+    schemas: &[String],
+    plan: &Plan,
+    tool: &ToolInfo,
+    state: &TreeState,
+) -> Result<(Vec<Map<String, Value>>, String), VerifyError> {
+    let found = fill_ids(db, schemas, plan, &tool.name).await?;
+    if !found.is_empty() || plan.ids.is_empty() {
+        return Ok((found, "the database".to_owned()));
+    }
+    for file in &state.sqlite {
+        let url = format!("sqlite://{}?mode=ro", file.display());
+        let Ok(mut db) = Database::connect(&url).await else {
+            continue;
+        };
+        if let Ok(found) = fill_ids(&mut db, &[], plan, &tool.name).await
+            && !found.is_empty()
+        {
+            let name = file
+                .file_name()
+                .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+            return Ok((found, format!("{name} (a SQLite file in the watched tree)")));
+        }
+    }
+    Ok((Vec::new(), "the database".to_owned()))
 }
 
 /// A harmless statement for SQL-taking fields: a one-row read of the first watched table.

@@ -46,8 +46,11 @@ pub const DEFAULT_TIMEOUT_SECS: u64 = 30;
 /// `hints_changed` finding.
 ///
 /// Build with [`Verifier::new`] and the `with_*` setters, then [`Verifier::run`]. Tools run
-/// in a stable order: tools declaring readOnlyHint true first, then those declaring
-/// destructiveHint false, then the rest, each group by name; a tool's cases in file order.
+/// in the order of a user's session, each class by its declared hints: tools that create
+/// (declaring destructiveHint false and readOnlyHint not true; those whose name says they
+/// create, such as `add_*` or `git_create_branch`, first), then readers (readOnlyHint
+/// true), then the rest (updaters), then tools whose name says they delete, remove or drop,
+/// whatever they declare; each class by name. A tool's cases run in file order.
 #[derive(Debug, Clone)]
 pub struct Verifier {
     server: ServerSpec,
@@ -417,12 +420,48 @@ impl ToolsRun {
     }
 }
 
-/// Run order group: read-only first, then non-destructive, then the rest.
-fn group(t: &ToolInfo) -> u8 {
-    match (t.hints.read_only, t.hints.destructive) {
-        (Some(true), _) => 0,
-        (_, Some(false)) => 1,
+/// Run order: creators (those named so first), readers, updaters, then tools named as
+/// deleting, those whose arguments address a part of a record (more fields: a relation's
+/// `from`, `to` and `relationType`) before those addressing whole records (a name); the
+/// state a reader, an updater or a finer deletion needs exists by the time it runs.
+fn group(t: &ToolInfo) -> (u8, u8, std::cmp::Reverse<usize>) {
+    use crate::arguments::{ToolVerb, tool_verb};
+    let verb = tool_verb(&t.name);
+    let class = match (t.hints.read_only, t.hints.destructive) {
+        _ if verb == Some(ToolVerb::Delete) => 3,
+        (Some(true), _) => 1,
+        (_, Some(false)) => 0,
         _ => 2,
+    };
+    let fields = match class {
+        3 => leaf_fields(&t.input_schema, &t.input_schema, 0),
+        _ => 0,
+    };
+    (
+        class,
+        u8::from(verb != Some(ToolVerb::Create)),
+        std::cmp::Reverse(fields),
+    )
+}
+
+/// How many scalar fields a schema's arguments carry, through objects and arrays.
+fn leaf_fields(root: &serde_json::Value, schema: &serde_json::Value, depth: usize) -> usize {
+    let schema = crate::arguments::resolve(root, schema);
+    if depth > 8 {
+        return 0;
+    }
+    if let Some(props) = schema
+        .get("properties")
+        .and_then(serde_json::Value::as_object)
+    {
+        return props
+            .values()
+            .map(|p| leaf_fields(root, p, depth + 1))
+            .sum();
+    }
+    match schema.get("items") {
+        Some(items) => leaf_fields(root, items, depth + 1),
+        None => 1,
     }
 }
 
