@@ -13,7 +13,8 @@ use std::fmt;
 ///
 /// Deliberately not `#[non_exhaustive]`: every `match` on it, in any crate, names every
 /// kind, so a new kind fails to compile until each place that tells databases apart
-/// handles it.
+/// handles it: this file, verify's backend and the proxy's log source (design.md, "Adding a
+/// database kind").
 ///
 /// ```
 /// use hintaudit_core::DatabaseKind;
@@ -320,10 +321,16 @@ mod tests {
     #[test]
     fn driver_urls_carry_the_kinds_scheme_and_the_rest_as_given() {
         for (given, driver) in [
-            ("MariaDB://root:pw@db:3306/app", "mysql://root:pw@db:3306/app"),
+            (
+                "MariaDB://root:pw@db:3306/app",
+                "mysql://root:pw@db:3306/app",
+            ),
             ("mariadb://root@db/app", "mysql://root@db/app"),
             ("MySQL://root@db/app", "mysql://root@db/app"),
-            ("postgresql://pg/app?sslmode=require", "postgres://pg/app?sslmode=require"),
+            (
+                "postgresql://pg/app?sslmode=require",
+                "postgres://pg/app?sslmode=require",
+            ),
             ("POSTGRES://pg/App", "postgres://pg/App"),
             ("SQLite:Bookings.db", "sqlite:Bookings.db"),
             ("sqlite::memory:", "sqlite::memory:"),
@@ -331,7 +338,11 @@ mod tests {
             let url = DatabaseUrl::parse(given).unwrap();
             assert_eq!(url.driver_url(), driver, "{given}");
             assert_eq!(url.as_given(), given);
-            assert_eq!(url.kind(), DatabaseKind::from_url(driver).unwrap(), "{given}");
+            assert_eq!(
+                url.kind(),
+                DatabaseKind::from_url(driver).unwrap(),
+                "{given}"
+            );
         }
     }
 
@@ -339,25 +350,52 @@ mod tests {
     fn the_database_a_url_names_and_the_url_naming_another() {
         for (given, database, other) in [
             ("sqlite:a/b.db", Some("a/b.db"), Some("sqlite:x.db")),
-            ("SQLite://a/b.db?mode=rwc", Some("a/b.db"), Some("SQLite://x.db?mode=rwc")),
-            ("sqlite:///abs/b.db", Some("/abs/b.db"), Some("sqlite://x.db")),
+            (
+                "SQLite://a/b.db?mode=rwc",
+                Some("a/b.db"),
+                Some("SQLite://x.db?mode=rwc"),
+            ),
+            (
+                "sqlite:///abs/b.db",
+                Some("/abs/b.db"),
+                Some("sqlite://x.db"),
+            ),
             ("sqlite::memory:", None, None),
             ("sqlite://:memory:", None, None),
             ("sqlite://?mode=memory", None, None),
-            ("postgres://u:p@h:5432/shop?sslmode=disable", Some("shop"), Some("postgres://u:p@h:5432/x.db?sslmode=disable")),
-            ("MariaDB://root@127.0.0.1:3306/shop", Some("shop"), Some("MariaDB://root@127.0.0.1:3306/x.db")),
+            (
+                "postgres://u:p@h:5432/shop?sslmode=disable",
+                Some("shop"),
+                Some("postgres://u:p@h:5432/x.db?sslmode=disable"),
+            ),
+            (
+                "MariaDB://root@127.0.0.1:3306/shop",
+                Some("shop"),
+                Some("MariaDB://root@127.0.0.1:3306/x.db"),
+            ),
             ("mysql://root@127.0.0.1:3306", None, None),
             ("mysql://root@127.0.0.1:3306/", None, None),
-            ("postgres:///shop?host=/run/postgresql", Some("shop"), Some("postgres:///x.db?host=/run/postgresql")),
+            (
+                "postgres:///shop?host=/run/postgresql",
+                Some("shop"),
+                Some("postgres:///x.db?host=/run/postgresql"),
+            ),
         ] {
             let url = DatabaseUrl::parse(given).unwrap();
             assert_eq!(url.database(), database, "{given}");
             let renamed = url.with_database("x.db");
-            assert_eq!(renamed.as_ref().map(DatabaseUrl::as_given), other, "{given}");
+            assert_eq!(
+                renamed.as_ref().map(DatabaseUrl::as_given),
+                other,
+                "{given}"
+            );
             if let Some(r) = renamed {
                 assert_eq!(r.kind(), url.kind());
                 assert_eq!(r.database(), Some("x.db"), "{given}");
-                assert_eq!(r.driver_url(), DatabaseUrl::parse(r.as_given()).unwrap().driver_url());
+                assert_eq!(
+                    r.driver_url(),
+                    DatabaseUrl::parse(r.as_given()).unwrap().driver_url()
+                );
             }
         }
     }
@@ -381,6 +419,9 @@ mod tests {
     fn debug_never_shows_the_url() {
         let url = DatabaseUrl::parse("postgres://app:tiger@db/shop").unwrap();
         let text = format!("{url:?}");
-        assert!(!text.contains("tiger") && !text.contains("db/shop"), "{text}");
+        assert!(
+            !text.contains("tiger") && !text.contains("db/shop"),
+            "{text}"
+        );
     }
 }

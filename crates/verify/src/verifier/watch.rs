@@ -23,6 +23,8 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
+use hintaudit_core::{DatabaseKind, DatabaseUrl};
+
 use crate::client::{ServerSpec, ToolInfo, command_words};
 use crate::db::Database;
 use crate::error::VerifyError;
@@ -261,17 +263,19 @@ impl Watch {
     }
 }
 
-/// The SQLite database a command-line word names, canonical: a path, a `sqlite:` or
-/// `file:` URL, or the value of `--option=value`; `None` unless it is a SQLite file.
+/// The SQLite database a command-line word names, canonical: a path, a `sqlite:` URL (any
+/// case), a `file:` URI or the value of `--option=value`; `None` unless it is a SQLite file.
 fn sqlite_path(word: &str) -> Option<PathBuf> {
     let value = word.split_once('=').map_or(word, |(_, v)| v);
     [word, value].into_iter().find_map(|w| {
-        let w = ["sqlite://", "sqlite:", "file:"]
-            .iter()
-            .find_map(|p| w.strip_prefix(p))
-            .unwrap_or(w);
-        let w = w.split('?').next().unwrap_or(w);
-        let path = std::fs::canonicalize(w).ok()?;
+        let path = match DatabaseUrl::parse(w) {
+            Ok(url) if url.kind() == DatabaseKind::Sqlite => std::fs::canonicalize(url.database()?),
+            _ => {
+                let w = w.strip_prefix("file:").unwrap_or(w);
+                std::fs::canonicalize(w.split('?').next().unwrap_or(w))
+            }
+        }
+        .ok()?;
         (path.is_file() && procfs::is_sqlite_file(&path)).then_some(path)
     })
 }
@@ -293,6 +297,8 @@ mod tests {
             (format!("{d}/server.db"), true),
             (format!("--db-path={d}/server.db"), true),
             (format!("sqlite://{d}/server.db?mode=rwc"), true),
+            (format!("SQLite:{d}/server.db"), true),
+            (format!("file:{d}/server.db?mode=ro"), true),
             (format!("DATABASE_URL=sqlite:{d}/server.db"), true),
             (format!("{d}/notes.txt"), false),
             (format!("{d}/missing.db"), false),
