@@ -28,7 +28,7 @@ use hintaudit_core::{DatabaseKind, DatabaseUrl};
 use crate::client::{ServerSpec, ToolInfo, command_words};
 use crate::db::Database;
 use crate::error::VerifyError;
-use crate::procfs;
+use crate::process_tree;
 
 /// Databases the check does not count as "another database" for a session: where clients
 /// connect to administer, not to work.
@@ -121,8 +121,8 @@ impl Watch {
         }
         let file = self.file.clone();
         let tree = tokio::task::spawn_blocking(move || {
-            let view = pid.and_then(procfs::tree_view);
-            let holders = file.as_deref().and_then(procfs::holders);
+            let view = pid.and_then(process_tree::tree_view);
+            let holders = file.as_deref().and_then(process_tree::holders);
             (view, holders)
         })
         .await
@@ -133,11 +133,18 @@ impl Watch {
         }
     }
 
-    fn sqlite_evidence(&mut self, file: &Path, tree: (Option<procfs::TreeView>, Option<usize>)) {
+    fn sqlite_evidence(
+        &mut self,
+        file: &Path,
+        tree: (Option<process_tree::TreeView>, Option<usize>),
+    ) {
         let (view, holders) = tree;
         if let Some(view) = view {
-            let held: BTreeSet<PathBuf> =
-                view.files.iter().map(|f| procfs::sqlite_main(f)).collect();
+            let held: BTreeSet<PathBuf> = view
+                .files
+                .iter()
+                .map(|f| process_tree::sqlite_main(f))
+                .collect();
             if held.contains(file) {
                 self.here = Some(format!(
                     "the server's process tree held {} open",
@@ -146,7 +153,7 @@ impl Watch {
                 return;
             }
             for other in held {
-                if !self.others.contains(&other) && procfs::is_sqlite_file(&other) {
+                if !self.others.contains(&other) && process_tree::is_sqlite_file(&other) {
                     self.elsewhere.get_or_insert_with(|| {
                         format!(
                             "the server's process tree held another SQLite database open ({}) \
@@ -165,7 +172,7 @@ impl Watch {
         }
     }
 
-    async fn session_evidence(&mut self, db: &mut Database, view: Option<procfs::TreeView>) {
+    async fn session_evidence(&mut self, db: &mut Database, view: Option<process_tree::TreeView>) {
         if self.sessions_hidden {
             return;
         }
@@ -276,7 +283,7 @@ fn sqlite_path(word: &str) -> Option<PathBuf> {
             }
         }
         .ok()?;
-        (path.is_file() && procfs::is_sqlite_file(&path)).then_some(path)
+        (path.is_file() && process_tree::is_sqlite_file(&path)).then_some(path)
     })
 }
 
