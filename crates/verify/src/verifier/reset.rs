@@ -69,8 +69,9 @@ fn copy_name(kind: DatabaseKind, name: &str) -> String {
     }
 }
 
-/// A URL verify made from another it parsed: parsed again (never fails).
-fn reparse(url: &str) -> Result<DatabaseUrl, VerifyError> {
+/// `--database`'s URL, or one verify made from it, parsed (a usage error names the scheme
+/// only).
+fn parse(url: &str) -> Result<DatabaseUrl, VerifyError> {
     DatabaseUrl::parse(url).map_err(|e| VerifyError::Usage(format!("--reset: {e}")))
 }
 
@@ -82,7 +83,7 @@ impl DatabaseCopy {
                 "--reset needs --stdio: verify must start the server on the copy".into(),
             ));
         };
-        let url = reparse(database)?;
+        let url = parse(database)?;
         if !names_database(command, &url) {
             return DatabaseCopy::in_place(server, &url).await;
         }
@@ -164,10 +165,10 @@ impl DatabaseCopy {
         let Some(pristine) = &self.pristine else {
             return Ok(());
         };
-        let original = reparse(&self.url)?;
+        let original = parse(&self.url)?;
         let name = original.database().unwrap_or_default();
         backend(self.kind)
-            .copy_database(&reparse(pristine)?, name)
+            .copy_database(&parse(pristine)?, name)
             .await
     }
 
@@ -178,10 +179,10 @@ impl DatabaseCopy {
             return Ok(());
         };
         self.restore().await?;
-        let pristine = reparse(pristine)?;
+        let pristine = parse(pristine)?;
         let name = pristine.database().unwrap_or_default();
         backend(self.kind)
-            .drop_database(&reparse(&self.url)?, name)
+            .drop_database(&parse(&self.url)?, name)
             .await
     }
 }
