@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
-use hintaudit::core::{CallScope, Effect, Operation, RowOperation, stats};
+use hintaudit::core::{CallScope, DatabaseKind, Effect, Operation, RowOperation, stats};
 use hintaudit::sqlx::{AuditedPool, Backend};
 use sqlx::{ColumnIndex, Decode, Row, Type};
 
@@ -50,7 +50,7 @@ where
     let mut done = Issued::default();
     // Bound parameters, as servers write them: 18 distinct texts, so the classification cache
     // answers after the first of each.
-    let p = if DB::SYSTEM_NAME == "sqlite" {
+    let p = if DB::KIND == DatabaseKind::Sqlite {
         "?"
     } else {
         "$1"
@@ -234,7 +234,7 @@ where
                 let scope = CallScope::new(format!("tool_{}", call % TOOLS));
                 let effects = scope.effects_handle();
                 let issued = scope.run(body(&pool, call)).await;
-                let hooks = DB::SYSTEM_NAME == "sqlite";
+                let hooks = DB::KIND == DatabaseKind::Sqlite;
                 bad += misattributed(&effects.snapshot(), call, &issued, hooks);
                 issued_total.fetch_add(issued.statements + issued.orphans, Ordering::Relaxed);
                 statements += issued.statements;

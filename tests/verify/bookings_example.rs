@@ -1,5 +1,6 @@
 //! The bookings example (rmcp, sqlx) over stdio and streamable HTTP, on SQLite and on
-//! PostgreSQL: `hintaudit verify` reports its planted findings and no others.
+//! PostgreSQL, and with `--reset` on MariaDB: `hintaudit verify` reports its planted findings
+//! and no others.
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -313,4 +314,62 @@ async fn bookings_reset_twice_gives_identical_reports_and_suggest_fixes_every_li
         patch.as_array().unwrap().len() >= bookings::PLANTED_CALL_FINDINGS.len(),
         "{patch}"
     );
+}
+
+/// `--reset` on MariaDB named `MariaDB://…` (the kind parses any case and hands the drivers
+/// `mysql://…`; the bookings server is told the same URL): the copy is a dump and restore of
+/// the named database, put in the server command as given, the planted findings are found
+/// on it, and the original is untouched.
+#[tokio::test]
+async fn bookings_reset_on_mariadb_named_in_any_case() {
+    let server = std::env::var("HINTAUDIT_MYSQL_URL")
+        .unwrap_or_else(|_| "mysql://root@127.0.0.1:3306".into());
+    let mut admin = match sqlx::mysql::MySqlConnection::connect(&server).await {
+        Ok(c) => c,
+        Err(e) => {
+            let require = hintaudit_test_support::required("HINTAUDIT_REQUIRE_MYSQL");
+            available("MariaDB", false, require, &e.to_string());
+            return;
+        }
+    };
+    let name = format!("hv_kinds_test_{}", std::process::id());
+    let script = format!("DROP DATABASE IF EXISTS {name}; CREATE DATABASE {name}");
+    sqlx::raw_sql(sqlx::AssertSqlSafe(script))
+        .execute(&mut admin)
+        .await
+        .unwrap();
+    let authority = server.split_once("://").map_or("", |(_, a)| a);
+    let url = format!("MariaDB://{authority}/{name}");
+    let ok = Command::new(bookings_bin())
+        .args(["--migrate", "--database-url", &url])
+        .status()
+        .expect("bookings runs")
+        .success();
+    assert!(ok, "bookings --migrate on {url}");
+    let before = appointments(&mut admin, &name).await;
+    let report = verifier(stdio(&url), &url)
+        .with_reset(true)
+        .run()
+        .await
+        .expect("verify runs");
+    let after = appointments(&mut admin, &name).await;
+    let cleanup = format!("DROP DATABASE {name}; DROP DATABASE IF EXISTS {name}_hintaudit_copy");
+    sqlx::raw_sql(sqlx::AssertSqlSafe(cleanup))
+        .execute(&mut admin)
+        .await
+        .unwrap();
+    check(&report);
+    assert!(report.database_resets > 0, "{report:#?}");
+    let copy = format!("MariaDB://{authority}/{name}_hintaudit_copy");
+    assert_eq!(report.database_copy.as_deref(), Some(copy.as_str()));
+    assert_eq!(after, before, "original untouched");
+}
+
+/// The rows of `appointments` in MariaDB database `name`.
+async fn appointments(admin: &mut sqlx::mysql::MySqlConnection, name: &str) -> i64 {
+    let sql = format!("SELECT CAST(count(*) AS SIGNED) FROM {name}.appointments");
+    sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
+        .fetch_one(admin)
+        .await
+        .unwrap()
 }

@@ -71,6 +71,10 @@ impl std::fmt::Display for Hint {
 
 /// The hints a tool declares, each `Some(value)` or `None` for unset (missing or `null`).
 ///
+/// Serializes (serde) as MCP's JSON `ToolAnnotations` hints: in schema order, by their spec
+/// names ([`Hint::spec_name`]), unset hints left out, e.g.
+/// `{"readOnlyHint":false,"destructiveHint":true}`.
+///
 /// ```
 /// use hintaudit_core::{DeclaredHints, Hint};
 /// let json = serde_json::json!({"readOnlyHint": true, "destructiveHint": null});
@@ -81,15 +85,19 @@ impl std::fmt::Display for Hint {
 /// // readOnlyHint true: destructiveHint is not meaningful, whatever its default says.
 /// assert!(!hints.effective().destructive);
 /// ```
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, serde::Serialize)]
 pub struct DeclaredHints {
     /// `readOnlyHint`.
+    #[serde(rename = "readOnlyHint", skip_serializing_if = "Option::is_none")]
     pub read_only: Option<bool>,
     /// `destructiveHint`.
+    #[serde(rename = "destructiveHint", skip_serializing_if = "Option::is_none")]
     pub destructive: Option<bool>,
     /// `idempotentHint`.
+    #[serde(rename = "idempotentHint", skip_serializing_if = "Option::is_none")]
     pub idempotent: Option<bool>,
     /// `openWorldHint`.
+    #[serde(rename = "openWorldHint", skip_serializing_if = "Option::is_none")]
     pub open_world: Option<bool>,
 }
 
@@ -235,6 +243,36 @@ pub enum AnnotationsForm {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// Each hint alone serializes under its spec name; together, in schema order.
+    #[test]
+    fn serialized_names_are_the_spec_names() {
+        for h in Hint::ALL {
+            let mut hints = DeclaredHints::default();
+            match h {
+                Hint::ReadOnly => hints.read_only = Some(true),
+                Hint::Destructive => hints.destructive = Some(true),
+                Hint::Idempotent => hints.idempotent = Some(true),
+                Hint::OpenWorld => hints.open_world = Some(true),
+            }
+            let text = serde_json::to_string(&hints).unwrap();
+            assert_eq!(text, format!("{{\"{}\":true}}", h.spec_name()));
+            assert_eq!(
+                DeclaredHints::from_annotations_json(Some(&json!(hints))),
+                hints
+            );
+        }
+        let all = DeclaredHints::new(Some(false), Some(true), Some(false), Some(true));
+        let text = serde_json::to_string(&all).unwrap();
+        assert_eq!(
+            text,
+            r#"{"readOnlyHint":false,"destructiveHint":true,"idempotentHint":false,"openWorldHint":true}"#
+        );
+        assert_eq!(
+            serde_json::to_string(&DeclaredHints::default()).unwrap(),
+            "{}"
+        );
+    }
 
     #[test]
     fn parsing_is_tolerant_and_tri_state() {

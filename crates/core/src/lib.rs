@@ -77,7 +77,7 @@ pub use config::{
     DEFAULT_LABEL_MAX_TOOLS, HISTORY_KEY_ENV, HISTORY_URL_SCHEMES, HistorySecret,
     MIN_HISTORY_KEY_LEN, Mode, SETTINGS, SharedHistorySettings,
 };
-pub use database::{DatabaseKind, DatabaseUrlError};
+pub use database::{DatabaseKind, DatabaseUrl, DatabaseUrlError};
 pub use disclose::{
     DISCLOSURE_META_KEY, Disclosure, FindingDisclosure, HostDisclosure, TableDisclosure,
     TargetDisclosure,

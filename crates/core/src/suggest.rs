@@ -34,6 +34,8 @@
 //! );
 //! ```
 
+use serde::Serialize;
+
 use crate::effect::{
     Effect, Operation, RowImage, RowOperation, TableWrites, TransactionObservation,
 };
@@ -191,14 +193,41 @@ impl SuggestedHints {
     }
 
     /// MCP's JSON `ToolAnnotations` with the corrected hints, in schema order, e.g.
-    /// `{"readOnlyHint": false, "destructiveHint": true}` (a JSON object; `{}` when no hint is
-    /// set).
+    /// `{"readOnlyHint": false, "destructiveHint": true}` (a JSON object on one line, a space
+    /// after each `:` and `,`; `{}` when no hint is set): [`DeclaredHints`]' serialization.
     pub fn mcp_json(&self) -> String {
-        let parts: Vec<String> = self
-            .named()
-            .map(|(h, v)| format!("\"{}\": {v}", h.spec_name()))
-            .collect();
-        format!("{{{}}}", parts.join(", "))
+        let mut out = Vec::new();
+        let mut json = serde_json::Serializer::with_formatter(&mut out, OneLine);
+        // Booleans into memory: serializing cannot fail.
+        match self.corrected.serialize(&mut json) {
+            Ok(()) => String::from_utf8(out).unwrap_or_default(),
+            Err(_) => String::new(),
+        }
+    }
+}
+
+/// serde_json's compact form with a space after each `:` and `,` between an object's
+/// members, as people write JSON on one line: `{"a": 1, "b": 2}`.
+struct OneLine;
+
+impl serde_json::ser::Formatter for OneLine {
+    fn begin_object_key<W: ?Sized + std::io::Write>(
+        &mut self,
+        writer: &mut W,
+        first: bool,
+    ) -> std::io::Result<()> {
+        if first {
+            Ok(())
+        } else {
+            writer.write_all(b", ")
+        }
+    }
+
+    fn begin_object_value<W: ?Sized + std::io::Write>(
+        &mut self,
+        writer: &mut W,
+    ) -> std::io::Result<()> {
+        writer.write_all(b": ")
     }
 }
 

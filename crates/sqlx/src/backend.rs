@@ -3,7 +3,8 @@
 //! module, sealed to this crate); every item without a default is what the compiler asks of
 //! a new one:
 //!
-//! - its names: [`Backend::SYSTEM_NAME`], [`Backend::DIALECT`] (statement analysis),
+//! - its kind, [`Backend::KIND`] (hintaudit-core's [`DatabaseKind`], which holds its
+//!   `db.system.name`), [`Backend::DIALECT`] (statement analysis) and
 //!   [`Backend::SPAN_SYSTEM_NAME`];
 //! - its audit state: per pool ([`Backend::PoolState`], built from the pool's options by
 //!   [`Backend::pool_state`]: PostgreSQL's oracle mode lives there), per held connection
@@ -43,6 +44,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 use futures_core::future::BoxFuture;
+use hintaudit_core::DatabaseKind;
 use sqlx::error::DatabaseError;
 use sqlx::pool::PoolConnection;
 use sqlx::{Database, Describe, Either, Error, Executor, SqlStr};
@@ -62,15 +64,17 @@ pub(crate) mod sealed {
 /// [`sqlx::MySql`] (with the `sqlite`, `postgres` and `mysql` features). Sealed: the methods
 /// are this crate's plumbing.
 pub trait Backend: Database + sealed::Sealed + RawExecutor {
-    /// `db.system.name`: `sqlite`, `postgresql`; `mysql` for MySQL and MariaDB, whose
-    /// statement spans get `mysql` or `mariadb` once the server said which it is.
-    const SYSTEM_NAME: &'static str;
+    /// The kind of database: its `db.system.name` is [`DatabaseKind::system_name`]
+    /// (`sqlite`, `postgresql`; `mysql` for MySQL and MariaDB, whose statement spans get
+    /// `mysql` or `mariadb` once the server said which it is,
+    /// [`DatabaseKind::system_name_of`]).
+    const KIND: DatabaseKind;
     /// The sqlparser dialect statements are classified with.
     const DIALECT: SqlDialect;
-    /// The `db.system.name` a statement span opens with: [`Backend::SYSTEM_NAME`] by
-    /// default; `None` where the backend records it itself once its server said what it is
-    /// (MySQL or MariaDB).
-    const SPAN_SYSTEM_NAME: Option<&'static str> = Some(Self::SYSTEM_NAME);
+    /// The `db.system.name` a statement span opens with: [`Backend::KIND`]'s by default;
+    /// `None` where the backend records it itself once its server said what it is (MySQL or
+    /// MariaDB).
+    const SPAN_SYSTEM_NAME: Option<&'static str> = Some(Self::KIND.system_name());
 
     /// Per-pool audit state (SQLite: the registry of hooked connections).
     #[doc(hidden)]

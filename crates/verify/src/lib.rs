@@ -18,7 +18,7 @@ mod format;
 mod ids;
 mod objects;
 mod outcome;
-mod procfs;
+mod process_tree;
 mod proxy;
 mod report;
 mod secrets;

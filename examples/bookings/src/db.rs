@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use hintaudit_core::DatabaseKind;
+use hintaudit_core::{DatabaseKind, DatabaseUrl};
 use hintaudit_sqlx::AuditedPool;
 use sqlx::{MySql, Postgres, Sqlite};
 
@@ -177,7 +177,8 @@ const SEED_APPOINTMENTS: &[(i64, &str, &str)] = &[
 ];
 
 impl Db {
-    /// Connects to `url` (`sqlite:…`, `postgres://…` or `mysql://…`) through the audited pool, creates
+    /// Connects to `url` (`sqlite:…`, `postgres://…` or `mysql://…`, any case; `postgresql:`,
+    /// `mariadb:` too: [`DatabaseUrl`]) through the audited pool, creates
     /// the schema if it is missing, and seeds three patients and four appointments into an
     /// empty database, in one transaction (on PostgreSQL under the advisory lock
     /// [`MIGRATION_LOCK`], so that replicas may start together on one database). Schema
@@ -187,9 +188,11 @@ impl Db {
     /// # Errors
     /// Connection or schema errors from sqlx; an unsupported URL scheme.
     pub async fn connect(url: &str) -> anyhow::Result<Db> {
-        let db = match DatabaseKind::from_url(url)? {
+        let url = DatabaseUrl::parse(url)?;
+        let driver = url.driver_url();
+        let db = match url.kind() {
             DatabaseKind::Sqlite => {
-                let options: sqlx::sqlite::SqliteConnectOptions = url.parse()?;
+                let options: sqlx::sqlite::SqliteConnectOptions = driver.parse()?;
                 let options = options
                     .create_if_missing(true)
                     .journal_mode(sqlx::sqlite::SqliteJournalMode::Wal)
@@ -203,7 +206,7 @@ impl Db {
                 Db::Sqlite(pool)
             }
             DatabaseKind::Postgres => {
-                let options: sqlx::postgres::PgConnectOptions = url.parse()?;
+                let options: sqlx::postgres::PgConnectOptions = driver.parse()?;
                 let pool = AuditedPool::options()
                     .connect_with(
                         sqlx::postgres::PgPoolOptions::new().max_connections(8),
@@ -213,7 +216,7 @@ impl Db {
                 Db::Postgres(pool)
             }
             DatabaseKind::MySql => {
-                let options: sqlx::mysql::MySqlConnectOptions = url.parse()?;
+                let options: sqlx::mysql::MySqlConnectOptions = driver.parse()?;
                 let pool = AuditedPool::options()
                     .connect_with(
                         sqlx::mysql::MySqlPoolOptions::new().max_connections(8),

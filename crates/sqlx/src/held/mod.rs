@@ -110,7 +110,7 @@ impl<DB: Backend> DerefMut for Raw<'_, DB> {
 impl<DB: Backend> fmt::Debug for AuditedConn<'_, DB> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("AuditedConn")
-            .field("system", &DB::SYSTEM_NAME)
+            .field("system", &DB::KIND.system_name())
             .field("state", &*self.state)
             .field("tx", &self.tx.as_deref().map(|tx| &**tx))
             .finish()

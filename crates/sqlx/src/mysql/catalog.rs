@@ -10,7 +10,7 @@
 
 use std::collections::HashMap;
 
-use hintaudit_core::{Operation, StatementEffect};
+use hintaudit_core::{DatabaseKind, Operation, StatementEffect};
 use sqlparser::dialect::MySqlDialect;
 use sqlparser::keywords::Keyword;
 use sqlparser::tokenizer::{Token, Tokenizer};
@@ -101,15 +101,6 @@ impl RoutineKind {
     }
 }
 
-/// `mariadb` when the version string says MariaDB, else `mysql` (`db.system.name`).
-pub(crate) fn system_name(version: &str) -> &'static str {
-    if version.to_ascii_lowercase().contains("mariadb") {
-        "mariadb"
-    } else {
-        "mysql"
-    }
-}
-
 /// Reads the server's name, and the triggers, routines and views of the connection's
 /// database (none when no database is selected): four queries.
 pub(crate) async fn load(conn: &mut MySqlConnection) -> Result<Catalog, sqlx::Error> {
@@ -117,7 +108,7 @@ pub(crate) async fn load(conn: &mut MySqlConnection) -> Result<Catalog, sqlx::Er
     let version: Option<String> = row.try_get(0)?;
     let database: Option<String> = row.try_get(1)?;
     let mut catalog = Catalog {
-        system: system_name(version.as_deref().unwrap_or("")),
+        system: DatabaseKind::MySql.system_name_of(version.as_deref().unwrap_or("")),
         ..Catalog::default()
     };
     if database.is_none() {
@@ -406,8 +397,6 @@ mod tests {
         );
         assert_eq!(called_procedure("call p").as_deref(), Some("p"));
         assert_eq!(called_procedure("SELECT 1"), None);
-        assert_eq!(system_name("10.11.19-MariaDB-0+deb12u1"), "mariadb");
-        assert_eq!(system_name("8.0.36"), "mysql");
         let w = body_writes("BEGIN CALL cleanup(NEW.id); END");
         assert_eq!(w[0].calls.as_deref(), Some("cleanup"));
     }

@@ -19,8 +19,9 @@
 //! - A write in a transaction that rolls back (an [`crate::AuditedTransaction`] or a raw
 //!   `BEGIN`/`START TRANSACTION` … `ROLLBACK`) is marked failed: an attempt.
 //!
-//! `db.system.name` is `mariadb` when `SELECT VERSION()` says MariaDB, else `mysql`; it is
-//! read with the catalog, before the pool's first statement.
+//! `db.system.name` is `mariadb` when `SELECT VERSION()` says MariaDB, else `mysql`
+//! ([`hintaudit_core::DatabaseKind::system_name_of`]); it is read with the catalog, before
+//! the pool's first statement.
 
 mod catalog;
 /// Rows a statement affected, as the OK packets count them.
@@ -33,7 +34,7 @@ mod upsert;
 use std::sync::{Arc, Mutex};
 
 use hintaudit_core::{
-    AuditStage, CallEffects, ObservationSource, Operation, StatementOutcome,
+    AuditStage, CallEffects, DatabaseKind, ObservationSource, Operation, StatementOutcome,
     TransactionObservation, semconv, stats,
 };
 use sqlx::Error;
@@ -78,7 +79,7 @@ impl MySqlPoolState {
             Err(e) => {
                 stats().audit_error(AuditStage::Oracle, &e);
                 Catalog {
-                    system: MySql::SYSTEM_NAME,
+                    system: MySql::KIND.system_name(),
                     ..Catalog::default()
                 }
             }
@@ -310,7 +311,7 @@ impl Run<'_> {
 }
 
 impl Backend for MySql {
-    const SYSTEM_NAME: &'static str = "mysql";
+    const KIND: DatabaseKind = DatabaseKind::MySql;
     const DIALECT: SqlDialect = SqlDialect::MySql;
     /// `mysql` or `mariadb`, recorded once the server said which it is (see `start`).
     const SPAN_SYSTEM_NAME: Option<&'static str> = None;

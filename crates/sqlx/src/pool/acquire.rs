@@ -54,7 +54,7 @@ impl<DB: Backend> DerefMut for UnauditedConnection<DB> {
 impl<DB: Backend> fmt::Debug for UnauditedConnection<DB> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("UnauditedConnection")
-            .field("system", &DB::SYSTEM_NAME)
+            .field("system", &DB::KIND.system_name())
             .finish()
     }
 }

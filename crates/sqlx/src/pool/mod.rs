@@ -73,7 +73,7 @@ impl<DB: Backend> Clone for AuditedPool<DB> {
 impl<DB: Backend> fmt::Debug for AuditedPool<DB> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("AuditedPool")
-            .field("system", &DB::SYSTEM_NAME)
+            .field("system", &DB::KIND.system_name())
             .field("pool", &self.shared.pool)
             .field("oracle", &self.shared.oracle)
             .finish()

@@ -97,7 +97,7 @@ use std::sync::Arc;
 use catalog::{Catalog, Direct};
 use futures_core::future::BoxFuture;
 use futures_util::FutureExt;
-use hintaudit_core::{AuditStage, StatementOutcome, stats};
+use hintaudit_core::{AuditStage, DatabaseKind, StatementOutcome, stats};
 use sqlx::error::DatabaseError;
 use sqlx::pool::PoolConnection;
 use sqlx::postgres::{PgConnection, Postgres};
@@ -222,7 +222,7 @@ struct Rest<'e> {
 }
 
 impl Backend for Postgres {
-    const SYSTEM_NAME: &'static str = "postgresql";
+    const KIND: DatabaseKind = DatabaseKind::Postgres;
     const DIALECT: SqlDialect = SqlDialect::Postgres;
     type PoolState = PgPoolState;
     type ConnState = PgConnState;

@@ -74,7 +74,7 @@ use std::sync::Arc;
 
 use futures_core::future::BoxFuture;
 use futures_util::FutureExt;
-use hintaudit_core::{AuditStage, StatementOutcome, stats};
+use hintaudit_core::{AuditStage, DatabaseKind, StatementOutcome, stats};
 use sqlx::error::DatabaseError;
 use sqlx::pool::PoolOptions;
 use sqlx::sqlite::{Sqlite, SqliteConnection};
@@ -257,7 +257,7 @@ impl Drop for Finish<'_> {
 }
 
 impl Backend for Sqlite {
-    const SYSTEM_NAME: &'static str = "sqlite";
+    const KIND: DatabaseKind = DatabaseKind::Sqlite;
     const DIALECT: SqlDialect = SqlDialect::Sqlite;
     type PoolState = hooks::Registry;
     type ConnState = SqliteConnState;

@@ -2,22 +2,24 @@
 //! catalog, streamed scans into [`Snapshot`]s, setup SQL and value samples for generated
 //! arguments.
 //!
-//! Backends: SQLite, PostgreSQL, MySQL/MariaDB, through sqlx. A cheap change marker
+//! Backends: SQLite, PostgreSQL, MySQL/MariaDB, through sqlx, one implementation per
+//! [`DatabaseKind`](hintaudit_core::DatabaseKind) (backend.rs). A cheap change marker
 //! (SQLite's `PRAGMA data_version`, PostgreSQL's WAL insert position) lets a snapshot be
 //! reused when nothing was written since the last one (PostgreSQL's also covers sequences,
 //! whose `nextval` writes WAL only every 32 values); MySQL has none and always rescans.
 
+mod backend;
 mod mysql;
 mod postgres;
 mod sqlite;
 
 use std::path::PathBuf;
-use std::str::FromStr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use hintaudit_core::{DatabaseKind, Policy};
-use sqlx::{Connection, mysql::MySqlConnection, postgres::PgConnection, sqlite::SqliteConnection};
+use hintaudit_core::{DatabaseKind, DatabaseUrl, Policy};
+
+use backend::{Backend, Connection};
 
 use crate::error::VerifyError;
 use crate::objects::RawObject;
@@ -26,11 +28,18 @@ use crate::snapshot::{Snapshot, TableShape, TableSnapshot};
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
 
-pub(crate) enum Database {
-    Sqlite(SqliteConnection),
-    Postgres(PgConnection),
-    MySql(MySqlConnection),
+/// verify's implementation of `kind` (backend.rs): the one place verify tells the kinds of
+/// database apart.
+pub(crate) fn backend(kind: DatabaseKind) -> &'static dyn Backend {
+    match kind {
+        DatabaseKind::Sqlite => &sqlite::Sqlite,
+        DatabaseKind::Postgres => &postgres::Postgres,
+        DatabaseKind::MySql => &mysql::MySql,
+    }
 }
+
+/// One connection to the test database, of any kind.
+pub(crate) struct Database(Box<dyn Connection>);
 
 /// Quotes an identifier with `q` (`"` or `` ` ``), doubling it inside.
 pub(crate) fn quote_ident(name: &str, q: char) -> String {
@@ -46,33 +55,27 @@ pub(crate) fn quote_ident(name: &str, q: char) -> String {
     s
 }
 
+/// `SELECT <cast of MAX(column)> FROM table`, the column quoted with `q` and `cast` holding
+/// `{}` where the maximum goes.
+fn max_value_sql(table: &TableShape, column: &str, q: char, cast: &str) -> String {
+    let max = format!("MAX({})", quote_ident(column, q));
+    format!(
+        "SELECT {} FROM {}",
+        cast.replace("{}", &max),
+        table.sql_name
+    )
+}
+
 impl Database {
     /// Connects to a sqlx URL: `sqlite:` (the file must exist), `postgres:`/`postgresql:`,
-    /// `mysql:`/`mariadb:`.
+    /// `mysql:`/`mariadb:`, any case ([`DatabaseUrl`]).
     pub async fn connect(url: &str) -> Result<Database, VerifyError> {
-        let kind = DatabaseKind::from_url(url).map_err(|e| {
+        let parsed = DatabaseUrl::parse(url).map_err(|e| {
             VerifyError::Database(format!("cannot connect to {}: {e}", redact(url)))
         })?;
-        let fut = async {
-            Ok::<_, sqlx::Error>(match kind {
-                DatabaseKind::Sqlite => {
-                    let opts = sqlx::sqlite::SqliteConnectOptions::from_str(url)?
-                        .create_if_missing(false)
-                        .busy_timeout(Duration::from_secs(10))
-                        // Rows cross from sqlx's worker thread in batches: fewer wake-ups
-                        // per scan (bounded: at most this many rows in flight).
-                        .row_buffer_size(1024);
-                    Database::Sqlite(SqliteConnection::connect_with(&opts).await?)
-                }
-                DatabaseKind::Postgres => Database::Postgres(PgConnection::connect(url).await?),
-                DatabaseKind::MySql => {
-                    let url = url.replacen("mariadb:", "mysql:", 1);
-                    Database::MySql(MySqlConnection::connect(&url).await?)
-                }
-            })
-        };
+        let fut = backend(parsed.kind()).connect(&parsed);
         match tokio::time::timeout(CONNECT_TIMEOUT, fut).await {
-            Ok(Ok(db)) => Ok(db),
+            Ok(Ok(c)) => Ok(Database(c)),
             Ok(Err(e)) => Err(VerifyError::db(
                 &format!("cannot connect to {}", redact(url)),
                 e,
@@ -88,20 +91,13 @@ impl Database {
     /// The sessions on the database server other than ours, now (PostgreSQL's
     /// `pg_stat_activity`, MySQL's processlist); `None` on SQLite, which has no sessions.
     pub async fn sessions(&mut self) -> Result<Option<Vec<DbSession>>, sqlx::Error> {
-        match self {
-            Database::Sqlite(_) => Ok(None),
-            Database::Postgres(c) => postgres::sessions(c).await.map(Some),
-            Database::MySql(c) => mysql::sessions(c).await.map(Some),
-        }
+        self.0.sessions().await
     }
 
     /// The SQLite database file, as an absolute path without symbolic links (as `/proc`
     /// shows open files); `None` on other backends and for an in-memory database.
     pub async fn sqlite_file(&mut self) -> Result<Option<PathBuf>, sqlx::Error> {
-        match self {
-            Database::Sqlite(c) => sqlite::file(c).await,
-            Database::Postgres(_) | Database::MySql(_) => Ok(None),
-        }
+        self.0.sqlite_file().await
     }
 
     /// Watched tables (not ignored by `policy`), with their watched columns, by name.
@@ -112,11 +108,7 @@ impl Database {
         policy: &Policy,
         schemas: &[String],
     ) -> Result<Vec<TableShape>, sqlx::Error> {
-        let raw = match self {
-            Database::Sqlite(c) => sqlite::tables(c).await?,
-            Database::Postgres(c) => postgres::tables(c, schemas).await?,
-            Database::MySql(c) => mysql::tables(c).await?,
-        };
+        let raw = self.0.tables(schemas).await?;
         let mut out: Vec<TableShape> = raw
             .into_iter()
             .filter(|t| !policy.is_ignored_table(&t.name))
@@ -135,11 +127,7 @@ impl Database {
         policy: &Policy,
         schemas: &[String],
     ) -> Result<Vec<RawSequence>, sqlx::Error> {
-        let mut raw = match self {
-            Database::Sqlite(c) => sqlite::sequences(c).await?,
-            Database::Postgres(c) => postgres::sequences(c, schemas).await?,
-            Database::MySql(c) => mysql::sequences(c).await?,
-        };
+        let mut raw = self.0.sequences(schemas).await?;
         raw.retain(|s| {
             !policy.is_ignored_table(&s.name)
                 && s.owner.as_ref().is_none_or(|t| !policy.is_ignored_table(t))
@@ -156,43 +144,27 @@ impl Database {
         policy: &Policy,
         schemas: &[String],
     ) -> Result<Vec<RawObject>, sqlx::Error> {
-        let mut raw = match self {
-            Database::Sqlite(c) => sqlite::objects(c).await?,
-            Database::Postgres(c) => postgres::objects(c, schemas).await?,
-            Database::MySql(c) => mysql::objects(c).await?,
-        };
+        let mut raw = self.0.objects(schemas).await?;
         raw.retain(|o| o.owner.as_ref().is_none_or(|t| !policy.is_ignored_table(t)));
         Ok(raw)
     }
 
     /// Streams one table into its snapshot.
     pub async fn scan(&mut self, shape: TableShape) -> Result<TableSnapshot, sqlx::Error> {
-        match self {
-            Database::Sqlite(c) => sqlite::scan(c, shape).await,
-            Database::Postgres(c) => postgres::scan(c, shape).await,
-            Database::MySql(c) => mysql::scan(c, shape).await,
-        }
+        self.0.scan(shape).await
     }
 
     /// A value that changes whenever anything may have been written, or `None` when the
     /// backend has none.
     pub async fn change_marker(&mut self) -> Result<Option<String>, sqlx::Error> {
-        match self {
-            Database::Sqlite(c) => sqlite::change_marker(c).await,
-            Database::Postgres(c) => postgres::change_marker(c).await,
-            Database::MySql(_) => Ok(None),
-        }
+        self.0.change_marker().await
     }
 
     /// Opens a read-only transaction so that all tables of one snapshot are read at one
     /// moment (SQLite: a read transaction; PostgreSQL: REPEATABLE READ; MySQL: a consistent
     /// snapshot). [`Database::end_read`] closes it.
     pub async fn begin_read(&mut self) -> Result<(), sqlx::Error> {
-        let sql = match self {
-            Database::Sqlite(_) => "BEGIN",
-            Database::Postgres(_) => "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
-            Database::MySql(_) => "START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY",
-        };
+        let sql = self.0.begin_read();
         self.execute_script(sql).await
     }
 
@@ -203,12 +175,7 @@ impl Database {
 
     /// Runs a script of one or more statements (a case's setup SQL).
     pub async fn execute_script(&mut self, sql: &str) -> Result<(), sqlx::Error> {
-        let sql = sqlx::AssertSqlSafe(sql.to_owned());
-        match self {
-            Database::Sqlite(c) => sqlx::raw_sql(sql).execute(c).await.map(drop),
-            Database::Postgres(c) => sqlx::raw_sql(sql).execute(c).await.map(drop),
-            Database::MySql(c) => sqlx::raw_sql(sql).execute(c).await.map(drop),
-        }
+        self.0.execute_script(sql).await
     }
 
     /// The largest value of a column, as text (`None` for an empty table).
@@ -217,30 +184,7 @@ impl Database {
         table: &TableShape,
         column: &str,
     ) -> Result<Option<String>, sqlx::Error> {
-        let sql = |q: char, cast: &str| {
-            format!(
-                "SELECT {} FROM {}",
-                cast.replace("{}", &format!("MAX({})", quote_ident(column, q))),
-                table.sql_name
-            )
-        };
-        match self {
-            Database::Sqlite(c) => {
-                sqlx::query_scalar(sqlx::AssertSqlSafe(sql('"', "CAST({} AS TEXT)")))
-                    .fetch_one(c)
-                    .await
-            }
-            Database::Postgres(c) => {
-                sqlx::query_scalar(sqlx::AssertSqlSafe(sql('"', "({})::text")))
-                    .fetch_one(c)
-                    .await
-            }
-            Database::MySql(c) => {
-                sqlx::query_scalar(sqlx::AssertSqlSafe(sql('`', "CAST({} AS CHAR)")))
-                    .fetch_one(c)
-                    .await
-            }
-        }
+        self.0.max_value(table, column).await
     }
 
     /// Up to `limit` distinct non-NULL values of a column, as text, smallest first.
@@ -250,11 +194,7 @@ impl Database {
         column: &str,
         limit: u32,
     ) -> Result<Vec<String>, sqlx::Error> {
-        match self {
-            Database::Sqlite(c) => sqlite::sample(c, table, column, limit).await,
-            Database::Postgres(c) => postgres::sample(c, table, column, limit).await,
-            Database::MySql(c) => mysql::sample(c, table, column, limit).await,
-        }
+        self.0.sample(table, column, limit).await
     }
 }
 

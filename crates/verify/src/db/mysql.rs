@@ -1,14 +1,98 @@
 //! MySQL and MariaDB: `information_schema` for the catalog; cells read as text
-//! (`CAST(... AS CHAR)`), binary columns as `HEX(...)`.
+//! (`CAST(... AS CHAR)`), binary columns as `HEX(...)`; no change marker (every snapshot
+//! rescans); a dump and restore for `--reset`'s copy (copy.rs).
 
+mod copy;
+
+use async_trait::async_trait;
 use futures_util::TryStreamExt;
+use hintaudit_core::DatabaseUrl;
 use sqlx::mysql::MySqlConnection;
-use sqlx::{AssertSqlSafe, Row};
+use sqlx::{AssertSqlSafe, Connection as _, Row};
 
-use super::{DbSession, RawTable, quote_ident};
+use super::backend::{Backend, Connection, reset_err};
+use super::{DbSession, RawTable, max_value_sql, quote_ident};
+use crate::error::VerifyError;
 use crate::objects::RawObject;
 use crate::sequences::RawSequence;
 use crate::snapshot::{Cell, TableScan, TableShape, TableSnapshot};
+
+/// MySQL's and MariaDB's [`Backend`]: databases (schemas) on a server, copied through the
+/// original's connection.
+pub(crate) struct MySql;
+
+#[async_trait]
+impl Backend for MySql {
+    async fn connect(&self, url: &DatabaseUrl) -> Result<Box<dyn Connection>, sqlx::Error> {
+        Ok(Box::new(MySqlConnection::connect(url.driver_url()).await?))
+    }
+
+    async fn copy_database(&self, url: &DatabaseUrl, copy: &str) -> Result<(), VerifyError> {
+        copy::dump_and_restore(url, copy).await
+    }
+
+    async fn drop_database(&self, url: &DatabaseUrl, name: &str) -> Result<(), VerifyError> {
+        let mut c = MySqlConnection::connect(url.driver_url())
+            .await
+            .map_err(reset_err("connecting"))?;
+        let sql = format!("DROP DATABASE IF EXISTS {}", quote_ident(name, '`'));
+        sqlx::raw_sql(AssertSqlSafe(sql))
+            .execute(&mut c)
+            .await
+            .map_err(reset_err("dropping the pristine copy"))?;
+        c.close().await.map_err(reset_err("closing"))
+    }
+}
+
+#[async_trait]
+impl Connection for MySqlConnection {
+    async fn tables(&mut self, _schemas: &[String]) -> Result<Vec<RawTable>, sqlx::Error> {
+        tables(self).await
+    }
+
+    async fn sequences(&mut self, _schemas: &[String]) -> Result<Vec<RawSequence>, sqlx::Error> {
+        sequences(self).await
+    }
+
+    async fn objects(&mut self, _schemas: &[String]) -> Result<Vec<RawObject>, sqlx::Error> {
+        objects(self).await
+    }
+
+    async fn scan(&mut self, shape: TableShape) -> Result<TableSnapshot, sqlx::Error> {
+        scan(self, shape).await
+    }
+
+    async fn sessions(&mut self) -> Result<Option<Vec<DbSession>>, sqlx::Error> {
+        sessions(self).await.map(Some)
+    }
+
+    fn begin_read(&self) -> &'static str {
+        "START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY"
+    }
+
+    async fn execute_script(&mut self, sql: &str) -> Result<(), sqlx::Error> {
+        let sql = AssertSqlSafe(sql.to_owned());
+        sqlx::raw_sql(sql).execute(self).await.map(drop)
+    }
+
+    async fn max_value(
+        &mut self,
+        table: &TableShape,
+        column: &str,
+    ) -> Result<Option<String>, sqlx::Error> {
+        let sql = max_value_sql(table, column, '`', "CAST({} AS CHAR)");
+        sqlx::query_scalar(AssertSqlSafe(sql)).fetch_one(self).await
+    }
+
+    async fn sample(
+        &mut self,
+        table: &TableShape,
+        column: &str,
+        limit: u32,
+    ) -> Result<Vec<String>, sqlx::Error> {
+        sample(self, table, column, limit).await
+    }
+}
 
 const BINARY_TYPES: &[&str] = &[
     "binary",
@@ -40,7 +124,7 @@ async fn names_of_type(c: &mut MySqlConnection, ty: &str) -> Result<Vec<String>,
     .await
 }
 
-pub(super) async fn tables(c: &mut MySqlConnection) -> Result<Vec<RawTable>, sqlx::Error> {
+async fn tables(c: &mut MySqlConnection) -> Result<Vec<RawTable>, sqlx::Error> {
     let names = names_of_type(c, "BASE TABLE").await?;
     let mut out = Vec::with_capacity(names.len());
     for name in names {
@@ -78,7 +162,7 @@ pub(super) async fn tables(c: &mut MySqlConnection) -> Result<Vec<RawTable>, sql
 /// MariaDB's sequences (`CREATE SEQUENCE`; MySQL has none): state `next_not_cached_value`
 /// and `cycle_count`, read from the sequence itself (one dropped meanwhile is left out). With a cache (the default, 1000) a
 /// session's `NEXTVAL` inside its cache leaves them unchanged: a blind spot.
-pub(super) async fn sequences(c: &mut MySqlConnection) -> Result<Vec<RawSequence>, sqlx::Error> {
+async fn sequences(c: &mut MySqlConnection) -> Result<Vec<RawSequence>, sqlx::Error> {
     let names = names_of_type(c, "SEQUENCE").await?;
     let mut out = Vec::with_capacity(names.len());
     for name in names {
@@ -127,7 +211,7 @@ const OBJECTS: &str = "\
 
 /// Indexes, views, functions and procedures, triggers of this database, from
 /// `information_schema`.
-pub(super) async fn objects(c: &mut MySqlConnection) -> Result<Vec<RawObject>, sqlx::Error> {
+async fn objects(c: &mut MySqlConnection) -> Result<Vec<RawObject>, sqlx::Error> {
     let sql = format!(
         "SELECT CAST(k AS CHAR), CAST(n AS CHAR), CAST(t AS CHAR), CAST(d AS CHAR) \
          FROM ({OBJECTS}) AS o"
@@ -141,7 +225,7 @@ pub(super) async fn objects(c: &mut MySqlConnection) -> Result<Vec<RawObject>, s
 
 /// Sessions other than ours: their default database, whether it is ours, and the client's
 /// port (`host` is `address:port` over TCP, a bare host name over a socket).
-pub(super) async fn sessions(c: &mut MySqlConnection) -> Result<Vec<DbSession>, sqlx::Error> {
+async fn sessions(c: &mut MySqlConnection) -> Result<Vec<DbSession>, sqlx::Error> {
     let rows: Vec<(Option<String>, i64, Option<String>)> = sqlx::query_as(
         "SELECT db, CAST(COALESCE(db = DATABASE(), 0) AS SIGNED), host \
          FROM information_schema.processlist WHERE id <> CONNECTION_ID()",
@@ -169,10 +253,7 @@ fn select_expr(column: &str, binary: bool) -> String {
     }
 }
 
-pub(super) async fn scan(
-    c: &mut MySqlConnection,
-    shape: TableShape,
-) -> Result<TableSnapshot, sqlx::Error> {
+async fn scan(c: &mut MySqlConnection, shape: TableShape) -> Result<TableSnapshot, sqlx::Error> {
     let cols: Vec<String> = shape
         .columns
         .iter()
@@ -193,7 +274,7 @@ pub(super) async fn scan(
     Ok(scan.finish())
 }
 
-pub(super) async fn sample(
+async fn sample(
     c: &mut MySqlConnection,
     table: &TableShape,
     column: &str,

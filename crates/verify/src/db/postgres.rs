@@ -1,14 +1,123 @@
 //! PostgreSQL: `pg_catalog` for the catalog; every cell read as its text form (`::text`),
-//! which is canonical per type (floats print shortest-exact, bytea as hex).
+//! which is canonical per type (floats print shortest-exact, bytea as hex); the WAL insert
+//! position as the change marker; `CREATE DATABASE … TEMPLATE` for `--reset`'s copy.
 
+use async_trait::async_trait;
 use futures_util::TryStreamExt;
+use hintaudit_core::DatabaseUrl;
 use sqlx::postgres::PgConnection;
-use sqlx::{AssertSqlSafe, Row};
+use sqlx::{AssertSqlSafe, Connection as _, Row};
 
-use super::{DbSession, RawTable, quote_ident};
+use super::backend::{Backend, Connection, reset_err};
+use super::{DbSession, RawTable, max_value_sql, quote_ident};
+use crate::error::VerifyError;
 use crate::objects::RawObject;
 use crate::sequences::RawSequence;
 use crate::snapshot::{Cell, TableScan, TableShape, TableSnapshot};
+
+/// PostgreSQL's [`Backend`]: databases on a server, copied from the maintenance database
+/// `postgres`.
+pub(crate) struct Postgres;
+
+/// A connection to the maintenance database `postgres` of `url`'s server.
+async fn maintenance(url: &DatabaseUrl) -> Result<PgConnection, VerifyError> {
+    let url = url
+        .with_database("postgres")
+        .ok_or_else(|| VerifyError::Usage("--reset: --database must name a database".into()))?;
+    PgConnection::connect(url.driver_url())
+        .await
+        .map_err(reset_err("connecting to the postgres database"))
+}
+
+#[async_trait]
+impl Backend for Postgres {
+    async fn connect(&self, url: &DatabaseUrl) -> Result<Box<dyn Connection>, sqlx::Error> {
+        Ok(Box::new(PgConnection::connect(url.driver_url()).await?))
+    }
+
+    /// Nobody may be connected to the original while it is copied.
+    async fn copy_database(&self, url: &DatabaseUrl, copy: &str) -> Result<(), VerifyError> {
+        let name = url.database().unwrap_or_default();
+        let mut c = maintenance(url).await?;
+        let (orig, copy) = (quote_ident(name, '"'), quote_ident(copy, '"'));
+        for sql in [
+            format!("DROP DATABASE IF EXISTS {copy} WITH (FORCE)"),
+            format!("CREATE DATABASE {copy} TEMPLATE {orig}"),
+        ] {
+            sqlx::raw_sql(AssertSqlSafe(sql))
+                .execute(&mut c)
+                .await
+                .map_err(reset_err(
+                    "CREATE DATABASE ... TEMPLATE (is a session still connected to the original?)",
+                ))?;
+        }
+        c.close().await.map_err(reset_err("closing"))
+    }
+
+    async fn drop_database(&self, url: &DatabaseUrl, name: &str) -> Result<(), VerifyError> {
+        let mut c = maintenance(url).await?;
+        let sql = format!("DROP DATABASE IF EXISTS {}", quote_ident(name, '"'));
+        sqlx::raw_sql(AssertSqlSafe(sql))
+            .execute(&mut c)
+            .await
+            .map_err(reset_err("dropping the pristine copy"))?;
+        c.close().await.map_err(reset_err("closing"))
+    }
+}
+
+#[async_trait]
+impl Connection for PgConnection {
+    async fn tables(&mut self, schemas: &[String]) -> Result<Vec<RawTable>, sqlx::Error> {
+        tables(self, schemas).await
+    }
+
+    async fn sequences(&mut self, schemas: &[String]) -> Result<Vec<RawSequence>, sqlx::Error> {
+        sequences(self, schemas).await
+    }
+
+    async fn objects(&mut self, schemas: &[String]) -> Result<Vec<RawObject>, sqlx::Error> {
+        objects(self, schemas).await
+    }
+
+    async fn scan(&mut self, shape: TableShape) -> Result<TableSnapshot, sqlx::Error> {
+        scan(self, shape).await
+    }
+
+    async fn change_marker(&mut self) -> Result<Option<String>, sqlx::Error> {
+        change_marker(self).await
+    }
+
+    async fn sessions(&mut self) -> Result<Option<Vec<DbSession>>, sqlx::Error> {
+        sessions(self).await.map(Some)
+    }
+
+    fn begin_read(&self) -> &'static str {
+        "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
+    }
+
+    async fn execute_script(&mut self, sql: &str) -> Result<(), sqlx::Error> {
+        let sql = AssertSqlSafe(sql.to_owned());
+        sqlx::raw_sql(sql).execute(self).await.map(drop)
+    }
+
+    async fn max_value(
+        &mut self,
+        table: &TableShape,
+        column: &str,
+    ) -> Result<Option<String>, sqlx::Error> {
+        let sql = max_value_sql(table, column, '"', "({})::text");
+        sqlx::query_scalar(AssertSqlSafe(sql)).fetch_one(self).await
+    }
+
+    async fn sample(
+        &mut self,
+        table: &TableShape,
+        column: &str,
+        limit: u32,
+    ) -> Result<Vec<String>, sqlx::Error> {
+        sample(self, table, column, limit).await
+    }
+}
 
 const TABLES: &str = "SELECT n.nspname::text, c.relname::text, c.oid::int8, \
             n.nspname = current_schema() \
@@ -28,10 +137,7 @@ const KEY: &str = "SELECT a.attname::text FROM pg_index i \
      ORDER BY array_position(i.indkey::int2[], a.attnum)";
 
 /// Tables of every non-system schema, or of `schemas` when it is not empty.
-pub(super) async fn tables(
-    c: &mut PgConnection,
-    schemas: &[String],
-) -> Result<Vec<RawTable>, sqlx::Error> {
+async fn tables(c: &mut PgConnection, schemas: &[String]) -> Result<Vec<RawTable>, sqlx::Error> {
     let rows: Vec<(String, String, i64, bool)> = sqlx::query_as(TABLES)
         .bind(schemas)
         .fetch_all(&mut *c)
@@ -59,10 +165,7 @@ pub(super) async fn tables(
     Ok(out)
 }
 
-pub(super) async fn scan(
-    c: &mut PgConnection,
-    shape: TableShape,
-) -> Result<TableSnapshot, sqlx::Error> {
+async fn scan(c: &mut PgConnection, shape: TableShape) -> Result<TableSnapshot, sqlx::Error> {
     let cols: Vec<String> = shape
         .columns
         .iter()
@@ -104,7 +207,7 @@ const SEQUENCES: &str = "SELECT n.nspname::text, c.relname::text, n.nspname = cu
 /// read from each sequence (one that another session drops meanwhile is left out). With
 /// `CACHE` above 1 a session's `nextval` inside its cache leaves them unchanged, and
 /// without privilege they cannot be read: both are blind spots.
-pub(super) async fn sequences(
+async fn sequences(
     c: &mut PgConnection,
     schemas: &[String],
 ) -> Result<Vec<RawSequence>, sqlx::Error> {
@@ -204,10 +307,7 @@ const OBJECTS: &str = "\
 /// Indexes, views and materialized views (their definitions), functions and procedures
 /// (named with their argument types), triggers, enum and domain types of every non-system
 /// schema, or of `schemas` when it is not empty; definitions as md5 digests.
-pub(super) async fn objects(
-    c: &mut PgConnection,
-    schemas: &[String],
-) -> Result<Vec<RawObject>, sqlx::Error> {
+async fn objects(c: &mut PgConnection, schemas: &[String]) -> Result<Vec<RawObject>, sqlx::Error> {
     let rows: Vec<(String, String, Option<String>, Option<String>)> = sqlx::query_as(OBJECTS)
         .bind(schemas)
         .fetch_all(&mut *c)
@@ -217,7 +317,7 @@ pub(super) async fn objects(
 
 /// Client sessions other than ours: their database, its name is ours, and the client's port
 /// (`None` over a Unix socket).
-pub(super) async fn sessions(c: &mut PgConnection) -> Result<Vec<DbSession>, sqlx::Error> {
+async fn sessions(c: &mut PgConnection) -> Result<Vec<DbSession>, sqlx::Error> {
     let rows: Vec<(Option<String>, bool, Option<i32>)> = sqlx::query_as(
         "SELECT datname::text, datname = current_database(), client_port FROM pg_stat_activity \
          WHERE pid <> pg_backend_pid() AND backend_type = 'client backend'",
@@ -237,7 +337,7 @@ pub(super) async fn sessions(c: &mut PgConnection) -> Result<Vec<DbSession>, sql
 /// The WAL insert position: it moves on every logged write in the cluster; and a digest of
 /// every sequence's `last_value`, since `nextval` writes WAL only every 32 values. Unlogged
 /// tables write no WAL, so with any of them watched there is no marker.
-pub(super) async fn change_marker(c: &mut PgConnection) -> Result<Option<String>, sqlx::Error> {
+async fn change_marker(c: &mut PgConnection) -> Result<Option<String>, sqlx::Error> {
     let row: (Option<String>, bool) = sqlx::query_as(
         "SELECT CASE WHEN pg_is_in_recovery() THEN NULL ELSE pg_current_wal_insert_lsn()::text \
                 || ' ' || (SELECT md5(coalesce(string_agg(schemaname || '.' || sequencename \
@@ -252,7 +352,7 @@ pub(super) async fn change_marker(c: &mut PgConnection) -> Result<Option<String>
     Ok(if row.1 { None } else { row.0 })
 }
 
-pub(super) async fn sample(
+async fn sample(
     c: &mut PgConnection,
     table: &TableShape,
     column: &str,

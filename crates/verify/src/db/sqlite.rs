@@ -1,17 +1,127 @@
-//! SQLite: `sqlite_master` and `pragma_table_info` for the catalog, typed cells.
+//! SQLite: `sqlite_master` and `pragma_table_info` for the catalog, typed cells; `PRAGMA
+//! data_version` as the change marker; `VACUUM INTO` for `--reset`'s copy.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::time::Duration;
 
+use async_trait::async_trait;
 use futures_util::TryStreamExt;
-use sqlx::sqlite::{Sqlite, SqliteConnection, SqliteValueRef};
-use sqlx::{AssertSqlSafe, Decode, Row, TypeInfo, ValueRef};
+use hintaudit_core::DatabaseUrl;
+use sqlx::sqlite::{SqliteConnectOptions, SqliteConnection, SqliteValueRef};
+use sqlx::{AssertSqlSafe, Connection as _, Decode, Row, TypeInfo, ValueRef};
 
-use super::{RawTable, quote_ident};
+use super::backend::{Backend, Connection, reset_err};
+use super::{RawTable, max_value_sql, quote_ident};
+use crate::error::VerifyError;
 use crate::objects::{ObjectKind, RawObject};
 use crate::sequences::RawSequence;
 use crate::snapshot::{Cell, TableScan, TableShape, TableSnapshot};
 
-pub(super) async fn tables(c: &mut SqliteConnection) -> Result<Vec<RawTable>, sqlx::Error> {
+/// SQLite's [`Backend`]: a database is a file.
+pub(crate) struct Sqlite;
+
+#[async_trait]
+impl Backend for Sqlite {
+    async fn connect(&self, url: &DatabaseUrl) -> Result<Box<dyn Connection>, sqlx::Error> {
+        let opts = SqliteConnectOptions::from_str(url.driver_url())?
+            .create_if_missing(false)
+            .busy_timeout(Duration::from_secs(10))
+            // Rows cross from sqlx's worker thread in batches: fewer wake-ups per scan
+            // (bounded: at most this many rows in flight).
+            .row_buffer_size(1024);
+        Ok(Box::new(SqliteConnection::connect_with(&opts).await?))
+    }
+
+    async fn copy_database(&self, url: &DatabaseUrl, copy: &str) -> Result<(), VerifyError> {
+        let _ = std::fs::remove_file(copy);
+        let opts = SqliteConnectOptions::from_str(url.driver_url())
+            .map_err(reset_err("opening the database"))?
+            .create_if_missing(false)
+            .read_only(true);
+        let mut c = SqliteConnection::connect_with(&opts)
+            .await
+            .map_err(reset_err("opening the database"))?;
+        sqlx::query("VACUUM INTO ?")
+            .bind(copy)
+            .execute(&mut c)
+            .await
+            .map_err(reset_err("copying the database"))?;
+        c.close().await.map_err(reset_err("closing"))
+    }
+
+    /// Removes the file `name` and its journals.
+    async fn drop_database(&self, _url: &DatabaseUrl, name: &str) -> Result<(), VerifyError> {
+        for suffix in ["", "-wal", "-shm", "-journal"] {
+            match std::fs::remove_file(format!("{name}{suffix}")) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    return Err(VerifyError::Database(format!(
+                        "--reset: removing {}: {e}",
+                        Path::new(name).display()
+                    )));
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl Connection for SqliteConnection {
+    async fn tables(&mut self, _schemas: &[String]) -> Result<Vec<RawTable>, sqlx::Error> {
+        tables(self).await
+    }
+
+    async fn sequences(&mut self, _schemas: &[String]) -> Result<Vec<RawSequence>, sqlx::Error> {
+        sequences(self).await
+    }
+
+    async fn objects(&mut self, _schemas: &[String]) -> Result<Vec<RawObject>, sqlx::Error> {
+        objects(self).await
+    }
+
+    async fn scan(&mut self, shape: TableShape) -> Result<TableSnapshot, sqlx::Error> {
+        scan(self, shape).await
+    }
+
+    async fn change_marker(&mut self) -> Result<Option<String>, sqlx::Error> {
+        change_marker(self).await
+    }
+
+    async fn sqlite_file(&mut self) -> Result<Option<PathBuf>, sqlx::Error> {
+        file(self).await
+    }
+
+    fn begin_read(&self) -> &'static str {
+        "BEGIN"
+    }
+
+    async fn execute_script(&mut self, sql: &str) -> Result<(), sqlx::Error> {
+        let sql = AssertSqlSafe(sql.to_owned());
+        sqlx::raw_sql(sql).execute(self).await.map(drop)
+    }
+
+    async fn max_value(
+        &mut self,
+        table: &TableShape,
+        column: &str,
+    ) -> Result<Option<String>, sqlx::Error> {
+        let sql = max_value_sql(table, column, '"', "CAST({} AS TEXT)");
+        sqlx::query_scalar(AssertSqlSafe(sql)).fetch_one(self).await
+    }
+
+    async fn sample(
+        &mut self,
+        table: &TableShape,
+        column: &str,
+        limit: u32,
+    ) -> Result<Vec<String>, sqlx::Error> {
+        sample(self, table, column, limit).await
+    }
+}
+
+async fn tables(c: &mut SqliteConnection) -> Result<Vec<RawTable>, sqlx::Error> {
     let names: Vec<String> = sqlx::query_scalar(
         "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name",
     )
@@ -44,7 +154,7 @@ pub(super) async fn tables(c: &mut SqliteConnection) -> Result<Vec<RawTable>, sq
 /// The `AUTOINCREMENT` counter of every table that has one (`sqlite_sequence`, which exists
 /// once such a table does), named `sqlite_sequence.<table>`; a table not inserted into yet
 /// has none (state `-`).
-pub(super) async fn sequences(c: &mut SqliteConnection) -> Result<Vec<RawSequence>, sqlx::Error> {
+async fn sequences(c: &mut SqliteConnection) -> Result<Vec<RawSequence>, sqlx::Error> {
     let exists: i64 = sqlx::query_scalar(
         "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'sqlite_sequence'",
     )
@@ -72,7 +182,7 @@ pub(super) async fn sequences(c: &mut SqliteConnection) -> Result<Vec<RawSequenc
 }
 
 /// Indexes (automatic ones too), views and triggers, from `sqlite_master`.
-pub(super) async fn objects(c: &mut SqliteConnection) -> Result<Vec<RawObject>, sqlx::Error> {
+async fn objects(c: &mut SqliteConnection) -> Result<Vec<RawObject>, sqlx::Error> {
     let rows: Vec<(String, String, String, String)> = sqlx::query_as(
         "SELECT type, name, tbl_name, coalesce(sql, '') FROM sqlite_master \
          WHERE type IN ('index', 'view', 'trigger') ORDER BY type, name",
@@ -109,17 +219,14 @@ fn cell<'r>(v: SqliteValueRef<'r>) -> Result<Cell<'r>, sqlx::Error> {
         _ => 3,
     };
     Ok(match kind {
-        0 => Cell::Int(<i64 as Decode<Sqlite>>::decode(v).map_err(decode_err)?),
-        1 => Cell::Real(<f64 as Decode<Sqlite>>::decode(v).map_err(decode_err)?),
-        2 => Cell::Blob(<&[u8] as Decode<Sqlite>>::decode(v).map_err(decode_err)?),
-        _ => Cell::Text(<&str as Decode<Sqlite>>::decode(v).map_err(decode_err)?),
+        0 => Cell::Int(<i64 as Decode<sqlx::Sqlite>>::decode(v).map_err(decode_err)?),
+        1 => Cell::Real(<f64 as Decode<sqlx::Sqlite>>::decode(v).map_err(decode_err)?),
+        2 => Cell::Blob(<&[u8] as Decode<sqlx::Sqlite>>::decode(v).map_err(decode_err)?),
+        _ => Cell::Text(<&str as Decode<sqlx::Sqlite>>::decode(v).map_err(decode_err)?),
     })
 }
 
-pub(super) async fn scan(
-    c: &mut SqliteConnection,
-    shape: TableShape,
-) -> Result<TableSnapshot, sqlx::Error> {
+async fn scan(c: &mut SqliteConnection, shape: TableShape) -> Result<TableSnapshot, sqlx::Error> {
     let cols: Vec<String> = shape.columns.iter().map(|n| quote_ident(n, '"')).collect();
     let sql = format!("SELECT {} FROM {}", cols.join(", "), shape.sql_name);
     let n = cols.len();
@@ -134,7 +241,7 @@ pub(super) async fn scan(
     Ok(scan.finish())
 }
 
-pub(super) async fn change_marker(c: &mut SqliteConnection) -> Result<Option<String>, sqlx::Error> {
+async fn change_marker(c: &mut SqliteConnection) -> Result<Option<String>, sqlx::Error> {
     let v: i64 = sqlx::query_scalar("PRAGMA data_version")
         .fetch_one(&mut *c)
         .await?;
@@ -142,7 +249,7 @@ pub(super) async fn change_marker(c: &mut SqliteConnection) -> Result<Option<Str
 }
 
 /// The database file, canonical (`None` for an in-memory or temporary database).
-pub(super) async fn file(c: &mut SqliteConnection) -> Result<Option<PathBuf>, sqlx::Error> {
+async fn file(c: &mut SqliteConnection) -> Result<Option<PathBuf>, sqlx::Error> {
     let file: Option<String> =
         sqlx::query_scalar("SELECT file FROM pragma_database_list WHERE name = 'main'")
             .fetch_optional(&mut *c)
@@ -152,7 +259,7 @@ pub(super) async fn file(c: &mut SqliteConnection) -> Result<Option<PathBuf>, sq
         .map(|f| std::fs::canonicalize(&f).unwrap_or_else(|_| PathBuf::from(f))))
 }
 
-pub(super) async fn sample(
+async fn sample(
     c: &mut SqliteConnection,
     table: &TableShape,
     column: &str,

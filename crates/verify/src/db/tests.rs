@@ -174,6 +174,43 @@ async fn unchanged_database_reuses_the_snapshot() {
     assert_eq!(s.take().await.unwrap().row_count(), 4);
 }
 
+/// The scheme in any case reaches sqlx as `sqlite:` (which reads `SQLite:t.db` as a file
+/// named so, and the copy `--reset` makes is named from the same URL).
+#[tokio::test]
+async fn a_scheme_in_any_case_opens_the_same_file() {
+    let mut f = fixture("CREATE TABLE a (id INTEGER PRIMARY KEY)").await;
+    f.write("INSERT INTO a VALUES (1), (2)").await;
+    let upper = f.url.replacen("sqlite:", "SQLite:", 1);
+    let mut s = Snapshotter::new(Database::connect(&upper).await.unwrap(), Policy::default());
+    assert_eq!(s.take().await.unwrap().row_count(), 2);
+}
+
+/// SQLite's backend copies a file whole (`VACUUM INTO`, replacing an older copy) and drops
+/// it with its journals.
+#[tokio::test]
+async fn sqlite_copies_and_drops_files() {
+    let mut f = fixture("CREATE TABLE a (id INTEGER PRIMARY KEY)").await;
+    f.write("INSERT INTO a VALUES (1), (2), (3)").await;
+    let url = hintaudit_core::DatabaseUrl::parse(&f.url).unwrap();
+    let copy = f._dir.path().join("copy.db").display().to_string();
+    std::fs::write(&copy, b"an older copy").unwrap();
+    let sqlite = super::backend(url.kind());
+    sqlite.copy_database(&url, &copy).await.expect("copied");
+    let copy_url = url.with_database(&copy).unwrap();
+    let mut db = Database::connect(copy_url.as_given()).await.unwrap();
+    let shape = db.tables(&Policy::default(), &[]).await.unwrap().remove(0);
+    assert_eq!(db.scan(shape).await.unwrap().row_count(), 3);
+    drop(db);
+    std::fs::write(format!("{copy}-wal"), b"").unwrap();
+    sqlite.drop_database(&url, &copy).await.expect("dropped");
+    assert!(!std::path::Path::new(&copy).exists());
+    assert!(!std::path::Path::new(&format!("{copy}-wal")).exists());
+    sqlite
+        .drop_database(&url, &copy)
+        .await
+        .expect("a missing file is dropped already");
+}
+
 #[tokio::test]
 async fn wrong_urls_fail_with_one_line() {
     for url in [

@@ -48,7 +48,7 @@ pub(super) fn render(report: &Report) -> String {
                 "advice": t.advice.iter().map(|a| json!({"advice": a.as_str(), "hint": a.hint().spec_name(), "text": advice_text(*a), "cases": t.advice_basis})).collect::<Vec<_>>(),
                 "notes": t.notes,
                 "suggestion": t.suggestion.as_ref().map(|s| json!({
-                    "annotations": Hint::ALL.iter().filter_map(|h| Some((h.spec_name().to_owned(), json!(s.corrected.get(*h)?)))).collect::<serde_json::Map<String, Value>>(),
+                    "annotations": s.corrected,
                     "json_patch": s.json_patch(),
                     "rmcp": s.rmcp_attribute(),
                     "evidence": s.evidence,

@@ -26,15 +26,12 @@
 //! database whose name says it is a test one ([`is_test_name`]) is reset in place; others,
 //! and SQLite files, are refused.
 
-use std::str::FromStr;
-
-use hintaudit_core::DatabaseKind;
-use sqlx::{AssertSqlSafe, Connection, Row};
+use hintaudit_core::{DatabaseKind, DatabaseUrl};
 
 use super::Verifier;
 use super::session::Session;
 use crate::client::ServerSpec;
-use crate::db::{Database, Snapshotter, quote_ident};
+use crate::db::{Database, Snapshotter, backend, redact};
 use crate::error::VerifyError;
 use crate::report::ToolReport;
 
@@ -60,24 +57,22 @@ pub fn is_test_name(name: &str) -> bool {
         .any(|w| ["test", "tests", "testing"].contains(&w.to_ascii_lowercase().as_str()))
 }
 
-/// `(scheme://authority, database name, ?query)` of a PostgreSQL or MySQL URL.
-fn split_url(url: &str) -> Option<(&str, &str, &str)> {
-    let after = url.find("://")? + 3;
-    let slash = after + url[after..].find('/')?;
-    let rest = &url[slash + 1..];
-    let (name, query) = match rest.find('?') {
-        Some(q) => (&rest[..q], &rest[q..]),
-        None => (rest, ""),
-    };
-    (!name.is_empty()).then_some((&url[..slash], name, query))
+/// The name of the copy of database `name`: `<name>_hintaudit_copy` on a server; for a file
+/// `<stem>.hintaudit-copy.<ext>` beside it.
+fn copy_name(kind: DatabaseKind, name: &str) -> String {
+    if !kind.is_file() {
+        return format!("{name}_hintaudit_copy");
+    }
+    match name.rsplit_once('.') {
+        Some((stem, ext)) if !ext.contains('/') => format!("{stem}.hintaudit-copy.{ext}"),
+        _ => format!("{name}.hintaudit-copy"),
+    }
 }
 
-fn sqlite_path(url: &str) -> &str {
-    let p = url
-        .strip_prefix("sqlite://")
-        .or_else(|| url.strip_prefix("sqlite:"))
-        .unwrap_or(url);
-    p.split('?').next().unwrap_or(p)
+/// `--database`'s URL, or one verify made from it, parsed (a usage error names the scheme
+/// only).
+fn parse(url: &str) -> Result<DatabaseUrl, VerifyError> {
+    DatabaseUrl::parse(url).map_err(|e| VerifyError::Usage(format!("--reset: {e}")))
 }
 
 impl DatabaseCopy {
@@ -88,41 +83,26 @@ impl DatabaseCopy {
                 "--reset needs --stdio: verify must start the server on the copy".into(),
             ));
         };
-        let kind = DatabaseKind::from_url(database)
-            .map_err(|e| VerifyError::Usage(format!("--reset: {e}")))?;
-        if !names_database(command, database, kind) {
-            return DatabaseCopy::in_place(server, database, kind).await;
+        let url = parse(database)?;
+        if !names_database(command, &url) {
+            return DatabaseCopy::in_place(server, &url).await;
         }
-        let (url, replace): (String, Vec<(String, String)>) = match kind {
-            DatabaseKind::Sqlite => {
-                let path = sqlite_path(database);
-                let copy = match path.rsplit_once('.') {
-                    Some((stem, ext)) if !ext.contains('/') => {
-                        format!("{stem}.hintaudit-copy.{ext}")
-                    }
-                    _ => format!("{path}.hintaudit-copy"),
-                };
-                copy_sqlite(database, &copy).await?;
-                let url = database.replacen(path, &copy, 1);
-                (
-                    url.clone(),
-                    vec![(database.to_owned(), url), (path.to_owned(), copy)],
-                )
-            }
-            DatabaseKind::Postgres | DatabaseKind::MySql => {
-                let (base, name, query) = split_url(database).ok_or_else(|| {
-                    VerifyError::Usage("--reset: --database must name a database".into())
-                })?;
-                let copy_name = format!("{name}_hintaudit_copy");
-                copy_named(kind, database, name, &copy_name).await?;
-                let url = format!("{base}/{copy_name}{query}");
-                (url.clone(), vec![(database.to_owned(), url)])
-            }
-        };
-        // The longest original first: the URL before the bare path inside it.
-        let (original, copy) = replace
-            .iter()
-            .find(|(from, _)| command.contains(from.as_str()))
+        let kind = url.kind();
+        let unnamed = || VerifyError::Usage("--reset: --database must name a database".into());
+        let name = url.database().ok_or_else(unnamed)?;
+        let copy = url
+            .with_database(&copy_name(kind, name))
+            .ok_or_else(unnamed)?;
+        let copy_db = copy.database().unwrap_or_default();
+        backend(kind).copy_database(&url, copy_db).await?;
+        // The URL before the bare path inside it.
+        let mut replace = vec![(url.as_given(), copy.as_given())];
+        if kind.is_file() {
+            replace.push((name, copy_db));
+        }
+        let (original, replacement) = replace
+            .into_iter()
+            .find(|(from, _)| command.contains(from))
             .ok_or_else(|| {
                 VerifyError::Usage(
                     "--reset: the --stdio command does not name the database as --database \
@@ -133,38 +113,33 @@ impl DatabaseCopy {
             })?;
         Ok(DatabaseCopy {
             kind,
-            server: ServerSpec::Stdio(command.replace(original.as_str(), copy)),
-            url,
+            server: ServerSpec::Stdio(command.replace(original, replacement)),
+            url: copy.as_given().to_owned(),
             pristine: None,
         })
     }
 
-    /// Reset in place: keeps a pristine copy of `database`, on which the server runs as it
-    /// is told; refused unless the backend can restore it and its name says it is a test
-    /// database.
-    async fn in_place(
-        server: &ServerSpec,
-        database: &str,
-        kind: DatabaseKind,
-    ) -> Result<DatabaseCopy, VerifyError> {
+    /// Reset in place: keeps a pristine copy of `url`'s database, on which the server runs
+    /// as it is told; refused for a file (copied only) and unless the database's name says
+    /// it is a test database.
+    async fn in_place(server: &ServerSpec, url: &DatabaseUrl) -> Result<DatabaseCopy, VerifyError> {
         let refuse = |why: String| {
             VerifyError::Usage(format!(
                 "--reset: the --stdio command does not name the database as --database does \
                  (its URL, or for SQLite its file path), so verify would reset {} in place, \
                  and {why}",
-                crate::db::redact(database)
+                redact(url.as_given())
             ))
         };
-        let (base, name, query) = match kind {
-            DatabaseKind::Postgres | DatabaseKind::MySql => {
-                split_url(database).ok_or_else(|| refuse("--database names no database".into()))?
-            }
-            DatabaseKind::Sqlite => {
-                return Err(refuse(
-                    "a SQLite file is only ever copied, never reset in place".into(),
-                ));
-            }
-        };
+        let kind = url.kind();
+        if kind.is_file() {
+            return Err(refuse(format!(
+                "a {kind} file is only ever copied, never reset in place"
+            )));
+        }
+        let name = url
+            .database()
+            .ok_or_else(|| refuse("--database names no database".into()))?;
         if !is_test_name(name) {
             return Err(refuse(format!(
                 "the name {name:?} does not say it is a test database (no word test, tests or \
@@ -173,71 +148,50 @@ impl DatabaseCopy {
             )));
         }
         let pristine = format!("{name}_hintaudit_pristine");
-        copy_named(kind, database, name, &pristine).await?;
+        let pristine_url = url
+            .with_database(&pristine)
+            .ok_or_else(|| refuse("--database names no database".into()))?;
+        backend(kind).copy_database(url, &pristine).await?;
         Ok(DatabaseCopy {
             kind,
-            url: database.to_owned(),
+            url: url.as_given().to_owned(),
             server: server.clone(),
-            pristine: Some(format!("{base}/{pristine}{query}")),
+            pristine: Some(pristine_url.as_given().to_owned()),
         })
     }
 
     /// Reset in place: makes the original pristine again (the server must be stopped).
     pub(crate) async fn restore(&self) -> Result<(), VerifyError> {
-        let Some(pristine_url) = &self.pristine else {
+        let Some(pristine) = &self.pristine else {
             return Ok(());
         };
-        let name = split_url(&self.url).map_or("", |(_, n, _)| n);
-        let pristine = split_url(pristine_url).map_or("", |(_, n, _)| n);
-        copy_named(self.kind, pristine_url, pristine, name).await
+        let original = parse(&self.url)?;
+        let name = original.database().unwrap_or_default();
+        backend(self.kind)
+            .copy_database(&parse(pristine)?, name)
+            .await
     }
 
     /// Reset in place, at the end of the run: restores the original and drops the pristine
     /// copy.
     pub(crate) async fn finish(&self) -> Result<(), VerifyError> {
-        let Some(pristine_url) = &self.pristine else {
+        let Some(pristine) = &self.pristine else {
             return Ok(());
         };
         self.restore().await?;
-        let (base, pristine, query) = split_url(pristine_url).unwrap_or_default();
-        let (admin, quote) = match self.kind {
-            DatabaseKind::Postgres => (format!("{base}/postgres{query}"), '"'),
-            DatabaseKind::MySql | DatabaseKind::Sqlite => (self.url.clone(), '`'),
-        };
-        let sql = format!("DROP DATABASE IF EXISTS {}", quote_ident(pristine, quote));
-        Database::connect(&admin)
-            .await?
-            .execute_script(&sql)
+        let pristine = parse(pristine)?;
+        let name = pristine.database().unwrap_or_default();
+        backend(self.kind)
+            .drop_database(&parse(&self.url)?, name)
             .await
-            .map_err(db_err("dropping the pristine copy"))
     }
 }
 
-/// Whether the server command names `database` (its URL, or a SQLite URL's file path).
-fn names_database(command: &str, database: &str, kind: DatabaseKind) -> bool {
-    command.contains(database)
-        || (kind == DatabaseKind::Sqlite && command.contains(sqlite_path(database)))
-}
-
-/// Copies the database `name` (reached through `url`, which names it) to `copy`, replacing
-/// `copy`: PostgreSQL `TEMPLATE`, MySQL/MariaDB a dump and restore (SQLite files are
-/// copied by [`copy_sqlite`], never by name: refused).
-async fn copy_named(
-    kind: DatabaseKind,
-    url: &str,
-    name: &str,
-    copy: &str,
-) -> Result<(), VerifyError> {
-    match kind {
-        DatabaseKind::Postgres => {
-            let (base, _, query) = split_url(url).unwrap_or_default();
-            copy_postgres(&format!("{base}/postgres{query}"), name, copy).await
-        }
-        DatabaseKind::MySql => copy_mysql(url, name, copy).await,
-        DatabaseKind::Sqlite => Err(VerifyError::Usage(
-            "--reset: a SQLite file is copied whole, never by database name".into(),
-        )),
-    }
+/// Whether the server command names the database `url` names: its URL as given, or a file's
+/// path.
+fn names_database(command: &str, url: &DatabaseUrl) -> bool {
+    command.contains(url.as_given())
+        || (url.kind().is_file() && url.database().is_some_and(|p| command.contains(p)))
 }
 
 impl Verifier {
@@ -279,113 +233,14 @@ impl Verifier {
     }
 }
 
-fn db_err(what: &str) -> impl Fn(sqlx::Error) -> VerifyError + '_ {
-    move |e| VerifyError::db(&format!("--reset: {what}"), e)
-}
-
-async fn copy_sqlite(database: &str, copy: &str) -> Result<(), VerifyError> {
-    let _ = std::fs::remove_file(copy);
-    let opts = sqlx::sqlite::SqliteConnectOptions::from_str(database)
-        .map_err(db_err("opening the database"))?
-        .create_if_missing(false)
-        .read_only(true);
-    let mut c = sqlx::SqliteConnection::connect_with(&opts)
-        .await
-        .map_err(db_err("opening the database"))?;
-    sqlx::query("VACUUM INTO ?")
-        .bind(copy)
-        .execute(&mut c)
-        .await
-        .map_err(db_err("copying the database"))?;
-    c.close().await.map_err(db_err("closing"))
-}
-
-async fn copy_postgres(maintenance: &str, name: &str, copy: &str) -> Result<(), VerifyError> {
-    let mut c = sqlx::PgConnection::connect(maintenance)
-        .await
-        .map_err(db_err("connecting to the postgres database"))?;
-    let (orig, copy) = (quote_ident(name, '"'), quote_ident(copy, '"'));
-    for sql in [
-        format!("DROP DATABASE IF EXISTS {copy} WITH (FORCE)"),
-        format!("CREATE DATABASE {copy} TEMPLATE {orig}"),
-    ] {
-        sqlx::raw_sql(AssertSqlSafe(sql))
-            .execute(&mut c)
-            .await
-            .map_err(db_err(
-                "CREATE DATABASE ... TEMPLATE (is a session still connected to the original?)",
-            ))?;
-    }
-    c.close().await.map_err(db_err("closing"))
-}
-
-async fn copy_mysql(url: &str, name: &str, copy: &str) -> Result<(), VerifyError> {
-    let url = url.replacen("mariadb:", "mysql:", 1);
-    let mut c = sqlx::MySqlConnection::connect(&url)
-        .await
-        .map_err(db_err("connecting"))?;
-    let (orig, copy) = (quote_ident(name, '`'), quote_ident(copy, '`'));
-    let mut script = vec![
-        format!("DROP DATABASE IF EXISTS {copy}"),
-        format!("CREATE DATABASE {copy}"),
-        "SET foreign_key_checks = 0".to_owned(),
-    ];
-    let tables: Vec<String> = sqlx::query_scalar(
-        "SELECT CAST(table_name AS CHAR) FROM information_schema.tables \
-         WHERE table_schema = DATABASE() AND table_type = 'BASE TABLE' ORDER BY 1",
-    )
-    .fetch_all(&mut c)
-    .await
-    .map_err(db_err("listing tables"))?;
-    let mut later = Vec::new();
-    for t in &tables {
-        let q = quote_ident(t, '`');
-        let row = sqlx::query(AssertSqlSafe(format!("SHOW CREATE TABLE {orig}.{q}")))
-            .fetch_one(&mut c)
-            .await
-            .map_err(db_err("SHOW CREATE TABLE"))?;
-        let ddl: String = row.try_get(1).map_err(db_err("SHOW CREATE TABLE"))?;
-        script.push(format!("USE {copy}"));
-        script.push(ddl);
-        script.push(format!("INSERT INTO {copy}.{q} SELECT * FROM {orig}.{q}"));
-    }
-    let triggers: Vec<String> = sqlx::query_scalar(
-        "SELECT CAST(trigger_name AS CHAR) FROM information_schema.triggers \
-         WHERE trigger_schema = DATABASE() ORDER BY 1",
-    )
-    .fetch_all(&mut c)
-    .await
-    .map_err(db_err("listing triggers"))?;
-    for t in &triggers {
-        let row = sqlx::query(AssertSqlSafe(format!(
-            "SHOW CREATE TRIGGER {orig}.{}",
-            quote_ident(t, '`')
-        )))
-        .fetch_one(&mut c)
-        .await
-        .map_err(db_err("SHOW CREATE TRIGGER"))?;
-        let ddl: String = row.try_get(2).map_err(db_err("SHOW CREATE TRIGGER"))?;
-        later.push(ddl);
-    }
-    script.push(format!("USE {copy}"));
-    script.extend(later);
-    script.push("SET foreign_key_checks = 1".to_owned());
-    script.push(format!("USE {orig}"));
-    for sql in script {
-        sqlx::raw_sql(AssertSqlSafe(sql))
-            .execute(&mut c)
-            .await
-            .map_err(db_err("restoring the copy"))?;
-    }
-    c.close().await.map_err(db_err("closing"))
-}
-
 #[cfg(test)]
 #[path = "reset_in_place_tests.rs"]
 mod in_place_tests;
 
 #[cfg(test)]
 mod tests {
+    use sqlx::{AssertSqlSafe, Connection};
+
     use super::*;
 
     /// MariaDB: the copy holds the tables, rows and triggers; the original is not touched;
@@ -465,13 +320,37 @@ mod tests {
     }
 
     #[test]
-    fn urls_split_into_base_name_and_query() {
-        assert_eq!(
-            split_url("postgres://u:p@h:5432/shop?sslmode=disable"),
-            Some(("postgres://u:p@h:5432", "shop", "?sslmode=disable"))
-        );
-        assert_eq!(split_url("mysql://root@127.0.0.1:3306"), None);
-        assert_eq!(sqlite_path("sqlite://a/b.db?mode=rwc"), "a/b.db");
-        assert_eq!(sqlite_path("sqlite:verify.db"), "verify.db");
+    fn copies_are_named_beside_the_original() {
+        use DatabaseKind::*;
+        for (kind, name, copy) in [
+            (Postgres, "shop", "shop_hintaudit_copy"),
+            (MySql, "shop.v2", "shop.v2_hintaudit_copy"),
+            (Sqlite, "data/shop.db", "data/shop.hintaudit-copy.db"),
+            (Sqlite, "data.d/shop", "data.d/shop.hintaudit-copy"),
+        ] {
+            assert_eq!(copy_name(kind, name), copy, "{kind} {name}");
+        }
+    }
+
+    #[test]
+    fn a_command_names_a_database_by_its_url_or_a_files_path() {
+        for (command, url, named) in [
+            ("srv --db sqlite:a/b.db", "sqlite:a/b.db", true),
+            ("srv --db a/b.db", "SQLite://a/b.db?mode=rwc", true),
+            (
+                "srv MariaDB://root@h/shop_test",
+                "MariaDB://root@h/shop_test",
+                true,
+            ),
+            (
+                "srv mysql://root@h/shop_test",
+                "MariaDB://root@h/shop_test",
+                false,
+            ),
+            ("env DB_NAME=shop_test srv", "postgres://h/shop_test", false),
+        ] {
+            let url = DatabaseUrl::parse(url).unwrap();
+            assert_eq!(names_database(command, &url), named, "{command}");
+        }
     }
 }

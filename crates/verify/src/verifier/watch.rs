@@ -23,10 +23,12 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
+use hintaudit_core::{DatabaseKind, DatabaseUrl};
+
 use crate::client::{ServerSpec, ToolInfo, command_words};
 use crate::db::Database;
 use crate::error::VerifyError;
-use crate::procfs;
+use crate::process_tree;
 
 /// Databases the check does not count as "another database" for a session: where clients
 /// connect to administer, not to work.
@@ -119,8 +121,8 @@ impl Watch {
         }
         let file = self.file.clone();
         let tree = tokio::task::spawn_blocking(move || {
-            let view = pid.and_then(procfs::tree_view);
-            let holders = file.as_deref().and_then(procfs::holders);
+            let view = pid.and_then(process_tree::tree_view);
+            let holders = file.as_deref().and_then(process_tree::holders);
             (view, holders)
         })
         .await
@@ -131,11 +133,18 @@ impl Watch {
         }
     }
 
-    fn sqlite_evidence(&mut self, file: &Path, tree: (Option<procfs::TreeView>, Option<usize>)) {
+    fn sqlite_evidence(
+        &mut self,
+        file: &Path,
+        tree: (Option<process_tree::TreeView>, Option<usize>),
+    ) {
         let (view, holders) = tree;
         if let Some(view) = view {
-            let held: BTreeSet<PathBuf> =
-                view.files.iter().map(|f| procfs::sqlite_main(f)).collect();
+            let held: BTreeSet<PathBuf> = view
+                .files
+                .iter()
+                .map(|f| process_tree::sqlite_main(f))
+                .collect();
             if held.contains(file) {
                 self.here = Some(format!(
                     "the server's process tree held {} open",
@@ -144,7 +153,7 @@ impl Watch {
                 return;
             }
             for other in held {
-                if !self.others.contains(&other) && procfs::is_sqlite_file(&other) {
+                if !self.others.contains(&other) && process_tree::is_sqlite_file(&other) {
                     self.elsewhere.get_or_insert_with(|| {
                         format!(
                             "the server's process tree held another SQLite database open ({}) \
@@ -163,7 +172,7 @@ impl Watch {
         }
     }
 
-    async fn session_evidence(&mut self, db: &mut Database, view: Option<procfs::TreeView>) {
+    async fn session_evidence(&mut self, db: &mut Database, view: Option<process_tree::TreeView>) {
         if self.sessions_hidden {
             return;
         }
@@ -261,18 +270,20 @@ impl Watch {
     }
 }
 
-/// The SQLite database a command-line word names, canonical: a path, a `sqlite:` or
-/// `file:` URL, or the value of `--option=value`; `None` unless it is a SQLite file.
+/// The SQLite database a command-line word names, canonical: a path, a `sqlite:` URL (any
+/// case), a `file:` URI or the value of `--option=value`; `None` unless it is a SQLite file.
 fn sqlite_path(word: &str) -> Option<PathBuf> {
     let value = word.split_once('=').map_or(word, |(_, v)| v);
     [word, value].into_iter().find_map(|w| {
-        let w = ["sqlite://", "sqlite:", "file:"]
-            .iter()
-            .find_map(|p| w.strip_prefix(p))
-            .unwrap_or(w);
-        let w = w.split('?').next().unwrap_or(w);
-        let path = std::fs::canonicalize(w).ok()?;
-        (path.is_file() && procfs::is_sqlite_file(&path)).then_some(path)
+        let path = match DatabaseUrl::parse(w) {
+            Ok(url) if url.kind() == DatabaseKind::Sqlite => std::fs::canonicalize(url.database()?),
+            _ => {
+                let w = w.strip_prefix("file:").unwrap_or(w);
+                std::fs::canonicalize(w.split('?').next().unwrap_or(w))
+            }
+        }
+        .ok()?;
+        (path.is_file() && process_tree::is_sqlite_file(&path)).then_some(path)
     })
 }
 
@@ -293,6 +304,8 @@ mod tests {
             (format!("{d}/server.db"), true),
             (format!("--db-path={d}/server.db"), true),
             (format!("sqlite://{d}/server.db?mode=rwc"), true),
+            (format!("SQLite:{d}/server.db"), true),
+            (format!("file:{d}/server.db?mode=ro"), true),
             (format!("DATABASE_URL=sqlite:{d}/server.db"), true),
             (format!("{d}/notes.txt"), false),
             (format!("{d}/missing.db"), false),
