@@ -24,7 +24,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use hintaudit_core::DatabaseKind;
+use hintaudit_core::{DatabaseKind, DatabaseUrl};
 use tokio_util::sync::CancellationToken;
 
 mod commit;
@@ -167,7 +167,7 @@ pub struct CaptureStats {
 
 impl Shared {
     fn new(options: CaptureOptions, source: Arc<dyn LogEnd>, start: Lsn) -> Arc<Shared> {
-        let backend = source::system_name(source.kind());
+        let backend = source.kind().system_name();
         Arc::new(Shared {
             ledger: std::sync::Mutex::new(Ledger::new(options.max_commits)),
             identify: Identify::new(options.upstream.clone()),
@@ -219,11 +219,14 @@ impl Capture {
     /// names the setting and how to change it); [`CaptureError::Database`] when the database
     /// cannot be reached.
     pub async fn start(url: &str, options: CaptureOptions) -> Result<Capture, CaptureError> {
-        let kind = DatabaseKind::from_url(url)
+        let url = DatabaseUrl::parse(url)
             .map_err(|e| CaptureError::Unsupported(format!("--database: {e}")))?;
-        match kind {
-            DatabaseKind::Postgres => Capture::open::<postgres::Slot>(url, options).await,
-            DatabaseKind::MySql => Capture::open::<mysql::BinaryLog>(url, options).await,
+        // The drivers get the URL in the kind's own scheme (`MariaDB://` reaches mysql_async
+        // as `mysql://`): normalised once, in core.
+        let driver = url.driver_url();
+        match url.kind() {
+            DatabaseKind::Postgres => Capture::open::<postgres::Slot>(driver, options).await,
+            DatabaseKind::MySql => Capture::open::<mysql::BinaryLog>(driver, options).await,
             DatabaseKind::Sqlite => Err(CaptureError::Unsupported(SQLITE_REFUSED.into())),
         }
     }
@@ -314,7 +317,7 @@ impl Capture {
     /// The `backend` label of the `hintaudit_capture_*` metrics: the kind's
     /// `db.system.name`, `postgresql` or `mysql`.
     pub fn backend(&self) -> &'static str {
-        source::system_name(self.kind())
+        self.kind().system_name()
     }
 
     /// What the capture has done so far.

@@ -122,12 +122,3 @@ impl<S: LogSource + std::fmt::Debug> LogEnd for S {
         Box::pin(LogSource::end(self))
     }
 }
-
-/// `db.system.name` for `kind`, the `backend` label of the capture's metrics.
-pub(crate) fn system_name(kind: DatabaseKind) -> &'static str {
-    match kind {
-        DatabaseKind::Sqlite => "sqlite",
-        DatabaseKind::Postgres => "postgresql",
-        DatabaseKind::MySql => "mysql",
-    }
-}

@@ -163,9 +163,9 @@ fn db_error(what: &'static str) -> impl FnOnce(mysql_async::Error) -> CaptureErr
 
 /// Connects, checks the binary log is on and in ROW format, and reads where it ends.
 async fn open(url: &str) -> Result<Opened<BinaryLog>, CaptureError> {
-    let url = url.replacen("mariadb://", "mysql://", 1);
+    // `url` is the driver's (`mysql://`, whatever scheme the user wrote): DatabaseUrl.
     let opts =
-        Opts::from_url(&url).map_err(|e| CaptureError::Unsupported(format!("--database: {e}")))?;
+        Opts::from_url(url).map_err(|e| CaptureError::Unsupported(format!("--database: {e}")))?;
     let database = opts.db_name().map(str::to_owned).ok_or_else(|| {
         CaptureError::Unsupported(
             "--database mysql://…: name the server's database in the URL \
