@@ -2,7 +2,8 @@
 //! processes have open and the local ports of their TCP sockets. The database check
 //! ([`crate::verifier`]) traces a SQLite file or a database session to the server with it.
 //!
-//! Elsewhere (no `/proc`) every function answers `None`: no evidence either way.
+//! On other systems (no `/proc`, or one that is not Linux's) its readers answer `None`
+//! without looking: no evidence either way, which the database check reports as such.
 
 use std::collections::{HashMap, HashSet};
 use std::fs;
@@ -67,8 +68,11 @@ pub(crate) fn holders(main: &Path) -> Option<usize> {
     Some(pids()?.filter(|&pid| pid != me && holds(pid)).count())
 }
 
-/// The ids of the processes `/proc` lists now.
+/// The ids of the processes `/proc` lists now; `None` on systems other than Linux.
 fn pids() -> Option<impl Iterator<Item = u32>> {
+    if !cfg!(target_os = "linux") {
+        return None;
+    }
     Some(
         fs::read_dir("/proc")
             .ok()?

@@ -23,6 +23,9 @@ use tokio::sync::{Notify, watch};
 use tokio_util::sync::CancellationToken;
 
 mod commit;
+// Matching a writer's socket to the upstream's processes reads Linux's `/proc`: elsewhere
+// the writer is told only by its application_name and `--upstream-addr`.
+#[cfg_attr(not(target_os = "linux"), path = "identify_elsewhere.rs")]
 mod identify;
 mod images;
 pub mod ledger;
