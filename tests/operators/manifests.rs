@@ -5,14 +5,19 @@
 //!   `check-jsonschema`), the wiring between the services and their configuration files, and
 //!   every file the stack names;
 //! - `grafana`: the provisioned datasources against the dashboards' datasource variables;
-//! - `docker`: the Dockerfile's one cargo line, which .ci/run must run too (`cargo metadata`);
+//! - `docker`: the Dockerfile's one cargo line, which .ci/run must run too (`cargo metadata`),
+//!   and its `hintaudit` target, the proxy sidecar's image;
 //! - `kubernetes`: `kubectl kustomize deploy/kubernetes`, PyPI's `kubernetes-validate`, the
-//!   Prometheus Operator resources, and the generated PrometheusRule and dashboard copies.
+//!   Prometheus Operator resources, and the generated PrometheusRule and dashboard copies;
+//! - `packaging`: the wheel's and npm packages' manifests, action.yml's inputs against
+//!   `hintaudit verify`'s flags, action.yml and the release workflow against their schemas
+//!   (from `check-jsonschema` too).
 
 mod compose;
 mod docker;
 mod grafana;
 mod kubernetes;
+mod packaging;
 
 use std::collections::BTreeSet;
 use std::path::Path;

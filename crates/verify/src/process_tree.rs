@@ -3,13 +3,15 @@
 //! have open and the local ports of their TCP sockets. The database check
 //! ([`crate::verifier`]) traces a SQLite file or a database session to the server with it.
 //!
-//! Where `/proc` cannot be read every function answers `None`: no evidence either way.
+//! Where `/proc` cannot be read, and on systems other than Linux (no `/proc` to read), every
+//! function answers `None`: no evidence either way, which the database check reports as such.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::fs;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
+#[cfg(target_os = "linux")]
 use procfs::process::{FDTarget, Process, all_processes};
 
 /// The open files and TCP ports of one process tree at one moment.
@@ -23,6 +25,7 @@ pub(crate) struct TreeView {
 
 /// The open files and TCP ports (in `root`'s network namespace) of `root` and every process
 /// descended from it; `None` when `/proc` cannot be read or `root` is gone.
+#[cfg(target_os = "linux")]
 pub(crate) fn tree_view(root: u32) -> Option<TreeView> {
     let root = Process::new(i32::try_from(root).ok()?).ok()?;
     let mut view = TreeView::default();
@@ -59,6 +62,7 @@ pub(crate) fn tree_view(root: u32) -> Option<TreeView> {
 
 /// How many processes other than this one hold the SQLite database `main` open (its main
 /// file or a journal); `None` when `/proc` cannot be read.
+#[cfg(target_os = "linux")]
 pub(crate) fn holders(main: &Path) -> Option<usize> {
     let me = std::process::id() as i32;
     let holds = |p: &Process| {
@@ -75,8 +79,9 @@ pub(crate) fn holders(main: &Path) -> Option<usize> {
 
 /// `root` and its descendants, from the parent pid of every process; `None` when `/proc`
 /// cannot be listed.
+#[cfg(target_os = "linux")]
 fn tree(root: i32) -> Option<Vec<i32>> {
-    let mut children: HashMap<i32, Vec<i32>> = HashMap::new();
+    let mut children: std::collections::HashMap<i32, Vec<i32>> = Default::default();
     for p in all_processes().ok()?.flatten() {
         if let Ok(stat) = p.stat() {
             children.entry(stat.ppid).or_default().push(stat.pid);
@@ -89,6 +94,18 @@ fn tree(root: i32) -> Option<Vec<i32>> {
         i += 1;
     }
     Some(out)
+}
+
+/// No `/proc` off Linux: no view.
+#[cfg(not(target_os = "linux"))]
+pub(crate) fn tree_view(_root: u32) -> Option<TreeView> {
+    None
+}
+
+/// No `/proc` off Linux: nobody is seen holding the file.
+#[cfg(not(target_os = "linux"))]
+pub(crate) fn holders(_main: &Path) -> Option<usize> {
+    None
 }
 
 /// The main database file of a SQLite path: `x.db` for `x.db`, `x.db-wal`, `x.db-shm` and

@@ -1,5 +1,7 @@
 //! The Dockerfile: rust:1.94-bookworm builds with one cargo line, which .ci/run runs word for
-//! word, into a non-root debian:bookworm-slim image of `bookings` and `hintaudit`.
+//! word, into a non-root debian:bookworm-slim image of `bookings` and `hintaudit` (the last
+//! stage, the default target) and a non-root distroless image of `hintaudit` alone (target
+//! `hintaudit`, the proxy sidecar's image).
 
 use std::collections::BTreeSet;
 use std::process::Command;
@@ -35,6 +37,35 @@ pub(super) fn instructions() -> Vec<String> {
     out
 }
 
+/// The Dockerfile's stages: each `FROM` with the instructions up to the next one.
+fn stages(instructions: &[String]) -> Vec<&[String]> {
+    let starts: Vec<usize> = (0..instructions.len())
+        .filter(|&i| instructions[i].starts_with("FROM "))
+        .chain([instructions.len()])
+        .collect();
+    starts
+        .windows(2)
+        .map(|w| &instructions[w[0]..w[1]])
+        .collect()
+}
+
+/// The last instruction of `stage` that starts with `prefix`.
+fn last<'a>(stage: &'a [String], prefix: &str) -> &'a str {
+    let found = stage.iter().rev().find(|i| i.starts_with(prefix));
+    found.unwrap_or_else(|| panic!("no {prefix} in {stage:?}"))
+}
+
+/// A USER that is numeric and not root (Kubernetes' runAsNonRoot checks it without reading
+/// /etc/passwd).
+fn assert_numeric_non_root(user: &str) {
+    let id = user.trim_start_matches("USER ");
+    let uid = id.split(':').next().unwrap_or_default();
+    assert!(
+        uid.parse::<u32>().is_ok_and(|u| u != 0),
+        "{user}: not a numeric non-root user"
+    );
+}
+
 /// The one cargo command the Dockerfile runs.
 fn docker_cargo_command(instructions: &[String]) -> String {
     let commands: Vec<String> = instructions
@@ -59,29 +90,17 @@ fn docker_cargo_command(instructions: &[String]) -> String {
 #[test]
 fn dockerfile_builds_with_the_cargo_line_ci_runs() {
     let instructions = instructions();
-    let froms: Vec<&String> = instructions
-        .iter()
-        .filter(|i| i.starts_with("FROM "))
-        .collect();
+    let stages = stages(&instructions);
     assert_eq!(
-        froms.first().map(|s| s.as_str()),
+        stages.first().map(|s| s[0].as_str()),
         Some("FROM rust:1.94-bookworm AS build")
     );
-    assert_eq!(
-        froms.last().map(|s| s.as_str()),
-        Some("FROM debian:bookworm-slim")
-    );
-    let last = |prefix: &str| {
-        let found = instructions.iter().rev().find(|i| i.starts_with(prefix));
-        found.unwrap_or_else(|| panic!("no {prefix}")).clone()
-    };
-    let user = last("USER ");
-    assert!(
-        !["USER root", "USER 0", "USER 0:0"].contains(&user.as_str()),
-        "{user}"
-    );
-    assert_eq!(last("EXPOSE "), "EXPOSE 8080");
-    assert_eq!(last("ENTRYPOINT "), r#"ENTRYPOINT ["bookings"]"#);
+    // The default target, the last stage: the bookings image.
+    let bookings = stages.last().expect("stages");
+    assert_eq!(bookings[0], "FROM debian:bookworm-slim");
+    assert_numeric_non_root(last(bookings, "USER "));
+    assert_eq!(last(bookings, "EXPOSE "), "EXPOSE 8080");
+    assert_eq!(last(bookings, "ENTRYPOINT "), r#"ENTRYPOINT ["bookings"]"#);
 
     let cargo = docker_cargo_command(&instructions);
     assert!(
@@ -133,14 +152,53 @@ fn dockerfile_builds_with_the_cargo_line_ci_runs() {
         BTreeSet::from(["bookings", "hintaudit"]),
         "binaries of {packages:?}"
     );
-    let copy = instructions
-        .iter()
-        .find(|i| i.starts_with("COPY --from=build"))
-        .unwrap();
+    let copy = last(bookings, "COPY --from=build");
     for bin in bins {
         assert!(
             copy.contains(&format!("/{bin} ")),
             "{copy} does not copy {bin}"
         );
     }
+}
+
+/// Target `hintaudit`: the build stage's hintaudit binary alone on distroless, as a numeric
+/// non-root user, its entrypoint; the proxy sidecar's compose service builds it and its
+/// Kubernetes container names the same image.
+#[test]
+fn the_hintaudit_target_holds_hintaudit_alone_for_the_proxy_sidecar() {
+    let instructions = instructions();
+    let stages = stages(&instructions);
+    let stage = stages
+        .iter()
+        .find(|s| s[0].ends_with(" AS hintaudit"))
+        .expect("a stage named hintaudit");
+    assert!(
+        stage[0].starts_with("FROM gcr.io/distroless/"),
+        "{}: no shell, no package manager",
+        stage[0]
+    );
+    let copies: Vec<&String> = stage.iter().filter(|i| i.starts_with("COPY ")).collect();
+    assert_eq!(
+        copies,
+        ["COPY --from=build /out/hintaudit /usr/local/bin/hintaudit"],
+        "the binary alone"
+    );
+    assert!(!stage.iter().any(|i| i.starts_with("RUN ")), "{stage:?}");
+    assert_numeric_non_root(last(stage, "USER "));
+    assert_eq!(
+        last(stage, "ENTRYPOINT "),
+        r#"ENTRYPOINT ["/usr/local/bin/hintaudit"]"#
+    );
+
+    let compose = super::yaml("deploy/proxy-sidecar/compose.yaml");
+    let proxy = &compose["services"]["hintaudit-proxy"];
+    assert_eq!(proxy["build"]["target"], "hintaudit");
+    assert_eq!(proxy["build"]["context"], "..", "the repository root");
+    assert!(proxy.get("entrypoint").is_none(), "the image's entrypoint");
+    let image = proxy["image"].as_str().expect("image");
+    let sidecar = read("deploy/proxy-sidecar/kubernetes/sidecar.yaml");
+    assert!(
+        sidecar.contains(&format!("image: {image}\n")),
+        "the Kubernetes sidecar runs {image}"
+    );
 }

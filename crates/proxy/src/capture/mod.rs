@@ -31,6 +31,9 @@ mod commit;
 mod counters;
 mod ends;
 mod feed;
+// Matching a writer's socket to the upstream's processes reads Linux's `/proc`: elsewhere
+// the writer is told only by its application_name and `--upstream-addr`.
+#[cfg_attr(not(target_os = "linux"), path = "identify_elsewhere.rs")]
 mod identify;
 mod images;
 mod ledger;

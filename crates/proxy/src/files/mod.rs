@@ -20,10 +20,15 @@
 //!   queue overflow (`IN_Q_OVERFLOW`) is a gap: counted, every call in flight is marked
 //!   incomplete, and the trees are read again.
 
+// Only the watcher reads the table past `load`: unused elsewhere.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 mod table;
+// inotify is Linux's: elsewhere `FileWatch::start` refuses `--watch` before a watcher would
+// be made, and the watcher is a stub that cannot start.
+#[cfg_attr(not(target_os = "linux"), path = "watcher_elsewhere.rs")]
 mod watcher;
 
-#[cfg(test)]
+#[cfg(all(test, target_os = "linux"))]
 mod tests;
 
 use std::collections::HashMap;
@@ -95,6 +100,8 @@ struct Shared {
 }
 
 #[derive(Debug)]
+// Read by the watcher alone: never on systems other than Linux.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 struct Call {
     tool: Arc<str>,
     done: Option<oneshot::Sender<FileShare>>,
@@ -112,12 +119,18 @@ impl FileWatch {
     /// Reads every path under `roots` (directories) outside `ignored` globs, watches every
     /// directory, and starts reading events; a call's answer waits at most `wait` for its
     /// share. Errors: a root that is not a readable directory, a bad glob, inotify not
-    /// available (or out of watches: `fs.inotify.max_user_watches`).
+    /// available (or out of watches: `fs.inotify.max_user_watches`), a system other than
+    /// Linux (no inotify: not on this platform).
     pub fn start(
         roots: &[PathBuf],
         ignored: &[String],
         wait: Duration,
     ) -> anyhow::Result<FileWatch> {
+        anyhow::ensure!(
+            cfg!(target_os = "linux"),
+            "--watch: not on this platform: the proxy sees file writes live through Linux's \
+             inotify (`hintaudit verify --watch` compares snapshots and runs anywhere)"
+        );
         let mut canonical = Vec::with_capacity(roots.len());
         for r in roots {
             let c = std::fs::canonicalize(r)
