@@ -28,8 +28,11 @@ Switches for tests:
 - FIXTURE_HANG_TOOL=<tool>: that tool never answers.
 - FIXTURE_EXIT_TOOL=<tool>: the process exits when that tool is called (an upstream crash,
   for `hintaudit proxy`'s tests).
-- FIXTURE_SLEEP_AFTER=<tool>=<seconds>: that tool sleeps after its work, before answering
-  (a call still in flight after its commit, for overlapping calls).
+- FIXTURE_HOLD_AFTER=<tool>=<dir>: after its work, before answering, that tool stays in
+  flight until the test releases it (a call still in flight after its commit, for overlapping
+  calls, held by a condition, never by a sleep): it creates <dir>/held-<pid>-<n> (n counts the
+  process's held calls), then waits until <dir>/release-<pid>-<n> or <dir>/release-all exists.
+  After 600 s it answers anyway, so that a failed test leaves no process behind.
 - FIXTURE_PROGRESS=1: adds count_to(n), which reports progress n times (notifications
   through `hintaudit proxy`).
 - FIXTURE_UNANNOTATED=1: adds the listing cases of `hintaudit proxy`'s tests:
@@ -61,6 +64,7 @@ Switches for tests:
 import argparse
 import contextlib
 import functools
+import itertools
 import json
 import os
 import sqlite3
@@ -154,6 +158,23 @@ def run(sql: str, params=()):
             release(conn)
 
 
+_holds = itertools.count(1)
+
+
+def hold(folder):
+    """Stays in flight until the test releases this call (FIXTURE_HOLD_AFTER)."""
+    name = f"{os.getpid()}-{next(_holds)}"
+    open(os.path.join(folder, f"held-{name}"), "w").close()
+    releases = [os.path.join(folder, f"release-{name}"), os.path.join(folder, "release-all")]
+    deadline = time.monotonic() + 600
+    while (
+        os.path.isdir(folder)
+        and not any(os.path.exists(r) for r in releases)
+        and time.monotonic() < deadline
+    ):
+        time.sleep(0.01)
+
+
 def as_text(f):
     """Every error as ordinary text, the way many real servers answer."""
 
@@ -168,9 +189,9 @@ def as_text(f):
         except Exception as e:  # noqa: BLE001 - that is the point of this fixture
             return f"Error: {e}"
         finally:
-            tool, _, seconds = os.environ.get("FIXTURE_SLEEP_AFTER", "").partition("=")
+            tool, _, held = os.environ.get("FIXTURE_HOLD_AFTER", "").partition("=")
             if tool == f.__name__:
-                time.sleep(float(seconds))
+                hold(held)
 
     return wrapper
 

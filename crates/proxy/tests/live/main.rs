@@ -40,6 +40,7 @@ mod correct;
 mod dbhub;
 mod disclose;
 mod files;
+mod holds;
 mod indirect;
 mod listen;
 mod listing;

@@ -5,6 +5,7 @@
 use serde_json::json;
 use sqlx::MySqlPool;
 
+use crate::holds::Holds;
 use crate::support::*;
 
 pub(crate) fn mysql_url() -> String {
@@ -61,8 +62,14 @@ async fn planted_lies_are_found_live_on_mariadb_from_the_binary_log() {
     };
     let name = "hintaudit_proxy_my";
     let db = fresh_my_db(&admin, name).await;
-    // archive_item deletes, then stays in flight for 4 s: calls of other tools overlap it.
-    let upstream = fixture(py, &db, "FIXTURE_SLEEP_AFTER=archive_item=4");
+    // archive_item deletes, then stays in flight until the test releases it: calls of other
+    // tools overlap it.
+    let mut holds = Holds::new(name);
+    let upstream = fixture(
+        py,
+        &db,
+        &format!("FIXTURE_HOLD_AFTER={}", holds.env("archive_item")),
+    );
     // The capture's wait is an upper bound (a call's answer waits for the log at most that
     // long): room for a loaded machine, where each session's own upstream child starts too.
     let args = [
@@ -98,7 +105,10 @@ async fn planted_lies_are_found_live_on_mariadb_from_the_binary_log() {
         }
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
+    let held = holds.held(1).await;
     call(&client, "get_item", a(json!({"id": 3}))).await;
+    assert!(!slow.is_finished(), "archive_item answered while held");
+    held.iter().for_each(|h| holds.release(h));
     slow.await.expect("archive_item answered");
     call(&client, "add_note", a(json!({"id": 9, "text": "nine"}))).await;
     call(

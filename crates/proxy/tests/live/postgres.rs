@@ -3,6 +3,7 @@
 
 use serde_json::json;
 
+use crate::holds::Holds;
 use crate::support::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -97,9 +98,10 @@ async fn overlapping_calls_over_http_give_an_ambiguous_set_never_a_wrong_culprit
     };
     let name = "hintaudit_proxy_overlap";
     let db = fresh_db(&admin, name).await;
-    // archive_item deletes, then stays in flight for 4 s (room for get_item on a loaded machine).
-    let (_fixture, upstream) =
-        fixture_http(py, &db, &[("FIXTURE_SLEEP_AFTER", "archive_item=4")]).await;
+    // archive_item deletes, then stays in flight until the test releases it.
+    let mut holds = Holds::new(name);
+    let hold = holds.env("archive_item");
+    let (_fixture, upstream) = fixture_http(py, &db, &[("FIXTURE_HOLD_AFTER", &hold)]).await;
     let (proxy, addr) = proxy_http(&["--upstream", &upstream, "--database", &db]).await;
     let client = http_client(&format!("http://{addr}/mcp")).await;
     client.list_all_tools().await.expect("tools/list");
@@ -114,10 +116,13 @@ async fn overlapping_calls_over_http_give_an_ambiguous_set_never_a_wrong_culprit
         })
     };
     // Once its DELETE has committed, get_item's UPDATE commits while archive_item is in flight.
+    let held = holds.held(1).await;
     deleted(&pool, 2).await;
     read_past_here(&pool, addr).await;
     let a = json!({"id": 1}).as_object().cloned().unwrap_or_default();
     call(&client, "get_item", a).await;
+    assert!(!slow.is_finished(), "archive_item answered while held");
+    held.iter().for_each(|h| holds.release(h));
     slow.await.expect("archive_item answered");
 
     let s = metrics(addr).await;
@@ -153,11 +158,17 @@ async fn overlapping_calls_over_http_give_an_ambiguous_set_never_a_wrong_culprit
             call(&c, "archive_item", a).await
         }
     });
+    let held = holds.held(1).await;
     deleted(&pool, 3).await;
-    let client = http_client(&url).await;
-    let a = json!({"id": 1}).as_object().cloned().unwrap_or_default();
-    call(&client, "get_item", a).await;
+    // get_item waits for its turn, which comes once archive_item is released and answers.
+    let get_item = tokio::spawn(async move {
+        let client = http_client(&url).await;
+        let a = json!({"id": 1}).as_object().cloned().unwrap_or_default();
+        call(&client, "get_item", a).await
+    });
+    held.iter().for_each(|h| holds.release(h));
     slow.await.expect("archive_item answered");
+    get_item.await.expect("get_item answered");
     let s = metrics(addr).await;
     assert_eq!(
         violations(&s, "get_item", "read_only_write"),

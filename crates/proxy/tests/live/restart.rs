@@ -22,6 +22,7 @@ use hintaudit_test_support::scrape::Scraped;
 use serde_json::json;
 use sqlx::Connection;
 
+use crate::holds::Holds;
 use crate::support::*;
 
 /// `hintaudit proxy ARGS --http 127.0.0.1:PORT` with its stderr (the log) in `log`.
@@ -137,17 +138,20 @@ async fn slot_active(url: &str) {
 /// The fixture over HTTP on `db` behind the proxy (its log in a file), and a client of it.
 struct Proxied {
     _fixture: Child,
+    holds: Holds,
     _proxy: Child,
     addr: SocketAddr,
     client: Client,
     log: PathBuf,
 }
 
-/// Starts the fixture on `db` (add_note inserts, then stays in flight for 6 s: long enough
-/// to restart the database under it) and the proxy in front of it; one get_item call before
+/// Starts the fixture on `db` (add_note inserts, then stays in flight until the test releases
+/// it: the database restarts under it) and the proxy in front of it; one get_item call before
 /// any restart is judged as always.
 async fn proxied(py: &str, db: &str, test: &str) -> Proxied {
-    let (fixture, upstream) = fixture_http(py, db, &[("FIXTURE_SLEEP_AFTER", "add_note=6")]).await;
+    let holds = Holds::new(test);
+    let hold = holds.env("add_note");
+    let (fixture, upstream) = fixture_http(py, db, &[("FIXTURE_HOLD_AFTER", &hold)]).await;
     let log = log_path(test);
     let (proxy, addr) = proxy_logged(&["--upstream", &upstream, "--database", db], &log).await;
     let client = http_client(&format!("http://{addr}/mcp")).await;
@@ -158,6 +162,7 @@ async fn proxied(py: &str, db: &str, test: &str) -> Proxied {
     assert_eq!(found, 1.0, "{}", s.text);
     Proxied {
         _fixture: fixture,
+        holds,
         _proxy: proxy,
         addr,
         client,
@@ -192,6 +197,7 @@ async fn a_postgresql_restart_leaves_a_counted_gap_and_the_capture_comes_back() 
     let db = pg.url("postgres");
     let Proxied {
         _fixture,
+        holds,
         _proxy,
         addr,
         client,
@@ -217,6 +223,7 @@ async fn a_postgresql_restart_leaves_a_counted_gap_and_the_capture_comes_back() 
     wait_for(&mut conn, &read, "the capture read past the insert").await;
     drop(conn);
     blocking(|| pg.restart());
+    holds.release_all();
     let noted = slow.await.expect("add_note answered");
     assert_eq!(text(&noted), "Note added", "{noted}");
 
@@ -287,6 +294,7 @@ async fn a_mariadb_restart_resumes_the_binary_log_and_loses_nothing() {
     let db = my.url("app");
     let Proxied {
         _fixture,
+        holds,
         _proxy,
         addr,
         client,
@@ -308,6 +316,20 @@ async fn a_mariadb_restart_resumes_the_binary_log_and_loses_nothing() {
     }
     drop(conn);
     blocking(|| my.restart());
+    // add_note answers once the stream is back (a write of this test's own, read as foreign),
+    // so that its end is read on the resumed stream within the capture's wait.
+    let before = metrics(addr).await;
+    let mut conn = sqlx::MySqlConnection::connect(&db).await.expect("connect");
+    sqlx::query("INSERT INTO notes (id, text) VALUES (99, 'resumed?')")
+        .execute(&mut conn)
+        .await
+        .expect("a write outside calls");
+    drop(conn);
+    until(addr, |s| {
+        commits(s, "foreign") > commits(&before, "foreign")
+    })
+    .await;
+    holds.release_all();
     let noted = slow.await.expect("add_note answered");
     assert_eq!(text(&noted), "Note added", "{noted}");
 

@@ -3,11 +3,15 @@
 //! time, so each of its commits is exactly its call's, with 0 ambiguous: on PostgreSQL and
 //! on MariaDB.
 
+use std::sync::Arc;
+
 use rmcp::model::ProtocolVersion;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{ClientLifecycleMode, ClientServiceExt};
 use serde_json::json;
+use tokio::sync::Barrier;
 
+use crate::holds::Holds;
 use crate::mariadb::mysql_or_skip;
 use crate::support::*;
 use crate::writers::Server;
@@ -24,19 +28,29 @@ async fn sessionless_client(url: &str) -> Client {
     .expect("server/discover over HTTP")
 }
 
-/// 4 sessionless clients at once, each archiving an item (a lie, held in flight 2 s after
-/// its DELETE), viewing one (a lie) and adding a note.
+/// 4 sessionless clients at once, each archiving an item (a lie, held in flight after its
+/// DELETE until the test releases it), viewing one (a lie) and adding a note. Their calls
+/// share the start-up child, one at a time: the test releases each held archive_item once
+/// every client is connected, so the others' calls arrive while it is in flight.
 async fn sessionless_clients(server: Server, py: &str) {
     let name = "hintaudit_proxy_sessionless";
     let db = server.seeded(name, py).await;
-    let upstream = fixture(py, &db, "FIXTURE_SLEEP_AFTER=archive_item=2");
+    let mut holds = Holds::new(name);
+    let upstream = fixture(
+        py,
+        &db,
+        &format!("FIXTURE_HOLD_AFTER={}", holds.env("archive_item")),
+    );
     let (_proxy, addr) = proxy_http(&["--stdio", &upstream, "--database", &db]).await;
     let url = format!("http://{addr}/mcp");
+    let connected = Arc::new(Barrier::new(5));
     let mut tasks = Vec::new();
     for c in 0..4_u64 {
         let url = url.clone();
+        let connected = connected.clone();
         tasks.push(tokio::spawn(async move {
             let client = sessionless_client(&url).await;
+            connected.wait().await;
             let calls = [
                 ("archive_item", json!({"id": 100 + c})),
                 ("get_item", json!({"id": 1 + c})),
@@ -48,6 +62,11 @@ async fn sessionless_clients(server: Server, py: &str) {
             }
             client.cancel().await.ok();
         }));
+    }
+    connected.wait().await;
+    for _ in 0..4 {
+        let held = holds.held(1).await;
+        held.iter().for_each(|h| holds.release(h));
     }
     for t in tasks {
         t.await.expect("a client's calls");

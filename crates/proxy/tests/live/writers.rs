@@ -5,10 +5,10 @@
 //! and on MariaDB (writers_mariadb.rs), through [`Server`].
 
 use std::net::SocketAddr;
-use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use crate::holds::{Held, Holds};
 use crate::mariadb::{exec, mysql_url};
 use crate::support::*;
 
@@ -75,47 +75,6 @@ impl Server {
             Server::Pg(admin) => drop_db(admin, name).await,
             Server::My(admin) => exec(admin, [drop_database(name)]).await,
         }
-    }
-
-    /// The query of a read-only call that stays in flight 8 s, and the fixture's setting
-    /// that holds it: PostgreSQL shows a backend's last query (`pg_stat_activity`), so the
-    /// fixture sleeps after it; MariaDB shows only the running one (`PROCESSLIST`), so the
-    /// query sleeps.
-    fn slow_read(&self, marker: &str) -> (String, &'static str) {
-        match self {
-            Server::Pg(_) => (format!("SELECT '{marker}' AS marker"), "read_query=8"),
-            Server::My(_) => (format!("SELECT '{marker}' AS marker, SLEEP(8)"), ""),
-        }
-    }
-
-    /// Waits until a connection's query holds `marker` (at most 20 s): the slow call it
-    /// belongs to has reached the database, so its proxy registered it before.
-    async fn in_flight(&self, marker: &str) {
-        for _ in 0..200 {
-            let n: i64 = match self {
-                Server::Pg(admin) => sqlx::query_scalar(
-                    "SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%' || $1 || '%' \
-                     AND pid <> pg_backend_pid()",
-                )
-                .bind(marker)
-                .fetch_one(admin)
-                .await
-                .expect("pg_stat_activity"),
-                Server::My(admin) => sqlx::query_scalar(
-                    "SELECT count(*) FROM information_schema.PROCESSLIST \
-                     WHERE INFO LIKE CONCAT('%', ?, '%') AND ID <> CONNECTION_ID()",
-                )
-                .bind(marker)
-                .fetch_one(admin)
-                .await
-                .expect("PROCESSLIST"),
-            };
-            if n > 0 {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-        panic!("no connection ran {marker}");
     }
 }
 
@@ -267,28 +226,32 @@ async fn two_proxies_on_one_database_never_blame_their_calls_for_the_others_writ
 }
 
 /// Two proxies on one database of `server`: A (`--stdio`) and B (`--upstream`, an HTTP
-/// server of its own). Each serves a slow read-only call while the other's server writes.
+/// server of its own). Each serves a read-only call, held in flight until the test releases
+/// it, while the other's server writes.
 pub(crate) async fn two_proxies(server: Server, py: &str) {
     let name = "hintaudit_proxy_two";
     let db = server.seeded(name, py).await;
-    let (_, hold) = server.slow_read("");
-    // A: a --stdio child per session, whose read_query stays in flight 8 s.
-    let stdio = fixture(py, &db, &format!("FIXTURE_SLEEP_AFTER={hold}"));
+    let mut holds = Holds::new(name);
+    let hold = holds.env("read_query");
+    // A: a --stdio child per session, whose read_query stays in flight until released.
+    let stdio = fixture(py, &db, &format!("FIXTURE_HOLD_AFTER={hold}"));
     let (_a, a) = proxy_http(&["--stdio", &stdio, "--database", &db]).await;
     // B: an HTTP server of its own (another replica's), the same tool held the same way.
-    let (_server, upstream) = fixture_http(py, &db, &[("FIXTURE_SLEEP_AFTER", hold)]).await;
+    let (_server, upstream) = fixture_http(py, &db, &[("FIXTURE_HOLD_AFTER", &hold)]).await;
     let (_b, b) = proxy_http(&["--upstream", &upstream, "--database", &db]).await;
     let url = |addr: SocketAddr| format!("http://{addr}/mcp");
 
     // B serves a read-only call while A's server writes, then the other way round.
-    for (reader, writer, marker, item) in [(b, a, "slow-b", 100), (a, b, "slow-a", 101)] {
-        let slow = slow_read(url(reader), server.slow_read(marker).0);
-        server.in_flight(marker).await;
+    for (reader, writer, item) in [(b, a, 100), (a, b, 101)] {
+        let slow = slow_read(url(reader), "SELECT 1 AS marker".into());
+        // Its query has run and it is held: its proxy registered it before.
+        let [held] = <[Held; 1]>::try_from(holds.held(1).await).expect("one held read");
         lie_through(&url(writer), item).await;
         assert!(
             !slow.is_finished(),
-            "the writes committed while the read was in flight"
+            "the read answered while held: the hold does not hold"
         );
+        holds.release(&held);
         let answer = slow.await.expect("the slow read answered");
         assert!(answer.get("error").is_none(), "{answer}");
     }
