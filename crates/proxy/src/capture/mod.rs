@@ -221,7 +221,7 @@ impl Shared {
         };
         let tables = lock(&self.ledger).take_written_elsewhere(through);
         if !tables.is_empty() {
-            let keys: Vec<StateKey<'_>> = tables.iter().map(|t| StateKey::table(t)).collect();
+            let keys: Vec<StateKey<'_>> = tables.iter().map(StateKey::table).collect();
             judge.written_elsewhere(&keys);
         }
     }

@@ -129,7 +129,6 @@ async fn changes_given_to_no_call_disturb_repeats() {
         destructive: Some(true),
         idempotent: Some(true),
         open_world: Some(false),
-        ..DeclaredHints::default()
     };
     // One call of `delete`, judged with its own share, as the proxy's layer does.
     let delete = async |content: &str| {
