@@ -7,7 +7,7 @@
 
 use std::num::NonZeroUsize;
 
-use hintaudit_core::{ArgsHasher, History};
+use hintaudit_core::{ArgsHasher, History, StateKey};
 use serde_json::json;
 
 /// The process's resident set (`VmRSS` of `/proc/self/status`), in bytes (Linux).
@@ -25,14 +25,16 @@ const ENTRIES: usize = 100_000;
 fn main() {
     let hasher = ArgsHasher::with_key([7; 16]);
     let tools: Vec<String> = (0..10).map(|i| format!("tool_{i}")).collect();
-    let tables: Vec<String> = (0..50).map(|i| format!("table_{i}")).collect();
+    let tables: Vec<StateKey<'static>> = (0..50)
+        .map(|i| StateKey::table(format!("table_{i}")))
+        .collect();
     let keys: Vec<_> = (0..ENTRIES)
         .map(|i| hasher.key(Some(&json!({ "id": i }))))
         .collect();
     let before = rss();
     let mut history = History::new(NonZeroUsize::new(ENTRIES).expect("non-zero"), 10_000);
     for (i, key) in keys.iter().enumerate() {
-        let t = tables[i % tables.len()].as_str();
+        let t = &tables[i % tables.len()];
         history.record(&tools[i % tools.len()], *key, [t], [t]);
     }
     let bytes = rss() - before;

@@ -66,6 +66,7 @@ pub mod semconv;
 mod stats;
 /// Suggested annotations: the hints the evidence supports.
 mod suggest;
+mod touched;
 
 pub use action::{
     ACTION_METADATA_KEY, ActionMetadata, ActionOutcome, InputDestination, NOT_BENIGN_OUTCOME,
@@ -107,6 +108,7 @@ pub use record::{AuditEvent, CallReport, CallStatus, LogRecorder, Recorder};
 pub use scope::{CallEffects, CallScope, Deferred};
 pub use stats::{AuditStage, AuditStats, stats};
 pub use suggest::{SuggestedHints, SuggestionEvidence};
+pub use touched::{StateKey, StateTouched, state_touched};
 
 /// Table-driven tests of the judge, one row per (hints, effect) case.
 #[cfg(test)]

@@ -228,8 +228,17 @@ pub async fn start(args: &ProxyArgs) -> anyhow::Result<Proxy> {
     }
     // Suggestions in MCP's JSON form: the upstream is a server in any language.
     let log = LogRecorder::default().with_annotations_form(AnnotationsForm::McpJson);
+    let judge = Arc::new(Judge::new(policy));
+    // Writes the capture and the watch give to no call still disturb the repeats of the
+    // calls touching them.
+    if let Some(capture) = &capture {
+        capture.disturb(judge.clone());
+    }
+    if let Some(files) = &files {
+        files.disturb(judge.clone());
+    }
     let layer = HintAuditLayer::new()
-        .with_judge(Arc::new(Judge::new(policy)))
+        .with_judge(judge)
         .with_recorder((metrics.clone(), log))
         .with_make_span(OtelMakeSpan::new())
         .with_corrections_of(&config)

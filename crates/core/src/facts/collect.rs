@@ -6,7 +6,9 @@ use std::collections::BTreeSet;
 use smallvec::SmallVec;
 
 use crate::facts::evidence::{Evidence, Wanted, push};
+use crate::files::FileChange;
 use crate::finding::Confidence;
+use crate::touched::StateKey;
 
 /// What a call did to the watched environment. Table names and hosts borrow from the
 /// [`Effect`](crate::Effect) where they can (`Cow`: look them up with `&str`).
@@ -37,7 +39,7 @@ pub struct Facts<'e> {
 }
 
 /// A call's facts in outline: how much evidence of each kind, without the evidence, and the
-/// tables it touched and wrote. Enough for the judge to settle a call no rule fires on, to
+/// state it touched and wrote ([`StateKey`]: tables and watched paths). Enough for the judge to settle a call no rule fires on, to
 /// count it for advice and to record it in the history; read with [`Facts::outline`].
 /// Reading one allocates nothing for up to four tables of each kind.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -56,27 +58,34 @@ pub(crate) struct Outline<'e> {
     pub(crate) outside_changes: usize,
     /// `Facts::any_write_statement`.
     pub(crate) any_write_statement: bool,
-    /// `Facts::written_tables`, in first-seen order.
-    pub(crate) written_tables: Tables<'e>,
-    /// `Facts::touched_tables`, in first-seen order.
-    pub(crate) touched_tables: Tables<'e>,
+    /// State written: `Facts::written_tables` and the watched paths changed, in first-seen
+    /// order.
+    pub(crate) written: Keys<'e>,
+    /// State read or written: `Facts::touched_tables` and the watched paths changed, in
+    /// first-seen order.
+    pub(crate) touched: Keys<'e>,
 }
 
-/// Table names, each once, in first-seen order: a call touches a few tables, so a linear
-/// search beats a tree, and four fit inline.
+/// State keys, each once, in first-seen order: a call touches a few tables or paths, so a
+/// linear search beats a tree, and four fit inline.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct Tables<'e>(SmallVec<[Cow<'e, str>; 4]>);
+pub(crate) struct Keys<'e>(SmallVec<[StateKey<'e>; 4]>);
 
-impl<'e> Tables<'e> {
-    fn insert(&mut self, table: Cow<'e, str>) {
-        if !self.0.contains(&table) {
-            self.0.push(table);
+impl<'e> Keys<'e> {
+    fn insert(&mut self, key: StateKey<'e>) {
+        if !self.0.contains(&key) {
+            self.0.push(key);
         }
     }
 
-    /// The names.
-    pub(crate) fn iter(&self) -> impl Iterator<Item = &str> {
-        self.0.iter().map(|t| &**t)
+    /// The keys.
+    pub(crate) fn iter(&self) -> std::slice::Iter<'_, StateKey<'e>> {
+        self.0.iter()
+    }
+
+    /// Whether there is none.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.0.is_empty()
     }
 }
 
@@ -194,7 +203,7 @@ impl<'e> Collector<'e> {
             Sink::Facts(f, _) => {
                 f.touched_tables.insert(table);
             }
-            Sink::Outline(o) => o.touched_tables.insert(table),
+            Sink::Outline(o) => o.touched.insert(StateKey::Table(table)),
         }
     }
 
@@ -204,7 +213,18 @@ impl<'e> Collector<'e> {
             Sink::Facts(f, _) => {
                 f.written_tables.insert(table);
             }
-            Sink::Outline(o) => o.written_tables.insert(table),
+            Sink::Outline(o) => o.written.insert(StateKey::Table(table)),
+        }
+    }
+
+    /// A watched path changed: state written and touched (an outline's only: [`Facts`] list
+    /// file changes as evidence, not as names).
+    pub(super) fn file_changed(&mut self, change: &'e FileChange) {
+        if let Sink::Outline(o) = &mut self.0 {
+            for key in StateKey::of_file_change(change) {
+                o.touched.insert(key.clone());
+                o.written.insert(key);
+            }
         }
     }
 

@@ -10,8 +10,10 @@ use crate::files::file_evidence;
 use crate::finding::Confidence;
 
 /// Adds the evidence of `effect`'s file changes to `c`.
-pub(super) fn record_files(effect: &Effect, c: &mut Collector<'_>) {
+/// Each changed path is state the call wrote ([`StateKey::File`](crate::StateKey::File)).
+pub(super) fn record_files<'e>(effect: &'e Effect, c: &mut Collector<'e>) {
     for change in &effect.files {
+        c.file_changed(change);
         let text = || file_evidence("watched", std::slice::from_ref(change));
         c.write(Confidence::Likely, text);
         if change.kind.is_destructive() {

@@ -32,9 +32,8 @@ mod rows;
 mod statements;
 
 pub use collect::Facts;
+pub(crate) use collect::Keys;
 pub(crate) use collect::Outline;
-#[cfg(test)]
-pub(crate) use collect::Tables;
 pub(crate) use evidence::Wanted;
 pub use evidence::{Evidence, summarize};
 

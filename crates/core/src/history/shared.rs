@@ -19,7 +19,7 @@ use super::{ArgsKey, Repeat};
 pub const MAX_SUMMARY_BYTES: usize = 120;
 
 /// What a replica tells the shared history when a call that may repeat ends: a call that
-/// wrote a table, or of a tool declared idempotent (and not read-only). Arguments only as
+/// wrote state (a table, a watched path), or of a tool declared idempotent (and not read-only). Arguments only as
 /// their keyed hash.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SharedCall {
@@ -27,9 +27,11 @@ pub struct SharedCall {
     pub tool: Arc<str>,
     /// The arguments' keyed hash (equal on every replica: [`super::ArgsHasher::from_secret`]).
     pub key: ArgsKey,
-    /// Tables the call read or wrote, normalized as the policy names them.
+    /// State the call read or wrote, as the store names it
+    /// ([`StateKey::shared_name`](crate::StateKey::shared_name): a table by its normalized
+    /// name, a watched path as `file:PATH`).
     pub touched: Vec<String>,
-    /// Tables the call wrote.
+    /// State the call wrote, named the same way.
     pub written: Vec<String>,
     /// What the call changed that a repeat would make again, as the finding's evidence reads
     /// (`insert appointments (1 row)`), at most [`MAX_SUMMARY_BYTES`]; empty when nothing.

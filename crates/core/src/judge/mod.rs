@@ -30,6 +30,7 @@ use crate::hints::{DeclaredHints, Hint};
 use crate::history::{ArgsHasher, ArgsKey, History, PendingRepeat, Repeat};
 use crate::policy::Policy;
 use crate::refusals::{enforced_findings, refused_evidence};
+use crate::touched::StateKey;
 
 /// The action-metadata rules: a tool's declared `outcome` and destination against a call's
 /// facts, and its listing against its hints.
@@ -44,7 +45,8 @@ pub use shared::fleet_hints_changed;
 /// Most tools whose first-seen hints and advice counters the judge keeps; calls of further
 /// tools are judged but not tracked for `hints_changed` or advice.
 pub const MAX_TRACKED_TOOLS: usize = 10_000;
-/// Most tables whose last write the idempotency history tracks.
+/// Most pieces of state (tables, watched paths) whose last write the idempotency history
+/// tracks.
 pub const MAX_TRACKED_TABLES: usize = 10_000;
 
 /// One finished tool call, as the judge sees it.
@@ -178,6 +180,16 @@ impl Judge {
         advice_for(hints, c, self.policy.advice_after_calls())
     }
 
+    /// Records a write of `written` that no call judged here made ([`History::written_elsewhere`]):
+    /// a database commit or a file change the evidence sources could not give to one call
+    /// (ambiguous, unattributed, foreign). The next repeat of every call that touches that
+    /// state is disturbed, and not judged for `idempotency_broken`.
+    /// Table names are normalized as the policy names them.
+    pub fn written_elsewhere<'k>(&self, written: impl IntoIterator<Item = &'k StateKey<'k>>) {
+        let keys: Vec<StateKey<'_>> = written.into_iter().map(StateKey::normalized).collect();
+        self.state().history.written_elsewhere(&keys);
+    }
+
     /// Judges one finished call against its declared hints, and records it in the history.
     pub fn judge(&self, call: &ToolCall<'_>) -> Verdict {
         self.judge_keyed(call, self.hasher.key(call.arguments))
@@ -214,8 +226,8 @@ impl Judge {
         let repeat = state.history.record(
             call.tool,
             key,
-            outline.touched_tables.iter(),
-            outline.written_tables.iter(),
+            outline.touched.iter(),
+            outline.written.iter(),
         );
         let shared = share && shared::needs_shared(call.hints, &outline);
         let reading = self.policy.open_world_reading();
@@ -248,7 +260,7 @@ impl Judge {
 
     /// The findings of a call whose history said `repeat`: the rules one call settles
     /// ([`Judge::rule_findings`]), and `idempotency_broken` when it repeated an identical
-    /// earlier call cleanly (no other call wrote its tables in between) yet changed something
+    /// earlier call cleanly (nothing else wrote its state in between) yet changed something
     /// again while declaring `idempotentHint: true`.
     fn findings(&self, call: &ToolCall<'_>, facts: &Facts<'_>, repeat: Repeat) -> Vec<Finding> {
         let mut findings = self.rule_findings(call, facts);

@@ -10,7 +10,7 @@
 use std::fmt::Write as _;
 use std::sync::Arc;
 
-use crate::facts::{Facts, Outline, Wanted, summarize};
+use crate::facts::{Facts, Keys, Outline, Wanted, summarize};
 use crate::finding::{Confidence, Finding, Rule};
 use crate::hints::{DeclaredHints, Hint};
 use crate::history::shared::{MAX_SUMMARY_BYTES, bounded};
@@ -86,12 +86,11 @@ pub fn fleet_hints_changed(tool: &str, from: &DeclaredHints, to: &DeclaredHints)
 }
 
 /// Whether a call with these hints and this outline may repeat in a way the judge reads: it
-/// wrote a table (its writes can disturb another tool's repeat, and a tool that writes can
+/// wrote state, a table or a path (its writes can disturb another tool's repeat, and a tool that writes can
 /// be advised idempotent), or its tool declares `idempotentHint: true` and is not read-only.
 /// Other calls need no shared history: no round trip.
 pub(super) fn needs_shared(hints: DeclaredHints, outline: &Outline<'_>) -> bool {
-    outline.written_tables.iter().next().is_some()
-        || (hints.idempotent == Some(true) && hints.read_only != Some(true))
+    !outline.written.is_empty() || (hints.idempotent == Some(true) && hints.read_only != Some(true))
 }
 
 /// Whether the evidence of what a repeat would change again is wanted (the tool declares
@@ -119,14 +118,19 @@ pub(super) fn pending(
         call: SharedCall {
             tool: Arc::from(call.tool),
             key,
-            touched: outline.touched_tables.iter().map(str::to_owned).collect(),
-            written: outline.written_tables.iter().map(str::to_owned).collect(),
+            touched: shared_names(&outline.touched),
+            written: shared_names(&outline.written),
             summary,
         },
         hints: call.hints,
         local: repeat,
         net_change,
     }
+}
+
+/// State keys as the shared history names them ([`StateKey::shared_name`](crate::StateKey::shared_name)).
+fn shared_names(keys: &Keys<'_>) -> Vec<String> {
+    keys.iter().map(|k| k.shared_name().into_owned()).collect()
 }
 
 /// Appends what the store kept of the previous identical call.

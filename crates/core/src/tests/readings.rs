@@ -5,7 +5,8 @@ use std::borrow::Cow;
 use std::collections::BTreeSet;
 
 use super::*;
-use crate::facts::{Tables, Wanted};
+use crate::StateKey;
+use crate::facts::{Keys, Wanted};
 
 /// Asserts, for case `name`, that the facts read with the texts wanted for `h` and the
 /// outline agree with the full facts of `effect` under `policy`: the same evidence and
@@ -69,11 +70,20 @@ pub(super) fn readings_agree(name: &str, effect: &Effect, policy: &Policy, h: De
         ],
         "case {name}: the outline's counts"
     );
-    let set = |t: &Tables<'_>| t.iter().map(str::to_owned).collect::<BTreeSet<_>>();
+    // The outline's tables (its file keys come from the file changes, which facts list as
+    // evidence).
+    let set = |t: &Keys<'_>| {
+        t.iter()
+            .filter_map(|k| match k {
+                StateKey::Table(t) => Some(t.to_string()),
+                _ => None,
+            })
+            .collect::<BTreeSet<_>>()
+    };
     let names =
         |t: &BTreeSet<Cow<'_, str>>| t.iter().map(|t| t.to_string()).collect::<BTreeSet<_>>();
     assert_eq!(
-        (set(&outline.written_tables), set(&outline.touched_tables)),
+        (set(&outline.written), set(&outline.touched)),
         (names(&full.written_tables), names(&full.touched_tables)),
         "case {name}: the outline's tables"
     );

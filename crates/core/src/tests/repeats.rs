@@ -261,3 +261,97 @@ fn idempotency_is_judged_only_when_declared() {
         }
     }
 }
+
+/// A call that changed `path` in a watched tree (`hintaudit proxy --watch`).
+fn changed_file(path: &str, kind: crate::files::ChangeKind) -> Effect {
+    Effect {
+        files: vec![crate::files::FileChange {
+            path: path.into(),
+            kind,
+        }],
+        ..Default::default()
+    }
+}
+
+/// The memory server's delete, repeated: each row is what happened between the two deletes
+/// of `delete_entities` (both changed `memory.jsonl`), and whether the repeat is judged
+/// `idempotency_broken`. A write given to no call disturbs the repeat as another call's does.
+#[test]
+fn writes_by_others_disturb_file_repeats() {
+    use crate::files::ChangeKind::{Overwritten, RenamedTo};
+    enum Between {
+        Nothing,
+        Call(Effect),
+        Elsewhere(Vec<StateKey<'static>>),
+    }
+    let delete = changed_file("memory.jsonl", Overwritten);
+    let cases = [
+        ("nothing wrote in between", Between::Nothing, true),
+        (
+            "another tool's call rewrote the file",
+            Between::Call(changed_file("memory.jsonl", Overwritten)),
+            false,
+        ),
+        (
+            "another tool's call renamed a file onto it",
+            Between::Call(changed_file("tmp.jsonl", RenamedTo("memory.jsonl".into()))),
+            false,
+        ),
+        (
+            "another tool's call wrote another file",
+            Between::Call(changed_file("other.jsonl", Overwritten)),
+            true,
+        ),
+        (
+            "an ambiguous or unattributed write of the file",
+            Between::Elsewhere(vec![StateKey::file("memory.jsonl")]),
+            false,
+        ),
+        (
+            "an unattributed write of another file",
+            Between::Elsewhere(vec![StateKey::file("other.jsonl")]),
+            true,
+        ),
+        (
+            "a foreign commit to a table of the same name",
+            Between::Elsewhere(vec![StateKey::table("memory.jsonl")]),
+            true,
+        ),
+    ];
+    let args = json!({"entityNames": ["Carol"]});
+    for (name, between, broken) in cases {
+        let judge = Judge::new(Policy::default());
+        let delete_call = || ToolCall {
+            tool: "delete_entities",
+            hints: hints(F, T, T, F),
+            arguments: Some(&args),
+            effect: &delete,
+        };
+        assert_eq!(judge.judge(&delete_call()).repeat, Some(Repeat::First));
+        match &between {
+            Between::Nothing => {}
+            Between::Call(effect) => {
+                judge.judge(&ToolCall {
+                    tool: "create_entities",
+                    hints: hints(F, F, F, F),
+                    arguments: Some(&args),
+                    effect,
+                });
+            }
+            Between::Elsewhere(keys) => judge.written_elsewhere(keys),
+        }
+        let v = judge.judge(&delete_call());
+        let want = if broken {
+            Repeat::Clean
+        } else {
+            Repeat::Disturbed
+        };
+        assert_eq!(v.repeat, Some(want), "case {name}");
+        assert_eq!(
+            rules(&v).contains(&"idempotency_broken"),
+            broken,
+            "case {name}: {:#?}",
+            v.findings
+        );
+    }
+}

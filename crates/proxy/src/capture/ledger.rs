@@ -19,6 +19,11 @@
 //! - no candidate (settled when it is decoded): unattributed, counted;
 //! - another writer's (settled when it is decoded): foreign, counted.
 //!
+//! The tables of every commit settled as no judged call's (ambiguous, unattributed, foreign,
+//! dropped) wait, with the commit's position, for [`Ledger::take_written_elsewhere`]: they
+//! still disturb the repeats of the calls that touch them, told to the judge when the first
+//! call that ended after them is recorded (settle.rs).
+//!
 //! Pure: no I/O, no async, no clock. The capture (postgres/, mysql/) feeds it.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -27,6 +32,10 @@ use std::sync::Arc;
 use hintaudit_core::{ImagedUpdates, TableWrites};
 
 pub use crate::capture::writer::{Origin, Writer};
+
+/// Most (position, table) pairs of writes by no judged call kept for the judge: beyond it,
+/// the oldest are dropped (a repeat around them may then be judged clean).
+const MAX_ELSEWHERE: usize = 10_000;
 
 /// A position in the database's log (PostgreSQL: an LSN as a 64-bit number; MySQL: the
 /// binlog file number and offset folded into one).
@@ -139,6 +148,9 @@ pub struct Ledger {
     late: VecDeque<(Lsn, Lsn)>,
     max_commits: usize,
     counts: [u64; 5],
+    /// (position, table) of commits settled as no judged call's, until taken; at most
+    /// [`MAX_ELSEWHERE`], the oldest dropped first.
+    elsewhere: BTreeSet<(Lsn, String)>,
 }
 
 impl Ledger {
@@ -152,6 +164,7 @@ impl Ledger {
             late: VecDeque::new(),
             max_commits: max_commits.max(1),
             counts: [0; 5],
+            elsewhere: BTreeSet::new(),
         }
     }
 
@@ -225,6 +238,7 @@ impl Ledger {
     /// another writer's or no call can be its candidate.
     pub fn decoded(&mut self, commit: Commit, origin: Origin) -> Option<Settled> {
         if origin == Origin::Foreign {
+            self.no_call(&commit);
             self.count(Settled::Foreign);
             return Some(Settled::Foreign);
         }
@@ -233,6 +247,9 @@ impl Ledger {
             self.late.pop_front();
         }
         let candidates = self.candidates(commit.lsn, origin);
+        if candidates.is_empty() || candidates.iter().all(|id| self.calls[id].judged) {
+            self.no_call(&commit);
+        }
         if candidates.is_empty() {
             if self
                 .late
@@ -253,6 +270,7 @@ impl Ledger {
             && let Some(old) = self.commits.pop_front()
             && old.settled.is_none()
         {
+            self.no_call(&old.commit);
             self.count(Settled::Dropped);
         }
         self.commits.push_back(Pending {
@@ -307,6 +325,10 @@ impl Ledger {
             }
         }
         for (i, outcome) in settled {
+            if outcome == Settled::Ambiguous {
+                let commit = self.commits[i].commit.clone();
+                self.no_call(&commit);
+            }
             self.commits[i].settled = Some(outcome);
             self.commits[i].owner = (outcome == Settled::Attributed).then_some(id);
             self.count(outcome);
@@ -355,9 +377,10 @@ impl Ledger {
         match floor {
             None => {
                 // Nothing in flight: every commit kept is settled or belongs to judged calls.
-                for p in self.commits.drain(..) {
+                for p in std::mem::take(&mut self.commits) {
                     if p.settled.is_none() {
-                        self.counts[Settled::Dropped as usize] += 1;
+                        self.no_call(&p.commit);
+                        self.count(Settled::Dropped);
                     }
                 }
                 self.calls.clear();
@@ -367,6 +390,7 @@ impl Ledger {
                     if let Some(p) = self.commits.pop_front()
                         && p.settled.is_none()
                     {
+                        self.no_call(&p.commit);
                         self.count(Settled::Dropped);
                     }
                 }
@@ -378,6 +402,30 @@ impl Ledger {
 
     fn count(&mut self, s: Settled) {
         self.counts[s as usize] += 1;
+    }
+
+    /// `commit` is settled as no judged call's: its tables were written elsewhere.
+    fn no_call(&mut self, commit: &Commit) {
+        for table in written_tables(commit) {
+            self.elsewhere.insert((commit.lsn, table));
+        }
+        while self.elsewhere.len() > MAX_ELSEWHERE {
+            self.elsewhere.pop_first();
+        }
+    }
+
+    /// The tables written at or before `through` by commits settled as no judged call's
+    /// (ambiguous, unattributed, foreign, dropped) and not taken yet, each once, as the log
+    /// names them: the judge is told of them
+    /// ([`Judge::written_elsewhere`](hintaudit_core::Judge::written_elsewhere)) before a call
+    /// that ended at `through` is judged. Those after `through` wait for a later call.
+    pub fn take_written_elsewhere(&mut self, through: Lsn) -> BTreeSet<String> {
+        let later = match through.checked_add(1) {
+            Some(next) => self.elsewhere.split_off(&(next, String::new())),
+            None => BTreeSet::new(),
+        };
+        let taken = std::mem::replace(&mut self.elsewhere, later);
+        taken.into_iter().map(|(_, table)| table).collect()
     }
 
     /// Commits settled so far, by outcome.
@@ -396,6 +444,16 @@ impl Ledger {
     pub fn calls(&self) -> usize {
         self.calls.len()
     }
+}
+
+/// The tables `commit` changed rows of or truncated (a TRUNCATE of an empty table changed
+/// nothing).
+fn written_tables(commit: &Commit) -> impl Iterator<Item = String> + '_ {
+    commit
+        .tables
+        .iter()
+        .map(|w| w.table.clone())
+        .chain(commit.truncated.iter().cloned())
 }
 
 #[cfg(test)]

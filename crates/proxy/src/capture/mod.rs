@@ -12,7 +12,10 @@
 //! past its end, while the answer goes back; settle.rs). Each commit names its writer
 //! (PostgreSQL: a trigger's message, see postgres/install.rs; MariaDB: a trigger's row, see
 //! mysql/install.rs), matched to the proxy's upstream connections by identify.rs, so that a
-//! commit is only ever a candidate of the calls on the connection that wrote it.
+//! commit is only ever a candidate of the calls on the connection that wrote it. A commit
+//! settled as no judged call's (ambiguous, unattributed, foreign, dropped) is told to the
+//! judge given to [`Capture::disturb`]: it disturbs the repeats of the calls touching its
+//! tables.
 //!
 //! The capture's state is in parts by what each holds: how far the log is read and what
 //! calls wait for (progress.rs), what it counts (counters.rs), calls' ends (ends.rs: their
@@ -24,7 +27,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use hintaudit_core::{DatabaseKind, DatabaseUrl};
+use hintaudit_core::{DatabaseKind, DatabaseUrl, Judge, StateKey};
 use tokio_util::sync::CancellationToken;
 
 mod commit;
@@ -142,6 +145,8 @@ pub(crate) struct Shared {
     source: Arc<dyn LogEnd>,
     /// Failures of the log reader and the position reader, counted once per outage.
     outage: Outage,
+    /// Told of the tables of commits settled as no judged call's ([`Capture::disturb`]).
+    judge: std::sync::OnceLock<Arc<Judge>>,
     stop: CancellationToken,
     tasks: std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>,
 }
@@ -180,6 +185,7 @@ impl Shared {
             ends: CallEnds::new(start, backend),
             source,
             outage: Outage::default(),
+            judge: std::sync::OnceLock::new(),
             stop: CancellationToken::new(),
             tasks: std::sync::Mutex::default(),
         })
@@ -204,6 +210,20 @@ impl Shared {
         tasks.push(tokio::spawn(reader));
         tasks.push(tokio::spawn(ends::read_ends(self.clone())));
         tasks.push(tokio::spawn(watch_reads));
+    }
+
+    /// Tells the judge, when one was given, of the tables written at or before `through` by
+    /// commits settled as no judged call's and not told yet
+    /// ([`Ledger::take_written_elsewhere`]).
+    fn tell_written_elsewhere(&self, through: Lsn) {
+        let Some(judge) = self.judge.get() else {
+            return;
+        };
+        let tables = lock(&self.ledger).take_written_elsewhere(through);
+        if !tables.is_empty() {
+            let keys: Vec<StateKey<'_>> = tables.iter().map(StateKey::table).collect();
+            judge.written_elsewhere(&keys);
+        }
     }
 }
 
@@ -321,6 +341,14 @@ impl Capture {
     /// `db.system.name`, `postgresql` or `mysql`.
     pub fn backend(&self) -> &'static str {
         self.kind().system_name()
+    }
+
+    /// Tells `judge` of the tables of every commit the capture settles as no judged call's
+    /// from now on (ambiguous, unattributed, foreign, dropped), so that it disturbs the
+    /// repeats of the calls touching them ([`Judge::written_elsewhere`]). Only the first
+    /// judge given is told.
+    pub fn disturb(&self, judge: Arc<Judge>) {
+        let _ = self.shared.judge.set(judge);
     }
 
     /// What the capture has done so far.

@@ -12,8 +12,10 @@
 //! one of its own; not at all while the database cannot be asked).
 //!
 //! Shares are recorded in the order the calls answered (ends.rs): the judge's history reads
-//! a repeat as clean only when no call wrote its tables in between, so two calls of one tool
-//! must not be judged around a later call that wrote, whichever task wakes first.
+//! a repeat as clean only when nothing wrote its tables in between, so two calls of one tool
+//! must not be judged around a later call that wrote, whichever task wakes first. Writes
+//! given to no call (ambiguous, unattributed, foreign, dropped) are told to the judge in the
+//! same order: each just before the first call recorded that ended after it.
 
 use std::sync::Arc;
 
@@ -51,7 +53,7 @@ pub(crate) async fn start_bound(shared: &Shared) -> Lsn {
 /// [`Capture::shutdown`]: super::Capture::shutdown
 #[derive(Debug)]
 pub struct Settling {
-    task: Option<tokio::task::JoinHandle<CallShare>>,
+    task: Option<tokio::task::JoinHandle<(CallShare, Option<Lsn>)>>,
     share: Option<CallShare>,
     shared: Arc<Shared>,
     /// The call's answer number: its turn to be recorded.
@@ -83,13 +85,21 @@ impl Settling {
     /// answer waits for this; every other call records it after the answer went back.
     pub async fn share(&mut self) -> CallShare {
         if let Some(task) = self.task.take() {
-            let share = task.await.unwrap_or_else(|_| CallShare {
-                gap: true,
-                ..CallShare::default()
+            let (share, end) = task.await.unwrap_or_else(|_| {
+                let share = CallShare {
+                    gap: true,
+                    ..CallShare::default()
+                };
+                (share, None)
             });
             self.share = Some(share);
             // Within the call's own bound: the calls before it reach theirs first.
             self.shared.ends.before(self.number, self.deadline).await;
+            // In the same order: the writes no call is judged with that were made before its
+            // end disturb repeats from now on, after the calls that ended before them.
+            if let Some(end) = end {
+                self.shared.tell_written_elsewhere(end);
+            }
         }
         self.share.clone().unwrap_or_default()
     }
@@ -109,8 +119,14 @@ impl Drop for Settling {
 }
 
 /// Judges call `id` (answer number `number`): its end is the first position read after it
-/// answered; once the capture has read that far (or at `deadline`), its share.
-async fn judge(shared: Arc<Shared>, id: u64, number: u64, deadline: Instant) -> CallShare {
+/// answered; once the capture has read that far (or at `deadline`), its share, and its end
+/// (`None` when no position was read).
+async fn judge(
+    shared: Arc<Shared>,
+    id: u64,
+    number: u64,
+    deadline: Instant,
+) -> (CallShare, Option<Lsn>) {
     let Some(end) = shared.ends.end_of(number, deadline).await else {
         shared.outage.failed(
             Part::Ends,
@@ -118,10 +134,11 @@ async fn judge(shared: Arc<Shared>, id: u64, number: u64, deadline: Instant) -> 
             &"no position read within --capture-wait-ms",
         );
         lock(&shared.ledger).forget(id);
-        return CallShare {
+        let share = CallShare {
             gap: true,
             ..CallShare::default()
         };
+        return (share, None);
     };
     lock(&shared.ledger).ended(id, end);
     // The read that gave `end` woke the log reader already, when it had not read that far.
@@ -129,10 +146,11 @@ async fn judge(shared: Arc<Shared>, id: u64, number: u64, deadline: Instant) -> 
     let caught_up = tokio::time::timeout_at(deadline, through.wait_for(|t| *t >= end))
         .await
         .is_ok_and(|r| r.is_ok());
-    if caught_up {
+    let share = if caught_up {
         lock(&shared.ledger).judge(id)
     } else {
         shared.counters.late();
         lock(&shared.ledger).judge_late(id)
-    }
+    };
+    (share, Some(end))
 }

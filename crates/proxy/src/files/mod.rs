@@ -15,7 +15,9 @@
 //!   judged against their fingerprints (renames paired, `ignored_paths` bookkeeping): a
 //!   path whose candidates are calls of one tool is the ending call's; of several tools,
 //!   ambiguous (logged, not recorded). A path touched with no call in flight is brought up
-//!   to date, no call's.
+//!   to date, no call's. Ambiguous and unattributed changes (and those of a call no longer
+//!   waiting for its share) are told to the judge given to [`FileWatch::disturb`]: written
+//!   elsewhere, they disturb the repeats of the calls that touch those paths.
 //! - New directories get a watch (and what was made in them before it is dirty too); a
 //!   queue overflow (`IN_Q_OVERFLOW`) is a gap: counted, every call in flight is marked
 //!   incomplete, and the trees are read again.
@@ -37,8 +39,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use hintaudit_core::CallScope;
 use hintaudit_core::files::{FileChange, IgnoredPaths};
+use hintaudit_core::{CallScope, Judge, StateKey};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
@@ -95,6 +97,8 @@ struct Shared {
     unattributed: AtomicU64,
     /// How long a call's answer waits, at most, for its end marker to be read.
     wait: Duration,
+    /// Told of the changes no call is judged with ([`FileWatch::disturb`]).
+    judge: std::sync::OnceLock<Arc<Judge>>,
     stop: CancellationToken,
     task: std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
@@ -154,6 +158,7 @@ impl FileWatch {
             ambiguous: AtomicU64::new(0),
             unattributed: AtomicU64::new(0),
             wait,
+            judge: std::sync::OnceLock::new(),
             stop: CancellationToken::new(),
             task: std::sync::Mutex::new(None),
         });
@@ -212,6 +217,14 @@ impl FileWatch {
         }
     }
 
+    /// Tells `judge` of every change the watch gives to no judged call from now on
+    /// (ambiguous, unattributed, or a call's that no longer waits for its share), so that
+    /// it disturbs the repeats of the calls touching those paths
+    /// ([`Judge::written_elsewhere`]). Only the first judge given is told.
+    pub fn disturb(&self, judge: Arc<Judge>) {
+        let _ = self.shared.judge.set(judge);
+    }
+
     /// What the watch has done so far.
     pub fn stats(&self) -> FileWatchStats {
         let s = &self.shared;
@@ -247,6 +260,22 @@ impl Drop for FileTicket {
 }
 
 impl Shared {
+    /// Tells the judge, when one was given, that `changes` were written by no judged call.
+    // Called by the watcher alone: never on systems other than Linux.
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+    fn written_elsewhere<'c>(&self, changes: impl IntoIterator<Item = &'c FileChange>) {
+        let Some(judge) = self.judge.get() else {
+            return;
+        };
+        let keys: Vec<StateKey<'_>> = changes
+            .into_iter()
+            .flat_map(StateKey::of_file_change)
+            .collect();
+        if !keys.is_empty() {
+            judge.written_elsewhere(&keys);
+        }
+    }
+
     /// Creates the marker `b-ID` or `e-ID`.
     fn mark(&self, which: char, id: u64) -> std::io::Result<()> {
         std::fs::File::create(self.markers.path().join(format!("{which}-{id}"))).map(drop)

@@ -111,3 +111,59 @@ async fn concurrent_calls_of_several_tools_are_ambiguous_of_one_tool_attributed(
     assert_eq!((s.attributed, s.ambiguous), (1, 1), "{s:?}");
     w.shutdown().await;
 }
+
+/// Changes the watch gives to no call (ambiguous, unattributed) are told to the judge: the
+/// repeat of a call that changed the same path is disturbed, not `idempotency_broken`; a
+/// repeat with nothing in between is still judged.
+#[tokio::test]
+async fn changes_given_to_no_call_disturb_repeats() {
+    use hintaudit_core::{DeclaredHints, Effect, Policy, Repeat, ToolCall};
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path();
+    fs::write(p.join("memory.jsonl"), "a\n").unwrap();
+    let w = watch(p, &[]);
+    let judge = Arc::new(Judge::new(Policy::default()));
+    w.disturb(judge.clone());
+    let idempotent = DeclaredHints {
+        read_only: Some(false),
+        destructive: Some(true),
+        idempotent: Some(true),
+        open_world: Some(false),
+    };
+    // One call of `delete`, judged with its own share, as the proxy's layer does.
+    let delete = async |content: &str| {
+        let t = w.begin("delete".into());
+        fs::write(p.join("memory.jsonl"), content).unwrap();
+        let share = w.finish(t).await;
+        let effect = Effect {
+            files: share.changes,
+            ..Effect::default()
+        };
+        judge.judge(&ToolCall {
+            tool: "delete",
+            hints: idempotent,
+            arguments: None,
+            effect: &effect,
+        })
+    };
+    assert_eq!(delete("").await.repeat, Some(Repeat::First));
+    // Unattributed: no call in flight; a call that writes nothing reads past it.
+    fs::write(p.join("memory.jsonl"), "a\n").unwrap();
+    let t = w.begin("read".into());
+    assert!(w.finish(t).await.changes.is_empty());
+    let v = delete("").await;
+    assert_eq!(v.repeat, Some(Repeat::Disturbed), "{v:?}");
+    // Ambiguous: calls of two tools in flight.
+    let (a, b) = (w.begin("create".into()), w.begin("read".into()));
+    fs::write(p.join("memory.jsonl"), "a\n").unwrap();
+    assert_eq!(w.finish(a).await.ambiguous.len(), 1);
+    w.finish(b).await;
+    let v = delete("").await;
+    assert_eq!(v.repeat, Some(Repeat::Disturbed), "{v:?}");
+    // Nothing in between: a clean repeat that changes the file again is found.
+    let v = delete("b\n").await;
+    assert_eq!(v.repeat, Some(Repeat::Clean), "{v:?}");
+    let rules: Vec<&str> = v.findings.iter().map(|f| f.rule.as_str()).collect();
+    assert_eq!(rules, ["idempotency_broken"], "{v:?}");
+    w.shutdown().await;
+}

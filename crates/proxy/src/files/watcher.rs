@@ -171,12 +171,18 @@ impl Watcher {
     }
 
     /// A path was touched: dirty with the calls in flight, or, with none, brought up to
-    /// date as no call's.
+    /// date as no call's (a write elsewhere: it still disturbs repeats).
     fn touch(&mut self, root: usize, rel: String) {
         if self.open.is_empty() {
             let d = self.table.settle(root, &BTreeSet::from([rel]));
             let n = d.changes.len() as u64;
             self.shared.unattributed.fetch_add(n, Ordering::Relaxed);
+            let changes: Vec<FileChange> = d
+                .changes
+                .into_iter()
+                .map(|(path, kind)| self.shown_change(root, &path, kind))
+                .collect();
+            self.shared.written_elsewhere(&changes);
             return;
         }
         let c = self.dirty.entry((root, rel)).or_default();
@@ -222,15 +228,7 @@ impl Watcher {
             share.bookkeeping += d.bookkeeping;
             for (path, kind) in d.changes {
                 let tools = candidate_tools(&paths, &path);
-                let change = FileChange {
-                    path: shown(&self.labels, root, &path),
-                    kind: match kind {
-                        ChangeKind::RenamedTo(to) => {
-                            ChangeKind::RenamedTo(shown(&self.labels, root, &to))
-                        }
-                        k => k,
-                    },
-                };
+                let change = self.shown_change(root, &path, kind);
                 if tools.len() == 1 {
                     share.changes.push(change);
                 } else {
@@ -244,9 +242,29 @@ impl Watcher {
         s.ambiguous
             .fetch_add(share.ambiguous.len() as u64, Ordering::Relaxed);
         s.paths.store(self.table.len() as u64, Ordering::Relaxed);
+        // Ambiguous changes are no call's: they disturb repeats all the same.
+        s.written_elsewhere(share.ambiguous.iter().map(|(c, _)| c));
         let done = lock(&s.calls).remove(&id).and_then(|c| c.done);
-        if let Some(done) = done {
-            let _ = done.send(share);
+        let unsent = match done {
+            Some(done) => done.send(share).err(),
+            None => Some(share),
+        };
+        // A call no longer waiting for its share (dropped, or past its wait) is not judged
+        // with it: its changes were written elsewhere too.
+        if let Some(share) = unsent {
+            s.written_elsewhere(&share.changes);
+        }
+    }
+
+    /// A change of `path` under root `root` as findings show it (with the root's label when
+    /// several are watched).
+    fn shown_change(&self, root: usize, path: &str, kind: ChangeKind) -> FileChange {
+        FileChange {
+            path: shown(&self.labels, root, path),
+            kind: match kind {
+                ChangeKind::RenamedTo(to) => ChangeKind::RenamedTo(shown(&self.labels, root, &to)),
+                k => k,
+            },
         }
     }
 

@@ -19,7 +19,9 @@
 //! found on every call, nothing else, every commit its own call's.
 //!
 //! The file tests (files.rs) run the proxy with `--watch` in front of the Python files
-//! fixture and the official npm filesystem and memory servers, with no database.
+//! fixture and the official npm filesystem and memory servers, with no database; the
+//! disturbance test (disturb.rs) drives the memory server from four sessions, with writes by
+//! others between repeats of its deletes (attributed, ambiguous, unattributed).
 //! The repeat tests (repeats.rs) judge idempotency from the log's row images, both ways, on
 //! PostgreSQL and MariaDB.
 //!
@@ -39,6 +41,7 @@ mod coalesce;
 mod correct;
 mod dbhub;
 mod disclose;
+mod disturb;
 mod files;
 mod holds;
 mod indirect;

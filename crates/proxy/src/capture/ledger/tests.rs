@@ -311,3 +311,51 @@ fn a_known_writer_narrows_the_candidates_to_its_connection() {
         );
     }
 }
+
+/// A commit to `table` at `lsn`.
+fn commit_to(lsn: Lsn, table: &str) -> Commit {
+    let mut c = commit(lsn);
+    c.tables[0].table = table.into();
+    c
+}
+
+/// Commits settled as no judged call's wait, by position, to be told to the judge; an
+/// attributed one never does. One row per outcome, then the order they are taken in.
+#[test]
+fn writes_by_no_judged_call_wait_for_the_judge_by_position() {
+    let mut l = Ledger::new(100);
+    // Unattributed: no call in flight.
+    assert_eq!(
+        l.decoded(commit_to(5, "orders"), Origin::AnyCall),
+        Some(Settled::Unattributed)
+    );
+    // Foreign: another writer's.
+    assert_eq!(
+        l.decoded(commit_to(6, "stock"), Origin::Foreign),
+        Some(Settled::Foreign)
+    );
+    // Ambiguous: calls of two tools in flight; attributed: one call of one tool.
+    let a = call(&mut l, "add_item", 10, None);
+    let b = call(&mut l, "get_item", 12, None);
+    l.decoded(commit_to(11, "mine"), Origin::AnyCall);
+    l.decoded(commit_to(15, "shared"), Origin::AnyCall);
+    l.ended(a, 16);
+    let share = l.judge(a);
+    assert_eq!(share.attributed, [commit_to(11, "mine")]);
+    // Unattributed, after every call ended.
+    l.ended(b, 20);
+    l.judge(b);
+    l.decoded(commit_to(30, "later"), Origin::AnyCall);
+    let names = |s: BTreeSet<String>| s.into_iter().collect::<Vec<_>>();
+    assert_eq!(names(l.take_written_elsewhere(4)), Vec::<String>::new());
+    assert_eq!(
+        names(l.take_written_elsewhere(16)),
+        ["orders", "shared", "stock"]
+    );
+    assert_eq!(
+        names(l.take_written_elsewhere(16)),
+        Vec::<String>::new(),
+        "taken once"
+    );
+    assert_eq!(names(l.take_written_elsewhere(Lsn::MAX)), ["later"]);
+}
