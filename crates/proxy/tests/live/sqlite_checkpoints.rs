@@ -120,8 +120,9 @@ async fn the_servers_truncate_checkpoint_is_busy_while_the_proxy_holds_its_snaps
     assert_eq!(
         violations(&s, "archive_item", "undeclared_destructive"),
         2.0,
-        "{}",
-        s.text
+        "{}\n{}",
+        s.text,
+        std::fs::read_to_string(&log).unwrap_or_default()
     );
     assert_eq!(gaps(&s), 0.0, "{}", s.text);
     assert_eq!(audit_errors(&s), 0.0, "{}", s.text);

@@ -20,12 +20,13 @@ enum Generation {
 }
 
 impl Live {
-    /// Reads what the WAL holds past the last commit read.
+    /// Reads what the WAL holds past the last commit read. `held`: a snapshot was held
+    /// without a break since the last read, which read the chain to its end.
     pub(super) fn catch_up(
         &mut self,
-        path: &Path,
-        wal: &Path,
+        (path, wal): (&Path, &Path),
         seed: u64,
+        held: bool,
         stats: &mut Stats,
         events: &mut Vec<Event>,
     ) -> Result<(), FollowError> {
@@ -34,7 +35,7 @@ impl Live {
             source,
         };
         let head = read_from(wal, 0, WAL_HEADER_SIZE, &mut stats.frame_bytes).map_err(io)?;
-        match self.generation_of(&head) {
+        match self.generation_of(&head, held) {
             Generation::Same => {}
             Generation::Next(header) => {
                 self.generation += u32::from(self.chain.is_some());
@@ -100,8 +101,17 @@ impl Live {
         Ok(())
     }
 
-    /// The generation the WAL header `head` starts.
-    fn generation_of(&self, head: &[u8]) -> Generation {
+    /// The generation the WAL header `head` starts. While a snapshot was `held` since a read
+    /// that read the chain to its end, any new generation is the next one and loses nothing:
+    /// SQLite restarts the WAL only once every frame is copied into the database file and no
+    /// reader uses one, and copies none past a reader's snapshot (none at all while a reader
+    /// reads the database file only), so at most one restart passes between two reads, over
+    /// frames read. Its salts and checkpoint sequence are no test of that: a connection that
+    /// writes the first frame after another connection's RESTART or TRUNCATE checkpoint draws
+    /// new salts, and each connection counts checkpoints from 0 (servers that open a
+    /// connection per statement do both). Without such a snapshot, the header must carry the
+    /// sequence number and salt-1 one higher; any other change is a restart not seen.
+    fn generation_of(&self, head: &[u8], held: bool) -> Generation {
         let Ok(header) = WalHeader::parse(head) else {
             // No header: the WAL not written yet, or truncated by a checkpoint after
             // everything was read. The next header starts the next generation.
@@ -114,8 +124,9 @@ impl Live {
         if header.salt1 == was.salt1 && header.salt2 == was.salt2 {
             return Generation::Same;
         }
-        let next = header.checkpoint_seq == was.checkpoint_seq.wrapping_add(1)
-            && header.salt1 == was.salt1.wrapping_add(1);
+        let next = held
+            || (header.checkpoint_seq == was.checkpoint_seq.wrapping_add(1)
+                && header.salt1 == was.salt1.wrapping_add(1));
         if next {
             Generation::Next(header)
         } else {

@@ -20,9 +20,11 @@
 //! checkpoint gets SQLITE_BUSY (`PRAGMA wal_checkpoint(TRUNCATE)` answers busy = 1) and the
 //! WAL is left whole; its PASSIVE and FULL work stops at the snapshot's frame. When the
 //! snapshot saw every frame checkpointed, a restart may happen, and loses nothing: the
-//! follower had read every frame. The next generation's header then carries the checkpoint
-//! sequence number and salt-1 one higher; any other change is a restart not seen, a
-//! [`GapReason::Restart`].
+//! follower had read every frame. So while the snapshot is held without a break, any new
+//! generation is read from its first frame, whatever its salts (a connection that writes
+//! after another's TRUNCATE draws new ones). After a break (a read that failed, a snapshot
+//! lost), only a header with the checkpoint sequence number and salt-1 one higher is; any
+//! other change is a restart not seen, a [`GapReason::Restart`].
 //!
 //! A database in rollback-journal mode (or not created yet) is watched without a connection
 //! or a lock (its header read with plain file reads) until it is in WAL mode: a write seen
@@ -100,6 +102,8 @@ struct Live {
     broken: bool,
     /// Where the last PASSIVE checkpoint ran (the position read when it did).
     checkpointed: LogPosition,
+    /// The last read read the chain to its end (it failed on no file).
+    read_whole: bool,
 }
 
 impl std::fmt::Debug for Follower {
@@ -160,20 +164,19 @@ impl Follower {
     /// generation followed (or the next one, when the WAL restarted since the last read). One
     /// 136-byte read, no lock, no statement: a call's start and end positions for the ledger
     /// (a commit at or before it is in the WAL; [`read`](Follower::read) decodes it). `None`
-    /// while waiting, or when the wal-index does not read or names another generation: read
-    /// the log and take [`position`](Follower::position) then.
+    /// while waiting, or when the wal-index does not read (its two header copies differ
+    /// while it is written: read it again).
     pub fn log_end(&self) -> Option<LogPosition> {
         let State::Following(live) = &self.state else {
             return None;
         };
         let hint = shm::hint(live.shm.as_ref())?;
+        // Other salts: the WAL restarted once since the last read (at most once: see
+        // catch_up.rs), which counts it as one generation more, seen or not.
         let generation = match live.chain.map(|c| *c.header()) {
             None => live.generation,
             Some(h) if shm::of(&hint, &h) => live.generation,
-            Some(h) if hint.salts[..4] == h.salt1.wrapping_add(1).to_be_bytes() => {
-                live.generation + 1
-            }
-            Some(_) => return None,
+            Some(_) => live.generation + 1,
         };
         let salt1 =
             u32::from_be_bytes([hint.salts[0], hint.salts[1], hint.salts[2], hint.salts[3]]);
@@ -224,13 +227,15 @@ impl Follower {
                 _ => Err(sqlite(e)),
             };
         }
+        let held = live.held.is_open() && live.read_whole;
         let caught = live.catch_up(
-            &self.path,
-            &self.wal,
+            (&self.path, &self.wal),
             self.seed,
+            held,
             &mut self.stats,
             &mut events,
         );
+        live.read_whole = caught.is_ok();
         // The new snapshot is held: the old one goes, whatever the read found.
         live.held.end().map_err(sqlite)?;
         std::mem::swap(&mut live.held, &mut live.idle);
@@ -393,6 +398,7 @@ impl Live {
                 salt1: 0,
                 frame: 0,
             },
+            read_whole: true,
         };
         let empty = live.db.metadata().map(|m| m.len() == 0).unwrap_or(false);
         let mut found = Vec::new();
