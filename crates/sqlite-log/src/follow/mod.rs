@@ -10,7 +10,8 @@
 //! 2. reads the WAL's new frames along the checksum chain, from the last commit read to the
 //!    last commit frame on the chain, and decodes each commit against the pages before it (the
 //!    latest earlier frame of this WAL generation, else the database file);
-//! 3. closes the old snapshot, then runs a PASSIVE checkpoint on that idle connection: it
+//! 3. closes the old snapshot, then runs a PASSIVE checkpoint on that idle connection (every
+//!    [`CHECKPOINT_FRAMES`] frames read, and at the first read that finds nothing new): it
 //!    copies what no reader needs any more and waits on nothing. Never FULL, RESTART or
 //!    TRUNCATE.
 //!
@@ -143,8 +144,8 @@ impl Follower {
     }
 
     /// Runs its PASSIVE checkpoint after a read once `frames` frames were read since its last
-    /// ([`CHECKPOINT_FRAMES`] by default; 0: after every read that found new frames). Each
-    /// checkpoint copies pages into the database file and syncs it; the server's own automatic
+    /// ([`CHECKPOINT_FRAMES`] by default; 0: after every read that found new frames), and at
+    /// the first read that finds nothing new after one that did. Each checkpoint copies pages into the database file and syncs it; the server's own automatic
     /// checkpoints go on meanwhile, up to the follower's snapshot.
     pub fn with_checkpoint_frames(mut self, frames: u32) -> Follower {
         self.checkpoint_frames = frames;
@@ -251,8 +252,12 @@ impl Follower {
             }));
         }
         let at = live.position();
+        // Also once the log goes quiet (a read that found nothing): else a server writing
+        // steadily never finds every frame copied while the snapshot reads the database file
+        // only, which it needs to restart the WAL, and the WAL grows without bound.
         let due = at.generation != live.checkpointed.generation
-            || at.frame.saturating_sub(live.checkpointed.frame) >= self.checkpoint_frames;
+            || at.frame.saturating_sub(live.checkpointed.frame) >= self.checkpoint_frames
+            || events.is_empty();
         if due && at != live.checkpointed {
             match live.idle.checkpoint_passive() {
                 Ok(_) => self.stats.checkpoints += 1,
