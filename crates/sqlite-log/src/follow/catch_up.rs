@@ -6,7 +6,7 @@ use std::path::Path;
 
 use super::files::{Before, read_from};
 use super::{Event, FollowError, Gap, GapReason, Live, Stats};
-use crate::wal::{Chain, CommitFrames, WAL_HEADER_SIZE, WalHeader, commits};
+use crate::wal::{Chain, CommitFrames, FRAME_HEADER_SIZE, WAL_HEADER_SIZE, WalHeader, commits};
 
 /// What the WAL's header says of the generation followed.
 enum Generation {
@@ -85,8 +85,14 @@ impl Live {
         let committed = super::shm::hint(self.shm.as_ref())
             .filter(|h| super::shm::of(h, chain.header()))
             .map(|h| h.max_frame);
-        let tail =
-            read_from(wal, chain.next_offset(), usize::MAX, &mut stats.frame_bytes).map_err(io)?;
+        // Up to the last committed frame when the wal-index says which: a WAL reused after a
+        // restart keeps its old length, and its stale frames past the chain are not read.
+        let frame = u64::from(chain.header().page_size) + FRAME_HEADER_SIZE as u64;
+        let len = committed.map_or(usize::MAX, |m| {
+            let end = WAL_HEADER_SIZE as u64 + u64::from(m) * frame;
+            usize::try_from(end.saturating_sub(chain.next_offset())).unwrap_or(usize::MAX)
+        });
+        let tail = read_from(wal, chain.next_offset(), len, &mut stats.frame_bytes).map_err(io)?;
         let found = commits(chain, &tail);
         let end = chain.position().frame;
         self.apply(&found, stats, events);
