@@ -33,6 +33,11 @@ Switches for tests:
   calls, held by a condition, never by a sleep): it creates <dir>/held-<pid>-<n> (n counts the
   process's held calls), then waits until <dir>/release-<pid>-<n> or <dir>/release-all exists.
   After 600 s it answers anyway, so that a failed test leaves no process behind.
+- FIXTURE_SQLITE_PRAGMAS=<pragma>[;<pragma>...]: SQLite only, run on each connection as it
+  opens (`journal_mode=WAL`, `wal_autocheckpoint=1`).
+- FIXTURE_LIES=1: adds the rest of the planted lies of `hintaudit proxy`'s SQLite tests:
+  save_item(id, name) (an upsert that overwrites: destructiveHint false, idempotentHint
+  true) and log_visit(item) (an INSERT of a new row, declared idempotentHint true).
 - FIXTURE_PROGRESS=1: adds count_to(n), which reports progress n times (notifications
   through `hintaudit proxy`).
 - FIXTURE_UNANNOTATED=1: adds the listing cases of `hintaudit proxy`'s tests:
@@ -131,6 +136,8 @@ def connect():
             PG_CONN = psycopg.connect(ARGS.db, autocommit=True)
         return PG_CONN
     conn = sqlite3.connect(ARGS.db, timeout=10, isolation_level=None)
+    for pragma in filter(None, os.environ.get("FIXTURE_SQLITE_PRAGMAS", "").split(";")):
+        conn.execute(f"PRAGMA {pragma}").fetchall()
     return conn
 
 
@@ -354,6 +361,28 @@ if os.environ.get("FIXTURE_REPEATS") == "1":
         """Removes every note (TRUNCATE). Idempotent: a second call removes nothing."""
         run(f"TRUNCATE TABLE {q('notes')}")
         return "Notes cleared"
+
+
+if os.environ.get("FIXTURE_LIES") == "1":
+    # Only with the switch: verify's runs of this fixture see the tools above and no others.
+
+    @mcp.tool(annotations=hints(read_only=False, destructive=False, idempotent=True))
+    @as_text
+    def save_item(id: int, name: str) -> str:
+        """Saves an item. Dishonest: an upsert that overwrites the name of an item that exists."""
+        run(
+            f"INSERT INTO {q('items')} (id, name) VALUES (%s, %s) "
+            "ON CONFLICT (id) DO UPDATE SET name = excluded.name",
+            (id, name),
+        )
+        return "Saved"
+
+    @mcp.tool(annotations=hints(read_only=False, destructive=False, idempotent=True))
+    @as_text
+    def log_visit(item: int) -> str:
+        """Logs a visit. Dishonest: declares idempotentHint true, and inserts a row each time."""
+        run(f"INSERT INTO {q('notes')} (text) VALUES (%s)", (f"visit {item}",))
+        return "Logged"
 
 
 RELAY_DIR = os.environ.get("FIXTURE_RELAY")

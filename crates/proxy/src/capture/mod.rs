@@ -3,7 +3,7 @@
 //!
 //! [`Capture::start`] matches the URL's [`DatabaseKind`] once and opens that kind's log
 //! source (source.rs: PostgreSQL's temporary logical slot in postgres/, MySQL/MariaDB's
-//! binary log stream in mysql/; SQLite is refused), which checks the database can be read
+//! binary log stream in mysql/, SQLite's WAL in sqlite/), which checks the database can be read
 //! this way (a clear [`CaptureError`] when it cannot); its reader runs on a task of its own,
 //! always, whether or not calls are in flight, so the database never keeps log for it.
 //! Around each tool call the proxy asks [`Capture::begin`] (the call starts after the latest
@@ -45,6 +45,7 @@ mod postgres;
 mod progress;
 mod settle;
 mod source;
+mod sqlite;
 mod times;
 mod trouble;
 mod writer;
@@ -227,19 +228,19 @@ impl Shared {
     }
 }
 
-/// Why the proxy cannot read a SQLite server's writes.
-const SQLITE_REFUSED: &str = "SQLite has no log another process can read (its WAL is \
-     checkpointed away and holds pages, not rows): the proxy cannot see a SQLite server's \
-     writes. Check the server with `hintaudit verify --stdio \"…\" --database sqlite:FILE`, \
-     which snapshots the file around every call";
+/// Why the proxy cannot follow an in-memory SQLite database.
+const SQLITE_IN_MEMORY: &str = "--database sqlite: names no file (an in-memory database \
+     lives in its server's process): the proxy reads a SQLite server's writes from the WAL \
+     beside its database file; name the file (--database sqlite:app.db)";
 
 impl Capture {
     /// Checks the database named by `url`, opens its log and starts reading it.
     ///
     /// # Errors
-    /// [`CaptureError::Unsupported`] for SQLite and other backends, with what to use
-    /// instead; [`CaptureError::Prerequisite`] when the settings rule it out (the message
-    /// names the setting and how to change it); [`CaptureError::Database`] when the database
+    /// [`CaptureError::Unsupported`] for an in-memory SQLite database and unknown backends,
+    /// with what to use instead; [`CaptureError::Prerequisite`] when the settings rule it
+    /// out (the message names the setting and how to change it; SQLite: a network
+    /// filesystem, a directory the proxy cannot write); [`CaptureError::Database`] when the database
     /// cannot be reached.
     pub async fn start(url: &str, options: CaptureOptions) -> Result<Capture, CaptureError> {
         let url = DatabaseUrl::parse(url)
@@ -250,7 +251,10 @@ impl Capture {
         match url.kind() {
             DatabaseKind::Postgres => Capture::open::<postgres::Slot>(driver, options).await,
             DatabaseKind::MySql => Capture::open::<mysql::BinaryLog>(driver, options).await,
-            DatabaseKind::Sqlite => Err(CaptureError::Unsupported(SQLITE_REFUSED.into())),
+            DatabaseKind::Sqlite => match url.database() {
+                Some(file) => Capture::open::<sqlite::WalLog>(file, options).await,
+                None => Err(CaptureError::Unsupported(SQLITE_IN_MEMORY.into())),
+            },
         }
     }
 

@@ -4,8 +4,9 @@
 //! kind's source; a kind without one is refused there.
 //!
 //! Today: PostgreSQL's temporary logical slot read through the SQL interface (postgres/),
-//! MySQL/MariaDB's binary log stream (mysql/). A new reader (PostgreSQL's streaming
-//! replication protocol, a SQLite WAL follower) is one more implementation: it opens, says
+//! MySQL/MariaDB's binary log stream (mysql/), SQLite's WAL followed from the proxy's process
+//! (sqlite/). A new reader (PostgreSQL's streaming replication protocol) is one more
+//! implementation: it opens, says
 //! where its log ends, and feeds what it reads; attribution, settling and the counters are
 //! the capture's.
 
@@ -39,6 +40,14 @@ pub(crate) enum LogError {
         what: &'static str,
         /// The driver's error.
         source: mysql_async::Error,
+    },
+    /// SQLite's WAL or database file could not be read, or the follower's connection failed.
+    #[error("{what}: {source}")]
+    Sqlite {
+        /// What was being done.
+        what: &'static str,
+        /// The follower's error.
+        source: hintaudit_sqlite_log::FollowError,
     },
     /// The database answered a position the capture cannot read.
     #[error("{what}: unreadable log position {text:?}")]

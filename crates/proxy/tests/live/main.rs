@@ -18,6 +18,11 @@
 //! pinned) with 1, 4 and 16 concurrent clients on PostgreSQL and MariaDB: its two lying tools
 //! found on every call, nothing else, every commit its own call's.
 //!
+//! The SQLite tests (sqlite_wal.rs) run the Python fixture on a SQLite file in WAL mode of
+//! their own: the proxy reads its writes from the WAL (issue 48), with one and four
+//! sessions, a server that checkpoints after every commit, the server's own TRUNCATE
+//! checkpoint, and a database left in rollback-journal mode. They need Python only.
+//!
 //! The file tests (files.rs) run the proxy with `--watch` in front of the Python files
 //! fixture and the official npm filesystem and memory servers, with no database; the
 //! disturbance test (disturb.rs) drives the memory server from four sessions, with writes by
@@ -54,6 +59,8 @@ mod postgres;
 mod relay;
 mod repeats;
 mod restart;
+mod sqlite_checkpoints;
+mod sqlite_wal;
 mod stateless;
 mod support;
 mod transcripts;

@@ -316,7 +316,7 @@ async fn the_proxy_keeps_serving_when_the_upstream_crashes_and_when_the_slot_is_
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn missing_prerequisites_and_sqlite_fail_clearly() {
+async fn missing_prerequisites_and_an_in_memory_sqlite_fail_clearly() {
     let Some(admin) = pg_or_skip().await else {
         return;
     };
@@ -337,7 +337,7 @@ async fn missing_prerequisites_and_sqlite_fail_clearly() {
     let url = format!("{scheme}://{role}@{rest}");
     let cases = [
         (url.as_str(), "REPLICATION"),
-        ("sqlite:app.db", "hintaudit verify"),
+        ("sqlite::memory:", "names no file"),
         ("mysql://root@127.0.0.1:3306", "name the server's database"),
     ];
     for (database, says) in cases {

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use super::files::{Before, read_from};
 use super::{Event, FollowError, Gap, GapReason, Live, Stats};
-use crate::wal::{Chain, CommitFrames, WAL_HEADER_SIZE, WalHeader, commits};
+use crate::wal::{Chain, CommitFrames, FRAME_HEADER_SIZE, WAL_HEADER_SIZE, WalHeader, commits};
 
 /// What the WAL's header says of the generation followed.
 enum Generation {
@@ -20,12 +20,13 @@ enum Generation {
 }
 
 impl Live {
-    /// Reads what the WAL holds past the last commit read.
+    /// Reads what the WAL holds past the last commit read. `held`: a snapshot was held
+    /// without a break since the last read, which read the chain to its end.
     pub(super) fn catch_up(
         &mut self,
-        path: &Path,
-        wal: &Path,
+        (path, wal): (&Path, &Path),
         seed: u64,
+        held: bool,
         stats: &mut Stats,
         events: &mut Vec<Event>,
     ) -> Result<(), FollowError> {
@@ -34,7 +35,7 @@ impl Live {
             source,
         };
         let head = read_from(wal, 0, WAL_HEADER_SIZE, &mut stats.frame_bytes).map_err(io)?;
-        match self.generation_of(&head) {
+        match self.generation_of(&head, held) {
             Generation::Same => {}
             Generation::Next(header) => {
                 self.generation += u32::from(self.chain.is_some());
@@ -84,8 +85,14 @@ impl Live {
         let committed = super::shm::hint(self.shm.as_ref())
             .filter(|h| super::shm::of(h, chain.header()))
             .map(|h| h.max_frame);
-        let tail =
-            read_from(wal, chain.next_offset(), usize::MAX, &mut stats.frame_bytes).map_err(io)?;
+        // Up to the last committed frame when the wal-index says which: a WAL reused after a
+        // restart keeps its old length, and its stale frames past the chain are not read.
+        let frame = u64::from(chain.header().page_size) + FRAME_HEADER_SIZE as u64;
+        let len = committed.map_or(usize::MAX, |m| {
+            let end = WAL_HEADER_SIZE as u64 + u64::from(m) * frame;
+            usize::try_from(end.saturating_sub(chain.next_offset())).unwrap_or(usize::MAX)
+        });
+        let tail = read_from(wal, chain.next_offset(), len, &mut stats.frame_bytes).map_err(io)?;
         let found = commits(chain, &tail);
         let end = chain.position().frame;
         self.apply(&found, stats, events);
@@ -100,8 +107,17 @@ impl Live {
         Ok(())
     }
 
-    /// The generation the WAL header `head` starts.
-    fn generation_of(&self, head: &[u8]) -> Generation {
+    /// The generation the WAL header `head` starts. While a snapshot was `held` since a read
+    /// that read the chain to its end, any new generation is the next one and loses nothing:
+    /// SQLite restarts the WAL only once every frame is copied into the database file and no
+    /// reader uses one, and copies none past a reader's snapshot (none at all while a reader
+    /// reads the database file only), so at most one restart passes between two reads, over
+    /// frames read. Its salts and checkpoint sequence are no test of that: a connection that
+    /// writes the first frame after another connection's RESTART or TRUNCATE checkpoint draws
+    /// new salts, and each connection counts checkpoints from 0 (servers that open a
+    /// connection per statement do both). Without such a snapshot, the header must carry the
+    /// sequence number and salt-1 one higher; any other change is a restart not seen.
+    fn generation_of(&self, head: &[u8], held: bool) -> Generation {
         let Ok(header) = WalHeader::parse(head) else {
             // No header: the WAL not written yet, or truncated by a checkpoint after
             // everything was read. The next header starts the next generation.
@@ -114,8 +130,9 @@ impl Live {
         if header.salt1 == was.salt1 && header.salt2 == was.salt2 {
             return Generation::Same;
         }
-        let next = header.checkpoint_seq == was.checkpoint_seq.wrapping_add(1)
-            && header.salt1 == was.salt1.wrapping_add(1);
+        let next = held
+            || (header.checkpoint_seq == was.checkpoint_seq.wrapping_add(1)
+                && header.salt1 == was.salt1.wrapping_add(1));
         if next {
             Generation::Next(header)
         } else {

@@ -10,7 +10,8 @@
 //! 2. reads the WAL's new frames along the checksum chain, from the last commit read to the
 //!    last commit frame on the chain, and decodes each commit against the pages before it (the
 //!    latest earlier frame of this WAL generation, else the database file);
-//! 3. closes the old snapshot, then runs a PASSIVE checkpoint on that idle connection: it
+//! 3. closes the old snapshot, then runs a PASSIVE checkpoint on that idle connection (every
+//!    [`CHECKPOINT_FRAMES`] frames read, and at the first read that finds nothing new): it
 //!    copies what no reader needs any more and waits on nothing. Never FULL, RESTART or
 //!    TRUNCATE.
 //!
@@ -20,9 +21,11 @@
 //! checkpoint gets SQLITE_BUSY (`PRAGMA wal_checkpoint(TRUNCATE)` answers busy = 1) and the
 //! WAL is left whole; its PASSIVE and FULL work stops at the snapshot's frame. When the
 //! snapshot saw every frame checkpointed, a restart may happen, and loses nothing: the
-//! follower had read every frame. The next generation's header then carries the checkpoint
-//! sequence number and salt-1 one higher; any other change is a restart not seen, a
-//! [`GapReason::Restart`].
+//! follower had read every frame. So while the snapshot is held without a break, any new
+//! generation is read from its first frame, whatever its salts (a connection that writes
+//! after another's TRUNCATE draws new ones). After a break (a read that failed, a snapshot
+//! lost), only a header with the checkpoint sequence number and salt-1 one higher is; any
+//! other change is a restart not seen, a [`GapReason::Restart`].
 //!
 //! A database in rollback-journal mode (or not created yet) is watched without a connection
 //! or a lock (its header read with plain file reads) until it is in WAL mode: a write seen
@@ -100,6 +103,8 @@ struct Live {
     broken: bool,
     /// Where the last PASSIVE checkpoint ran (the position read when it did).
     checkpointed: LogPosition,
+    /// The last read read the chain to its end (it failed on no file).
+    read_whole: bool,
 }
 
 impl std::fmt::Debug for Follower {
@@ -139,8 +144,8 @@ impl Follower {
     }
 
     /// Runs its PASSIVE checkpoint after a read once `frames` frames were read since its last
-    /// ([`CHECKPOINT_FRAMES`] by default; 0: after every read that found new frames). Each
-    /// checkpoint copies pages into the database file and syncs it; the server's own automatic
+    /// ([`CHECKPOINT_FRAMES`] by default; 0: after every read that found new frames), and at
+    /// the first read that finds nothing new after one that did. Each checkpoint copies pages into the database file and syncs it; the server's own automatic
     /// checkpoints go on meanwhile, up to the follower's snapshot.
     pub fn with_checkpoint_frames(mut self, frames: u32) -> Follower {
         self.checkpoint_frames = frames;
@@ -160,20 +165,19 @@ impl Follower {
     /// generation followed (or the next one, when the WAL restarted since the last read). One
     /// 136-byte read, no lock, no statement: a call's start and end positions for the ledger
     /// (a commit at or before it is in the WAL; [`read`](Follower::read) decodes it). `None`
-    /// while waiting, or when the wal-index does not read or names another generation: read
-    /// the log and take [`position`](Follower::position) then.
+    /// while waiting, or when the wal-index does not read (its two header copies differ
+    /// while it is written: read it again).
     pub fn log_end(&self) -> Option<LogPosition> {
         let State::Following(live) = &self.state else {
             return None;
         };
         let hint = shm::hint(live.shm.as_ref())?;
+        // Other salts: the WAL restarted once since the last read (at most once: see
+        // catch_up.rs), which counts it as one generation more, seen or not.
         let generation = match live.chain.map(|c| *c.header()) {
             None => live.generation,
             Some(h) if shm::of(&hint, &h) => live.generation,
-            Some(h) if hint.salts[..4] == h.salt1.wrapping_add(1).to_be_bytes() => {
-                live.generation + 1
-            }
-            Some(_) => return None,
+            Some(_) => live.generation + 1,
         };
         let salt1 =
             u32::from_be_bytes([hint.salts[0], hint.salts[1], hint.salts[2], hint.salts[3]]);
@@ -224,13 +228,15 @@ impl Follower {
                 _ => Err(sqlite(e)),
             };
         }
+        let held = live.held.is_open() && live.read_whole;
         let caught = live.catch_up(
-            &self.path,
-            &self.wal,
+            (&self.path, &self.wal),
             self.seed,
+            held,
             &mut self.stats,
             &mut events,
         );
+        live.read_whole = caught.is_ok();
         // The new snapshot is held: the old one goes, whatever the read found.
         live.held.end().map_err(sqlite)?;
         std::mem::swap(&mut live.held, &mut live.idle);
@@ -246,8 +252,12 @@ impl Follower {
             }));
         }
         let at = live.position();
+        // Also once the log goes quiet (a read that found nothing): else a server writing
+        // steadily never finds every frame copied while the snapshot reads the database file
+        // only, which it needs to restart the WAL, and the WAL grows without bound.
         let due = at.generation != live.checkpointed.generation
-            || at.frame.saturating_sub(live.checkpointed.frame) >= self.checkpoint_frames;
+            || at.frame.saturating_sub(live.checkpointed.frame) >= self.checkpoint_frames
+            || events.is_empty();
         if due && at != live.checkpointed {
             match live.idle.checkpoint_passive() {
                 Ok(_) => self.stats.checkpoints += 1,
@@ -393,6 +403,7 @@ impl Live {
                 salt1: 0,
                 frame: 0,
             },
+            read_whole: true,
         };
         let empty = live.db.metadata().map(|m| m.len() == 0).unwrap_or(false);
         let mut found = Vec::new();

@@ -58,6 +58,11 @@ impl Snapshot {
         Ok(())
     }
 
+    /// Whether it holds a read transaction.
+    pub(crate) fn is_open(&self) -> bool {
+        self.open
+    }
+
     /// Closes its read transaction, if open.
     pub(crate) fn end(&mut self) -> rusqlite::Result<()> {
         if self.open {

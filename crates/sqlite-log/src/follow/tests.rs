@@ -108,3 +108,49 @@ fn a_follower_can_move_to_a_thread_of_its_own() {
     send::<Event>();
     send::<FollowError>();
 }
+
+#[test]
+fn new_salts_after_another_connections_truncate_are_the_next_generation_not_a_gap() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("app.db");
+    // A server that opens a connection per statement, as mcp-server-sqlite does.
+    let run = |sql: &str| {
+        let c = rusqlite::Connection::open(&path).unwrap();
+        c.busy_timeout(std::time::Duration::ZERO).unwrap();
+        let first = c.query_row(sql, [], |r| r.get::<_, rusqlite::types::Value>(0));
+        match first {
+            Ok(rusqlite::types::Value::Integer(n)) => Some(n),
+            Ok(_) | Err(rusqlite::Error::QueryReturnedNoRows) => None,
+            Err(e) => panic!("{sql}: {e}"),
+        }
+    };
+    run("PRAGMA journal_mode=WAL");
+    run("CREATE TABLE t(id INTEGER PRIMARY KEY, v)");
+    let mut f = Follower::new(&path, 1).unwrap();
+    f.read().unwrap();
+    run("INSERT INTO t(v) VALUES (1)");
+    assert_eq!(f.read().unwrap().len(), 1);
+    assert_eq!(run("PRAGMA wal_checkpoint(TRUNCATE)"), Some(1), "busy");
+    // The next snapshot reads the database file only (every frame copied): the WAL may go.
+    f.read().unwrap();
+    assert_eq!(run("PRAGMA wal_checkpoint(TRUNCATE)"), Some(0), "truncated");
+    // A fresh connection writes the first frame: new salts, checkpoint sequence 0.
+    run("INSERT INTO t(v) VALUES (2)");
+    let end = f
+        .log_end()
+        .expect("the wal-index names the next generation");
+    let events = f.read().unwrap();
+    let rowids: Vec<Option<i64>> = events
+        .iter()
+        .map(|e| match e {
+            Event::Commit { changes, .. } => changes.tables[0].inserted[0].rowid,
+            Event::Gap(g) => panic!("{g:?}"),
+        })
+        .collect();
+    assert_eq!(rowids, [Some(2)]);
+    assert_eq!(
+        f.position(),
+        Some(end),
+        "the end read before is where it read to"
+    );
+}
