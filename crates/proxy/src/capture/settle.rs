@@ -76,7 +76,7 @@ impl Settling {
 
     /// The call's share of the log, once judged: after the capture has read past the
     /// call's end, or [`CaptureOptions::wait`](super::CaptureOptions) after it answered at
-    /// most (then with `gap` set), and once the calls that answered before it are recorded
+    /// most (then with `late` set), and once the calls that answered before it are recorded
     /// (waited for within the same bound). Awaiting it again gives the same share.
     ///
     /// `--disclose-effects` (the call's effects in its answer) is the one case where an
@@ -119,7 +119,7 @@ async fn judge(shared: Arc<Shared>, id: u64, number: u64, deadline: Instant) -> 
         );
         lock(&shared.ledger).forget(id);
         return CallShare {
-            gap: true,
+            late: true,
             ..CallShare::default()
         };
     };
