@@ -29,7 +29,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::completeness::{EvidenceSource, EvidenceStatus};
+use crate::completeness::EvidenceSource;
 use crate::effect::{Effect, ExplicitChange, RowOperation, StatementOutcome};
 use crate::files::{ChangeKind, FileChange};
 use crate::finding::Finding;
@@ -47,7 +47,7 @@ pub struct Disclosure {
     /// `observed`: every source read the call's whole interval; `pending`: a source had not
     /// read through the call's end when the answer went back (the lists and findings hold
     /// what was read by then); `incomplete`: a source lost part of the call's interval
-    /// ([`EvidenceStatus`]).
+    /// ([`crate::EvidenceStatus`]).
     pub status: &'static str,
     /// The sources that had not read through the call's end (and lost none of it), as
     /// [`EvidenceSource::as_str`] names them: `postgresql`, `files`.
