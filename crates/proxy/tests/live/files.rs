@@ -310,7 +310,7 @@ async fn disclosed_effects_list_file_changes_and_a_watch_gap_is_incomplete() {
             "files": [{"target": "b.txt", "change": "overwritten"}],
             "reported": [], "outbound": [],
             "findings": [{"rule": "undeclared_destructive", "severity": "critical",
-                          "hint": "destructiveHint", "confidence": "confirmed"}],
+                          "hint": "destructiveHint", "confidence": "likely"}],
         }),
         "{saved}"
     );
