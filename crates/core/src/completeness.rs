@@ -166,17 +166,13 @@ mod tests {
     #[test]
     fn the_worst_source_decides_and_incomplete_wins_over_pending() {
         use EvidenceSource::*;
-        let pg = Database(DatabaseKind::Postgres);
-        let rows: [(
-            &[EvidenceSource],
-            &[EvidenceSource],
-            EvidenceStatus,
-            &[EvidenceSource],
-        ); 5] = [
+        const PG: EvidenceSource = Database(DatabaseKind::Postgres);
+        type Sources = &'static [EvidenceSource];
+        let rows: [(Sources, Sources, EvidenceStatus, Sources); 5] = [
             (&[], &[], EvidenceStatus::Observed, &[]),
-            (&[pg], &[], EvidenceStatus::Pending, &[pg]),
+            (&[PG], &[], EvidenceStatus::Pending, &[PG]),
             (&[], &[Files], EvidenceStatus::Incomplete, &[]),
-            (&[pg, Files], &[Files], EvidenceStatus::Incomplete, &[pg]),
+            (&[PG, Files], &[Files], EvidenceStatus::Incomplete, &[PG]),
             (&[Files], &[Egress, Files], EvidenceStatus::Incomplete, &[]),
         ];
         for (pending, incomplete, status, shown_pending) in rows {
