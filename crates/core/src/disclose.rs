@@ -3,23 +3,35 @@
 //! what one tool call was seen to do, as the JSON object a tools/call result carries in its
 //! `_meta` under [`DISCLOSURE_META_KEY`].
 //!
-//! Plain data from an [`Effect`] and the call's findings: tables with their row counts,
-//! files, outbound hosts, findings. Never row data, SQL text or argument values.
+//! Plain data from an [`Effect`] and the call's findings: how complete the evidence is,
+//! tables with their row counts, files (watched and reported), outbound hosts, findings.
+//! Never row data, SQL text, file content or argument values.
 //!
 //! ```
-//! use hintaudit_core::{Disclosure, Effect, OutboundReach};
+//! use hintaudit_core::{Disclosure, Effect, EvidenceSource, OutboundReach};
+//! use hintaudit_core::files::{ChangeKind, FileChange};
 //! let mut effect = Effect::default();
 //! effect.outbound.push(OutboundReach::new("post", "API.example.com", Some(443)));
-//! let json = Disclosure::of(&effect, &[], false).to_json();
+//! effect.files.push(FileChange { path: "notes/a.txt".into(), kind: ChangeKind::Created });
+//! let json = Disclosure::of(&effect, &[]).to_json();
 //! assert_eq!(json["status"], "observed");
 //! assert_eq!(json["outbound"][0]["host"], "api.example.com");
+//! assert_eq!(json["files"][0]["target"], "notes/a.txt");
+//! assert_eq!(json["files"][0]["change"], "added");
+//!
+//! effect.completeness.incomplete(EvidenceSource::Files);
+//! let json = Disclosure::of(&effect, &[]).to_json();
+//! assert_eq!(json["status"], "incomplete");
+//! assert_eq!(json["incomplete"][0], "files");
 //! ```
 
 use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use crate::completeness::EvidenceSource;
 use crate::effect::{Effect, ExplicitChange, RowOperation, StatementOutcome};
+use crate::files::{ChangeKind, FileChange};
 use crate::finding::Finding;
 
 /// The `_meta` key of a tools/call result that carries the call's [`Disclosure`] (MCP's
@@ -32,13 +44,21 @@ pub const DISCLOSURE_META_KEY: &str = "io.hintaudit/effects";
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct Disclosure {
-    /// `observed`: every source was read through the call's end; `pending`: the proxy's
-    /// capture had not read the database's log through the call's end when the answer went
-    /// back, or lost part of it (the lists and findings hold what was read by then).
+    /// `observed`: every source read the call's whole interval; `pending`: a source had not
+    /// read through the call's end when the answer went back (the lists and findings hold
+    /// what was read by then); `incomplete`: a source lost part of the call's interval
+    /// ([`crate::EvidenceStatus`]).
     pub status: &'static str,
+    /// The sources that had not read through the call's end (and lost none of it), as
+    /// [`EvidenceSource::as_str`] names them: `postgresql`, `files`.
+    pub pending: Vec<&'static str>,
+    /// The sources that lost part of the call's interval.
+    pub incomplete: Vec<&'static str>,
     /// Tables the call wrote (committed), by name.
     pub tables: Vec<TableDisclosure>,
-    /// Files the server reported changing (explicit effects on `file:` targets).
+    /// Files the call was seen changing in the watched trees (paths as findings show them,
+    /// relative to their root), and files the server reported changing (explicit effects on
+    /// `file:` targets, paths as reported).
     pub files: Vec<TargetDisclosure>,
     /// Other targets the server reported changing (`queue:mail`).
     pub reported: Vec<TargetDisclosure>,
@@ -101,13 +121,16 @@ pub struct FindingDisclosure {
 }
 
 impl Disclosure {
-    /// The disclosure of a call with `effect` and `findings`; `pending` when the evidence
-    /// was not all read by the time the call answered.
-    pub fn of(effect: &Effect, findings: &[Finding], pending: bool) -> Disclosure {
+    /// The disclosure of a call with `effect` and `findings`; its status from
+    /// [`Effect::completeness`].
+    pub fn of(effect: &Effect, findings: &[Finding]) -> Disclosure {
+        let names = |s: Vec<EvidenceSource>| s.into_iter().map(EvidenceSource::as_str).collect();
         Disclosure {
-            status: if pending { "pending" } else { "observed" },
+            status: effect.completeness.status().as_str(),
+            pending: names(effect.completeness.pending_sources()),
+            incomplete: names(effect.completeness.incomplete_sources()),
             tables: tables(effect),
-            files: targets(effect, true),
+            files: files(effect),
             reported: targets(effect, false),
             outbound: hosts(effect),
             findings: findings
@@ -203,6 +226,45 @@ fn targets(effect: &Effect, files: bool) -> Vec<TargetDisclosure> {
     out.sort();
     out.dedup();
     out
+}
+
+/// The watched files the call changed and the `file:` targets it reported, each once, sorted.
+fn files(effect: &Effect) -> Vec<TargetDisclosure> {
+    let mut out = targets(effect, true);
+    for c in &effect.files {
+        watched(c, &mut out);
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// A watched path's change as `added` (created, or content only added), `overwritten`
+/// (content, mode or kind changed with something replaced or lost, its git repository
+/// keeping the old content or not) or `deleted`; a rename is its old path `deleted` and
+/// its new path `added`. A change that is none (a reformatted document) is left out.
+fn watched(c: &FileChange, out: &mut Vec<TargetDisclosure>) {
+    let mut push = |target: &str, change| {
+        out.push(TargetDisclosure {
+            target: target.to_owned(),
+            change,
+        });
+    };
+    if let ChangeKind::RenamedTo(to) = &c.kind {
+        push(&c.path, "deleted");
+        push(to, "added");
+        return;
+    }
+    if c.kind.is_none() {
+        return;
+    }
+    let change = match &c.kind {
+        ChangeKind::Deleted => "deleted",
+        ChangeKind::ContentKept(inner) if **inner == ChangeKind::Deleted => "deleted",
+        k if k.is_destructive() || matches!(k, ChangeKind::ContentKept(_)) => "overwritten",
+        _ => "added",
+    };
+    push(&c.path, change);
 }
 
 /// Every host reached, each once, sorted.

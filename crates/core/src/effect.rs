@@ -374,6 +374,10 @@ pub struct Effect {
     /// What enforce mode refused (statements, outbound requests): `enforced` findings. A
     /// refused statement is not a write attempt.
     pub refusals: Vec<Refusal>,
+    /// Which sources fell short of the call's interval (pending or incomplete): empty when
+    /// every source read it whole, as in-process. Not an effect: [`Effect::is_empty`]
+    /// ignores it.
+    pub completeness: crate::completeness::Completeness,
 }
 
 impl Effect {

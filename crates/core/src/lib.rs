@@ -27,6 +27,8 @@
 mod action;
 /// The closed world of `openWorldHint: false`, and the readings of that hint.
 mod closed_world;
+/// How complete a call's evidence is: pending and incomplete sources.
+mod completeness;
 /// `hintaudit.toml` and the builder that takes the same settings.
 mod config;
 /// The kinds of database audited, parsed from a URL's scheme.
@@ -73,6 +75,7 @@ pub use action::{
     OUTBOUND_DESTINATION,
 };
 pub use closed_world::{ClosedWorld, ClosedWorldError, DEFAULT_CLOSED_WORLD, OpenWorldReading};
+pub use completeness::{Completeness, EvidenceSource, EvidenceStatus};
 pub use config::{
     CONFIG_ENV, Config, ConfigError, DEFAULT_HISTORY_TTL, DEFAULT_LABEL_MAX_TABLES,
     DEFAULT_LABEL_MAX_TOOLS, HISTORY_KEY_ENV, HISTORY_URL_SCHEMES, HistorySecret,

@@ -30,9 +30,9 @@
 //! ```
 
 use std::future::Future;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use crate::completeness::EvidenceSource;
 use crate::effect::{
     Effect, ExplicitEffect, OutboundReach, RowChange, StatementEffect, TransactionObservation,
 };
@@ -50,9 +50,6 @@ tokio::task_local! {
 pub struct CallEffects {
     tool: Arc<str>,
     effect: Mutex<Effect>,
-    /// Whether some of the call's evidence was not read by its answer
-    /// ([`CallEffects::mark_pending`]).
-    pending: AtomicBool,
     late: Mutex<Late>,
 }
 
@@ -136,16 +133,21 @@ impl CallEffects {
         self.lock().refusals.push(refusal);
     }
 
-    /// Notes that part of the call's evidence was not read by the time it answered (the
-    /// proxy's capture had not read the database's log through the call's end): a
-    /// disclosure of the call says `pending`.
-    pub fn mark_pending(&self) {
-        self.pending.store(true, Ordering::Relaxed);
+    /// Notes that `source` had not read through the call's end when its share was taken
+    /// (the proxy's capture had not read the database's log that far within
+    /// `--capture-wait-ms`; the watch had not read the call's end marker in time): a
+    /// disclosure of the call says `pending`, unless a source is incomplete
+    /// ([`Effect::completeness`]).
+    pub fn mark_pending(&self, source: EvidenceSource) {
+        self.lock().completeness.pending(source);
     }
 
-    /// Whether [`CallEffects::mark_pending`] was called.
-    pub fn is_pending(&self) -> bool {
-        self.pending.load(Ordering::Relaxed)
+    /// Notes that `source` lost part of the call's interval (a gap: a replication slot made
+    /// again, an inotify queue overflow, a watched root removed): a disclosure of the call
+    /// says `incomplete`, and `hintaudit_evidence_incomplete_total{source}` counts the call
+    /// once per source. Returns whether the source was not marked before for this call.
+    pub fn mark_incomplete(&self, source: EvidenceSource) -> bool {
+        self.lock().completeness.incomplete(source)
     }
 
     /// A copy of everything recorded so far.
@@ -225,7 +227,6 @@ impl CallScope {
             effects: Arc::new(CallEffects {
                 tool: tool.into(),
                 effect: Mutex::new(Effect::default()),
-                pending: AtomicBool::new(false),
                 late: Mutex::default(),
             }),
             spans: true,

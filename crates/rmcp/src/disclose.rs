@@ -15,12 +15,11 @@ pub(crate) fn disclose(
     result: &mut Result<CallToolResponse, McpError>,
     effect: &Effect,
     findings: &[Finding],
-    pending: bool,
 ) {
     let Ok(CallToolResponse::Complete(r)) = result else {
         return;
     };
-    let json = Disclosure::of(effect, findings, pending).to_json();
+    let json = Disclosure::of(effect, findings).to_json();
     r.meta
         .get_or_insert_with(MetaObject::new)
         .0

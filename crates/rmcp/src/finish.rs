@@ -31,9 +31,9 @@ pub(crate) struct Finished {
     pub(crate) action: Option<ActionMetadata>,
 }
 
-/// A result to disclose the call's effects in (`disclose_effects`), and whether part of the
-/// evidence was not read by then (`CallEffects::is_pending`).
-pub(crate) type Disclosure<'a> = Option<(&'a mut Result<CallToolResponse, McpError>, bool)>;
+/// A result to disclose the call's effects in (`disclose_effects`); how complete the
+/// evidence was by then is the effect's own (`Effect::completeness`).
+pub(crate) type Disclosure<'a> = Option<&'a mut Result<CallToolResponse, McpError>>;
 
 /// Judges a finished call, records it on its span and hands it to the recorder: when the
 /// call answers, or when its deferred evidence is in ([`CallScope::defer`]); with
@@ -70,9 +70,9 @@ pub(crate) fn finish_call(
     // A call the judge failed on is still reported (status and duration feed the metrics),
     // with an empty verdict.
     let verdict = verdict.unwrap_or_default();
-    if let Some((result, pending)) = disclosure {
+    if let Some(result) = disclosure {
         guarded(AuditStage::Record, "disclosing effects panicked", || {
-            disclose(result, &effect, &verdict.findings, pending)
+            disclose(result, &effect, &verdict.findings)
         });
     }
     let report = CallReport {

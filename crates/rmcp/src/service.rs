@@ -362,9 +362,13 @@ impl<H: ServerHandler> HintAudit<H> {
                 });
                 let _ = wait.await;
             }
-            let pending = effects.is_pending();
-            let disclosure = Some((&mut result, pending));
-            finish_call(&self.config, finished, effects.take(), &span, disclosure);
+            finish_call(
+                &self.config,
+                finished,
+                effects.take(),
+                &span,
+                Some(&mut result),
+            );
             return result;
         }
         // Judged now, or, when part of its evidence comes after the answer (the proxy's

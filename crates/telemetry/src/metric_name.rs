@@ -66,6 +66,11 @@ pub enum MetricName {
     /// `hintaudit_audit_errors_total{stage}`: audit failures (the call went on), including
     /// spans the trace exporter dropped (`stage="export"`).
     AuditErrors,
+    /// `hintaudit_evidence_incomplete_total{source}`: calls whose evidence lost part of
+    /// their interval, once per call and source: `sqlite`, `postgresql`, `mysql` (a
+    /// database's log read by the proxy), `files` (`--watch`) or `egress`
+    /// (`hintaudit_core::EvidenceSource`). Such calls are disclosed `incomplete`.
+    EvidenceIncomplete,
     /// `hintaudit_capture_lag_bytes{backend}`: gauge, bytes of database log `hintaudit
     /// proxy`'s capture has not read yet (PostgreSQL: what its slot makes the server keep);
     /// `backend` is `postgresql` or `mysql`. Exported
@@ -103,7 +108,7 @@ pub enum MetricName {
 impl MetricName {
     /// Every metric, in the order of
     /// [design: telemetry names](../../../docs/design.md#5-telemetry-names).
-    pub const ALL: [MetricName; 17] = [
+    pub const ALL: [MetricName; 18] = [
         MetricName::ToolCalls,
         MetricName::ToolCallDuration,
         MetricName::HintViolations,
@@ -115,6 +120,7 @@ impl MetricName {
         MetricName::ToolHintsCorrected,
         MetricName::UnattributedStatements,
         MetricName::AuditErrors,
+        MetricName::EvidenceIncomplete,
         MetricName::CaptureLag,
         MetricName::CaptureCommits,
         MetricName::CaptureGaps,
@@ -151,6 +157,7 @@ impl MetricName {
             MetricName::ToolHintsCorrected => "hintaudit_tool_hints_corrected_total",
             MetricName::UnattributedStatements => "hintaudit_unattributed_statements_total",
             MetricName::AuditErrors => "hintaudit_audit_errors_total",
+            MetricName::EvidenceIncomplete => "hintaudit_evidence_incomplete_total",
             MetricName::CaptureLag => "hintaudit_capture_lag_bytes",
             MetricName::CaptureCommits => "hintaudit_capture_commits_total",
             MetricName::CaptureGaps => "hintaudit_capture_gaps_total",
@@ -190,6 +197,9 @@ impl MetricName {
             }
             MetricName::AuditErrors => {
                 "Audit failures by stage; the audited call went on. Includes dropped spans."
+            }
+            MetricName::EvidenceIncomplete => {
+                "Tool calls whose evidence lost part of their interval, once per call and source."
             }
             MetricName::CaptureLag => {
                 "Bytes of database log the proxy's change capture has not read yet."
@@ -245,6 +255,7 @@ impl MetricName {
             MetricName::ToolHintsChanged | MetricName::ToolHintsCorrected => &["tool"],
             MetricName::UnattributedStatements => &["operation"],
             MetricName::AuditErrors => &["stage"],
+            MetricName::EvidenceIncomplete => &["source"],
             MetricName::CaptureLag => &["backend"],
             MetricName::CaptureCommits => &["attribution"],
             MetricName::CaptureGaps

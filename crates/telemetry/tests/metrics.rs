@@ -292,3 +292,54 @@ async fn standalone_listener_serves_and_stops() {
     server.shutdown().await;
     assert!(tokio::net::TcpStream::connect(addr).await.is_err());
 }
+
+/// `hintaudit_evidence_incomplete_total{source}`: every source at 0 from the start; a call
+/// counts once per source that lost part of its interval, never for a pending one.
+#[test]
+fn incomplete_evidence_counts_each_source_once_per_call() {
+    const INCOMPLETE: &str = MetricName::EvidenceIncomplete.as_str();
+    let recorder = PrometheusRecorder::new();
+    let count = |source: &str| {
+        Scraped::parse(&encode_text(recorder.registry())).value(INCOMPLETE, &[("source", source)])
+    };
+    for source in EvidenceSource::ALL {
+        assert_eq!(count(source.as_str()), Some(0.0), "{source:?}");
+    }
+    let hints = DeclaredHints::default();
+    let mut e = Effect::default();
+    e.completeness.incomplete(EvidenceSource::Files);
+    e.completeness.incomplete(EvidenceSource::Files);
+    e.completeness
+        .incomplete(EvidenceSource::Database(DatabaseKind::Postgres));
+    e.completeness.pending(EvidenceSource::Egress);
+    for _ in 0..2 {
+        call(
+            &recorder,
+            "t",
+            true,
+            hints,
+            CallStatus::Ok,
+            1,
+            &e,
+            vec![],
+            &[],
+        );
+    }
+    // A whole call counts nothing.
+    let whole = Effect::default();
+    call(
+        &recorder,
+        "t",
+        true,
+        hints,
+        CallStatus::Ok,
+        1,
+        &whole,
+        vec![],
+        &[],
+    );
+    assert_eq!(count("files"), Some(2.0));
+    assert_eq!(count("postgresql"), Some(2.0));
+    assert_eq!(count("egress"), Some(0.0), "pending is not incomplete");
+    assert_eq!(count("mysql"), Some(0.0));
+}

@@ -11,11 +11,17 @@ planted file lies for `hintaudit verify --watch DIR` and `hintaudit proxy --watc
 - add_note      destructiveHint false; creates a new note only          clean
 - store_note    destructiveHint true; writes through a temporary file  clean
 
-Usage: python files_server.py --dir DIR
+With --with-replace, one more tool (not for verify, which restores the directory in place):
+
+- replace_notes destructiveHint true; removes DIR itself and makes it again with one note:
+                the proxy's watch of DIR is gone meanwhile (a gap, evidence incomplete)
+
+Usage: python files_server.py --dir DIR [--with-replace]
 """
 
 import argparse
 import os
+import shutil
 import sys
 
 from mcp.server.mcpserver import MCPServer
@@ -111,11 +117,23 @@ def store_note(name: str, text: str) -> str:
     return "stored"
 
 
+def replace_notes(name: str, text: str) -> str:
+    """Replaces every note with one: the directory is removed and made again."""
+    shutil.rmtree(ARGS.dir)
+    os.mkdir(ARGS.dir)
+    with open(path(name), "w") as f:
+        f.write(text + "\n")
+    return "replaced"
+
+
 def main() -> None:
     global ARGS
     p = argparse.ArgumentParser()
     p.add_argument("--dir", required=True)
+    p.add_argument("--with-replace", action="store_true")
     ARGS = p.parse_args()
+    if ARGS.with_replace:
+        mcp.tool(annotations=hints(False, True, True))(replace_notes)
     mcp.run()
 
 

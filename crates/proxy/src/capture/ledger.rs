@@ -110,9 +110,12 @@ pub struct CallShare {
     /// of each set (this call's among them), sorted.
     pub ambiguous: Vec<(Commit, Vec<Arc<str>>)>,
     /// The log was not read for part of the call's interval (the capture lost its slot and
-    /// made a new one, or had not read past the call's end when it was judged): its
-    /// evidence is incomplete.
+    /// made a new one, a binary log file was purged): its evidence is incomplete.
     pub gap: bool,
+    /// The capture had not read past the call's end when it was judged
+    /// (`--capture-wait-ms`), or no end position was read: its evidence is pending (what
+    /// was read is in the share; what is read later is dropped).
+    pub late: bool,
 }
 
 #[derive(Debug)]
@@ -356,7 +359,7 @@ impl Ledger {
             }
         }
         let mut share = self.judge(id);
-        share.gap = true;
+        share.late = true;
         share
     }
 

@@ -78,7 +78,7 @@ impl Settling {
 
     /// The call's share of the log, once judged: after the capture has read past the
     /// call's end, or [`CaptureOptions::wait`](super::CaptureOptions) after it answered at
-    /// most (then with `gap` set), and once the calls that answered before it are recorded
+    /// most (then with `late` set), and once the calls that answered before it are recorded
     /// (waited for within the same bound). Awaiting it again gives the same share.
     ///
     /// `--disclose-effects` (the call's effects in its answer) is the one case where an
@@ -135,7 +135,7 @@ async fn judge(
         );
         lock(&shared.ledger).forget(id);
         let share = CallShare {
-            gap: true,
+            late: true,
             ..CallShare::default()
         };
         return (share, None);

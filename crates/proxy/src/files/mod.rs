@@ -18,9 +18,13 @@
 //!   to date, no call's. Ambiguous and unattributed changes (and those of a call no longer
 //!   waiting for its share) are told to the judge given to [`FileWatch::disturb`]: written
 //!   elsewhere, they disturb the repeats of the calls that touch those paths.
-//! - New directories get a watch (and what was made in them before it is dirty too); a
-//!   queue overflow (`IN_Q_OVERFLOW`) is a gap: counted, every call in flight is marked
-//!   incomplete, and the trees are read again.
+//! - New directories get a watch (and what was made in them before it is dirty too).
+//! - A gap: a queue overflow (`IN_Q_OVERFLOW`), or a watched root removed (its watch gone:
+//!   `IN_IGNORED`), which the events under it made again after are lost to. Counted
+//!   (`hintaudit_capture_gaps_total{backend="files"}`); every call in flight, and every call
+//!   that begins while a root is gone, is marked incomplete; the trees are read again (a
+//!   root gone is watched again once it is back, at the latest when the next call begins).
+//! - A call whose end marker is not read within the start-up `wait` is pending.
 
 // Only the watcher reads the table past `load`: unused elsewhere.
 #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
@@ -40,7 +44,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use hintaudit_core::files::{FileChange, IgnoredPaths};
-use hintaudit_core::{CallScope, Judge, StateKey};
+use hintaudit_core::{CallScope, EvidenceSource, Judge, StateKey};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
@@ -57,9 +61,12 @@ pub struct FileShare {
     pub ambiguous: Vec<(FileChange, Vec<Arc<str>>)>,
     /// Paths under `ignored_paths` that changed during the call.
     pub bookkeeping: usize,
-    /// The watch lost events during the call (a queue overflow, a marker not seen in time):
+    /// The watch lost events during the call (a queue overflow, a watched root removed):
     /// its evidence is incomplete.
     pub gap: bool,
+    /// The watcher had not read the call's end marker in time (the start-up `wait`), or it
+    /// could not be made: the share is empty and the call's evidence pending.
+    pub late: bool,
 }
 
 /// What the watch has done so far.
@@ -67,7 +74,7 @@ pub struct FileShare {
 pub struct FileWatchStats {
     /// Paths known (files, directories and links outside `ignored_paths`).
     pub paths: u64,
-    /// inotify queue overflows: events lost.
+    /// inotify queue overflows and watched roots removed: events lost.
     pub gaps: u64,
     /// Changes attributed to a call.
     pub attributed: u64,
@@ -173,7 +180,7 @@ impl FileWatch {
     }
 
     /// A call of `tool` begins: marks it in the event stream (before the call goes
-    /// upstream). A marker that cannot be made is an audit error and the call's share a gap.
+    /// upstream). A marker that cannot be made is an audit error and the call's share late.
     pub fn begin(&self, tool: Arc<str>) -> FileTicket {
         let id = self.shared.next.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
@@ -204,7 +211,7 @@ impl FileWatch {
         }
         let share = match rx {
             Some(rx) => tokio::time::timeout(self.shared.wait, rx).await,
-            None => return gap(),
+            None => return late(),
         };
         self.shared.unmark(id);
         match share {
@@ -212,7 +219,7 @@ impl FileWatch {
             _ => {
                 lock(&self.shared.calls).remove(&id);
                 watch_error("settling a call", &"its end marker was not read in time");
-                gap()
+                late()
             }
         }
     }
@@ -289,8 +296,9 @@ impl Shared {
     }
 }
 
-/// Puts a call's share into its scope: its changes as file effects; ambiguous changes and
-/// gaps are logged with the tool, never recorded as this call's.
+/// Puts a call's share into its scope: its changes as file effects; a gap makes its evidence
+/// incomplete, a late share pending (source `files`); ambiguous changes and gaps are logged
+/// with the tool, never recorded as this call's.
 pub(crate) fn record(share: &FileShare) {
     let Some(scope) = CallScope::current() else {
         return;
@@ -309,7 +317,11 @@ pub(crate) fn record(share: &FileShare) {
             "a file change while calls of several tools were in flight: not attributed"
         );
     }
+    if share.late {
+        effects.mark_pending(EvidenceSource::Files);
+    }
     if share.gap {
+        effects.mark_incomplete(EvidenceSource::Files);
         tracing::warn!(
             target: "hintaudit::proxy",
             tool = effects.tool(),
@@ -318,9 +330,9 @@ pub(crate) fn record(share: &FileShare) {
     }
 }
 
-fn gap() -> FileShare {
+fn late() -> FileShare {
     FileShare {
-        gap: true,
+        late: true,
         ..FileShare::default()
     }
 }

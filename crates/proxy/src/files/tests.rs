@@ -167,3 +167,35 @@ async fn changes_given_to_no_call_disturb_repeats() {
     assert_eq!(rules, ["idempotency_broken"], "{v:?}");
     w.shutdown().await;
 }
+
+/// A watched root removed and made again inside a call: its watch is gone (`IN_IGNORED`), so
+/// the call has a gap; the root is watched again once it is back, and a later call is whole.
+#[tokio::test]
+async fn a_root_removed_and_made_again_is_a_gap_then_watched_again() {
+    let top = tempfile::tempdir().unwrap();
+    let root = top.path().join("notes");
+    fs::create_dir(&root).unwrap();
+    fs::write(root.join("a.txt"), "a\n").unwrap();
+    let w = watch(&root, &[]);
+    let t = w.begin("replace".into());
+    fs::remove_dir_all(&root).unwrap();
+    fs::create_dir(&root).unwrap();
+    fs::write(root.join("r.txt"), "r\n").unwrap();
+    let share = w.finish(t).await;
+    assert!(share.gap && !share.late, "{share:?}");
+    assert_eq!(w.stats().gaps, 1);
+    // By this call's start at the latest the root is watched again.
+    let t = w.begin("between".into());
+    let _ = w.finish(t).await;
+    let t = w.begin("add".into());
+    fs::write(root.join("c.txt"), "c\n").unwrap();
+    let share = w.finish(t).await;
+    assert!(!share.gap, "{share:?}");
+    assert_eq!(
+        kinds(&share),
+        [("c.txt".to_owned(), ChangeKind::Created)],
+        "{share:?}"
+    );
+    assert_eq!(w.stats().gaps, 1, "one gap per removal");
+    w.shutdown().await;
+}

@@ -37,6 +37,9 @@ pub(super) struct Watcher {
     markers: WatchDescriptor,
     open: Vec<Open>,
     dirty: BTreeMap<(usize, String), Candidates>,
+    /// Roots whose watch is gone (removed, or read again after an overflow) until they are
+    /// watched again.
+    lost: BTreeSet<usize>,
 }
 
 /// What is watched in the trees: every change of content, mode or name.
@@ -72,6 +75,7 @@ impl Watcher {
             markers,
             open: Vec::new(),
             dirty: BTreeMap::new(),
+            lost: BTreeSet::new(),
         };
         for root in 0..w.table.roots().len() {
             w.watch_dirs(root, "")?;
@@ -123,7 +127,11 @@ impl Watcher {
             return;
         }
         if e.mask.contains(EventMask::IGNORED) {
-            self.dirs.remove(&e.wd);
+            if let Some((root, dir)) = self.dirs.remove(&e.wd)
+                && dir.is_empty()
+            {
+                self.root_lost(root);
+            }
             return;
         }
         let (Some((root, dir)), Some(name)) = (self.dirs.get(&e.wd).cloned(), name) else {
@@ -162,7 +170,10 @@ impl Watcher {
             "b" if !self.open.iter().any(|o| o.id == id) => {
                 let tool = lock(&self.shared.calls).get(&id).map(|c| c.tool.clone());
                 if let Some(tool) = tool {
+                    // A root gone: what was written in it meanwhile may become this call's.
+                    let gap = gap || !self.lost.is_empty();
                     self.open.push(Open { id, tool, gap });
+                    self.watch_lost();
                 }
             }
             "e" => self.settle(id, gap),
@@ -268,28 +279,57 @@ impl Watcher {
         }
     }
 
-    /// The kernel's queue overflowed: events were lost. Counted as a gap; every call in
-    /// flight is marked incomplete; the watches and the table are brought up to date from
-    /// the disk (a change made meanwhile is the calls in flight's, or no call's); markers
-    /// missed are read from their directory.
-    fn overflow(&mut self) {
+    /// Events were lost (`what`): counted as a gap; every call in flight is marked
+    /// incomplete.
+    fn gap(&mut self, what: &str) {
         self.shared.gaps.fetch_add(1, Ordering::Relaxed);
         tracing::warn!(
             target: "hintaudit::proxy",
-            "file watch: the inotify queue overflowed (events lost): a gap; the calls in \
-             flight have incomplete evidence"
+            "file watch: {what} (events lost): a gap; the calls in flight have incomplete \
+             evidence"
         );
         for o in &mut self.open {
             o.gap = true;
         }
-        for root in 0..self.table.roots().len() {
-            if let Err(e) = self.watch_dirs(root, "") {
-                watch_error("watching again after an overflow", &e);
+    }
+
+    /// A watched root was removed (its watch is gone): a gap, and it is watched again as
+    /// soon as it is back.
+    fn root_lost(&mut self, root: usize) {
+        self.gap(&format!(
+            "the watched directory {} was removed",
+            self.table.absolute(root, "").display()
+        ));
+        self.lost.insert(root);
+        self.watch_lost();
+    }
+
+    /// Watches again every root whose watch is gone and that is a directory now, and brings
+    /// its paths up to date from the disk (a change made meanwhile is the calls in flight's,
+    /// or no call's). A root still missing stays lost.
+    fn watch_lost(&mut self) {
+        let lost: Vec<usize> = self.lost.iter().copied().collect();
+        for root in lost {
+            if !self.table.absolute(root, "").is_dir() {
+                continue;
             }
+            if let Err(e) = self.watch_dirs(root, "") {
+                watch_error("watching a root again", &e);
+                continue;
+            }
+            self.lost.remove(&root);
             for p in self.table.all_paths(root) {
                 self.touch(root, p);
             }
         }
+    }
+
+    /// The kernel's queue overflowed: a gap; the watches and the table are brought up to
+    /// date from the disk; markers missed are read from their directory.
+    fn overflow(&mut self) {
+        self.gap("the inotify queue overflowed");
+        self.lost.extend(0..self.table.roots().len());
+        self.watch_lost();
         let mut names: Vec<String> = std::fs::read_dir(self.shared.markers.path())
             .map(|d| {
                 d.filter_map(Result::ok)

@@ -24,7 +24,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
 use hintaudit_core::{
-    CallEffects, CallScope, ObservationSource, Operation, StatementEffect, TransactionObservation,
+    CallEffects, CallScope, EvidenceSource, ObservationSource, Operation, StatementEffect,
+    TransactionObservation,
 };
 use lru::LruCache;
 use rmcp::model::{
@@ -275,7 +276,10 @@ impl Forward {
         // `let share = settling.share().await; record(scope.effects(), &share);
         // settling.recorded(&share);` before it returns.
         if let (Some(capture), Some(ticket)) = (&self.shared.capture, ticket) {
-            record_later(capture.finish(ticket));
+            record_later(
+                capture.finish(ticket),
+                EvidenceSource::Database(capture.kind()),
+            );
         }
         if let Some((watch, ticket)) = files {
             crate::files::record(&watch.finish(ticket).await);
@@ -309,14 +313,14 @@ impl Forward {
 
 /// Records the call's share of the log into its scope once it is judged, on a task of its
 /// own: the call's judgement is deferred until then ([`CallScope::defer`]), its answer is not.
-fn record_later(mut settling: Settling) {
+fn record_later(mut settling: Settling, source: EvidenceSource) {
     let Some(scope) = CallScope::current() else {
         return;
     };
     let deferred = scope.defer();
     tokio::spawn(async move {
         let share = settling.share().await;
-        record(deferred.effects(), &share);
+        record(deferred.effects(), &share, source);
         // The layer judges the call here.
         drop(deferred);
         settling.recorded(&share);
@@ -325,8 +329,9 @@ fn record_later(mut settling: Settling) {
 
 /// Puts a call's share of the log into its effects: attributed commits as transaction
 /// observations from the log (`likely`), truncations as statements; ambiguous ones are
-/// logged with their candidate tools, never recorded as this call's.
-fn record(effects: &CallEffects, share: &CallShare) {
+/// logged with their candidate tools, never recorded as this call's. A gap makes the call's
+/// evidence from `source` incomplete, a late share pending (`Effect::completeness`).
+fn record(effects: &CallEffects, share: &CallShare, source: EvidenceSource) {
     for commit in &share.attributed {
         if !commit.tables.is_empty() {
             effects.record_transaction(TransactionObservation {
@@ -363,9 +368,11 @@ fn record(effects: &CallEffects, share: &CallShare) {
             "a commit while calls of several tools were in flight: not attributed"
         );
     }
+    if share.late {
+        effects.mark_pending(source);
+    }
     if share.gap {
-        // A disclosure of the call (`--disclose-effects`) says "pending".
-        effects.mark_pending();
+        effects.mark_incomplete(source);
         tracing::warn!(
             target: "hintaudit::proxy",
             tool = effects.tool(),

@@ -51,13 +51,13 @@ async fn two_calls(admin: &PgPool, name: &str, read_gap: Duration) -> [bool; 2] 
     let late = capture.stats().late;
     assert_eq!(
         late,
-        u64::from(first.gap) + u64::from(second.gap),
+        u64::from(first.late) + u64::from(second.late),
         "calls judged late are the calls with gaps"
     );
     capture.shutdown().await;
     pool.close().await;
     drop_db(admin, name).await;
-    [first.gap, second.gap]
+    [first.late, second.late]
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

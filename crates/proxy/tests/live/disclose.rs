@@ -64,6 +64,8 @@ async fn a_read_only_tool_caught_writing_is_corrected_and_its_call_discloses_the
         result["_meta"][KEY],
         json!({
             "status": "observed",
+            "pending": [],
+            "incomplete": [],
             "tables": [{"name": "items", "inserted": 0, "updated": 1, "deleted": 0,
                         "operations": []}],
             "files": [],

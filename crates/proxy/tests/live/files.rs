@@ -256,3 +256,121 @@ async fn the_memory_server_behind_the_proxy_adds_without_destroying() {
     );
     assert_honest(client, addr, log).await;
 }
+
+/// The `_meta` key of a disclosure (docs/design.md, *Observed effects disclosed*).
+const DISCLOSED: &str = "io.hintaudit/effects";
+
+/// `hintaudit_evidence_incomplete_total{source="files"}`.
+fn incomplete_files(s: &Scraped) -> f64 {
+    let name = MetricName::EvidenceIncomplete.as_str();
+    s.value(name, &[("source", "files")]).unwrap_or(-1.0)
+}
+
+/// Issue 45's "done when", through the proxy with `--watch` and `--disclose-effects`: a call
+/// that wrote files lists them in its `_meta`; a call during a watch gap (the watched
+/// directory itself removed and made again: its watch is gone) is disclosed `incomplete`
+/// and counted once; the watch comes back and the next calls are observed again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn disclosed_effects_list_file_changes_and_a_watch_gap_is_incomplete() {
+    let Some(py) = python_or_skip() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let notes = dir.path().join("notes");
+    std::fs::create_dir(&notes).unwrap();
+    std::fs::write(notes.join("a.txt"), "alpha\n").unwrap();
+    std::fs::write(notes.join("b.txt"), "bravo\n").unwrap();
+    let watch = notes.to_str().unwrap();
+    let upstream = shlex::try_join([py, files_server().to_str().unwrap(), "--dir", watch])
+        .map(|c| format!("{c} --with-replace"))
+        .unwrap();
+    let (client, addr, log) = proxy(&[
+        "--stdio",
+        &upstream,
+        "--watch",
+        watch,
+        "--ignore-path",
+        "cache/**",
+        "--disclose-effects",
+    ])
+    .await;
+    client.list_all_tools().await.expect("tools/list");
+    let disclosed = |answer: &serde_json::Value| answer["_meta"][DISCLOSED].clone();
+
+    let saved = call(
+        &client,
+        "save_note",
+        args(json!({"name": "b.txt", "text": "x"})),
+    )
+    .await;
+    assert_eq!(
+        disclosed(&saved),
+        json!({
+            "status": "observed", "pending": [], "incomplete": [], "tables": [],
+            "files": [{"target": "b.txt", "change": "overwritten"}],
+            "reported": [], "outbound": [],
+            "findings": [{"rule": "undeclared_destructive", "severity": "critical",
+                          "hint": "destructiveHint", "confidence": "likely"}],
+        }),
+        "{saved}"
+    );
+    let archived = call(&client, "archive_note", args(json!({"name": "a.txt"}))).await;
+    assert_eq!(
+        disclosed(&archived)["files"],
+        json!([
+            {"target": "a.txt", "change": "deleted"},
+            {"target": "archive", "change": "added"},
+            {"target": "archive/a.txt", "change": "added"},
+        ]),
+        "{archived}"
+    );
+    assert_eq!(incomplete_files(&metrics(addr).await), 0.0);
+
+    // The watched directory removed and made again within the call: what was written in
+    // it before the watch came back may be lost.
+    let replaced = call(
+        &client,
+        "replace_notes",
+        args(json!({"name": "r.txt", "text": "r"})),
+    );
+    let replaced = disclosed(&replaced.await);
+    assert_eq!(replaced["status"], "incomplete", "{replaced}");
+    assert_eq!(replaced["incomplete"], json!(["files"]), "{replaced}");
+    let s = metrics(addr).await;
+    assert_eq!(incomplete_files(&s), 1.0, "{}", s.text);
+    let gaps = s.value(MetricName::CaptureGaps.as_str(), &[("backend", "files")]);
+    assert_eq!(gaps, Some(1.0), "{}", s.text);
+
+    // A call that begins while the directory is not watched yet is incomplete too (and
+    // counted); by its start the watch is back, so the call after it is whole.
+    let listed = disclosed(&call(&client, "list_notes", args(json!({}))).await);
+    let status = listed["status"].as_str();
+    assert!(
+        matches!(status, Some("observed" | "incomplete")),
+        "{listed}"
+    );
+    let again = if status == Some("incomplete") {
+        2.0
+    } else {
+        1.0
+    };
+    let added = call(
+        &client,
+        "add_note",
+        args(json!({"name": "c.txt", "text": "c"})),
+    )
+    .await;
+    assert_eq!(
+        disclosed(&added),
+        json!({
+            "status": "observed", "pending": [], "incomplete": [], "tables": [],
+            "files": [{"target": "c.txt", "change": "added"}],
+            "reported": [], "outbound": [], "findings": [],
+        }),
+        "{added}"
+    );
+    assert_eq!(incomplete_files(&metrics(addr).await), again);
+    client.cancel().await.ok();
+    let log = log.await.unwrap();
+    assert!(log.contains("was removed (events lost)"), "{log}");
+}

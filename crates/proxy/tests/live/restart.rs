@@ -270,6 +270,15 @@ async fn a_postgresql_restart_leaves_a_counted_gap_and_the_capture_comes_back() 
         marked_incomplete(&log, "add_note"),
         "add_note overlapped the gap: marked incomplete"
     );
+    let counted = s.value(
+        MetricName::EvidenceIncomplete.as_str(),
+        &[("source", "postgresql")],
+    );
+    assert!(
+        counted.is_some_and(|n| n >= 1.0),
+        "add_note's incomplete evidence is counted: {}",
+        s.text
+    );
     drop(client);
     let _ = std::fs::remove_file(&log);
 }
@@ -382,6 +391,11 @@ async fn a_mariadb_restart_resumes_the_binary_log_and_loses_nothing() {
         !marked_incomplete(&log, "add_note"),
         "add_note's log was all read"
     );
+    let counted = s.value(
+        MetricName::EvidenceIncomplete.as_str(),
+        &[("source", "mysql")],
+    );
+    assert_eq!(counted, Some(0.0), "nothing was lost: {}", s.text);
 
     // The file the stream would resume from is purged while no client can connect: it goes
     // on from the log's end, and the part it could not read is a counted gap.

@@ -56,6 +56,8 @@ async fn a_call_discloses_its_tables_and_findings_and_nothing_else_changes() {
         touched["_meta"][KEY],
         json!({
             "status": "observed",
+            "pending": [],
+            "incomplete": [],
             "tables": [{"name": "appointments", "inserted": 0, "updated": 1, "deleted": 0,
                         "operations": []}],
             "files": [],

@@ -6,7 +6,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 use hintaudit_core::{
-    Advice, CallStatus, DeclaredHints, Hint, Operation, RowOperation, Rule, Severity,
+    Advice, CallStatus, DeclaredHints, EvidenceSource, Hint, Operation, RowOperation, Rule,
+    Severity,
 };
 use prometheus::{
     Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts,
@@ -83,6 +84,10 @@ pub(crate) struct Families {
     pub(crate) advice: IntGaugeVec,
     pub(crate) hints_changed: IntCounterVec,
     pub(crate) hints_corrected: IntCounterVec,
+    /// `hintaudit_evidence_incomplete_total`, one series per source in
+    /// [`EvidenceSource::ALL`] order, each at 0 from the start.
+    pub(crate) incomplete: Vec<IntCounter>,
+    incomplete_vec: IntCounterVec,
 }
 
 fn opts(name: MetricName) -> Opts {
@@ -94,6 +99,11 @@ impl Families {
         let counter = |m: MetricName| IntCounterVec::new(opts(m), m.labels());
         let gauge = |m: MetricName| IntGaugeVec::new(opts(m), m.labels());
         let d = MetricName::ToolCallDuration;
+        let incomplete_vec = counter(MetricName::EvidenceIncomplete)?;
+        let incomplete = EvidenceSource::ALL
+            .iter()
+            .map(|s| incomplete_vec.with_label_values(&[s.as_str()]))
+            .collect();
         Ok(Families {
             calls: counter(MetricName::ToolCalls)?,
             duration: HistogramVec::new(
@@ -107,6 +117,8 @@ impl Families {
             advice: gauge(MetricName::ToolAdvice)?,
             hints_changed: counter(MetricName::ToolHintsChanged)?,
             hints_corrected: counter(MetricName::ToolHintsCorrected)?,
+            incomplete,
+            incomplete_vec,
         })
     }
 
@@ -120,6 +132,7 @@ impl Families {
         registry.register(Box::new(self.advice.clone()))?;
         registry.register(Box::new(self.hints_changed.clone()))?;
         registry.register(Box::new(self.hints_corrected.clone()))?;
+        registry.register(Box::new(self.incomplete_vec.clone()))?;
         Ok(())
     }
 }

@@ -9,8 +9,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 
 use hintaudit_core::{
-    Advice, AuditEvent, AuditStage, CallReport, DeclaredHints, Finding, Recorder, RowOperation,
-    Rule, stats,
+    Advice, AuditEvent, AuditStage, CallReport, DeclaredHints, EvidenceSource, Finding, Recorder,
+    RowOperation, Rule, stats,
 };
 use prometheus::Registry;
 
@@ -55,7 +55,7 @@ struct Inner {
 /// | event | metrics |
 /// |---|---|
 /// | declared | the tool becomes declared, as with [`PrometheusRecorder::declare_tool`]: `hintaudit_tool_declared_hints{tool,…}` is 1 for its hints, and its violation series are created at 0 (below); nothing is counted |
-/// | call | `hintaudit_tool_calls_total{tool,status}` +1; `hintaudit_tool_call_duration_seconds{tool}` observes the wall time; `hintaudit_tool_statements_total{tool,operation}` +1 per statement; `hintaudit_tool_row_changes_total{tool,table,operation}` + committed rows (hook row changes, and PostgreSQL oracle counts of committed transactions); `hintaudit_hint_violations_total{tool,rule,hint,severity}` +1 per finding; for declared tools, `hintaudit_tool_advice{tool,advice}` set to 1 or 0 for each advice, and the declared-hints gauge brought up to date (with the zero series of hints it has not shown before) |
+/// | call | `hintaudit_tool_calls_total{tool,status}` +1; `hintaudit_evidence_incomplete_total{source}` +1 per source that lost part of the call's interval (`Effect::completeness`; every source's series exists at 0 from the start); `hintaudit_tool_call_duration_seconds{tool}` observes the wall time; `hintaudit_tool_statements_total{tool,operation}` +1 per statement; `hintaudit_tool_row_changes_total{tool,table,operation}` + committed rows (hook row changes, and PostgreSQL oracle counts of committed transactions); `hintaudit_hint_violations_total{tool,rule,hint,severity}` +1 per finding; for declared tools, `hintaudit_tool_advice{tool,advice}` set to 1 or 0 for each advice, and the declared-hints gauge brought up to date (with the zero series of hints it has not shown before) |
 /// | listing | the tool becomes declared; `hintaudit_tool_declared_hints{tool,…}` is 1 for its current hints (the series of its previous hints is removed), and the violation series of these hints exist, at 0 if new; when the hints differ from the previous listing of the tool, `hintaudit_tool_hints_changed_total{tool}` +1, and if the judge reported `hints_changed` for it, `hintaudit_hint_violations_total{rule="hints_changed",…}` +1 |
 /// | settled | `hintaudit_hint_violations_total{tool,rule,hint,severity}` +1 per finding (`idempotency_broken` of a repeat the shared history judged, `hints_changed` the fleet saw); nothing else |
 /// | corrected | `hintaudit_tool_hints_corrected_total{tool}` +1 (`correct_hints`: the layer started serving the tool's hints corrected, or tightened them further); the series exists at 0 from the tool's declaration, as the hints-changed counter |
@@ -306,6 +306,12 @@ impl PrometheusRecorder {
             t.statement(f, s.operation).inc();
         }
         self.record_rows(t, r);
+        for source in r.effect.completeness.incomplete_sources() {
+            let i = EvidenceSource::ALL.iter().position(|s| *s == source);
+            if let Some(c) = i.and_then(|i| f.incomplete.get(i)) {
+                c.inc();
+            }
+        }
         for finding in &r.verdict.findings {
             t.violation(f, violation_key(finding));
         }

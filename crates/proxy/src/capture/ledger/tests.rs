@@ -149,7 +149,7 @@ fn a_commit_read_after_its_late_call_was_judged_is_dropped_not_unattributed() {
     let mut l = Ledger::new(10);
     let a = call(&mut l, "t", 10, Some(20));
     let share = l.judge_late(a);
-    assert!(share.gap && share.attributed.is_empty());
+    assert!(share.late && !share.gap && share.attributed.is_empty());
     assert_eq!(l.calls(), 0, "pruned: nothing in flight");
     assert_eq!(
         l.decoded(commit(15), Origin::AnyCall),
