@@ -177,17 +177,7 @@ pub async fn start(args: &ProxyArgs) -> anyhow::Result<Proxy> {
     let config = settings(args)?;
     let capture = start_capture(args, &config).await?;
     let files = start_files(args, &config)?;
-    let spec = match (&args.stdio, &args.upstream) {
-        (Some(cmd), _) => UpstreamSpec::Stdio(cmd.clone()),
-        (None, Some(url)) => UpstreamSpec::Http(url.clone()),
-        (None, None) => anyhow::bail!("one of --stdio or --upstream is required"),
-    };
-    let timeout = Duration::from_secs(args.handshake_timeout);
-    let upstream = Arc::new(
-        Upstream::connect(spec, Relay::default(), timeout)
-            .await
-            .context("upstream")?,
-    );
+    let upstream = connect_upstream(args).await?;
     let forward = Forward::new(
         upstream.clone(),
         capture.clone(),
@@ -216,10 +206,6 @@ pub async fn start(args: &ProxyArgs) -> anyhow::Result<Proxy> {
              process; the proxy observes only"
         );
     }
-    // No advice through the proxy: it cannot see the server's outbound requests (every tool
-    // would look closed-world), and a call whose commits were ambiguous would count as one
-    // without writes. A call without contrary evidence is no evidence here.
-    let policy = config.policy().with_advice_after_calls(u64::MAX);
     if capture.is_none() && files.is_none() {
         eprintln!(
             "hintaudit proxy: warning: no --database and no --watch: tools/list is linted, \
@@ -228,15 +214,7 @@ pub async fn start(args: &ProxyArgs) -> anyhow::Result<Proxy> {
     }
     // Suggestions in MCP's JSON form: the upstream is a server in any language.
     let log = LogRecorder::default().with_annotations_form(AnnotationsForm::McpJson);
-    let judge = Arc::new(Judge::new(policy));
-    // Writes the capture and the watch give to no call still disturb the repeats of the
-    // calls touching them.
-    if let Some(capture) = &capture {
-        capture.disturb(judge.clone());
-    }
-    if let Some(files) = &files {
-        files.disturb(judge.clone());
-    }
+    let judge = proxy_judge(&config, capture.as_ref(), files.as_ref());
     let layer = HintAuditLayer::new()
         .with_judge(judge)
         .with_recorder((metrics.clone(), log))
@@ -256,6 +234,45 @@ pub async fn start(args: &ProxyArgs) -> anyhow::Result<Proxy> {
         files,
         metrics,
     })
+}
+
+/// Connects to the upstream `--stdio` or `--upstream` names.
+///
+/// # Errors
+/// Neither is given, or the upstream cannot be reached within `--handshake-timeout`.
+async fn connect_upstream(args: &ProxyArgs) -> anyhow::Result<Arc<Upstream>> {
+    let spec = match (&args.stdio, &args.upstream) {
+        (Some(cmd), _) => UpstreamSpec::Stdio(cmd.clone()),
+        (None, Some(url)) => UpstreamSpec::Http(url.clone()),
+        (None, None) => anyhow::bail!("one of --stdio or --upstream is required"),
+    };
+    let timeout = Duration::from_secs(args.handshake_timeout);
+    let upstream = Upstream::connect(spec, Relay::default(), timeout)
+        .await
+        .context("upstream")?;
+    Ok(Arc::new(upstream))
+}
+
+/// The proxy's judge: the config's policy without advice, told of the writes the capture and
+/// the watch give to no call, so that they still disturb the repeats of the calls touching
+/// them.
+fn proxy_judge(
+    config: &Config,
+    capture: Option<&Capture>,
+    files: Option<&FileWatch>,
+) -> Arc<Judge> {
+    // No advice through the proxy: it cannot see the server's outbound requests (every tool
+    // would look closed-world), and a call whose commits were ambiguous would count as one
+    // without writes. A call without contrary evidence is no evidence here.
+    let policy = config.policy().with_advice_after_calls(u64::MAX);
+    let judge = Arc::new(Judge::new(policy));
+    if let Some(capture) = capture {
+        capture.disturb(judge.clone());
+    }
+    if let Some(files) = files {
+        files.disturb(judge.clone());
+    }
+    judge
 }
 
 /// Starts the capture when `--database` is given. Disclosed effects put the call's share

@@ -47,35 +47,7 @@ impl Live {
                 }
             }
             Generation::Lost(header) => {
-                let from = self.chain.map_or(0, |c| c.header().checkpoint_seq);
-                self.generation += 1;
-                self.chain = Some(Chain::start(header));
-                self.latest.clear();
-                self.broken = false;
-                let tail = read_from(
-                    wal,
-                    WAL_HEADER_SIZE as u64,
-                    usize::MAX,
-                    &mut stats.frame_bytes,
-                )
-                .map_err(io)?;
-                let found = self
-                    .chain
-                    .as_mut()
-                    .map(|c| commits(c, &tail))
-                    .unwrap_or_default();
-                for c in &found {
-                    self.remember(c);
-                }
-                self.reopen(path, found.last().map(|c| c.db_pages), seed, stats)?;
-                events.push(Event::Gap(Gap {
-                    at: self.position(),
-                    reason: GapReason::Restart {
-                        from,
-                        to: header.checkpoint_seq,
-                    },
-                }));
-                return Ok(());
+                return self.restart_not_seen(header, (path, wal), seed, stats, events);
             }
         }
         let Some(chain) = self.chain.as_mut().filter(|_| !self.broken) else {
@@ -104,6 +76,51 @@ impl Live {
                 reason: GapReason::Corrupt { frame: end + 1 },
             }));
         }
+        Ok(())
+    }
+
+    /// A restart of the WAL not seen (`header` starts the new generation): reads the new
+    /// generation's commits to know the database's size, reopens the snapshot, and reports
+    /// the frames lost between the two as a gap.
+    fn restart_not_seen(
+        &mut self,
+        header: WalHeader,
+        (path, wal): (&Path, &Path),
+        seed: u64,
+        stats: &mut Stats,
+        events: &mut Vec<Event>,
+    ) -> Result<(), FollowError> {
+        let from = self.chain.map_or(0, |c| c.header().checkpoint_seq);
+        self.generation += 1;
+        self.chain = Some(Chain::start(header));
+        self.latest.clear();
+        self.broken = false;
+        let tail = read_from(
+            wal,
+            WAL_HEADER_SIZE as u64,
+            usize::MAX,
+            &mut stats.frame_bytes,
+        )
+        .map_err(|source| FollowError::Io {
+            path: wal.to_path_buf(),
+            source,
+        })?;
+        let found = self
+            .chain
+            .as_mut()
+            .map(|c| commits(c, &tail))
+            .unwrap_or_default();
+        for c in &found {
+            self.remember(c);
+        }
+        self.reopen(path, found.last().map(|c| c.db_pages), seed, stats)?;
+        events.push(Event::Gap(Gap {
+            at: self.position(),
+            reason: GapReason::Restart {
+                from,
+                to: header.checkpoint_seq,
+            },
+        }));
         Ok(())
     }
 
