@@ -92,6 +92,7 @@ pub use effect::{
 };
 pub use enforce::{Enforcement, Refusal, RefusedBy};
 pub use facts::{Evidence, Facts, summarize};
+pub use facts::{StateTouched, state_touched};
 pub use finding::{Advice, Confidence, Finding, Rule, Severity};
 pub use hints::{AnnotationsForm, DeclaredHints, EffectiveHints, Hint, tri_label};
 pub use history::{
@@ -111,7 +112,7 @@ pub use record::{AuditEvent, CallReport, CallStatus, LogRecorder, Recorder};
 pub use scope::{CallEffects, CallScope, Deferred};
 pub use stats::{AuditStage, AuditStats, stats};
 pub use suggest::{SuggestedHints, SuggestionEvidence};
-pub use touched::{StateKey, StateTouched, state_touched};
+pub use touched::StateKey;
 
 /// Table-driven tests of the judge, one row per (hints, effect) case.
 #[cfg(test)]

@@ -20,10 +20,8 @@
 use std::borrow::Cow;
 use std::fmt;
 
-use crate::effect::Effect;
-use crate::facts::Facts;
 use crate::files::{ChangeKind, FileChange};
-use crate::policy::{Policy, normalized_table};
+use crate::policy::normalized_table;
 
 /// One piece of state a call can read or write: the unit a repeat is disturbed by.
 ///
@@ -93,27 +91,5 @@ impl fmt::Display for StateKey<'_> {
             StateKey::Table(t) => write!(f, "table {t}"),
             StateKey::File(p) => write!(f, "file {p}"),
         }
-    }
-}
-
-/// The state a call touched, each key once, in first-seen order.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct StateTouched<'e> {
-    /// State read or written: a repeat is disturbed when any of it was written by something
-    /// else since the previous identical call ended.
-    pub touched: Vec<StateKey<'e>>,
-    /// State written: it disturbs the repeats of every call that touches it.
-    pub written: Vec<StateKey<'e>>,
-}
-
-/// The state `effect` touched, read through `policy`: watched tables read or written (row
-/// changes, the database oracle, statements), and watched paths changed (a change seen is a
-/// write; the file watch sees no reads). Outbound requests and reported effects touch no
-/// state the history keys yet. The judge keys its history with the same reading.
-pub fn state_touched<'e>(effect: &'e Effect, policy: &Policy) -> StateTouched<'e> {
-    let outline = Facts::outline(effect, policy);
-    StateTouched {
-        touched: outline.touched.iter().cloned().collect(),
-        written: outline.written.iter().cloned().collect(),
     }
 }

@@ -39,6 +39,7 @@ pub use evidence::{Evidence, summarize};
 
 use crate::effect::Effect;
 use crate::policy::Policy;
+use crate::touched::StateKey;
 use collect::Collector;
 
 impl<'e> Facts<'e> {
@@ -106,5 +107,27 @@ mod tests {
             assert_eq!(f.writes.len(), 1, "hooked {hooked}");
             assert_eq!(f.writes[0].text, "2 rows updated in t", "hooked {hooked}");
         }
+    }
+}
+
+/// The state a call touched, each key once, in first-seen order.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StateTouched<'e> {
+    /// State read or written: a repeat is disturbed when any of it was written by something
+    /// else since the previous identical call ended.
+    pub touched: Vec<StateKey<'e>>,
+    /// State written: it disturbs the repeats of every call that touches it.
+    pub written: Vec<StateKey<'e>>,
+}
+
+/// The state `effect` touched, read through `policy`: watched tables read or written (row
+/// changes, the database oracle, statements), and watched paths changed (a change seen is a
+/// write; the file watch sees no reads). Outbound requests and reported effects touch no
+/// state the history keys yet. The judge keys its history with the same reading.
+pub fn state_touched<'e>(effect: &'e Effect, policy: &Policy) -> StateTouched<'e> {
+    let outline = Facts::outline(effect, policy);
+    StateTouched {
+        touched: outline.touched.iter().cloned().collect(),
+        written: outline.written.iter().cloned().collect(),
     }
 }
