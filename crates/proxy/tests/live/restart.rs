@@ -109,6 +109,16 @@ fn marked_incomplete(log: &Path, tool: &str) -> bool {
         .any(|l| l.contains(tool) && l.contains("the capture did not read the whole log"))
 }
 
+/// MariaDB: runs `sql` on a connection of the test's own, outside every call (a foreign
+/// write, as the writer trigger names it).
+async fn write_outside_calls(db: &str, sql: &'static str) {
+    let mut conn = sqlx::MySqlConnection::connect(db).await.expect("connect");
+    sqlx::query(sql)
+        .execute(&mut conn)
+        .await
+        .expect("a write outside calls");
+}
+
 /// Runs `f` (a blocking restart, stop or start of a private server) off the async workers.
 fn blocking<T>(f: impl FnOnce() -> T) -> T {
     tokio::task::block_in_place(f)
@@ -328,12 +338,7 @@ async fn a_mariadb_restart_resumes_the_binary_log_and_loses_nothing() {
     // add_note answers once the stream is back (a write of this test's own, read as foreign),
     // so that its end is read on the resumed stream within the capture's wait.
     let before = metrics(addr).await;
-    let mut conn = sqlx::MySqlConnection::connect(&db).await.expect("connect");
-    sqlx::query("INSERT INTO notes (id, text) VALUES (99, 'resumed?')")
-        .execute(&mut conn)
-        .await
-        .expect("a write outside calls");
-    drop(conn);
+    write_outside_calls(&db, "INSERT INTO notes (id, text) VALUES (99, 'resumed?')").await;
     until(addr, |s| {
         commits(s, "foreign") > commits(&before, "foreign")
     })
@@ -353,12 +358,7 @@ async fn a_mariadb_restart_resumes_the_binary_log_and_loses_nothing() {
     assert!(text(&down).starts_with("Error"), "{down}");
     let before = metrics(addr).await;
     blocking(|| my.start_again());
-    let mut conn = sqlx::MySqlConnection::connect(&db).await.expect("connect");
-    sqlx::query("INSERT INTO notes (id, text) VALUES (100, 'cron')")
-        .execute(&mut conn)
-        .await
-        .expect("a write outside calls");
-    drop(conn);
+    write_outside_calls(&db, "INSERT INTO notes (id, text) VALUES (100, 'cron')").await;
     // Another writer's (this test's connection): foreign, as the writer trigger names it.
     let s = until(addr, |s| {
         commits(s, "foreign") > commits(&before, "foreign")

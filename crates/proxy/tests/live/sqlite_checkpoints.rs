@@ -9,26 +9,11 @@ use std::path::Path;
 
 use serde_json::json;
 
-use crate::sqlite_wal::{DEBUG, called, gaps, wal_database};
+use crate::sqlite_wal::{called, gaps, proxy, wal_database};
+use crate::support::*;
 
 /// The proxy's line when the database it waited for is in WAL mode and followed.
 const WAL_NOW: &str = "is in WAL mode: its WAL is followed";
-use crate::support::*;
-
-/// The proxy in front of the fixture on `db` with `env`, its log in `log`.
-async fn proxy(py: &str, db: &Path, env: &str, log: &Path) -> (Child, std::net::SocketAddr) {
-    let upstream = fixture(py, &db.display().to_string(), env);
-    let database = format!("sqlite:{}", db.display());
-    let args = [
-        "--stdio",
-        &upstream,
-        "--database",
-        &database,
-        "--capture-wait-ms",
-        "30000",
-    ];
-    proxy_logged(&args, &[DEBUG], log).await
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_that_checkpoints_after_every_commit_loses_no_commit() {

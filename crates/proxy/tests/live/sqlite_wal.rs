@@ -65,7 +65,7 @@ pub(crate) fn wal_database() -> Option<(tempfile::TempDir, PathBuf, &'static str
 
 /// The proxy in front of the fixture (a child per session) on `db`, with `env` for the
 /// fixture, logging at DEBUG into `log`.
-async fn proxy(py: &str, db: &Path, env: &str, log: &Path) -> (Child, SocketAddr) {
+pub(crate) async fn proxy(py: &str, db: &Path, env: &str, log: &Path) -> (Child, SocketAddr) {
     let upstream = fixture(py, &db.display().to_string(), env);
     let database = format!("sqlite:{}", db.display());
     let args = [
