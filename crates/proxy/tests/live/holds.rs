@@ -5,6 +5,7 @@
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 /// A folder of held calls and their releases; removed when dropped.
@@ -19,10 +20,14 @@ pub struct Holds {
 pub struct Held(pub String);
 
 impl Holds {
-    /// A fresh folder for `test`'s held calls.
+    /// A fresh folder for `test`'s held calls, never another `Holds`'s: the PostgreSQL and
+    /// MariaDB variants of one test run at once under one name, and a shared folder let each
+    /// release the other's calls (and the later one's `new` empty the earlier one's folder).
     pub fn new(test: &str) -> Holds {
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
         let dir =
-            std::env::temp_dir().join(format!("hintaudit-holds-{test}-{}", std::process::id()));
+            std::env::temp_dir().join(format!("hintaudit-holds-{test}-{}-{n}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).expect("the holds folder");
         Holds {
