@@ -3,9 +3,10 @@
 //! anywhere, and they die with the process. Only the CA's certificate is handed out (the
 //! child's CA files, [`crate::CaFiles`]).
 
+use parking_lot::Mutex;
 use std::net::IpAddr;
 use std::num::NonZeroUsize;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use lru::LruCache;
@@ -89,7 +90,7 @@ impl TestCa {
     /// refuses as a DNS name).
     pub(crate) fn server_config(&self, host: &str) -> Result<Arc<ServerConfig>, EgressError> {
         let host = host.trim_matches(['[', ']']).to_ascii_lowercase();
-        let mut leaves = self.leaves.lock().unwrap_or_else(|e| e.into_inner());
+        let mut leaves = self.leaves.lock();
         if let Some((config, made)) = leaves.get(&host)
             && made.elapsed() < LEAF_REUSE
         {

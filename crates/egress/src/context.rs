@@ -1,7 +1,8 @@
 //! What every connection of a listener shares: the run's parts, the listener's ledger, its
 //! stop signal, and the count of tunnels being opened.
 
-use std::sync::{Arc, Mutex, MutexGuard};
+use parking_lot::{Mutex, MutexGuard};
+use std::sync::Arc;
 
 use hintaudit_core::{OutboundAnswer, OutboundReach};
 use http::{Request, Response};
@@ -43,7 +44,7 @@ impl Drop for Opening {
 
 impl Context {
     pub(crate) fn ledger(&self) -> MutexGuard<'_, Ledger> {
-        self.ledger.lock().unwrap_or_else(|e| e.into_inner())
+        self.ledger.lock()
     }
 
     pub(crate) fn body_limit(&self) -> usize {

@@ -4,9 +4,10 @@
 //! CA; one that speaks plain HTTP is read as it is; anything else is closed, and a gap of the
 //! calls in flight. Every request inside goes through [`crate::exchange`].
 
+use parking_lot::Mutex;
 use std::convert::Infallible;
 use std::net::{Ipv4Addr, SocketAddr};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use http::uri::{Authority, Scheme};
 use http::{Request, Response, StatusCode};

@@ -7,8 +7,9 @@
 //! The decisions are plain functions ([`correction_for`], [`Correction::served`]); the shell
 //! ([`Corrections`]) keeps the corrections in force and the sessions to notify.
 
+use parking_lot::Mutex;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use hintaudit_core::{
@@ -206,13 +207,13 @@ impl Corrections {
         self.lasts
     }
 
-    fn tools(&self) -> std::sync::MutexGuard<'_, HashMap<String, InForce>> {
-        self.tools.lock().unwrap_or_else(|e| e.into_inner())
+    fn tools(&self) -> parking_lot::MutexGuard<'_, HashMap<String, InForce>> {
+        self.tools.lock()
     }
 
     /// Remembers a session to tell of changes (from its initialize request).
     pub(crate) fn register(&self, peer: Peer<RoleServer>) {
-        let mut peers = self.peers.lock().unwrap_or_else(|e| e.into_inner());
+        let mut peers = self.peers.lock();
         peers.retain(|p| !p.is_transport_closed());
         peers.push(peer);
     }
@@ -354,7 +355,7 @@ impl Corrections {
     /// task of its own (never on a call's path); closed sessions are forgotten.
     fn notify(&self) {
         let peers: Vec<Peer<RoleServer>> = {
-            let mut peers = self.peers.lock().unwrap_or_else(|e| e.into_inner());
+            let mut peers = self.peers.lock();
             peers.retain(|p| !p.is_transport_closed());
             peers.clone()
         };

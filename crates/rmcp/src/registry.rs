@@ -16,7 +16,8 @@
 //! seeds the registry at start-up.
 
 use hashbrown::HashMap;
-use std::sync::{Arc, RwLock};
+use parking_lot::RwLock;
+use std::sync::Arc;
 
 use hintaudit_core::{ACTION_METADATA_KEY, ActionMetadata, DeclaredHints};
 use rmcp::model::Tool;
@@ -40,31 +41,23 @@ impl Registry {
     pub(crate) fn entry(&self, tool: &str) -> Option<(Arc<str>, DeclaredHints)> {
         self.tools
             .read()
-            .unwrap_or_else(|e| e.into_inner())
             .get_key_value(tool)
             .map(|(name, (hints, _))| (name.clone(), *hints))
     }
 
     /// The cached action metadata of `tool`; `None` when it declares none or is not cached.
     pub(crate) fn action(&self, tool: &str) -> Option<ActionMetadata> {
-        self.tools
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(tool)
-            .and_then(|(_, action)| *action)
+        self.tools.read().get(tool).and_then(|(_, action)| *action)
     }
 
     pub(crate) fn contains(&self, tool: &str) -> bool {
-        self.tools
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .contains_key(tool)
+        self.tools.read().contains_key(tool)
     }
 
     /// Caches `hints` and `action` for `tool`, replacing earlier ones. Ignored when the
     /// registry is full and `tool` is new.
     pub(crate) fn insert(&self, tool: &str, hints: DeclaredHints, action: Option<ActionMetadata>) {
-        let mut tools = self.tools.write().unwrap_or_else(|e| e.into_inner());
+        let mut tools = self.tools.write();
         if let Some(slot) = tools.get_mut(tool) {
             *slot = (hints, action);
         } else if tools.len() < MAX_REGISTERED_TOOLS {
@@ -84,7 +77,6 @@ impl Registry {
         let mut all: Vec<(String, DeclaredHints)> = self
             .tools
             .read()
-            .unwrap_or_else(|e| e.into_inner())
             .iter()
             .map(|(name, (hints, _))| (name.to_string(), *hints))
             .collect();

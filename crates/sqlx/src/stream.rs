@@ -14,10 +14,11 @@
 //! as the statement would have in autocommit. A producer that cannot be finished so (no
 //! runtime, or the runtime shuts down first) is counted as an audit error.
 
+use parking_lot::Mutex;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
 use futures_core::future::BoxFuture;
@@ -45,7 +46,7 @@ impl<T> Shared<T> {
     }
 
     fn take(&self) -> Option<T> {
-        self.slot.lock().unwrap_or_else(|e| e.into_inner()).take()
+        self.slot.lock().take()
     }
 }
 
@@ -64,7 +65,7 @@ impl<T> Yielder<T> {
         if self.shared.detached.load(Ordering::Acquire) {
             return;
         }
-        *self.shared.slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(item);
+        *self.shared.slot.lock() = Some(item);
         let mut suspended = false;
         std::future::poll_fn(|_| {
             if suspended {

@@ -2,7 +2,7 @@
 //! ([`hintaudit_core::stats`]): `hintaudit_unattributed_statements_total{operation}` and
 //! `hintaudit_audit_errors_total{stage}`, read at scrape time so no one has to push them.
 
-use std::sync::Mutex;
+use parking_lot::Mutex;
 
 use hintaudit_core::{AuditStage, Operation, stats};
 use prometheus::core::{Collector, Desc};
@@ -37,7 +37,7 @@ impl AuditStatsCollector {
     }
 
     fn sync(&self) {
-        let _guard = self.sync.lock().unwrap_or_else(|e| e.into_inner());
+        let _guard = self.sync.lock();
         for op in Operation::ALL {
             catch_up(
                 &self.unattributed.with_label_values(&[op.as_str()]),

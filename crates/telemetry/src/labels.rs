@@ -1,8 +1,9 @@
 //! Bounded label values
 //! ([design: telemetry names](../../../docs/design.md#5-telemetry-names)).
 
+use parking_lot::RwLock;
 use std::collections::HashSet;
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 
 use crate::metric_name::OTHER_TABLE;
 
@@ -27,7 +28,7 @@ impl TableLabels {
     /// The label value for `table`.
     pub(crate) fn label(&self, table: &str) -> Arc<str> {
         {
-            let seen = self.seen.read().unwrap_or_else(|e| e.into_inner());
+            let seen = self.seen.read();
             if let Some(t) = seen.get(table) {
                 return t.clone();
             }
@@ -35,7 +36,7 @@ impl TableLabels {
                 return self.other.clone();
             }
         }
-        let mut seen = self.seen.write().unwrap_or_else(|e| e.into_inner());
+        let mut seen = self.seen.write();
         if let Some(t) = seen.get(table) {
             return t.clone();
         }

@@ -8,9 +8,10 @@
 //! `{"data":{}}`; otherwise DELETE answers 204, POST 201, anything else 200 with
 //! `{"ok":true}`.
 
+use parking_lot::Mutex;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use axum::Router;
 use axum::body::Bytes;
@@ -116,7 +117,7 @@ impl FakeApi {
 
     /// Every request the fake got, in order.
     pub fn seen(&self) -> Vec<Seen> {
-        self.seen.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        self.seen.lock().clone()
     }
 }
 
@@ -127,7 +128,7 @@ async fn answer(State(seen): State<Requests>, req: Request) -> Response {
         .await
         .unwrap_or_default();
     let path = parts.uri.path().to_owned();
-    seen.lock().unwrap_or_else(|e| e.into_inner()).push(Seen {
+    seen.lock().push(Seen {
         method: parts.method.to_string(),
         target: parts
             .uri

@@ -66,7 +66,7 @@ pub async fn poll_at_most<F: std::future::Future + ?Sized>(
 /// runs once per test process (a no-op when it is up to date), so a stale binary is never
 /// tested. Panics when the build fails.
 pub fn workspace_bin(package: &str, name: &str) -> std::path::PathBuf {
-    static BUILT: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+    static BUILT: parking_lot::Mutex<Vec<String>> = parking_lot::Mutex::new(Vec::new());
     let exe = std::env::current_exe().expect("test binary path");
     let dir = exe
         .ancestors()
@@ -74,7 +74,7 @@ pub fn workspace_bin(package: &str, name: &str) -> std::path::PathBuf {
         .expect("target/<profile>/deps/<test>")
         .to_path_buf();
     let bin = dir.join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
-    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
+    let mut built = BUILT.lock();
     if !built.iter().any(|p| p == package) {
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
         let mut cmd = std::process::Command::new(cargo);

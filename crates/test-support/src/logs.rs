@@ -8,8 +8,9 @@
 //! assert!(logs.text().contains("api.example.com unreachable"));
 //! ```
 
+use parking_lot::Mutex;
 use std::io::Write;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 /// The lines written so far, shared with the subscriber; cheap to clone.
 #[derive(Debug, Clone, Default)]
@@ -30,16 +31,13 @@ impl LogBuffer {
 
     /// Everything written so far.
     pub fn text(&self) -> String {
-        String::from_utf8_lossy(&self.0.lock().unwrap_or_else(|e| e.into_inner())).into_owned()
+        String::from_utf8_lossy(&self.0.lock()).into_owned()
     }
 }
 
 impl Write for LogBuffer {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .extend_from_slice(buf);
+        self.0.lock().extend_from_slice(buf);
         Ok(buf.len())
     }
 

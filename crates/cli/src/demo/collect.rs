@@ -1,7 +1,8 @@
 //! A recorder that keeps what the demo prints: one row per judged call and the latest
 //! listing findings per tool.
 
-use std::sync::{Arc, Mutex};
+use parking_lot::Mutex;
+use std::sync::Arc;
 
 use hintaudit_core::{AuditEvent, CallStatus, DeclaredHints, Effect, Finding, Recorder};
 
@@ -42,13 +43,13 @@ pub struct Collected {
 impl Collector {
     /// A copy of everything collected so far.
     pub fn snapshot(&self) -> Collected {
-        self.inner.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        self.inner.lock().clone()
     }
 }
 
 impl Recorder for Collector {
     fn record(&self, event: &AuditEvent<'_>) {
-        let mut c = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let mut c = self.inner.lock();
         match event {
             AuditEvent::Call(r) => c.calls.push(CallRecord {
                 tool: r.tool.to_owned(),

@@ -5,8 +5,8 @@
 //! `inputMetadata.destination` internal → `external`, every other member as listed. Never
 //! looser than listed: a value that is no longer benign or internal is served as listed.
 
+use parking_lot::Mutex;
 use std::collections::HashMap;
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use hintaudit_core::{ACTION_METADATA_KEY, ActionMetadata, CallReport, Rule};
@@ -53,7 +53,7 @@ impl ActionCorrections {
         if found == Contradicted::default() {
             return false;
         }
-        let mut tools = self.tools.lock().unwrap_or_else(|e| e.into_inner());
+        let mut tools = self.tools.lock();
         let old = match tools.get(report.tool) {
             Some(&(c, since)) if !expired(since, lasts) => c,
             _ => Contradicted::default(),
@@ -71,7 +71,7 @@ impl ActionCorrections {
     /// tightened ([`ActionMetadata::tightened`]); every other tool as it is. A correction
     /// older than `lasts` is lifted.
     pub(crate) fn serve(&self, tools: &mut [Tool], lasts: Option<Duration>) {
-        let mut in_force = self.tools.lock().unwrap_or_else(|e| e.into_inner());
+        let mut in_force = self.tools.lock();
         in_force.retain(|_, (_, since)| !expired(*since, lasts));
         if in_force.is_empty() {
             return;

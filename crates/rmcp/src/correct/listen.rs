@@ -6,9 +6,10 @@
 //! server's with `toolsListChanged` added, and its `listen` runs on the same stream (its
 //! context's accepted filter then includes `toolsListChanged`).
 
+use parking_lot::{Mutex, MutexGuard};
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
 
 use rmcp::ServerHandler;
 use rmcp::model::{DiscoverResult, SubscriptionFilter, ToolsCapability};
@@ -43,7 +44,7 @@ impl Drop for Listening {
 
 impl Listeners {
     fn sinks(&self) -> MutexGuard<'_, HashMap<u64, SubscriptionSink>> {
-        self.sinks.lock().unwrap_or_else(|e| e.into_inner())
+        self.sinks.lock()
     }
 
     /// Keeps `sink` until the returned guard drops; `None` when it did not accept

@@ -23,8 +23,9 @@ mod walk;
 
 pub use transaction::TxControl;
 
+use parking_lot::Mutex;
 use std::num::NonZeroUsize;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use hintaudit_core::{Operation, StatementEffect};
 use lru::LruCache;
@@ -427,8 +428,8 @@ impl Classifier {
         class
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Cache> {
-        self.cache.lock().unwrap_or_else(|e| e.into_inner())
+    fn lock(&self) -> parking_lot::MutexGuard<'_, Cache> {
+        self.cache.lock()
     }
 }
 

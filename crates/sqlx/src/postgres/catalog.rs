@@ -18,8 +18,9 @@
 //! time. A catalog-version check would cost a round trip per statement, which is what the
 //! cache saves; PostgreSQL has no cheap catalog-version counter to ask.
 
+use parking_lot::Mutex;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use hintaudit_core::{Operation, TableWrites, TransactionObservation};
@@ -116,21 +117,18 @@ pub(crate) struct Catalog {
 impl Catalog {
     /// Forgets everything: DDL ran.
     pub(crate) fn clear(&self) {
-        self.tables
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clear();
-        self.reads.lock().unwrap_or_else(|e| e.into_inner()).clear();
+        self.tables.lock().clear();
+        self.reads.lock().clear();
     }
 
     fn cached(&self, name: &str) -> Option<Table> {
-        let tables = self.tables.lock().unwrap_or_else(|e| e.into_inner());
+        let tables = self.tables.lock();
         let (t, at) = tables.get(name)?;
         (at.elapsed() < TTL).then(|| t.clone())
     }
 
     fn store(&self, name: &str, t: Table) {
-        let mut tables = self.tables.lock().unwrap_or_else(|e| e.into_inner());
+        let mut tables = self.tables.lock();
         if tables.len() >= CAPACITY {
             tables.clear();
         }

@@ -87,13 +87,13 @@ impl Catalog {
     }
 
     fn cached_read(&self, name: &str) -> Option<bool> {
-        let reads = self.reads.lock().unwrap_or_else(|e| e.into_inner());
+        let reads = self.reads.lock();
         let (ok, at) = reads.get(name)?;
         (at.elapsed() < TTL).then_some(*ok)
     }
 
     fn store_read(&self, name: &str, ok: bool) {
-        let mut reads = self.reads.lock().unwrap_or_else(|e| e.into_inner());
+        let mut reads = self.reads.lock();
         if reads.len() >= super::catalog::CAPACITY {
             reads.clear();
         }

@@ -3,8 +3,9 @@
 //! into names when the change is recorded. Used by `hooks`, which records row changes, and
 //! by `images` (the `preupdate-hook` feature), which makes the images and learns the names.
 
+use parking_lot::{Mutex, MutexGuard};
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 
 use hintaudit_core::RowImage;
 
@@ -30,7 +31,7 @@ pub(crate) struct Columns {
 
 impl Columns {
     fn lock(&self) -> MutexGuard<'_, HashMap<String, Arc<[String]>>> {
-        self.by_table.lock().unwrap_or_else(|e| e.into_inner())
+        self.by_table.lock()
     }
 
     /// The column names of `table`, if known.

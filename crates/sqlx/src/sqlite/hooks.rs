@@ -23,9 +23,10 @@
 //!   worker thread; one that finds it claimed binds its own connection's slot, like a held
 //!   connection.
 
+use parking_lot::{Mutex, MutexGuard};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Weak};
 
 use hintaudit_core::{AuditStage, RowChange, RowOperation, stats};
 use sqlx::sqlite::{LockedSqliteHandle, SqliteOperation};
@@ -138,7 +139,7 @@ impl Drop for WriterGuard {
 
 impl Writer {
     fn state(&self) -> MutexGuard<'_, WriterState> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        self.state.lock()
     }
 
     /// Claims the writer and binds it to `sink` (or to nobody, for an unscoped statement)
@@ -189,7 +190,7 @@ const MAX_SPARE_ROWS: usize = 64;
 
 impl Slot {
     fn lock(&self) -> MutexGuard<'_, SlotState> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        self.state.lock()
     }
 
     /// Binds the connection: to a statement of a call or to nobody while held, or back to the
@@ -352,7 +353,6 @@ impl Registry {
         let slots: Vec<Arc<Slot>> = self
             .slots
             .lock()
-            .unwrap_or_else(|e| e.into_inner())
             .values()
             .filter_map(Weak::upgrade)
             .collect();
@@ -364,7 +364,7 @@ impl Registry {
     /// The slot of the connection behind `handle`, installing the hooks the first time.
     pub(crate) fn slot(&self, handle: &mut LockedSqliteHandle<'_>) -> Arc<Slot> {
         let key = handle.as_raw_handle().as_ptr() as usize;
-        let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+        let mut slots = self.slots.lock();
         if let Some(slot) = slots.get(&key).and_then(Weak::upgrade) {
             return slot;
         }

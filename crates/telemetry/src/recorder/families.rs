@@ -2,8 +2,9 @@
 //! and the cached label handles of one `tool` label value, including the violation series a
 //! declared tool's hints allow, created at 0.
 
+use parking_lot::{Mutex, RwLock};
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock, RwLock};
+use std::sync::{Arc, OnceLock};
 
 use hintaudit_core::{
     Advice, CallStatus, DeclaredHints, EvidenceSource, Hint, Operation, RowOperation, Rule,
@@ -203,11 +204,11 @@ impl ToolMetrics {
             table: table.clone(),
             operation: op,
         };
-        if let Some(c) = read(&self.rows).get(&key) {
+        if let Some(c) = self.rows.read().get(&key) {
             c.inc_by(n);
             return;
         }
-        let mut map = write(&self.rows);
+        let mut map = self.rows.write();
         map.entry(key)
             .or_insert_with(|| f.rows.with_label_values(&[&self.label, table, op.as_str()]))
             .inc_by(n);
@@ -223,11 +224,11 @@ impl ToolMetrics {
 
     /// Counts one violation.
     pub(crate) fn violation(&self, f: &Families, key: ViolationKey) {
-        if let Some(c) = read(&self.violations).get(&key) {
+        if let Some(c) = self.violations.read().get(&key) {
             c.inc();
             return;
         }
-        self.violation_series(&mut write(&self.violations), f, key)
+        self.violation_series(&mut self.violations.write(), f, key)
             .inc();
     }
 
@@ -264,7 +265,7 @@ impl ToolMetrics {
             .with_label_values(&hint_labels(&self.label, &hints))
             .set(1);
         state.current = Some(hints);
-        let mut violations = write(&self.violations);
+        let mut violations = self.violations.write();
         for key in violation_labels(hints) {
             self.violation_series(&mut violations, f, key);
         }
@@ -279,18 +280,6 @@ fn hint_labels<'a>(tool: &'a str, h: &DeclaredHints) -> [&'a str; 5] {
         h.label(Hint::Idempotent),
         h.label(Hint::OpenWorld),
     ]
-}
-
-pub(crate) fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
-    lock.read().unwrap_or_else(|e| e.into_inner())
-}
-
-pub(crate) fn write<T>(lock: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
-    lock.write().unwrap_or_else(|e| e.into_inner())
-}
-
-pub(crate) fn lock<T>(lock: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    lock.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 #[cfg(test)]

@@ -4,9 +4,10 @@
 
 mod families;
 
+use parking_lot::RwLock;
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, RwLock};
 
 use hintaudit_core::{
     Advice, AuditEvent, AuditStage, CallReport, DeclaredHints, EvidenceSource, Finding, Recorder,
@@ -18,7 +19,7 @@ use crate::collector::AuditStatsCollector;
 use crate::error::RegisterError;
 use crate::labels::TableLabels;
 use crate::metric_name::UNKNOWN_TOOL;
-use families::{Families, ToolMetrics, ViolationKey, lock, read, status_index, write};
+use families::{Families, ToolMetrics, ViolationKey, status_index};
 
 /// Default cap on distinct `table` label values; further tables are `__other__`
 /// ([design: telemetry names](../../../../docs/design.md#5-telemetry-names)).
@@ -227,7 +228,7 @@ impl PrometheusRecorder {
     fn declared(&self, tool: &str) -> Option<Arc<ToolMetrics>> {
         let i = &self.inner;
         {
-            let tools = read(&i.tools);
+            let tools = i.tools.read();
             if let Some(t) = tools.get(tool) {
                 return Some(t.clone());
             }
@@ -238,7 +239,7 @@ impl PrometheusRecorder {
                 return None;
             }
         }
-        let mut tools = write(&i.tools);
+        let mut tools = i.tools.write();
         if let Some(t) = tools.get(tool) {
             return Some(t.clone());
         }
@@ -277,7 +278,7 @@ impl PrometheusRecorder {
             return;
         };
         let f = &self.inner.families;
-        let mut state = lock(&declared.state);
+        let mut state = declared.state.lock();
         t.show_hints(f, &mut state, hints);
         let Some(findings) = listing else {
             return;
