@@ -28,24 +28,22 @@
 //! HINTAUDIT_BENCH_ROUNDS rounds, default 15). HINTAUDIT_BENCH_PROFILE=i runs variant i alone,
 //! for a profiler: under `valgrind --tool=callgrind`, the difference between two runs with
 //! different HINTAUDIT_BENCH_CALLS gives instructions per call without the set-up.
+//!
+//! - this file: the variants, the rounds and `main`;
+//! - server.rs: the MCP server measured (its two tools) and its SQLite file;
+//! - clients.rs: the clients (HTTP on loopback, an in-process stream) and their workload;
+//! - telemetry.rs: the OTLP receiver and the tracing layers the telemetry variants turn on;
+//! - stats.rs: CPU time, the shuffled order, medians and quartiles;
+//! - report.rs: the tables printed.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use hintaudit::core::{CallScope, Judge, Policy};
+use hintaudit::core::{Judge, Policy};
 use hintaudit::rmcp::HintAuditLayer;
 use hintaudit::sqlx::AuditedPool;
-use rmcp::handler::server::wrapper::Parameters;
-use rmcp::model::CallToolRequestParams;
-use rmcp::schemars::{self, JsonSchema};
+use rmcp::RoleClient;
 use rmcp::service::RunningService;
-use rmcp::transport::StreamableHttpClientTransport;
-use rmcp::transport::streamable_http_server::{
-    StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
-};
-use rmcp::{RoleClient, ServerHandler, ServiceExt, tool, tool_handler, tool_router};
-use serde::Deserialize;
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions};
-use sqlx::{Sqlite, SqlitePool};
+use sqlx::sqlite::SqlitePoolOptions;
 use tower::Layer;
 
 use hintaudit_telemetry::{
@@ -63,33 +61,17 @@ use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use tracing_subscriber::filter::LevelFilter;
 use tracing_subscriber::{Registry, reload};
 
+mod clients;
+mod report;
+mod server;
+mod stats;
 mod telemetry;
+
+use clients::{calls, client_for, client_http, concurrency, statements_audited, statements_bare};
+use report::{print_spans_and_statements, print_variants};
+use server::{Bench, Pool, options, setup};
+use stats::{env_or, process_cpu_ns, shuffle};
 use telemetry::{start_telemetry, telemetry_mode};
-
-#[derive(Debug, Clone)]
-enum Pool {
-    Bare(SqlitePool),
-    Audited(AuditedPool<Sqlite>),
-}
-
-macro_rules! on_pool {
-    ($p:expr, $pool:ident => $body:expr) => {
-        match $p {
-            Pool::Bare($pool) => $body,
-            Pool::Audited($pool) => $body,
-        }
-    };
-}
-
-#[derive(Debug, Clone)]
-struct Bench {
-    pool: Pool,
-}
-
-#[derive(Debug, Deserialize, JsonSchema)]
-struct Id {
-    id: i64,
-}
 
 /// The index of the audited variant (layer + audited pool) in `variants`.
 const AUDITED: usize = 2;
@@ -102,171 +84,6 @@ const HTTP_BARE: usize = 8;
 
 /// Statements per tool call: `get` runs 2, `touch` runs 3.
 const STATEMENTS: [(&str, usize); 2] = [("get", 2), ("touch", 3)];
-
-#[tool_router]
-impl Bench {
-    #[tool(
-        description = "Read an item and its tag.",
-        annotations(read_only_hint = true, open_world_hint = false)
-    )]
-    async fn get(&self, Parameters(Id { id }): Parameters<Id>) -> Result<String, String> {
-        let name: String = on_pool!(&self.pool, p => sqlx::query_scalar("SELECT name FROM items WHERE id = $1").bind(id).fetch_one(p).await)
-            .map_err(|e| e.to_string())?;
-        let tag: Option<String> = on_pool!(&self.pool, p => sqlx::query_scalar("SELECT tag FROM tags WHERE item_id = $1").bind(id).fetch_optional(p).await)
-            .map_err(|e| e.to_string())?;
-        Ok(format!("{name} {tag:?}"))
-    }
-
-    #[tool(
-        description = "Update an item.",
-        annotations(
-            read_only_hint = false,
-            destructive_hint = true,
-            idempotent_hint = true,
-            open_world_hint = false
-        )
-    )]
-    async fn touch(&self, Parameters(Id { id }): Parameters<Id>) -> Result<String, String> {
-        on_pool!(&self.pool, p => sqlx::query("UPDATE items SET name = 'item ' || $1 WHERE id = $1").bind(id).execute(p).await)
-            .map_err(|e| e.to_string())?;
-        on_pool!(&self.pool, p => sqlx::query("INSERT INTO tags (item_id, tag) VALUES ($1, 'seen') ON CONFLICT (item_id) DO UPDATE SET tag = excluded.tag").bind(id).execute(p).await)
-            .map_err(|e| e.to_string())?;
-        let n: i64 = on_pool!(&self.pool, p => sqlx::query_scalar("SELECT COUNT(*) FROM tags").fetch_one(p).await)
-            .map_err(|e| e.to_string())?;
-        Ok(n.to_string())
-    }
-}
-
-#[tool_handler]
-impl ServerHandler for Bench {}
-
-fn options(path: &std::path::Path) -> SqliteConnectOptions {
-    SqliteConnectOptions::new()
-        .filename(path)
-        .create_if_missing(true)
-        .journal_mode(SqliteJournalMode::Wal)
-}
-
-async fn setup(path: &std::path::Path) {
-    let pool = SqlitePool::connect_with(options(path)).await.unwrap();
-    for sql in [
-        "CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT NOT NULL)",
-        "CREATE TABLE tags (item_id INTEGER PRIMARY KEY, tag TEXT NOT NULL)",
-        "INSERT INTO items (id, name) SELECT value, 'item ' || value FROM generate_series(1, 1000)",
-    ] {
-        if sqlx::query(sql).execute(&pool).await.is_err() {
-            // Older SQLite without generate_series: insert one by one.
-            for i in 1..=1000 {
-                sqlx::query("INSERT OR IGNORE INTO items (id, name) VALUES ($1, 'item ' || $1)")
-                    .bind(i)
-                    .execute(&pool)
-                    .await
-                    .unwrap();
-            }
-        }
-    }
-    pool.close().await;
-}
-
-/// A connected client for a server served over streamable HTTP on loopback (axum, rmcp's
-/// session manager, rmcp's reqwest client), as the demo and most deployments serve it.
-async fn client_http<S: ServerHandler + Clone + Send + Sync + 'static>(
-    server: S,
-) -> RunningService<RoleClient, ()> {
-    let service = StreamableHttpService::new(
-        move || Ok(server.clone()),
-        Arc::new(LocalSessionManager::default()),
-        StreamableHttpServerConfig::default(),
-    );
-    let router = axum::Router::new().nest_service("/mcp", service);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, router).await });
-    ().serve(StreamableHttpClientTransport::from_uri(format!(
-        "http://{addr}/mcp"
-    )))
-    .await
-    .expect("client")
-}
-
-/// A connected client for a server served over an in-process duplex stream.
-async fn client_for<S: ServerHandler>(server: S) -> RunningService<RoleClient, ()> {
-    let (a, b) = tokio::io::duplex(1 << 16);
-    tokio::spawn(async move {
-        if let Ok(running) = server.serve(a).await {
-            let _ = running.waiting().await;
-        }
-    });
-    ().serve(b).await.expect("client")
-}
-
-/// Calls in flight at once (HINTAUDIT_BENCH_CONCURRENCY, default 1: one call after another).
-fn concurrency() -> usize {
-    env_or("HINTAUDIT_BENCH_CONCURRENCY", 1_usize).max(1)
-}
-
-/// `n` calls, alternately `get` and `touch`, from [`concurrency`] loops over the one client
-/// session (rmcp's client sends a request while others are pending; the server runs each in a
-/// task of its own). The loops run in the caller's task, the runtime's main thread, so that
-/// the client takes no worker thread from the server.
-async fn calls(client: &RunningService<RoleClient, ()>, n: usize) -> Duration {
-    let start = Instant::now();
-    let k = concurrency();
-    let calls = (0..k).map(|j| async move {
-        for i in (j..n).step_by(k) {
-            let tool = if i % 2 == 0 { "get" } else { "touch" };
-            let args = serde_json::json!({ "id": 1 + (i % 1000) as i64 });
-            let params =
-                CallToolRequestParams::new(tool).with_arguments(args.as_object().unwrap().clone());
-            let r = client.call_tool(params).await.expect("call");
-            assert_ne!(r.is_error, Some(true));
-        }
-    });
-    futures_util::future::join_all(calls).await;
-    start.elapsed()
-}
-
-async fn statements_bare(pool: &SqlitePool, n: usize) -> Duration {
-    let start = Instant::now();
-    for i in 0..n {
-        let _: String = sqlx::query_scalar("SELECT name FROM items WHERE id = $1")
-            .bind(1 + (i % 1000) as i64)
-            .fetch_one(pool)
-            .await
-            .unwrap();
-    }
-    start.elapsed()
-}
-
-async fn statements_audited(pool: &AuditedPool<Sqlite>, n: usize) -> Duration {
-    let scope = CallScope::new("bench");
-    let start = Instant::now();
-    scope
-        .run(async {
-            for i in 0..n {
-                let _: String = sqlx::query_scalar("SELECT name FROM items WHERE id = $1")
-                    .bind(1 + (i % 1000) as i64)
-                    .fetch_one(pool)
-                    .await
-                    .unwrap();
-            }
-        })
-        .await;
-    start.elapsed()
-}
-
-/// CPU time spent so far by every thread of this process, in ns (Linux `schedstat`; 0
-/// elsewhere).
-fn process_cpu_ns() -> u128 {
-    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
-        return 0;
-    };
-    tasks
-        .filter_map(Result::ok)
-        .filter_map(|t| std::fs::read_to_string(t.path().join("schedstat")).ok())
-        .filter_map(|s| s.split_whitespace().next()?.parse::<u128>().ok())
-        .sum()
-}
 
 /// Which tracing layer of the telemetry variant is on: 0 none (tracing is off, as if no
 /// subscriber were installed), 1 every trace exported, 2 a sample of traces.
@@ -305,34 +122,6 @@ async fn round(v: &Variant, n: usize) -> (f64, f64) {
     let wall = start.elapsed().as_secs_f64();
     let cpu = (process_cpu_ns() - cpu) as f64 / 1e9;
     (wall / n as f64, cpu / n as f64)
-}
-
-/// Fisher-Yates with xorshift64: a fixed, reproducible sequence of orders.
-fn shuffle(order: &mut [usize], seed: &mut u64) {
-    for i in (1..order.len()).rev() {
-        *seed ^= *seed << 13;
-        *seed ^= *seed >> 7;
-        *seed ^= *seed << 17;
-        order.swap(i, (*seed % (i as u64 + 1)) as usize);
-    }
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
-/// The 25th and 75th percentiles (nearest rank): the spread of a variant's per-round ratios.
-fn quartiles(mut v: Vec<f64>) -> (f64, f64) {
-    v.sort_by(f64::total_cmp);
-    (v[v.len() / 4], v[(3 * v.len()) / 4])
-}
-
-fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
 }
 
 /// What the variants are built from: the database file, the Prometheus recorder and the
@@ -609,73 +398,6 @@ async fn run_rounds(
         }
     }
     out
-}
-
-/// Prints each variant's times and ratios to its base, then the added time per statement.
-fn print_variants(variants: &[Variant], r: &Rounds, workload: &str) {
-    let per_round = |times: &[Vec<f64>], i: usize| -> Vec<f64> {
-        times[variants[i].base]
-            .iter()
-            .zip(&times[i])
-            .map(|(b, v)| b / v)
-            .collect()
-    };
-    println!("{workload}");
-    println!(
-        "ratio = throughput vs the bare server on the same transport (bare time / variant time), median of per-round ratios, and the middle half of them (25th to 75th percentile); target >= 0.97"
-    );
-    println!(
-        "{:<42} {:>12} {:>7} {:>13} {:>12} {:>9}",
-        "variant", "wall us/call", "ratio", "middle half", "CPU us/call", "CPU ratio"
-    );
-    for (i, v) in variants.iter().enumerate() {
-        let (q1, q3) = quartiles(per_round(&r.wall, i));
-        println!(
-            "{:<42} {:>12.1} {:>7.3} {:>13} {:>12.1} {:>9.3}",
-            v.label,
-            median(r.wall[i].clone()) * 1e6,
-            median(per_round(&r.wall, i)),
-            format!("{q1:.3}-{q3:.3}"),
-            median(r.cpu[i].clone()) * 1e6,
-            median(per_round(&r.cpu, i))
-        );
-    }
-    let statements_per_call =
-        STATEMENTS.iter().map(|(_, n)| *n as f64).sum::<f64>() / STATEMENTS.len() as f64;
-    let added = (median(r.wall[AUDITED].clone()) - median(r.wall[0].clone())) / statements_per_call;
-    println!(
-        "added time per statement (whole audited call): {:.2} us",
-        added * 1e6
-    );
-}
-
-/// Prints the spans exported and the single statements' times.
-fn print_spans_and_statements(r: &Rounds, pipelines: [&OtelPipeline; 2]) {
-    for p in pipelines {
-        let stats = p.export_stats();
-        println!(
-            "spans exported {}, dropped {}",
-            stats.exported, stats.dropped
-        );
-    }
-    let (b, a) = (
-        median(r.statements.0.clone()),
-        median(r.statements.1.clone()),
-    );
-    let ratio = median(
-        r.statements
-            .0
-            .iter()
-            .zip(&r.statements.1)
-            .map(|(b, a)| b / a)
-            .collect(),
-    );
-    println!(
-        "single SELECT statements: plain pool {:.1} us, audited pool in a call scope {:.1} us; ratio {ratio:.3}, added {:.2} us/statement",
-        b * 1e6,
-        a * 1e6,
-        (a - b) * 1e6
-    );
 }
 
 /// The bench: every variant in shuffled rounds, or the one `profiled` alone.
