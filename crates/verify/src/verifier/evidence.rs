@@ -153,7 +153,7 @@ fn merged_evidence(
         // The same effect again is a clean repeat: the judge's own repeat evidence.
         verdict = judge.judge(&call);
     }
-    let rows = verdict
+    let judged = verdict
         .findings
         .into_iter()
         .find(|f| f.rule == rule && f.hint == hint)
@@ -161,6 +161,6 @@ fn merged_evidence(
     let seqs = sequence_findings(&tool.name, tool.hints, &moved)
         .filter(|f| f.rule == rule && f.hint == hint)
         .map(|f| f.evidence);
-    let parts: Vec<String> = [rows, seqs].into_iter().flatten().collect();
+    let parts: Vec<String> = [judged, seqs].into_iter().flatten().collect();
     (!parts.is_empty()).then(|| parts.join("; "))
 }
