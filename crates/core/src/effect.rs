@@ -363,9 +363,13 @@ pub struct Effect {
     pub outbound: Vec<OutboundReach>,
     /// Effects the server reported itself.
     pub explicit: Vec<ExplicitEffect>,
-    /// Changes of watched files (`hintaudit proxy --watch`), judged on content: an evidence
-    /// kind of its own, a file system being no `db.system.name`.
+    /// Changes of watched files (`hintaudit proxy --watch`, `hintaudit verify --watch`),
+    /// judged on content: an evidence kind of its own, a file system being no
+    /// `db.system.name`.
     pub files: Vec<crate::files::FileChange>,
+    /// Who saw [`Effect::files`]: the proxy's live watch (the default) or verify's
+    /// snapshots; it words their evidence and sets its confidence.
+    pub files_source: crate::files::FileSource,
     /// Connections (or sqlx transactions) the call took through sqlx's `Acquire`, whose
     /// statements were not audited one by one (hintaudit-sqlx): SQLite still attributes
     /// their row changes to the call (`RowChange::statement` `None`); on other backends the

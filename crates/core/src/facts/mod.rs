@@ -10,7 +10,7 @@
 //!    where the row changes or the oracle already spoke;
 //! 4. outbound requests (`outbound.rs`);
 //! 5. explicit effects the server reports itself (`explicit.rs`);
-//! 6. changes of watched files (`files.rs`).
+//! 6. changes of watched files (`files.rs`): the proxy's live watch and verify's snapshots.
 //!
 //! How strong each source is: [design: evidence](../../../../docs/design.md#3-evidence).
 

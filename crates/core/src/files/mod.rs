@@ -297,6 +297,40 @@ pub fn shown(labels: &[String], root: usize, path: &str) -> String {
     }
 }
 
+/// Who saw a call's file changes ([`Effect::files_source`](crate::Effect::files_source)):
+/// the words of their evidence, `files (watched): …` or `files (snapshot): …`, and how strong
+/// it is.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum FileSource {
+    /// `hintaudit proxy --watch`'s live watch (inotify): the file system names no writer,
+    /// so a change is the call's by the calls in flight when it was seen: likely.
+    #[default]
+    Watched,
+    /// `hintaudit verify --watch`'s snapshots before and after each call, which runs alone
+    /// (no other call in flight, the tree put back between cases): confirmed.
+    Snapshot,
+}
+
+impl FileSource {
+    /// `watched` or `snapshot`: the evidence's words.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FileSource::Watched => "watched",
+            FileSource::Snapshot => "snapshot",
+        }
+    }
+
+    /// How strong a file change seen by this source is: likely from the live watch,
+    /// confirmed from snapshots around a call that ran alone.
+    pub fn confidence(self) -> crate::finding::Confidence {
+        match self {
+            FileSource::Watched => crate::finding::Confidence::Likely,
+            FileSource::Snapshot => crate::finding::Confidence::Confirmed,
+        }
+    }
+}
+
 /// How many paths of one kind an evidence text names before `+N more`.
 const SHOWN: usize = 5;
 

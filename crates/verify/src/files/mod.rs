@@ -10,13 +10,13 @@
 //!   git says: a write in the same clock tick would leave every stat field as it was).
 //! - Every content a snapshot reads is kept once in a content store (a private temporary
 //!   directory, by hash): the old side of a diff, and what [`Trees::restore`] puts back.
-//! - [`diff`] classifies each path's change ([`ChangeKind`]); [`file_findings`] judges a
-//!   call's changes with the core's rules (`read_only_write`, `undeclared_destructive`,
+//! - [`diff`] classifies each path's change ([`ChangeKind`]); a call's changes go into its
+//!   `Effect::files` (source `FileSource::Snapshot`), which hintaudit-core's judge judges as
+//!   it does the proxy's live watch (`read_only_write`, `undeclared_destructive`,
 //!   `idempotency_broken`), confirmed, naming paths relative to the root and never content.
 
 mod arguments;
 mod diff;
-mod findings;
 mod restore;
 mod tree;
 mod watch;
@@ -26,5 +26,4 @@ mod tests;
 
 pub(crate) use arguments::{PathField, PathRole, PathValues, path_field};
 pub use diff::{ChangeKind, FileChange};
-pub(crate) use findings::file_findings;
 pub(crate) use watch::FileWatch;

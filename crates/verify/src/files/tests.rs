@@ -1,14 +1,15 @@
-//! The snapshot, diff, findings and restore of watched trees, on real temporary directories.
+//! The snapshot, diff, findings (the core judge's, over snapshot-seen changes) and restore of
+//! watched trees, on real temporary directories.
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::time::{Duration, SystemTime};
 
-use hintaudit_core::{DeclaredHints, Rule};
+use hintaudit_core::files::FileSource;
+use hintaudit_core::{Confidence, DeclaredHints, Effect, Finding, Judge, Policy, Rule, ToolCall};
 
 use super::diff::{ChangeKind, FileChange, FileDiff, diff};
-use super::findings::file_findings;
 use super::tree::Trees;
 use hintaudit_core::files::content_change;
 
@@ -177,6 +178,35 @@ fn content_changes() {
     }
 }
 
+/// The findings the core judge gives a call of a tool declaring `hints` that made `changes`
+/// as verify's snapshots saw them (`crate::verifier`'s effect of a call); with `repeat`, the
+/// call is made twice with the same arguments and the second one judged, as a case of an
+/// idempotent tool is.
+fn file_findings(
+    tool: &str,
+    hints: DeclaredHints,
+    changes: &[FileChange],
+    repeat: bool,
+) -> Vec<Finding> {
+    let judge = Judge::new(Policy::default());
+    let effect = Effect {
+        files: changes.to_vec(),
+        files_source: FileSource::Snapshot,
+        ..Effect::default()
+    };
+    let args = serde_json::json!({"name": "n.txt"});
+    let call = ToolCall {
+        tool,
+        hints,
+        arguments: Some(&args),
+        effect: &effect,
+    };
+    if repeat {
+        judge.judge(&call);
+    }
+    judge.judge(&call).findings
+}
+
 #[test]
 fn findings_follow_the_hints() {
     let hints = |ro, d, i| DeclaredHints {
@@ -258,10 +288,16 @@ fn findings_follow_the_hints() {
             .collect();
         assert_eq!(got, want, "{name}");
     }
-    let text = file_findings("t", hints(true, None, None), &[created, deleted], false)[0]
-        .evidence
-        .clone();
-    assert_eq!(text, "files (snapshot): created n.txt; deleted old.txt");
+    let found = file_findings("t", hints(true, None, None), &[created, deleted], false);
+    assert_eq!(
+        found[0].evidence,
+        "files (snapshot): created n.txt; deleted old.txt"
+    );
+    assert_eq!(
+        found[0].confidence,
+        Confidence::Confirmed,
+        "seen by snapshots"
+    );
 }
 
 #[test]

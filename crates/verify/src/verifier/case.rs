@@ -4,12 +4,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use hintaudit_core::files::FileSource;
 use hintaudit_core::{Judge, OutboundReach, ToolCall};
 use serde_json::Value;
 
 use super::Verifier;
 use super::attempts::Run;
-use super::evidence::{Files, Judged};
+use super::evidence::Judged;
 use super::session::Session;
 use super::state::State;
 use super::watch::Watch;
@@ -17,7 +18,7 @@ use crate::client::{CallOutcome, ToolInfo};
 use crate::db::Snapshotter;
 use crate::effect::effect_of;
 use crate::error::VerifyError;
-use crate::files::{FileChange, file_findings};
+use crate::files::FileChange;
 use crate::report::{CallRecord, CaseReport};
 use crate::snapshot::{Diff, Snapshot};
 
@@ -46,7 +47,8 @@ struct Observed {
 impl Verifier {
     /// Runs one case: its setup SQL, then one call (two for tools declaring idempotentHint
     /// true), each between snapshots, each judged by a judge fresh for the case (setup SQL
-    /// between cases is no write its history sees).
+    /// between cases is no write its history sees): the second call is a repeat in the
+    /// judge's own history, as in the proxy, for rows and files alike.
     pub(super) async fn run_case(
         &self,
         session: &mut Session,
@@ -62,7 +64,7 @@ impl Verifier {
         let mut before = state.db.take().await?;
         let mut calls = Vec::new();
         let mut ended = Ended::Done;
-        for call in 0..if repeat { 2 } else { 1 } {
+        for _ in 0..if repeat { 2 } else { 1 } {
             if let Some(files) = state.files.as_deref_mut() {
                 files.before_call()?;
             }
@@ -79,7 +81,7 @@ impl Verifier {
             if let Some(files) = state.files.as_deref_mut() {
                 observed.files = files.after_call()?.changes;
             }
-            let judged = judge_call(&judge, tool, &run.arguments, &observed, call == 1);
+            let judged = judge_call(&judge, tool, &run.arguments, &observed);
             behaviour.extend(judged);
             calls.push(record(observed, &mut ended));
             before = after;
@@ -163,17 +165,14 @@ async fn observe_call(
     Ok((observed, after))
 }
 
-/// The judge's verdict on one call's effect (its diff and the requests it sent), with the
-/// findings of the files it changed (`repeat`: the call repeats the one before it).
-fn judge_call(
-    judge: &Judge,
-    tool: &ToolInfo,
-    args: &Value,
-    observed: &Observed,
-    repeat: bool,
-) -> Option<Judged> {
+/// The judge's verdict on one call's effect: its diff, the requests it sent and the files it
+/// changed (seen by snapshots: [`FileSource::Snapshot`]). The judge's history tells a
+/// repeat of the call before it.
+fn judge_call(judge: &Judge, tool: &ToolInfo, args: &Value, observed: &Observed) -> Option<Judged> {
     let mut effect = effect_of(&observed.diff);
     effect.outbound = observed.sent.clone();
+    effect.files = observed.files.clone();
+    effect.files_source = FileSource::Snapshot;
     let call = ToolCall {
         tool: &tool.name,
         hints: tool.hints,
@@ -182,12 +181,7 @@ fn judge_call(
     };
     let verdict = super::evidence::verdict(judge, tool, &call);
     let moved = crate::sequences::moved(&observed.diff.tables);
-    let files = Files {
-        findings: file_findings(&tool.name, tool.hints, &observed.files, repeat),
-        changes: observed.files.clone(),
-        repeat,
-    };
-    Judged::call(tool, verdict.findings, effect, &moved, files)
+    Judged::call(tool, verdict.findings, effect, &moved)
 }
 
 /// The call's record in the report; a lost server ends the case (`ended`), unless the

@@ -1,12 +1,13 @@
-//! Behaviour findings: each call judged by the core judge, plus moved sequences and changed
-//! files (which the core has no effect type for: `crate::sequences`, `crate::files`), then
-//! one finding per (rule, hint) for the tool whose evidence counts every call that gave it
-//! (two cases that each deleted a row: `2 rows deleted from items`).
+//! Behaviour findings: each call's effect (its rows, statements, requests and changed files,
+//! `Effect::files` seen by verify's snapshots) judged by the core judge, plus moved sequences
+//! (which the core has no effect type for a snapshot to fill: `crate::sequences`), then one
+//! finding per (rule, hint) for the tool whose evidence counts every call that gave it (two
+//! cases that each deleted a row: `2 rows deleted from items`).
 
+use hintaudit_core::files::FileSource;
 use hintaudit_core::{Confidence, Effect, Finding, Hint, Judge, Policy, Rule, ToolCall, Verdict};
 
 use crate::client::ToolInfo;
-use crate::files::{FileChange, file_findings};
 use crate::report::is_behaviour_rule;
 use crate::sequences::{self, sequence_findings};
 
@@ -14,35 +15,20 @@ use crate::sequences::{self, sequence_findings};
 pub(super) struct Judged {
     /// Its behaviour findings, each (rule, hint) once.
     pub findings: Vec<Finding>,
-    /// Its effect as the core judge read it.
+    /// Its effect as the core judge read it, its changed files included.
     pub effect: Effect,
     /// The sequences it moved.
     pub moved: Vec<String>,
-    /// What it changed in the watched trees.
-    pub files: Files,
-}
-
-/// A call's file changes and their findings (`crate::files`: the core judge has no file
-/// effect).
-#[derive(Default)]
-pub(super) struct Files {
-    /// The findings of the changes.
-    pub findings: Vec<Finding>,
-    /// The changes, path by path.
-    pub changes: Vec<FileChange>,
-    /// Whether the call repeated the one before it with the same arguments.
-    pub repeat: bool,
 }
 
 impl Judged {
-    /// A call's behaviour findings: the judge's, that of the sequences it moved and those of
-    /// the files it changed, merged per (rule, hint). `None` when there are none.
+    /// A call's behaviour findings: the judge's (its rows, requests and files) and that of
+    /// the sequences it moved, merged per (rule, hint). `None` when there are none.
     pub fn call(
         tool: &ToolInfo,
         judge_findings: Vec<Finding>,
         effect: Effect,
         moved: &[&str],
-        files: Files,
     ) -> Option<Judged> {
         let mut findings: Vec<Finding> = judge_findings
             .into_iter()
@@ -60,20 +46,10 @@ impl Judged {
                 None => findings.push(s),
             }
         }
-        for f in &files.findings {
-            match findings
-                .iter_mut()
-                .find(|x| x.rule == f.rule && x.hint == f.hint)
-            {
-                Some(x) => x.evidence = format!("{}; {}", x.evidence, f.evidence),
-                None => findings.push(f.clone()),
-            }
-        }
         (!findings.is_empty()).then(|| Judged {
             findings,
             effect,
             moved: moved.iter().map(|s| (*s).to_owned()).collect(),
-            files,
         })
     }
 }
@@ -89,8 +65,8 @@ pub(super) fn verdict(judge: &Judge, tool: &ToolInfo, call: &ToolCall<'_>) -> Ve
 
 /// One finding per (rule, hint), in the order first seen. A finding given by one call keeps
 /// that call's evidence; one given by several is judged again over their effects together
-/// (their row changes, statements and requests; for `idempotency_broken`, as a clean repeat),
-/// so its counts are every call's, with the sequences they moved.
+/// (their row changes, statements, requests and file changes; for `idempotency_broken`, as a
+/// clean repeat), so its counts are every call's, with the sequences they moved.
 pub(super) fn merge(tool: &ToolInfo, policy: &Policy, judged: &[Judged]) -> Vec<Finding> {
     let mut keys: Vec<(Rule, Hint)> = Vec::new();
     for f in judged.iter().flat_map(|j| j.findings.iter()) {
@@ -145,11 +121,13 @@ fn merged_evidence(
     hint: Hint,
     calls: &[&Judged],
 ) -> Option<String> {
-    let mut effect = Effect::default();
+    let mut effect = Effect {
+        files_source: FileSource::Snapshot,
+        ..Effect::default()
+    };
     let mut moved: Vec<&str> = Vec::new();
-    let mut files: Vec<FileChange> = Vec::new();
     for j in calls {
-        files.extend(j.files.changes.iter().cloned());
+        effect.files.extend(j.effect.files.iter().cloned());
         effect
             .statements
             .extend(j.effect.statements.iter().cloned());
@@ -175,7 +153,7 @@ fn merged_evidence(
         // The same effect again is a clean repeat: the judge's own repeat evidence.
         verdict = judge.judge(&call);
     }
-    let rows = verdict
+    let judged = verdict
         .findings
         .into_iter()
         .find(|f| f.rule == rule && f.hint == hint)
@@ -183,11 +161,6 @@ fn merged_evidence(
     let seqs = sequence_findings(&tool.name, tool.hints, &moved)
         .filter(|f| f.rule == rule && f.hint == hint)
         .map(|f| f.evidence);
-    let repeat = calls.iter().any(|j| j.files.repeat);
-    let files = file_findings(&tool.name, tool.hints, &files, repeat)
-        .into_iter()
-        .find(|f| f.rule == rule && f.hint == hint)
-        .map(|f| f.evidence);
-    let parts: Vec<String> = [rows, seqs, files].into_iter().flatten().collect();
+    let parts: Vec<String> = [judged, seqs].into_iter().flatten().collect();
     (!parts.is_empty()).then(|| parts.join("; "))
 }
