@@ -6,7 +6,8 @@
 
 use std::collections::VecDeque;
 use std::process::Stdio;
-use std::sync::{Arc, Mutex};
+use parking_lot::Mutex;
+use std::sync::Arc;
 use std::time::Duration;
 
 use hintaudit_core::{ActionMetadata, DeclaredHints, Hint};
@@ -137,7 +138,7 @@ fn spawn_stdio(
         tokio::spawn(async move {
             let mut lines = BufReader::new(stderr).lines();
             while let Ok(Some(line)) = lines.next_line().await {
-                let mut t = tail.lock().unwrap_or_else(|e| e.into_inner());
+                let mut t = tail.lock();
                 if t.len() == STDERR_LINES {
                     t.pop_front();
                 }
@@ -398,7 +399,7 @@ impl McpClient {
 /// The server's last stderr line as a message suffix: ` (server stderr: …)`. The CLI prints
 /// the last [`STDERR_LINES`] lines after the message; reports carry them too.
 pub(crate) fn tail_of(tail: &StderrTail) -> String {
-    let t = tail.lock().unwrap_or_else(|e| e.into_inner());
+    let t = tail.lock();
     match t.back() {
         Some(last) => format!(" (server stderr: {})", one_line(last)),
         None => String::new(),

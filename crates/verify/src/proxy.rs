@@ -19,7 +19,8 @@
 //! HTTP parsing and serving are hyper's (HTTP/1.1, the form proxies are spoken to in).
 
 use std::net::{Ipv4Addr, SocketAddr};
-use std::sync::{Arc, Mutex};
+use parking_lot::Mutex;
+use std::sync::Arc;
 
 use hintaudit_core::OutboundReach;
 use http_body_util::Full;
@@ -66,8 +67,8 @@ struct State {
 pub(crate) struct Recording(Arc<Mutex<State>>);
 
 impl Recording {
-    fn state(&self) -> std::sync::MutexGuard<'_, State> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    fn state(&self) -> parking_lot::MutexGuard<'_, State> {
+        self.0.lock()
     }
 
     /// A call of `tool` is now in flight.

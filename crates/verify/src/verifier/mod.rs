@@ -186,7 +186,7 @@ impl Verifier {
     /// The last lines the server wrote on stderr so far (at most 20), secrets masked.
     pub fn server_stderr(&self) -> Vec<String> {
         let secrets = self.secrets();
-        let t = self.stderr.lock().unwrap_or_else(|e| e.into_inner());
+        let t = self.stderr.lock();
         t.iter().map(|l| secrets.mask(l)).collect()
     }
 
@@ -241,7 +241,6 @@ impl Verifier {
         report.server_stderr = self
             .stderr
             .lock()
-            .unwrap_or_else(|e| e.into_inner())
             .iter()
             .cloned()
             .collect();
