@@ -44,6 +44,8 @@ mod files;
 mod forward;
 /// The capture's Prometheus metrics.
 mod metrics;
+/// One way in for every source of a call's evidence.
+mod observe;
 /// The client side of an upstream connection: what the upstream asks or notifies, sent to
 /// the session it serves.
 mod relay;
@@ -58,9 +60,10 @@ pub use capture::{
     CallShare, Capture, CaptureError, CaptureOptions, CaptureStats, Commit, Hold, Lsn, Origin,
     Settled, Settling, Ticket, UpstreamHost, UpstreamLink, Writer,
 };
-pub use files::{FileShare, FileTicket, FileWatch, FileWatchStats};
+pub use files::{FileSettling, FileShare, FileTicket, FileWatch, FileWatchStats};
 pub use forward::Forward;
 pub use metrics::CaptureMetrics;
+pub use observe::{Observed, Observer, Observers, Observing, Settle};
 pub use relay::Relay;
 pub use serve::{Proxy, ProxyArgs, run, start};
 pub use upstream::{Upstream, UpstreamError, UpstreamSpec};

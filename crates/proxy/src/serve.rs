@@ -21,6 +21,7 @@ use crate::capture::{Capture, CaptureOptions, UpstreamHost};
 use crate::files::FileWatch;
 use crate::forward::Forward;
 use crate::metrics::CaptureMetrics;
+use crate::observe::{Observer, Observers};
 use crate::relay::Relay;
 use crate::upstream::{Upstream, UpstreamSpec};
 
@@ -181,7 +182,7 @@ pub async fn start(args: &ProxyArgs) -> anyhow::Result<Proxy> {
     let forward = Forward::new(
         upstream.clone(),
         capture.clone(),
-        files.clone(),
+        observers(capture.as_ref(), files.as_ref()),
         args.serialize,
     )
     .await;
@@ -234,6 +235,20 @@ pub async fn start(args: &ProxyArgs) -> anyhow::Result<Proxy> {
         files,
         metrics,
     })
+}
+
+/// Every source of calls' evidence, in the order a call begins with them: the file watch (a
+/// marker, at once), then the capture (which may wait for a position read). A new kind of
+/// state registers its observer here.
+fn observers(capture: Option<&Capture>, files: Option<&FileWatch>) -> Observers {
+    let mut list: Vec<Arc<dyn Observer>> = Vec::new();
+    if let Some(files) = files {
+        list.push(Arc::new(files.clone()));
+    }
+    if let Some(capture) = capture {
+        list.push(Arc::new(capture.clone()));
+    }
+    Observers::new(list)
 }
 
 /// Connects to the upstream `--stdio` or `--upstream` names.

@@ -41,6 +41,7 @@ mod identify;
 mod images;
 mod ledger;
 mod mysql;
+mod observe;
 mod postgres;
 mod progress;
 mod settle;
