@@ -127,3 +127,99 @@ impl Observers {
         });
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use hintaudit_core::files::{ChangeKind, FileChange};
+    use hintaudit_core::{EvidenceSource, EvidenceStatus};
+    use tokio::sync::oneshot;
+
+    use super::*;
+
+    /// A source whose shares are handed over by the test: each call's share comes when the
+    /// test sends it, as a log read past the call's end would.
+    #[derive(Debug)]
+    struct Handed {
+        source: EvidenceSource,
+        shares: Mutex<Vec<oneshot::Receiver<Share>>>,
+    }
+
+    struct HandedCall(Option<oneshot::Receiver<Share>>, EvidenceSource);
+
+    impl Observer for Handed {
+        fn begin<'a>(
+            &'a self,
+            _tool: &'a Arc<str>,
+            _link: UpstreamLink,
+        ) -> BoxFuture<'a, Box<dyn Observing>> {
+            let rx = self.shares.lock().unwrap().pop();
+            let call = HandedCall(rx, self.source);
+            Box::pin(std::future::ready(Box::new(call) as Box<dyn Observing>))
+        }
+    }
+
+    impl Observing for HandedCall {
+        fn finish(self: Box<Self>) -> Box<dyn Settle> {
+            self
+        }
+    }
+
+    impl Settle for HandedCall {
+        fn share(&mut self) -> BoxFuture<'_, Share> {
+            let source = self.1;
+            let rx = self.0.take();
+            Box::pin(async move {
+                match rx {
+                    Some(rx) => rx.await.unwrap_or_else(|_| Share::lost(source)),
+                    None => Share::late(source),
+                }
+            })
+        }
+
+        fn recorded(self: Box<Self>) {}
+    }
+
+    fn handed(source: EvidenceSource) -> (Arc<Handed>, oneshot::Sender<Share>) {
+        let (tx, rx) = oneshot::channel();
+        let o = Handed {
+            source,
+            shares: Mutex::new(vec![rx]),
+        };
+        (Arc::new(o), tx)
+    }
+
+    #[tokio::test]
+    async fn a_call_is_judged_once_every_observers_share_is_recorded() {
+        let (files, files_tx) = handed(EvidenceSource::Files);
+        let pg = EvidenceSource::Database(hintaudit_core::DatabaseKind::Postgres);
+        let (log, log_tx) = handed(pg);
+        let observers = Observers::new(vec![files, log]);
+        let scope = CallScope::new("save");
+        let effects = scope.effects_handle();
+        let (judged_tx, judged) = oneshot::channel();
+        scope
+            .run(async {
+                let observed = observers
+                    .begin(&Arc::from("save"), UpstreamLink::default())
+                    .await;
+                observers.finish(observed);
+            })
+            .await;
+        effects.when_settled(move || {
+            let _ = judged_tx.send(());
+        });
+        assert!(effects.is_deferred(), "no share is in yet");
+        let mut share = Share::new(EvidenceSource::Files);
+        share.files.push(FileChange {
+            path: "a.txt".into(),
+            kind: ChangeKind::Created,
+        });
+        files_tx.send(share).unwrap();
+        log_tx.send(Share::late(pg)).unwrap();
+        judged.await.unwrap();
+        let effect = effects.take();
+        assert_eq!(effect.files.len(), 1);
+        assert_eq!(effect.completeness.status(), EvidenceStatus::Pending);
+        assert_eq!(effect.completeness.pending_sources(), [pg]);
+    }
+}

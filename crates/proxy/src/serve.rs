@@ -326,7 +326,8 @@ fn start_files(args: &ProxyArgs, config: &Config) -> anyhow::Result<Option<FileW
 
 /// Serves the proxy until the downstream stdio closes or, over HTTP, until Ctrl-C or
 /// SIGTERM; then closes the upstream connections (every session's and the start-up one) and
-/// the capture (which first settles the calls still pending, then drops the slot).
+/// the capture (which first settles the calls still pending, then drops the slot), then the
+/// file watch (which settles its calls still pending too).
 ///
 /// # Errors
 /// When the proxy cannot start ([`start`]) or the address cannot be bound.

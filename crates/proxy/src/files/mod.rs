@@ -24,7 +24,10 @@
 //!   (`hintaudit_capture_gaps_total{backend="files"}`); every call in flight, and every call
 //!   that begins while a root is gone, is marked incomplete; the trees are read again (a
 //!   root gone is watched again once it is back, at the latest when the next call begins).
-//! - A call whose end marker is not read within the start-up `wait` is pending.
+//! - A call whose end marker is not read within the start-up `wait` is pending. Nothing
+//!   waits for a share but the call's judgement ([`FileSettling`], run by the proxy's
+//!   observers: files/observe.rs); shares are recorded, and changes given to no call told
+//!   to the judge, in the order the calls answered (turns.rs).
 
 // Only the watcher reads the table past `load`: unused elsewhere.
 #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
@@ -138,9 +141,9 @@ pub struct FileTicket {
 impl FileWatch {
     /// Reads every path under `roots` (directories) outside `ignored` globs, watches every
     /// directory, and starts reading events; a call's share is waited for at most `wait`
-    /// after it answered. Errors: a root that is not a readable directory, a bad glob, inotify not
-    /// available (or out of watches: `fs.inotify.max_user_watches`), a system other than
-    /// Linux (no inotify: not on this platform).
+    /// after it answered. Errors: a root that is not a readable directory, a bad glob,
+    /// inotify not available (or out of watches: `fs.inotify.max_user_watches`), a system
+    /// other than Linux (no inotify: not on this platform).
     pub fn start(
         roots: &[PathBuf],
         ignored: &[String],
@@ -255,8 +258,10 @@ impl FileWatch {
         }
     }
 
-    /// Stops reading events.
+    /// Settles the calls still pending (each within the start-up `wait` after it
+    /// answered), then stops reading events.
     pub async fn shutdown(&self) {
+        let _ = tokio::time::timeout(self.shared.wait, self.shared.turns.idle()).await;
         self.shared.stop.cancel();
         let task = lock(&self.shared.task).take();
         if let Some(task) = task {

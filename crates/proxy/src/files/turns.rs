@@ -21,7 +21,7 @@ pub(super) struct Turns {
     /// Calls answered so far: each answer takes the next number.
     answered: AtomicU64,
     /// Calls answered whose share is not recorded yet.
-    pending: AtomicU64,
+    pending: watch::Sender<u64>,
     /// Every answer number up to this one is done with.
     through: watch::Sender<u64>,
     state: std::sync::Mutex<State>,
@@ -41,7 +41,7 @@ impl Turns {
     pub(super) fn new() -> Turns {
         Turns {
             answered: AtomicU64::new(0),
-            pending: AtomicU64::new(0),
+            pending: watch::channel(0).0,
             through: watch::channel(0).0,
             state: std::sync::Mutex::default(),
         }
@@ -49,13 +49,19 @@ impl Turns {
 
     /// A call answered now: its answer number. It is pending until [`Turns::done`].
     pub(super) fn answered(&self) -> u64 {
-        self.pending.fetch_add(1, Ordering::AcqRel);
+        self.pending.send_modify(|n| *n += 1);
         self.answered.fetch_add(1, Ordering::AcqRel) + 1
     }
 
     /// Calls answered whose share is not recorded yet.
     pub(super) fn pending(&self) -> u64 {
-        self.pending.load(Ordering::Acquire)
+        *self.pending.borrow()
+    }
+
+    /// Waits until no call is pending.
+    pub(super) async fn idle(&self) {
+        let mut pending = self.pending.subscribe();
+        let _ = pending.wait_for(|n| *n == 0).await;
     }
 
     /// The watcher read the end of answer `number`.
@@ -101,7 +107,7 @@ impl Turns {
             moved
         });
         drop(state);
-        self.pending.fetch_sub(1, Ordering::AcqRel);
+        self.pending.send_modify(|n| *n = n.saturating_sub(1));
         tell
     }
 
