@@ -58,12 +58,12 @@ mod upstream;
 
 pub use capture::{
     CallShare, Capture, CaptureError, CaptureOptions, CaptureStats, Commit, Hold, Lsn, Origin,
-    Settled, Settling, Ticket, UpstreamHost, UpstreamLink, Writer,
+    Settled, Settling, Ticket, UpstreamHost, Writer,
 };
 pub use files::{FileSettling, FileShare, FileTicket, FileWatch, FileWatchStats};
 pub use forward::Forward;
 pub use metrics::CaptureMetrics;
-pub use observe::{Observed, Observer, Observers, Observing, Settle};
+pub use observe::{Observed, Observer, Observers, Observing, Settle, UpstreamLink};
 pub use relay::Relay;
 pub use serve::{Proxy, ProxyArgs, run, start};
 pub use upstream::{Upstream, UpstreamError, UpstreamSpec};

@@ -26,7 +26,15 @@ use std::sync::{Arc, Mutex};
 use futures_util::future::{BoxFuture, join_all};
 use hintaudit_core::{CallScope, Share};
 
-use crate::capture::UpstreamLink;
+/// The upstream connection a call goes on, as observers tell writers apart (the capture: by
+/// the connection and its child's process tree).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct UpstreamLink {
+    /// The connection's number, unique in this process ([`Upstream::id`](crate::Upstream::id)).
+    pub connection: u64,
+    /// Its child's pid, for `--stdio` (the root of the process tree whose sockets are its).
+    pub child: Option<u32>,
+}
 
 /// A source of calls' evidence that watches them from outside (a database's log, a tree's
 /// events). Register it in serve.rs's start-up; [`Forward`](crate::Forward) runs it for

@@ -30,6 +30,8 @@ use std::time::Duration;
 use hintaudit_core::{DatabaseKind, DatabaseUrl, Judge, StateKey};
 use tokio_util::sync::CancellationToken;
 
+use crate::observe::UpstreamLink;
+
 mod commit;
 mod counters;
 mod ends;
@@ -392,15 +394,6 @@ impl Capture {
             let _ = task.await;
         }
     }
-}
-
-/// The upstream connection a call goes on, as the capture tells writers apart.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct UpstreamLink {
-    /// The connection's number, unique in this process ([`Upstream::id`](crate::Upstream::id)).
-    pub connection: u64,
-    /// Its child's pid, for `--stdio` (the root of the process tree whose sockets are its).
-    pub child: Option<u32>,
 }
 
 /// A call registered with the capture ([`Capture::begin`]).

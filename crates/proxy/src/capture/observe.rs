@@ -10,8 +10,8 @@ use hintaudit_core::{
     EvidenceSource, ObservationSource, Operation, Share, StatementEffect, TransactionObservation,
 };
 
-use crate::capture::{CallShare, Capture, Settling, Ticket, UpstreamLink};
-use crate::observe::{Observer, Observing, Settle};
+use crate::capture::{CallShare, Capture, Settling, Ticket};
+use crate::observe::{Observer, Observing, Settle, UpstreamLink};
 
 impl Observer for Capture {
     fn begin<'a>(

@@ -8,9 +8,8 @@ use std::sync::Arc;
 use futures_util::future::BoxFuture;
 use hintaudit_core::{EvidenceSource, Share};
 
-use crate::capture::UpstreamLink;
 use crate::files::{FileSettling, FileShare, FileTicket, FileWatch};
-use crate::observe::{Observer, Observing, Settle};
+use crate::observe::{Observer, Observing, Settle, UpstreamLink};
 
 impl Observer for FileWatch {
     fn begin<'a>(
