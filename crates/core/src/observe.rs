@@ -100,8 +100,18 @@ impl Share {
                 target: "hintaudit::proxy",
                 tool = effects.tool(),
                 source = self.source.as_str(),
-                "the source lost part of this call's interval: its evidence is incomplete"
+                "{}: its evidence is incomplete",
+                lost(self.source)
             );
         }
+    }
+}
+
+/// What a gap in `source` lost, as the warning says it.
+fn lost(source: EvidenceSource) -> &'static str {
+    match source {
+        EvidenceSource::Database(_) => "the capture did not read the whole log of this call",
+        EvidenceSource::Files => "the file watch lost events during this call",
+        EvidenceSource::Egress => "the egress proxy did not read all of this call's requests",
     }
 }
