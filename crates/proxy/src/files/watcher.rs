@@ -255,7 +255,13 @@ impl Watcher {
         s.paths.store(self.table.len() as u64, Ordering::Relaxed);
         // Ambiguous changes are no call's: they disturb repeats all the same.
         s.written_elsewhere(share.ambiguous.iter().map(|(c, _)| c));
-        let done = lock(&s.calls).remove(&id).and_then(|c| c.done);
+        let (number, done) = lock(&s.calls)
+            .remove(&id)
+            .map_or((None, None), |c| (c.number, c.done));
+        // The writes read from now on came after this call's end.
+        if let Some(number) = number {
+            s.turns.settled(number);
+        }
         let unsent = match done {
             Some(done) => done.send(share).err(),
             None => Some(share),
