@@ -22,8 +22,9 @@
 //! assert_eq!(findings.load(Ordering::Relaxed), 0);
 //! ```
 
+use parking_lot::Mutex;
 use std::collections::HashSet;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::effect::Effect;
@@ -220,7 +221,7 @@ impl LogRecorder {
 
     /// Whether `tool` is listed with `hints` for the first time (then remembered).
     fn first_listing(&self, tool: &str, hints: DeclaredHints) -> bool {
-        let mut listed = self.listed.lock().unwrap_or_else(|e| e.into_inner());
+        let mut listed = self.listed.lock();
         let key = (tool.to_owned(), hints);
         if listed.contains(&key) || listed.len() >= Self::MAX_LISTED {
             return false;

@@ -29,8 +29,9 @@
 //! # }
 //! ```
 
+use parking_lot::{Mutex, MutexGuard};
 use std::future::Future;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 
 use crate::completeness::EvidenceSource;
 use crate::effect::{
@@ -73,7 +74,7 @@ impl std::fmt::Debug for Late {
 
 impl CallEffects {
     fn lock(&self) -> MutexGuard<'_, Effect> {
-        self.effect.lock().unwrap_or_else(|e| e.into_inner())
+        self.effect.lock()
     }
 
     /// The tool this call is for.
@@ -164,7 +165,7 @@ impl CallEffects {
     /// thread) when none is open, else on the thread that drops the last one. The rmcp
     /// layer judges the call in `then`. A second call replaces a `then` not yet run.
     pub fn when_settled(&self, then: impl FnOnce() + Send + 'static) {
-        let mut late = self.late.lock().unwrap_or_else(|e| e.into_inner());
+        let mut late = self.late.lock();
         if late.open == 0 {
             drop(late);
             then();
@@ -175,7 +176,7 @@ impl CallEffects {
 
     /// Whether a [`Deferred`] share of this call is still open.
     pub fn is_deferred(&self) -> bool {
-        self.late.lock().unwrap_or_else(|e| e.into_inner()).open > 0
+        self.late.lock().open > 0
     }
 }
 
@@ -198,7 +199,7 @@ impl Deferred {
 impl Drop for Deferred {
     fn drop(&mut self) {
         let then = {
-            let mut late = self.effects.late.lock().unwrap_or_else(|e| e.into_inner());
+            let mut late = self.effects.late.lock();
             late.open = late.open.saturating_sub(1);
             if late.open == 0 {
                 late.then.take()
@@ -294,7 +295,7 @@ impl CallScope {
     /// assert_eq!(effects.take().statements.len(), 1);
     /// ```
     pub fn defer(&self) -> Deferred {
-        let mut late = self.effects.late.lock().unwrap_or_else(|e| e.into_inner());
+        let mut late = self.effects.late.lock();
         late.open += 1;
         Deferred {
             effects: self.effects.clone(),

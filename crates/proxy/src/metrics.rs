@@ -7,7 +7,7 @@
 //! `hintaudit_capture_commit_to_finding_seconds{backend}`
 //! ([design: telemetry names](../../../docs/design.md#5-telemetry-names)).
 
-use std::sync::Mutex;
+use parking_lot::Mutex;
 
 use hintaudit_telemetry::MetricName;
 use prometheus::core::{Collector, Desc};
@@ -79,7 +79,7 @@ impl CaptureMetrics {
     }
 
     fn sync(&self) {
-        let _guard = self.sync.lock().unwrap_or_else(|e| e.into_inner());
+        let _guard = self.sync.lock();
         if let Some(capture) = &self.capture {
             let stats = capture.stats();
             self.lag

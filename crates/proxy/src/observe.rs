@@ -20,8 +20,9 @@
 //! Phase 1: the proxy's observers only. verify's snapshots and outbound recorder are to
 //! implement the same traits later, once these move to a crate that verify depends on too.
 
+use parking_lot::Mutex;
 use std::fmt::Debug;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use futures_util::future::{BoxFuture, join_all};
 use hintaudit_core::{CallScope, Share};
@@ -114,7 +115,7 @@ impl Observers {
             return;
         }
         let settles: Vec<Box<dyn Settle>> = {
-            let _answers = self.answers.lock().unwrap_or_else(|e| e.into_inner());
+            let _answers = self.answers.lock();
             observed.calls.into_iter().map(|c| c.finish()).collect()
         };
         let Some(scope) = CallScope::current() else {
@@ -160,7 +161,7 @@ mod tests {
             _tool: &'a Arc<str>,
             _link: UpstreamLink,
         ) -> BoxFuture<'a, Box<dyn Observing>> {
-            let rx = self.shares.lock().unwrap().pop();
+            let rx = self.shares.lock().pop();
             let call = HandedCall(rx, self.source);
             Box::pin(std::future::ready(Box::new(call) as Box<dyn Observing>))
         }

@@ -18,7 +18,8 @@
 
 use hashbrown::HashMap;
 use hashbrown::hash_map::EntryRef;
-use std::sync::{Arc, Mutex, MutexGuard};
+use parking_lot::{Mutex, MutexGuard};
+use std::sync::Arc;
 
 use serde_json::Value;
 
@@ -144,7 +145,7 @@ impl Judge {
     }
 
     fn state(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        self.state.lock()
     }
 
     /// Lints one tool's hints as tools/list serves them: `hint_missing` for every meaningful

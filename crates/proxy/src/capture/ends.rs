@@ -15,7 +15,7 @@ use tokio::time::Instant;
 use crate::capture::source::LogError;
 use crate::capture::times::CommitTimes;
 use crate::capture::trouble::{Part, Retry};
-use crate::capture::{CallShare, Lsn, Shared, lock};
+use crate::capture::{CallShare, Lsn, Shared};
 
 /// A position read not answered within this has failed: the calls waiting for it go on, and
 /// no call waits for a read until one works again.
@@ -251,20 +251,20 @@ struct Turns {
     /// Every answer number up to this one is done with.
     through: watch::Sender<u64>,
     /// Numbers done with beyond `through`.
-    ahead: std::sync::Mutex<BTreeSet<u64>>,
+    ahead: parking_lot::Mutex<BTreeSet<u64>>,
 }
 
 impl Turns {
     fn new() -> Turns {
         Turns {
             through: watch::channel(0).0,
-            ahead: std::sync::Mutex::default(),
+            ahead: parking_lot::Mutex::default(),
         }
     }
 
     /// Answer `number` is done with.
     fn done(&self, number: u64) {
-        let mut ahead = lock(&self.ahead);
+        let mut ahead = self.ahead.lock();
         ahead.insert(number);
         let mut through = *self.through.borrow();
         while ahead.remove(&(through + 1)) {
@@ -298,27 +298,27 @@ mod tests {
         assert_eq!(*turns.through.borrow(), 2);
         turns.done(3);
         assert_eq!(*turns.through.borrow(), 4);
-        assert!(lock(&turns.ahead).is_empty());
+        assert!(turns.ahead.lock().is_empty());
     }
 
     #[tokio::test]
     async fn a_share_waits_for_the_answers_before_it() {
         let turns = Arc::new(Turns::new());
-        let log = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let log = Arc::new(parking_lot::Mutex::new(Vec::new()));
         let far = Instant::now() + Duration::from_secs(3600);
         let third = tokio::spawn({
             let (turns, log) = (turns.clone(), log.clone());
             async move {
                 turns.before(3, far).await;
-                lock(&log).push("3 recorded");
+                log.lock().push("3 recorded");
             }
         });
-        lock(&log).push("2 done");
+        log.lock().push("2 done");
         turns.done(2);
         tokio::task::yield_now().await;
-        lock(&log).push("1 done");
+        log.lock().push("1 done");
         turns.done(1);
         third.await.expect("task");
-        assert_eq!(*lock(&log), ["2 done", "1 done", "3 recorded"]);
+        assert_eq!(*log.lock(), ["2 done", "1 done", "3 recorded"]);
     }
 }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::capture::trouble::Part;
-use crate::capture::{Commit, Lsn, Shared, lock};
+use crate::capture::{Commit, Lsn, Shared};
 
 /// Given to a [`LogSource`](crate::capture::source::LogSource)'s reader loop. Clones share
 /// the capture.
@@ -73,7 +73,7 @@ impl Feed {
             .iter()
             .map(|c| self.shared.identify.origin(c.writer.as_ref()))
             .collect();
-        let mut ledger = lock(&self.shared.ledger);
+        let mut ledger = self.shared.ledger.lock();
         for (commit, origin) in commits.into_iter().zip(origins) {
             ledger.decoded(commit, origin);
         }
@@ -108,7 +108,7 @@ impl Feed {
     pub(crate) fn gap(&self, to: Lsn) -> Lsn {
         let from = self.through();
         self.shared.counters.gap();
-        lock(&self.shared.ledger).gap(from, to);
+        self.shared.ledger.lock().gap(from, to);
         self.shared.progress.read_through(to);
         from
     }

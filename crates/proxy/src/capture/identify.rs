@@ -8,17 +8,16 @@
 //! first out). Where `/proc` cannot show the upstream (another host, no permission) the answer is
 //! [`Origin::AnyCall`]: the position rule, never a guess that a write is not ours.
 
+use parking_lot::Mutex;
 use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
 use std::num::NonZeroUsize;
-use std::sync::Mutex;
 
 use lru::LruCache;
 
 use procfs::net::TcpState;
 use procfs::process::{FDTarget, Process};
 
-use crate::capture::lock;
 use crate::capture::writer::{Origin, UpstreamHost, Writer, by_application_name};
 
 /// Backends whose origin is kept, at most.
@@ -50,7 +49,7 @@ impl Identify {
     /// Upstream connection `session` runs in child `pid` (`--stdio`).
     pub(crate) fn child(&self, session: u64, pid: Option<u32>) {
         if let Some(pid) = pid {
-            lock(&self.children).insert(session, pid);
+            self.children.lock().insert(session, pid);
         }
     }
 
@@ -62,11 +61,11 @@ impl Identify {
         if let Some(origin) = by_application_name(&writer.application_name) {
             return origin;
         }
-        if let Some(origin) = lock(&self.known).get(&writer.backend()) {
+        if let Some(origin) = self.known.lock().get(&writer.backend()) {
             return *origin;
         }
         let origin = self.look_up(writer);
-        lock(&self.known).put(writer.backend(), origin);
+        self.known.lock().put(writer.backend(), origin);
         origin
     }
 
@@ -111,7 +110,7 @@ impl Identify {
     /// (a pool of ten in each of 16 children) the capture fell behind its log.
     fn child_of(&self, client: SocketAddr) -> Origin {
         let children: Vec<(u64, u32)> =
-            lock(&self.children).iter().map(|(s, p)| (*s, *p)).collect();
+            self.children.lock().iter().map(|(s, p)| (*s, *p)).collect();
         let Some(table) = children.iter().find_map(|(_, pid)| tcp_table(*pid)) else {
             return Origin::AnyCall;
         };
@@ -128,7 +127,7 @@ impl Identify {
         }
         if let Some(session) = inodes
             .iter()
-            .find_map(|i| lock(&self.sockets).get(i).copied())
+            .find_map(|i| self.sockets.lock().get(i).copied())
         {
             return Origin::Session(session);
         }
@@ -138,7 +137,7 @@ impl Identify {
             if Process::new(pid as i32).is_err() {
                 // The child is gone (its session ended): forget it, so the map stays as
                 // small as the sessions alive.
-                lock(&self.children).remove(&session);
+                self.children.lock().remove(&session);
                 continue;
             }
             for owned in tree(pid, &parents).into_iter().flat_map(socket_inodes) {
@@ -146,7 +145,7 @@ impl Identify {
             }
         }
         let found = inodes.iter().find_map(|i| owners.get(i).copied());
-        *lock(&self.sockets) = owners;
+        *self.sockets.lock() = owners;
         found.map_or(Origin::Foreign, Origin::Session)
     }
 }

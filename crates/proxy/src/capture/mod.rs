@@ -142,7 +142,7 @@ pub(crate) struct Shared {
     /// Calls' ends: their positions, their turns to be recorded, their latency.
     ends: CallEnds,
     /// The calls in flight and the commits waiting for them.
-    ledger: std::sync::Mutex<Ledger>,
+    ledger: parking_lot::Mutex<Ledger>,
     /// Whose each commit is.
     identify: Identify,
     /// The database's log: its kind and its end position.
@@ -152,7 +152,7 @@ pub(crate) struct Shared {
     /// Told of the tables of commits settled as no judged call's ([`Capture::disturb`]).
     judge: std::sync::OnceLock<Arc<Judge>>,
     stop: CancellationToken,
-    tasks: std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>,
+    tasks: parking_lot::Mutex<Vec<tokio::task::JoinHandle<()>>>,
 }
 
 /// What the capture has done so far.
@@ -181,7 +181,7 @@ impl Shared {
     fn new(options: CaptureOptions, source: Arc<dyn LogEnd>, start: Lsn) -> Arc<Shared> {
         let backend = source.kind().system_name();
         Arc::new(Shared {
-            ledger: std::sync::Mutex::new(Ledger::new(options.max_commits)),
+            ledger: parking_lot::Mutex::new(Ledger::new(options.max_commits)),
             identify: Identify::new(options.upstream.clone()),
             options,
             progress: Progress::new(start),
@@ -191,7 +191,7 @@ impl Shared {
             outage: Outage::default(),
             judge: std::sync::OnceLock::new(),
             stop: CancellationToken::new(),
-            tasks: std::sync::Mutex::default(),
+            tasks: parking_lot::Mutex::default(),
         })
     }
 
@@ -210,7 +210,7 @@ impl Shared {
                 times.ends.read_through(lsn, std::time::SystemTime::now());
             }
         };
-        let mut tasks = lock(&self.tasks);
+        let mut tasks = self.tasks.lock();
         tasks.push(tokio::spawn(reader));
         tasks.push(tokio::spawn(ends::read_ends(self.clone())));
         tasks.push(tokio::spawn(watch_reads));
@@ -223,7 +223,7 @@ impl Shared {
         let Some(judge) = self.judge.get() else {
             return;
         };
-        let tables = lock(&self.ledger).take_written_elsewhere(through);
+        let tables = self.ledger.lock().take_written_elsewhere(through);
         if !tables.is_empty() {
             let keys: Vec<StateKey<'_>> = tables.iter().map(StateKey::table).collect();
             judge.written_elsewhere(&keys);
@@ -286,7 +286,7 @@ impl Capture {
     pub async fn begin(&self, tool: Arc<str>, link: UpstreamLink) -> Ticket {
         self.shared.identify.child(link.connection, link.child);
         let start = settle::start_bound(&self.shared).await;
-        let mut ledger = lock(&self.shared.ledger);
+        let mut ledger = self.shared.ledger.lock();
         let id = ledger.begin(tool, link.connection);
         ledger.started(id, start);
         drop(ledger);
@@ -361,7 +361,7 @@ impl Capture {
     /// What the capture has done so far.
     pub fn stats(&self) -> CaptureStats {
         let settled = {
-            let ledger = lock(&self.shared.ledger);
+            let ledger = self.shared.ledger.lock();
             Settled::ALL.map(|s| ledger.settled(s))
         };
         let shared = &self.shared;
@@ -389,7 +389,7 @@ impl Capture {
             capture_error("shutting down", &format_args!("{left} calls not judged"));
         }
         self.shared.stop.cancel();
-        let tasks = std::mem::take(&mut *lock(&self.shared.tasks));
+        let tasks = std::mem::take(&mut *self.shared.tasks.lock());
         for task in tasks {
             let _ = task.await;
         }
@@ -419,13 +419,9 @@ impl Drop for Hold {
 impl Drop for Ticket {
     fn drop(&mut self) {
         if !self.finished {
-            lock(&self.shared.ledger).forget(self.id);
+            self.shared.ledger.lock().forget(self.id);
         }
     }
-}
-
-pub(crate) fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Counts a capture failure in `hintaudit_audit_errors_total{stage="oracle"}` and logs it:

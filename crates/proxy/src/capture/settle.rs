@@ -22,7 +22,7 @@ use std::sync::Arc;
 use tokio::time::Instant;
 
 use crate::capture::trouble::Part;
-use crate::capture::{CallShare, Lsn, Shared, lock};
+use crate::capture::{CallShare, Lsn, Shared};
 
 /// The position a call beginning now starts after: once the calls that answered before it
 /// are covered by a read, the latest position the capture holds.
@@ -133,24 +133,24 @@ async fn judge(
             "reading the log position at a call's end",
             &"no position read within --capture-wait-ms",
         );
-        lock(&shared.ledger).forget(id);
+        shared.ledger.lock().forget(id);
         let share = CallShare {
             late: true,
             ..CallShare::default()
         };
         return (share, None);
     };
-    lock(&shared.ledger).ended(id, end);
+    shared.ledger.lock().ended(id, end);
     // The read that gave `end` woke the log reader already, when it had not read that far.
     let mut through = shared.progress.subscribe();
     let caught_up = tokio::time::timeout_at(deadline, through.wait_for(|t| *t >= end))
         .await
         .is_ok_and(|r| r.is_ok());
     let share = if caught_up {
-        lock(&shared.ledger).judge(id)
+        shared.ledger.lock().judge(id)
     } else {
         shared.counters.late();
-        lock(&shared.ledger).judge_late(id)
+        shared.ledger.lock().judge_late(id)
     };
     (share, Some(end))
 }

@@ -4,11 +4,11 @@
 //! server's clock), else the time the capture read past it (MySQL/MariaDB: the binary log's
 //! event header has whole seconds only, too coarse for this).
 
+use parking_lot::Mutex;
 use std::collections::VecDeque;
-use std::sync::Mutex;
 use std::time::{Duration, SystemTime};
 
-use crate::capture::{Lsn, lock};
+use crate::capture::Lsn;
 
 /// How many commits' times are kept, at most (the oldest go first).
 const KEPT: usize = 16_384;
@@ -28,22 +28,22 @@ impl CommitTimes {
         let Ok(since) = Duration::try_from_secs_f64(unix_seconds) else {
             return;
         };
-        push(&mut lock(&self.logged), lsn, SystemTime::UNIX_EPOCH + since);
+        push(&mut self.logged.lock(), lsn, SystemTime::UNIX_EPOCH + since);
     }
 
     /// The capture has read the log through `lsn`, now.
     pub(crate) fn read_through(&self, lsn: Lsn, at: SystemTime) {
-        push(&mut lock(&self.read), lsn, at);
+        push(&mut self.read.lock(), lsn, at);
     }
 
     /// When the commit ending at `lsn` was made (the log's time) or, failing that, read.
     pub(crate) fn time_of(&self, lsn: Lsn) -> Option<SystemTime> {
-        let logged = lock(&self.logged);
+        let logged = self.logged.lock();
         if let Ok(i) = logged.binary_search_by_key(&lsn, |(l, _)| *l) {
             return Some(logged[i].1);
         }
         drop(logged);
-        let read = lock(&self.read);
+        let read = self.read.lock();
         let i = read.partition_point(|(l, _)| *l < lsn);
         read.get(i).map(|(_, at)| *at)
     }

@@ -9,15 +9,15 @@
 //! [`Retry`]: backon's exponential backoff with jitter, from 100 ms, capped at
 //! [`RETRY_MAX`].
 
+use parking_lot::Mutex;
 use std::fmt::Display;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use backon::{BackoffBuilder, ExponentialBackoff, ExponentialBuilder};
 use tokio::time::Instant;
 
-use crate::capture::{capture_error, lock};
+use crate::capture::capture_error;
 
 /// The longest delay between two tries before jitter (which adds up to as much again): so a
 /// capture whose database came back resumes within 6 s, as the restart tests expect.
@@ -110,7 +110,7 @@ impl Outage {
     /// `part` failed doing `what`: counted and logged at WARN when it starts an outage, else
     /// logged at DEBUG.
     pub(crate) fn failed(&self, part: Part, what: &str, e: &dyn Display) {
-        let mut state = lock(&self.state);
+        let mut state = self.state.lock();
         let starts = state.failed(part, Instant::now());
         self.lasts.store(true, Ordering::Release);
         drop(state);
@@ -137,7 +137,7 @@ impl Outage {
         if !self.lasts.load(Ordering::Acquire) {
             return;
         }
-        let mut state = lock(&self.state);
+        let mut state = self.state.lock();
         let ended = state.worked(part, Instant::now());
         if ended.is_some() {
             self.lasts.store(false, Ordering::Release);

@@ -104,7 +104,7 @@ struct Shared {
     markers: tempfile::TempDir,
     next: AtomicU64,
     /// Calls begun and not settled: their tool, and where their share goes.
-    calls: std::sync::Mutex<HashMap<u64, Call>>,
+    calls: parking_lot::Mutex<HashMap<u64, Call>>,
     gaps: AtomicU64,
     paths: AtomicU64,
     attributed: AtomicU64,
@@ -117,7 +117,7 @@ struct Shared {
     /// Told of the changes no call is judged with ([`FileWatch::disturb`]).
     judge: std::sync::OnceLock<Arc<Judge>>,
     stop: CancellationToken,
-    task: std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
+    task: parking_lot::Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
 
 #[derive(Debug)]
@@ -170,7 +170,7 @@ impl FileWatch {
         let shared = Arc::new(Shared {
             markers,
             next: AtomicU64::new(1),
-            calls: std::sync::Mutex::default(),
+            calls: parking_lot::Mutex::default(),
             gaps: AtomicU64::new(0),
             paths: AtomicU64::new(known as u64),
             attributed: AtomicU64::new(0),
@@ -180,7 +180,7 @@ impl FileWatch {
             turns: Turns::new(),
             judge: std::sync::OnceLock::new(),
             stop: CancellationToken::new(),
-            task: std::sync::Mutex::new(None),
+            task: parking_lot::Mutex::new(None),
         });
         let watcher = watcher::Watcher::new(table, shared.clone()).map_err(|e| {
             anyhow::anyhow!(
@@ -188,7 +188,7 @@ impl FileWatch {
             )
         })?;
         let task = tokio::spawn(watcher.run());
-        *lock(&shared.task) = Some(task);
+        *shared.task.lock() = Some(task);
         Ok(FileWatch { shared })
     }
 
@@ -197,7 +197,7 @@ impl FileWatch {
     pub fn begin(&self, tool: Arc<str>) -> FileTicket {
         let id = self.shared.next.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
-        lock(&self.shared.calls).insert(
+        self.shared.calls.lock().insert(
             id,
             Call {
                 tool,
@@ -220,7 +220,7 @@ impl FileWatch {
     pub fn finish(&self, mut ticket: FileTicket) -> FileSettling {
         let id = ticket.id;
         let number = self.shared.turns.answered();
-        if let Some(call) = lock(&self.shared.calls).get_mut(&id) {
+        if let Some(call) = self.shared.calls.lock().get_mut(&id) {
             call.number = Some(number);
         }
         if let Err(e) = self.shared.mark('e', id) {
@@ -263,7 +263,7 @@ impl FileWatch {
     pub async fn shutdown(&self) {
         let _ = tokio::time::timeout(self.shared.wait, self.shared.turns.idle()).await;
         self.shared.stop.cancel();
-        let task = lock(&self.shared.task).take();
+        let task = self.shared.task.lock().take();
         if let Some(task) = task {
             let _ = task.await;
         }
@@ -304,7 +304,7 @@ impl FileSettling {
             self.share = Some(match share {
                 Ok(Ok(share)) => share,
                 _ => {
-                    lock(&self.shared.calls).remove(&self.id);
+                    self.shared.calls.lock().remove(&self.id);
                     watch_error("settling a call", &"its end marker was not read in time");
                     late()
                 }
@@ -319,7 +319,7 @@ impl Drop for FileSettling {
     fn drop(&mut self) {
         if self.done.take().is_some() {
             // Never awaited: the watcher tells its changes as written elsewhere.
-            lock(&self.shared.calls).remove(&self.id);
+            self.shared.calls.lock().remove(&self.id);
             self.shared.unmark(self.id);
         }
         let tell = self.shared.turns.done(self.number);
@@ -374,10 +374,6 @@ fn late() -> FileShare {
         late: true,
         ..FileShare::default()
     }
-}
-
-fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Counts a watch failure in `hintaudit_audit_errors_total{stage="oracle"}` and logs it:

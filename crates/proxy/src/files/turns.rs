@@ -12,8 +12,6 @@ use hintaudit_core::files::FileChange;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use super::lock;
-
 /// Calls' answer numbers, which of them are recorded, and the writes elsewhere waiting for
 /// them.
 #[derive(Debug)]
@@ -24,7 +22,7 @@ pub(super) struct Turns {
     pending: watch::Sender<u64>,
     /// Every answer number up to this one is done with.
     through: watch::Sender<u64>,
-    state: std::sync::Mutex<State>,
+    state: parking_lot::Mutex<State>,
 }
 
 #[derive(Debug, Default)]
@@ -43,7 +41,7 @@ impl Turns {
             answered: AtomicU64::new(0),
             pending: watch::channel(0).0,
             through: watch::channel(0).0,
-            state: std::sync::Mutex::default(),
+            state: parking_lot::Mutex::default(),
         }
     }
 
@@ -66,14 +64,14 @@ impl Turns {
 
     /// The watcher read the end of answer `number`.
     pub(super) fn settled(&self, number: u64) {
-        let mut state = lock(&self.state);
+        let mut state = self.state.lock();
         state.settled = state.settled.max(number);
     }
 
     /// `changes` were written by no judged call: returned to be told now when every call
     /// that ended before the watcher read them is recorded, else kept for [`Turns::done`].
     pub(super) fn elsewhere(&self, changes: Vec<FileChange>) -> Option<Vec<FileChange>> {
-        let mut state = lock(&self.state);
+        let mut state = self.state.lock();
         let after = state.settled;
         if after <= *self.through.borrow() && state.waiting.is_empty() {
             return Some(changes);
@@ -85,7 +83,7 @@ impl Turns {
     /// Answer `number`'s share is recorded (or dropped unrecorded): returns the writes
     /// elsewhere to tell now, in the order they were read.
     pub(super) fn done(&self, number: u64) -> Vec<FileChange> {
-        let mut state = lock(&self.state);
+        let mut state = self.state.lock();
         state.ahead.insert(number);
         let mut through = *self.through.borrow();
         while state.ahead.remove(&(through + 1)) {

@@ -11,7 +11,7 @@ use hintaudit_core::files::{ChangeKind, FileChange, root_labels, shown};
 use inotify::{Event, EventMask, EventStream, Inotify, WatchDescriptor, WatchMask, Watches};
 
 use super::table::Table;
-use super::{FileShare, Shared, lock, watch_error};
+use super::{FileShare, Shared, watch_error};
 
 /// A call in flight, as the event stream has shown it so far.
 #[derive(Debug)]
@@ -168,7 +168,7 @@ impl Watcher {
         };
         match which {
             "b" if !self.open.iter().any(|o| o.id == id) => {
-                let tool = lock(&self.shared.calls).get(&id).map(|c| c.tool.clone());
+                let tool = self.shared.calls.lock().get(&id).map(|c| c.tool.clone());
                 if let Some(tool) = tool {
                     // A root gone: what was written in it meanwhile may become this call's.
                     let gap = gap || !self.lost.is_empty();
@@ -255,7 +255,9 @@ impl Watcher {
         s.paths.store(self.table.len() as u64, Ordering::Relaxed);
         // Ambiguous changes are no call's: they disturb repeats all the same.
         s.written_elsewhere(share.ambiguous.iter().map(|(c, _)| c));
-        let (number, done) = lock(&s.calls)
+        let (number, done) = s
+            .calls
+            .lock()
             .remove(&id)
             .map_or((None, None), |c| (c.number, c.done));
         // The writes read from now on came after this call's end.

@@ -19,9 +19,10 @@
 
 mod handler;
 
+use parking_lot::Mutex;
 use std::num::NonZeroUsize;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Weak};
 
 use lru::LruCache;
 use rmcp::model::{
@@ -114,11 +115,7 @@ impl Forward {
     /// factory once per session: the factory calls this.
     pub fn for_session(&self) -> Forward {
         let session = Arc::new(Session::new(self.shared.capture.clone()));
-        let mut sessions = self
-            .shared
-            .sessions
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
+        let mut sessions = self.shared.sessions.lock();
         sessions.retain(|s| s.strong_count() > 0);
         sessions.push(Arc::downgrade(&session));
         drop(sessions);
@@ -149,11 +146,7 @@ impl Forward {
     /// start-up connection, waiting for each (`--stdio` children are stopped).
     pub async fn close_all(&self) {
         let sessions: Vec<Arc<Session>> = {
-            let sessions = self
-                .shared
-                .sessions
-                .lock()
-                .unwrap_or_else(|e| e.into_inner());
+            let sessions = self.shared.sessions.lock();
             sessions.iter().filter_map(Weak::upgrade).collect()
         };
         for session in sessions {
@@ -164,7 +157,7 @@ impl Forward {
 
     /// Remembers `tools` for `get_tool` (the layer's source of hints for a call).
     pub fn learn(&self, tools: &[Tool]) {
-        let mut map = self.shared.tools.lock().unwrap_or_else(|e| e.into_inner());
+        let mut map = self.shared.tools.lock();
         for t in tools {
             map.put(t.name.to_string(), t.clone());
         }
@@ -172,7 +165,7 @@ impl Forward {
 
     /// The tool `name` as last listed.
     fn tool(&self, name: &str) -> Option<Tool> {
-        let mut map = self.shared.tools.lock().unwrap_or_else(|e| e.into_inner());
+        let mut map = self.shared.tools.lock();
         map.get(name).cloned()
     }
 

@@ -18,8 +18,9 @@
 
 mod requests;
 
+use parking_lot::Mutex;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 // Logging, roots and sampling are deprecated upstream (SEP-2577) and still relayed: the
 // proxy passes on what its upstream and its client speak.
@@ -80,8 +81,8 @@ impl Relay {
         }
     }
 
-    fn state(&self) -> std::sync::MutexGuard<'_, RelayState> {
-        self.inner.state.lock().unwrap_or_else(|e| e.into_inner())
+    fn state(&self) -> parking_lot::MutexGuard<'_, RelayState> {
+        self.inner.state.lock()
     }
 
     /// The downstream session, if this connection serves one.
