@@ -4,9 +4,9 @@
 //! that is a string, say) is still read, tolerantly, through
 //! [`DeclaredHints::from_annotations_json`].
 
+use parking_lot::Mutex;
 use std::collections::VecDeque;
 use std::process::Stdio;
-use parking_lot::Mutex;
 use std::sync::Arc;
 use std::time::Duration;
 

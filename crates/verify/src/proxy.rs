@@ -18,8 +18,8 @@
 //!
 //! HTTP parsing and serving are hyper's (HTTP/1.1, the form proxies are spoken to in).
 
-use std::net::{Ipv4Addr, SocketAddr};
 use parking_lot::Mutex;
+use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 
 use hintaudit_core::OutboundReach;

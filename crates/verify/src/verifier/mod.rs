@@ -238,12 +238,7 @@ impl Verifier {
             .as_deref()
             .map_or_else(String::new, |d| secrets.mask(d));
         report.database_copy = copy.map(|c| c.pristine.unwrap_or(c.url));
-        report.server_stderr = self
-            .stderr
-            .lock()
-            .iter()
-            .cloned()
-            .collect();
+        report.server_stderr = self.stderr.lock().iter().cloned().collect();
         report.mask_with(|t| secrets.mask(t));
         // After the server has shut down: the time a user waits.
         report.elapsed_seconds = started.elapsed().as_secs_f64();
