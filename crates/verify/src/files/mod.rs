@@ -17,6 +17,7 @@
 
 mod arguments;
 mod diff;
+mod repos;
 mod restore;
 mod tree;
 mod watch;

@@ -4,7 +4,8 @@
 use std::path::PathBuf;
 
 use super::arguments::{PathField, PathValues, path_values};
-use super::diff::{FileDiff, diff};
+use super::diff::{FileDiff, diff, diff_folded};
+use super::repos::RepoSides;
 use super::tree::{TreeSnapshot, Trees};
 use crate::error::VerifyError;
 
@@ -14,6 +15,8 @@ pub(crate) struct FileWatch {
     trees: Trees,
     pristine: TreeSnapshot,
     last: TreeSnapshot,
+    /// The git repositories' facts read by [`FileWatch::before_call`].
+    repos: RepoSides,
 }
 
 impl FileWatch {
@@ -27,6 +30,7 @@ impl FileWatch {
             trees,
             last: pristine.clone(),
             pristine,
+            repos: RepoSides::default(),
         })
     }
 
@@ -36,17 +40,20 @@ impl FileWatch {
     }
 
     /// Snapshots the trees before a call (what changed since the last snapshot, between
-    /// calls, is no call's doing).
+    /// calls, is no call's doing), and reads the facts of the git repositories in them.
     pub fn before_call(&mut self) -> Result<(), VerifyError> {
         self.last = self.trees.take(Some(&self.last)).map_err(files_error)?;
+        self.repos = RepoSides::before(self.trees.roots());
         Ok(())
     }
 
     /// Snapshots the trees after a call: what the call changed since
-    /// [`FileWatch::before_call`].
+    /// [`FileWatch::before_call`], each git repository found then judged by meaning in place
+    /// of its paths (see [`super::repos`]).
     pub fn after_call(&mut self) -> Result<FileDiff, VerifyError> {
         let now = self.trees.take(Some(&self.last)).map_err(files_error)?;
-        let d = diff(&self.trees, &self.last, &now);
+        let repos = std::mem::take(&mut self.repos);
+        let d = diff_folded(&self.trees, &self.last, &now, Some(&repos));
         self.last = now;
         Ok(d)
     }
