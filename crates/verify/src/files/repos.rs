@@ -12,7 +12,7 @@
 //! rules as well: the cautious reading, never an error of the run.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use hintaudit_core::files::{
     PathsDiff, RepoFacts, content_kept, fold_repository, judge_repository, relative,
@@ -41,15 +41,18 @@ pub(crate) struct RepoSides {
 }
 
 impl RepoSides {
-    /// Finds the repositories under `roots` (by content, hintaudit-state's
+    /// Finds the repositories under the roots of `trees` (by content, hintaudit-state's
     /// `find_repositories`) and reads each one's facts now. A repository that cannot be
-    /// read is left out (its paths are judged by the file rules).
-    pub fn before(roots: &[PathBuf]) -> RepoSides {
-        let roots = roots
+    /// read is left out (its paths are judged by the file rules), and so is one whose git
+    /// directory is under `ignored_paths` (its paths stay bookkeeping).
+    pub fn before(trees: &Trees) -> RepoSides {
+        let roots = trees
+            .roots()
             .iter()
             .map(|root| {
                 let mut found: Vec<Before> = find_repositories(root)
                     .into_iter()
+                    .filter(|l| !trees.is_ignored(&relative(root, &l.git_dir)))
                     .filter_map(|location| read_before(root, location))
                     .collect();
                 found.reverse();

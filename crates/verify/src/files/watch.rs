@@ -43,7 +43,7 @@ impl FileWatch {
     /// calls, is no call's doing), and reads the facts of the git repositories in them.
     pub fn before_call(&mut self) -> Result<(), VerifyError> {
         self.last = self.trees.take(Some(&self.last)).map_err(files_error)?;
-        self.repos = RepoSides::before(self.trees.roots());
+        self.repos = RepoSides::before(&self.trees);
         Ok(())
     }
 
