@@ -268,8 +268,6 @@ async fn the_state_fixture_has_its_lies_found_on_existing_state() {
 /// commit left unreachable, a row deleted), and 0 false findings (commit_notes keeps
 /// history; add_note_row is an insert).
 #[tokio::test]
-#[ignore = "phase 2 of issue 46: the tree snapshot does not yet judge SQLite files by row \
-            (add_note_row's INSERT is judged as notes.db overwritten; git is folded now)"]
 async fn the_state_fixture_gets_no_false_finding() {
     let Some(py) = python_or_skip() else {
         return;

@@ -130,6 +130,8 @@ mod tests {
     use std::path::Path;
     use std::process::Command;
 
+    use hintaudit_core::Policy;
+
     use super::super::watch::FileWatch;
 
     fn git(dir: &Path, args: &[&str]) {
@@ -145,10 +147,10 @@ mod tests {
     }
 
     /// One call's changes as `(path, destructive, evidence)`.
-    fn call(watch: &mut FileWatch, dir: &Path, args: &[&str]) -> Vec<(String, bool, String)> {
-        watch.before_call().unwrap();
+    async fn call(watch: &mut FileWatch, dir: &Path, args: &[&str]) -> Vec<(String, bool, String)> {
+        watch.before_call().await.unwrap();
         git(dir, args);
-        let changes = watch.after_call().unwrap().changes;
+        let changes = watch.after_call().await.unwrap().0.changes;
         changes
             .into_iter()
             .map(|c| {
@@ -161,8 +163,8 @@ mod tests {
 
     /// Staging and committing lose nothing (the index's old blob is in history, the branch
     /// moves forward); amending the commit leaves the old one unreachable: destructive.
-    #[test]
-    fn a_repository_is_judged_by_meaning_in_place_of_its_paths() {
+    #[tokio::test]
+    async fn a_repository_is_judged_by_meaning_in_place_of_its_paths() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path();
         git(p, &["init", "-q", "-b", "main"]);
@@ -170,8 +172,8 @@ mod tests {
         git(p, &["add", "a.txt"]);
         git(p, &["commit", "-qm", "first"]);
         std::fs::write(p.join("a.txt"), "hello\nmore\n").unwrap();
-        let mut watch = FileWatch::start(&[p.to_path_buf()], &[]).unwrap();
-        let added = call(&mut watch, p, &["add", "a.txt"]);
+        let mut watch = FileWatch::start(&[p.to_path_buf()], &[], &Policy::default()).unwrap();
+        let added = call(&mut watch, p, &["add", "a.txt"]).await;
         assert_eq!(added.len(), 1, "{added:?}");
         assert_eq!((added[0].0.as_str(), added[0].1), (".git", false));
         assert!(
@@ -179,11 +181,11 @@ mod tests {
                 .2
                 .contains("index entry replaced or removed, old content kept")
         );
-        let committed = call(&mut watch, p, &["commit", "-qm", "second"]);
+        let committed = call(&mut watch, p, &["commit", "-qm", "second"]).await;
         assert_eq!(committed.len(), 1, "{committed:?}");
         assert!(!committed[0].1, "{committed:?}");
         assert!(committed[0].2.contains("branch main moved forward"));
-        let amended = call(&mut watch, p, &["commit", "-q", "--amend", "-m", "again"]);
+        let amended = call(&mut watch, p, &["commit", "-q", "--amend", "-m", "again"]).await;
         assert_eq!(amended.len(), 1, "{amended:?}");
         assert!(amended[0].1, "{amended:?}");
         assert!(
