@@ -34,8 +34,9 @@ struct RowsFile {
 #[derive(Default)]
 pub(crate) struct SqliteRows {
     files: BTreeMap<PathBuf, RowsFile>,
-    /// `--database`'s own file, judged by its snapshots.
-    skipped: Option<PathBuf>,
+    /// `--database`'s own file, judged by its snapshots; how findings name it once found
+    /// in a tree.
+    skipped: Option<(PathBuf, Option<String>)>,
 }
 
 impl std::fmt::Debug for SqliteRows {
@@ -51,8 +52,13 @@ impl SqliteRows {
         for (i, root) in trees.roots().iter().enumerate() {
             for path in hintaudit_state::find_sqlite_files(root) {
                 let rel = relative(root, &path);
-                let known = self.files.contains_key(&path) || self.skipped.as_ref() == Some(&path);
-                if known || trees.is_ignored(&rel) {
+                if let Some((db, shown)) = &mut self.skipped
+                    && *db == path
+                {
+                    *shown = Some(trees.shown(i, &rel));
+                    continue;
+                }
+                if self.files.contains_key(&path) || trees.is_ignored(&rel) {
                     continue;
                 }
                 let url = format!("sqlite://{}?mode=ro", path.display());
@@ -84,19 +90,19 @@ impl SqliteRows {
                 continue;
             };
             rows.extend(Diff::between(&before, &after).tables);
-            let shown = file.shown.as_str();
-            let own = |p: &str| p == shown || sqlite_companion(p) == Some(shown);
-            let n = files.changes.len();
-            files.changes.retain(|c| !own(&c.path));
-            files.bookkeeping += n - files.changes.len();
+            to_bookkeeping(files, &file.shown);
+        }
+        if let Some((_, Some(shown))) = &self.skipped {
+            to_bookkeeping(files, shown);
         }
         rows
     }
 
-    /// Leaves `database` (canonical) out: `--database` judges it.
+    /// Leaves `database` (canonical) to `--database`, which judges its rows: here its paths
+    /// are bookkeeping.
     pub fn skip(&mut self, database: PathBuf) {
         self.files.remove(&database);
-        self.skipped = Some(database);
+        self.skipped = Some((database, None));
     }
 
     /// Forgets every file's last snapshot: the tree was put back under the connections,
@@ -104,6 +110,14 @@ impl SqliteRows {
     pub fn invalidate(&mut self) {
         self.files.values_mut().for_each(|f| f.snaps.invalidate());
     }
+}
+
+/// Moves the changes of database file `shown` and of its companions to bookkeeping.
+fn to_bookkeeping(files: &mut FileDiff, shown: &str) {
+    let own = |p: &str| p == shown || sqlite_companion(p) == Some(shown);
+    let n = files.changes.len();
+    files.changes.retain(|c| !own(&c.path));
+    files.bookkeeping += n - files.changes.len();
 }
 
 #[cfg(test)]
@@ -140,5 +154,21 @@ mod tests {
                 ("notes", added, removed)
             );
         }
+        let db = std::fs::canonicalize(dir.path().join("notes.db")).unwrap();
+        let mut watch =
+            FileWatch::start(&[dir.path().to_path_buf()], &[], &Policy::default()).unwrap();
+        watch.skip_database(db);
+        watch.before_call().await.unwrap();
+        sqlx::raw_sql("INSERT INTO notes VALUES (3, 'c')")
+            .execute(&mut server)
+            .await
+            .unwrap();
+        let (files, rows) = watch.after_call().await.unwrap();
+        assert_eq!(
+            (files.changes, rows.len()),
+            (vec![], 0),
+            "--database's own file"
+        );
+        assert!(files.bookkeeping >= 1);
     }
 }

@@ -47,7 +47,7 @@ impl FileWatch {
     }
 
     /// Leaves the SQLite file `database` (canonical) to `--database`'s snapshots: it is not
-    /// judged by row here too.
+    /// judged by row here too, and its paths (with its companions) are bookkeeping.
     pub fn skip_database(&mut self, database: PathBuf) {
         self.rows.skip(database);
     }
