@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 pub use hintaudit_core::files::{ChangeKind, FileChange};
 use hintaudit_core::files::{Node, content_change, diff_paths};
 
+use super::repos::RepoSides;
 use super::tree::{Entry, TreeSnapshot, Trees};
 
 /// Every change between two snapshots, bookkeeping apart.
@@ -18,10 +19,21 @@ pub(crate) struct FileDiff {
 }
 
 /// What changed from `before` to `after` under `trees` (whose store holds both sides'
-/// contents). A file that left one path while a file of the same content appeared at
-/// another is a rename; a path rewritten with the same content (a write through a
-/// temporary file and a rename) is no change.
+/// contents), every path by the file rules. A file that left one path while a file of the
+/// same content appeared at another is a rename; a path rewritten with the same content (a
+/// write through a temporary file and a rename) is no change.
 pub(crate) fn diff(trees: &Trees, before: &TreeSnapshot, after: &TreeSnapshot) -> FileDiff {
+    diff_folded(trees, before, after, None)
+}
+
+/// As [`diff`], with the git repositories of `repos` (their facts read before the call,
+/// `after` the state after it) judged by meaning in place of their paths.
+pub(crate) fn diff_folded(
+    trees: &Trees,
+    before: &TreeSnapshot,
+    after: &TreeSnapshot,
+    repos: Option<&RepoSides>,
+) -> FileDiff {
     let mut out = FileDiff::default();
     let empty = BTreeMap::new();
     let n = before.roots.len().max(after.roots.len());
@@ -44,6 +56,10 @@ pub(crate) fn diff(trees: &Trees, before: &TreeSnapshot, after: &TreeSnapshot) -
             },
             |p| trees.is_ignored(p),
         );
+        let d = match repos {
+            Some(repos) => repos.fold(root, d, trees, b),
+            None => d,
+        };
         out.bookkeeping += d.bookkeeping;
         out.changes
             .extend(d.changes.into_iter().map(|(path, kind)| FileChange {

@@ -14,10 +14,14 @@
 //!   `Effect::files` (source `FileSource::Snapshot`), which hintaudit-core's judge judges as
 //!   it does the proxy's live watch (`read_only_write`, `undeclared_destructive`,
 //!   `idempotency_broken`), confirmed, naming paths relative to the root and never content.
+//! - Kinds of state inside the trees: git repositories judged by meaning in place of their
+//!   paths ([`repos`]), SQLite files by row, their paths then bookkeeping ([`sqlite_rows`]).
 
 mod arguments;
 mod diff;
+mod repos;
 mod restore;
+mod sqlite_rows;
 mod tree;
 mod watch;
 

@@ -66,7 +66,7 @@ impl Verifier {
         let mut ended = Ended::Done;
         for _ in 0..if repeat { 2 } else { 1 } {
             if let Some(files) = state.files.as_deref_mut() {
-                files.before_call()?;
+                files.before_call().await?;
             }
             let (mut observed, after) = observe_call(
                 session,
@@ -79,7 +79,9 @@ impl Verifier {
             )
             .await?;
             if let Some(files) = state.files.as_deref_mut() {
-                observed.files = files.after_call()?.changes;
+                let (d, rows) = files.after_call().await?;
+                observed.files = d.changes;
+                observed.diff.tables.extend(rows);
             }
             let judged = judge_call(&judge, tool, &run.arguments, &observed);
             behaviour.extend(judged);

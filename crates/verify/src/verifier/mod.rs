@@ -273,9 +273,14 @@ impl Verifier {
     ) -> Result<Report, VerifyError> {
         let tools = self.tools_to_run(session).await?;
         let shown_db = database.map(crate::db::redact);
-        let (snaps, mut watch) = self
+        let (mut snaps, mut watch) = self
             .open_database(session, database, shown_db.as_deref())
             .await?;
+        let mut files = files;
+        if let (Some(f), Ok(Some(db))) = (files.as_deref_mut(), snaps.db().sqlite_file().await) {
+            // `--database`'s own file is judged by its snapshots, not twice.
+            f.skip_database(db);
+        }
         let watched = files
             .as_ref()
             .map(|f| f.roots().iter().map(|r| r.display().to_string()).collect())

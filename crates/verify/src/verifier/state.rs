@@ -26,7 +26,9 @@ impl Verifier {
     /// neither a database nor a directory is given.
     pub(super) fn start_watching(&self) -> Result<Option<FileWatch>, VerifyError> {
         match (&self.database, self.watch.is_empty()) {
-            (_, false) => FileWatch::start(&self.watch, &self.ignored_paths).map(Some),
+            (_, false) => {
+                FileWatch::start(&self.watch, &self.ignored_paths, &self.policy).map(Some)
+            }
             (Some(_), true) => Ok(None),
             (None, true) => Err(VerifyError::Usage(
                 "give --database URL, --watch DIR, or both".into(),
