@@ -53,8 +53,6 @@ mod history;
 mod judge;
 /// Outbound requests: path templates, GraphQL operations, what a request asks, read-only
 /// requests.
-/// One observer's share of a call, recorded into its effects in one place.
-mod observe;
 mod outbound;
 /// Policy: what the judge watches and when it gives advice.
 mod policy;
@@ -105,7 +103,6 @@ pub use judge::{
     Judge, MAX_TRACKED_TABLES, MAX_TRACKED_TOOLS, ToolCall, Verdict, fleet_hints_changed,
     lint_action, lint_hints,
 };
-pub use observe::Share;
 pub use outbound::{
     BUILTIN_READ_ONLY_REQUESTS, GraphqlKind, GraphqlOperation, OutboundAnswer, OutboundReach,
     ReadOnlyRequests, RequestChange, RequestPattern, RequestPatternError, path_template,

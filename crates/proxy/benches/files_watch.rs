@@ -71,7 +71,7 @@ async fn main() {
         append(p, d, 0);
     }
     let end = Instant::now();
-    let share = watch.finish(ticket).share().await;
+    let share = watch.finish(ticket).await;
     println!(
         "a call that appended to 100 files: its answer waited {}",
         ms(end.elapsed())
@@ -88,7 +88,7 @@ async fn main() {
     let written = outside.elapsed();
     let ticket = watch.begin("empty".into());
     let drain = Instant::now();
-    let share = watch.finish(ticket).share().await;
+    let share = watch.finish(ticket).await;
     println!(
         "1,000 appends outside calls: written in {}, the next call waited {} for the watcher \
          (from the first write: {})",

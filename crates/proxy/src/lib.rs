@@ -44,8 +44,6 @@ mod files;
 mod forward;
 /// The capture's Prometheus metrics.
 mod metrics;
-/// One way in for every source of a call's evidence.
-mod observe;
 /// The client side of an upstream connection: what the upstream asks or notifies, sent to
 /// the session it serves.
 mod relay;
@@ -58,12 +56,11 @@ mod upstream;
 
 pub use capture::{
     CallShare, Capture, CaptureError, CaptureOptions, CaptureStats, Commit, Hold, Lsn, Origin,
-    Settled, Settling, Ticket, UpstreamHost, Writer,
+    Settled, Settling, Ticket, UpstreamHost, UpstreamLink, Writer,
 };
-pub use files::{FileSettling, FileShare, FileTicket, FileWatch, FileWatchStats};
+pub use files::{FileShare, FileTicket, FileWatch, FileWatchStats};
 pub use forward::Forward;
 pub use metrics::CaptureMetrics;
-pub use observe::{Observed, Observer, Observers, Observing, Settle, UpstreamLink};
 pub use relay::Relay;
 pub use serve::{Proxy, ProxyArgs, run, start};
 pub use upstream::{Upstream, UpstreamError, UpstreamSpec};

@@ -2,8 +2,7 @@
 //! `hintaudit_capture_lag_bytes{backend}`, `hintaudit_capture_commits_total{attribution}` and
 //! `hintaudit_capture_gaps_total{backend}` (`backend="files"` for `--watch`: inotify queue
 //! overflows), `hintaudit_capture_read_bytes_total{backend}`,
-//! `hintaudit_capture_pending_calls{backend}` (`backend="files"` too: calls answered whose
-//! share of the watched trees is not recorded yet), and the capture's own histogram
+//! `hintaudit_capture_pending_calls{backend}`, and the capture's own histogram
 //! `hintaudit_capture_commit_to_finding_seconds{backend}`
 //! ([design: telemetry names](../../../docs/design.md#5-telemetry-names)).
 
@@ -18,7 +17,7 @@ use crate::capture::{Capture, Settled};
 use crate::files::FileWatch;
 
 /// Exports a capture's lag, settled commits, gaps, log bytes read, pending calls and
-/// commit-to-finding latency, and a file watch's gaps and pending calls (`backend="files"`); every
+/// commit-to-finding latency, and a file watch's gaps (`backend="files"`); every
 /// `attribution` value, and the gaps of each backend, are present from the start, at 0.
 #[derive(Debug)]
 pub struct CaptureMetrics {
@@ -101,11 +100,7 @@ impl CaptureMetrics {
                 .set(i64::try_from(stats.pending).unwrap_or(i64::MAX));
         }
         if let Some(files) = &self.files {
-            let stats = files.stats();
-            catch_up(&self.gaps.with_label_values(&["files"]), stats.gaps);
-            self.pending
-                .with_label_values(&["files"])
-                .set(i64::try_from(stats.pending).unwrap_or(i64::MAX));
+            catch_up(&self.gaps.with_label_values(&["files"]), files.stats().gaps);
         }
     }
 }

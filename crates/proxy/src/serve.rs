@@ -21,7 +21,6 @@ use crate::capture::{Capture, CaptureOptions, UpstreamHost};
 use crate::files::FileWatch;
 use crate::forward::Forward;
 use crate::metrics::CaptureMetrics;
-use crate::observe::{Observer, Observers};
 use crate::relay::Relay;
 use crate::upstream::{Upstream, UpstreamSpec};
 
@@ -182,7 +181,7 @@ pub async fn start(args: &ProxyArgs) -> anyhow::Result<Proxy> {
     let forward = Forward::new(
         upstream.clone(),
         capture.clone(),
-        observers(capture.as_ref(), files.as_ref()),
+        files.clone(),
         args.serialize,
     )
     .await;
@@ -235,20 +234,6 @@ pub async fn start(args: &ProxyArgs) -> anyhow::Result<Proxy> {
         files,
         metrics,
     })
-}
-
-/// Every source of calls' evidence, in the order a call begins with them: the file watch (a
-/// marker, at once), then the capture (which may wait for a position read). A new kind of
-/// state registers its observer here.
-fn observers(capture: Option<&Capture>, files: Option<&FileWatch>) -> Observers {
-    let mut list: Vec<Arc<dyn Observer>> = Vec::new();
-    if let Some(files) = files {
-        list.push(Arc::new(files.clone()));
-    }
-    if let Some(capture) = capture {
-        list.push(Arc::new(capture.clone()));
-    }
-    Observers::new(list)
 }
 
 /// Connects to the upstream `--stdio` or `--upstream` names.
@@ -326,8 +311,7 @@ fn start_files(args: &ProxyArgs, config: &Config) -> anyhow::Result<Option<FileW
 
 /// Serves the proxy until the downstream stdio closes or, over HTTP, until Ctrl-C or
 /// SIGTERM; then closes the upstream connections (every session's and the start-up one) and
-/// the capture (which first settles the calls still pending, then drops the slot), then the
-/// file watch (which settles its calls still pending too).
+/// the capture (which first settles the calls still pending, then drops the slot).
 ///
 /// # Errors
 /// When the proxy cannot start ([`start`]) or the address cannot be bound.

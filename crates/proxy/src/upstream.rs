@@ -15,8 +15,8 @@ use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{RoleClient, ServiceExt};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
+use crate::capture::UpstreamLink;
 use crate::capture::child_env;
-use crate::observe::UpstreamLink;
 use crate::relay::Relay;
 
 /// Where the upstream server is.

@@ -94,9 +94,8 @@ pub enum MetricName {
     /// only.
     CaptureReadBytes,
     /// `hintaudit_capture_pending_calls{backend}`: gauge, calls `hintaudit proxy` has
-    /// answered whose share of the database log (or, `backend="files"`, of the watched
-    /// trees) is not judged yet (it is judged once the capture or the watch has read past
-    /// the call's end, at most `--capture-wait-ms` after the answer).
+    /// answered whose share of the database log is not judged yet (it is judged once the
+    /// capture has read past the call's end, at most `--capture-wait-ms` after the answer).
     /// Exported by the proxy only.
     CapturePendingCalls,
     /// `hintaudit_capture_commit_to_finding_seconds{backend}`: histogram, seconds from a
@@ -215,7 +214,7 @@ impl MetricName {
                 "Bytes of database log the proxy's change capture read (and the server decoded for it)."
             }
             MetricName::CapturePendingCalls => {
-                "Calls the proxy answered whose share of the database log (or, backend=\"files\", of the watched trees) is not judged yet."
+                "Calls the proxy answered whose share of the database log is not judged yet."
             }
             MetricName::CaptureFindingLatency => {
                 "Seconds from a commit in the database log to the findings of the call it was judged for."

@@ -30,8 +30,6 @@ use std::time::Duration;
 use hintaudit_core::{DatabaseKind, DatabaseUrl, Judge, StateKey};
 use tokio_util::sync::CancellationToken;
 
-use crate::observe::UpstreamLink;
-
 mod commit;
 mod counters;
 mod ends;
@@ -43,7 +41,6 @@ mod identify;
 mod images;
 mod ledger;
 mod mysql;
-mod observe;
 mod postgres;
 mod progress;
 mod settle;
@@ -394,6 +391,15 @@ impl Capture {
             let _ = task.await;
         }
     }
+}
+
+/// The upstream connection a call goes on, as the capture tells writers apart.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct UpstreamLink {
+    /// The connection's number, unique in this process ([`Upstream::id`](crate::Upstream::id)).
+    pub connection: u64,
+    /// Its child's pid, for `--stdio` (the root of the process tree whose sockets are its).
+    pub child: Option<u32>,
 }
 
 /// A call registered with the capture ([`Capture::begin`]).

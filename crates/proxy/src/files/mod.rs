@@ -24,10 +24,7 @@
 //!   (`hintaudit_capture_gaps_total{backend="files"}`); every call in flight, and every call
 //!   that begins while a root is gone, is marked incomplete; the trees are read again (a
 //!   root gone is watched again once it is back, at the latest when the next call begins).
-//! - A call whose end marker is not read within the start-up `wait` is pending. Nothing
-//!   waits for a share but the call's judgement ([`FileSettling`], run by the proxy's
-//!   observers: files/observe.rs); shares are recorded, and changes given to no call told
-//!   to the judge, in the order the calls answered (turns.rs).
+//! - A call whose end marker is not read within the start-up `wait` is pending.
 
 // Only the watcher reads the table past `load`: unused elsewhere.
 #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
@@ -37,10 +34,8 @@ mod table;
 #[cfg_attr(not(target_os = "linux"), path = "watcher_elsewhere.rs")]
 mod watcher;
 
-mod observe;
 #[cfg(all(test, target_os = "linux"))]
 mod tests;
-mod turns;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -49,12 +44,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use hintaudit_core::files::{FileChange, IgnoredPaths};
-use hintaudit_core::{Judge, StateKey};
+use hintaudit_core::{CallScope, EvidenceSource, Judge, StateKey};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 use table::Table;
-use turns::Turns;
 
 /// What `--watch` found for one call.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -80,8 +74,6 @@ pub struct FileShare {
 pub struct FileWatchStats {
     /// Paths known (files, directories and links outside `ignored_paths`).
     pub paths: u64,
-    /// Calls answered whose share is not recorded yet.
-    pub pending: u64,
     /// inotify queue overflows and watched roots removed: events lost.
     pub gaps: u64,
     /// Changes attributed to a call.
@@ -110,10 +102,8 @@ struct Shared {
     attributed: AtomicU64,
     ambiguous: AtomicU64,
     unattributed: AtomicU64,
-    /// How long a call's share waits, at most, for its end marker to be read.
+    /// How long a call's answer waits, at most, for its end marker to be read.
     wait: Duration,
-    /// Calls' answer numbers: the order their shares, and writes elsewhere, are recorded in.
-    turns: Turns,
     /// Told of the changes no call is judged with ([`FileWatch::disturb`]).
     judge: std::sync::OnceLock<Arc<Judge>>,
     stop: CancellationToken,
@@ -125,8 +115,6 @@ struct Shared {
 #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 struct Call {
     tool: Arc<str>,
-    /// Its answer number, once it answered ([`FileWatch::finish`]).
-    number: Option<u64>,
     done: Option<oneshot::Sender<FileShare>>,
 }
 
@@ -140,10 +128,10 @@ pub struct FileTicket {
 
 impl FileWatch {
     /// Reads every path under `roots` (directories) outside `ignored` globs, watches every
-    /// directory, and starts reading events; a call's share is waited for at most `wait`
-    /// after it answered. Errors: a root that is not a readable directory, a bad glob,
-    /// inotify not available (or out of watches: `fs.inotify.max_user_watches`), a system
-    /// other than Linux (no inotify: not on this platform).
+    /// directory, and starts reading events; a call's answer waits at most `wait` for its
+    /// share. Errors: a root that is not a readable directory, a bad glob, inotify not
+    /// available (or out of watches: `fs.inotify.max_user_watches`), a system other than
+    /// Linux (no inotify: not on this platform).
     pub fn start(
         roots: &[PathBuf],
         ignored: &[String],
@@ -177,7 +165,6 @@ impl FileWatch {
             ambiguous: AtomicU64::new(0),
             unattributed: AtomicU64::new(0),
             wait,
-            turns: Turns::new(),
             judge: std::sync::OnceLock::new(),
             stop: CancellationToken::new(),
             task: parking_lot::Mutex::new(None),
@@ -201,7 +188,6 @@ impl FileWatch {
             id,
             Call {
                 tool,
-                number: None,
                 done: Some(tx),
             },
         );
@@ -215,24 +201,26 @@ impl FileWatch {
         }
     }
 
-    /// The call answered: marks its end and returns at once with its share on its way
-    /// ([`FileSettling::share`]). The call is pending until that is dropped.
-    pub fn finish(&self, mut ticket: FileTicket) -> FileSettling {
+    /// The call answered: marks its end and waits (at most the start-up `wait`) for the
+    /// watcher to read that far and settle the call's share.
+    pub async fn finish(&self, mut ticket: FileTicket) -> FileShare {
         let id = ticket.id;
-        let number = self.shared.turns.answered();
-        if let Some(call) = self.shared.calls.lock().get_mut(&id) {
-            call.number = Some(number);
-        }
+        let rx = ticket.done.take();
         if let Err(e) = self.shared.mark('e', id) {
             watch_error("marking a call's end", &e);
         }
-        FileSettling {
-            id,
-            number,
-            done: ticket.done.take(),
-            share: None,
-            deadline: tokio::time::Instant::now() + self.shared.wait,
-            shared: self.shared.clone(),
+        let share = match rx {
+            Some(rx) => tokio::time::timeout(self.shared.wait, rx).await,
+            None => return late(),
+        };
+        self.shared.unmark(id);
+        match share {
+            Ok(Ok(share)) => share,
+            _ => {
+                self.shared.calls.lock().remove(&id);
+                watch_error("settling a call", &"its end marker was not read in time");
+                late()
+            }
         }
     }
 
@@ -250,7 +238,6 @@ impl FileWatch {
         let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
         FileWatchStats {
             paths: get(&s.paths),
-            pending: s.turns.pending(),
             gaps: get(&s.gaps),
             attributed: get(&s.attributed),
             ambiguous: get(&s.ambiguous),
@@ -258,10 +245,8 @@ impl FileWatch {
         }
     }
 
-    /// Settles the calls still pending (each within the start-up `wait` after it
-    /// answered), then stops reading events.
+    /// Stops reading events.
     pub async fn shutdown(&self) {
-        let _ = tokio::time::timeout(self.shared.wait, self.shared.turns.idle()).await;
         self.shared.stop.cancel();
         let task = self.shared.task.lock().take();
         if let Some(task) = task {
@@ -281,76 +266,18 @@ impl Drop for FileTicket {
     }
 }
 
-/// A call's share of the watched trees on its way ([`FileWatch::finish`]).
-#[derive(Debug)]
-pub struct FileSettling {
-    id: u64,
-    number: u64,
-    done: Option<oneshot::Receiver<FileShare>>,
-    share: Option<FileShare>,
-    deadline: tokio::time::Instant,
-    shared: Arc<Shared>,
-}
-
-impl FileSettling {
-    /// The call's share, once the watcher has read its end marker (at most the start-up
-    /// `wait` after it answered: then empty and `late`) and the calls that answered before
-    /// it are recorded (waited for within the same bound). Awaiting it again gives the same
-    /// share.
-    pub async fn share(&mut self) -> FileShare {
-        if let Some(rx) = self.done.take() {
-            let share = tokio::time::timeout_at(self.deadline, rx).await;
-            self.shared.unmark(self.id);
-            self.share = Some(match share {
-                Ok(Ok(share)) => share,
-                _ => {
-                    self.shared.calls.lock().remove(&self.id);
-                    watch_error("settling a call", &"its end marker was not read in time");
-                    late()
-                }
-            });
-            self.shared.turns.before(self.number, self.deadline).await;
-        }
-        self.share.clone().unwrap_or_else(late)
-    }
-}
-
-impl Drop for FileSettling {
-    fn drop(&mut self) {
-        if self.done.take().is_some() {
-            // Never awaited: the watcher tells its changes as written elsewhere.
-            self.shared.calls.lock().remove(&self.id);
-            self.shared.unmark(self.id);
-        }
-        let tell = self.shared.turns.done(self.number);
-        self.shared.tell_judge(&tell);
-    }
-}
-
 impl Shared {
-    /// Tells the judge, once every call that ended before is recorded, that `changes` were
-    /// written by no judged call.
+    /// Tells the judge, when one was given, that `changes` were written by no judged call.
     // Called by the watcher alone: never on systems other than Linux.
     #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
     fn written_elsewhere<'c>(&self, changes: impl IntoIterator<Item = &'c FileChange>) {
-        if self.judge.get().is_none() {
-            return;
-        }
-        let changes: Vec<FileChange> = changes.into_iter().cloned().collect();
-        if changes.is_empty() {
-            return;
-        }
-        if let Some(now) = self.turns.elsewhere(changes) {
-            self.tell_judge(&now);
-        }
-    }
-
-    /// Tells the judge, when one was given, that `changes` were written by no judged call.
-    fn tell_judge(&self, changes: &[FileChange]) {
         let Some(judge) = self.judge.get() else {
             return;
         };
-        let keys: Vec<StateKey<'_>> = changes.iter().flat_map(StateKey::of_file_change).collect();
+        let keys: Vec<StateKey<'_>> = changes
+            .into_iter()
+            .flat_map(StateKey::of_file_change)
+            .collect();
         if !keys.is_empty() {
             judge.written_elsewhere(&keys);
         }
@@ -366,6 +293,40 @@ impl Shared {
         for which in ['b', 'e'] {
             let _ = std::fs::remove_file(self.markers.path().join(format!("{which}-{id}")));
         }
+    }
+}
+
+/// Puts a call's share into its scope: its changes as file effects; a gap makes its evidence
+/// incomplete, a late share pending (source `files`); ambiguous changes and gaps are logged
+/// with the tool, never recorded as this call's.
+pub(crate) fn record(share: &FileShare) {
+    let Some(scope) = CallScope::current() else {
+        return;
+    };
+    let effects = scope.effects();
+    for c in &share.changes {
+        effects.record_file(c.clone());
+    }
+    for (change, tools) in &share.ambiguous {
+        tracing::info!(
+            target: "hintaudit::proxy",
+            tool = effects.tool(),
+            candidates = ?tools,
+            path = %change.path,
+            change = change.kind.as_str(),
+            "a file change while calls of several tools were in flight: not attributed"
+        );
+    }
+    if share.late {
+        effects.mark_pending(EvidenceSource::Files);
+    }
+    if share.gap {
+        effects.mark_incomplete(EvidenceSource::Files);
+        tracing::warn!(
+            target: "hintaudit::proxy",
+            tool = effects.tool(),
+            "the file watch lost events during this call: its evidence is incomplete"
+        );
     }
 }
 

@@ -37,7 +37,7 @@ async fn one_call_in_flight_gets_its_changes_judged_on_content() {
     fs::write(p.join("new/deep/x.txt"), "x\n").unwrap();
     fs::create_dir_all(p.join("cache")).unwrap();
     fs::write(p.join("cache/c"), "c\n").unwrap();
-    let share = w.finish(t).share().await;
+    let share = w.finish(t).await;
     assert_eq!(
         kinds(&share),
         [
@@ -58,7 +58,7 @@ async fn one_call_in_flight_gets_its_changes_judged_on_content() {
     fs::write(p.join("log.tmp"), "one\ntwo\n").unwrap();
     fs::rename(p.join("log.tmp"), p.join("log.txt")).unwrap();
     fs::remove_file(p.join("new/deep/x.txt")).unwrap();
-    let share = w.finish(t).share().await;
+    let share = w.finish(t).await;
     assert_eq!(
         kinds(&share),
         [
@@ -82,8 +82,8 @@ async fn concurrent_calls_of_several_tools_are_ambiguous_of_one_tool_attributed(
     let a = w.begin("a".into());
     let b = w.begin("b".into());
     fs::write(p.join("x.txt"), "x\n").unwrap();
-    let share_a = w.finish(a).share().await;
-    let share_b = w.finish(b).share().await;
+    let share_a = w.finish(a).await;
+    let share_b = w.finish(b).await;
     assert!(share_a.changes.is_empty(), "{share_a:?}");
     assert_eq!(share_a.ambiguous.len(), 1, "{share_a:?}");
     let tools: Vec<&str> = share_a.ambiguous[0].1.iter().map(|t| &**t).collect();
@@ -96,17 +96,17 @@ async fn concurrent_calls_of_several_tools_are_ambiguous_of_one_tool_attributed(
     let first = w.begin("same".into());
     let second = w.begin("same".into());
     fs::write(p.join("y.txt"), "y\n").unwrap();
-    let share = w.finish(first).share().await;
+    let share = w.finish(first).await;
     assert_eq!(
         kinds(&share),
         [("y.txt".to_owned(), ChangeKind::Created)],
         "{share:?}"
     );
-    assert!(w.finish(second).share().await.changes.is_empty());
+    assert!(w.finish(second).await.changes.is_empty());
     // A write with no call in flight is no call's.
     fs::write(p.join("z.txt"), "z\n").unwrap();
     let t = w.begin("after".into());
-    assert!(w.finish(t).share().await.changes.is_empty());
+    assert!(w.finish(t).await.changes.is_empty());
     let s = w.stats();
     assert_eq!((s.attributed, s.ambiguous), (1, 1), "{s:?}");
     w.shutdown().await;
@@ -134,7 +134,7 @@ async fn changes_given_to_no_call_disturb_repeats() {
     let delete = async |content: &str| {
         let t = w.begin("delete".into());
         fs::write(p.join("memory.jsonl"), content).unwrap();
-        let share = w.finish(t).share().await;
+        let share = w.finish(t).await;
         let effect = Effect {
             files: share.changes,
             ..Effect::default()
@@ -150,14 +150,14 @@ async fn changes_given_to_no_call_disturb_repeats() {
     // Unattributed: no call in flight; a call that writes nothing reads past it.
     fs::write(p.join("memory.jsonl"), "a\n").unwrap();
     let t = w.begin("read".into());
-    assert!(w.finish(t).share().await.changes.is_empty());
+    assert!(w.finish(t).await.changes.is_empty());
     let v = delete("").await;
     assert_eq!(v.repeat, Some(Repeat::Disturbed), "{v:?}");
     // Ambiguous: calls of two tools in flight.
     let (a, b) = (w.begin("create".into()), w.begin("read".into()));
     fs::write(p.join("memory.jsonl"), "a\n").unwrap();
-    assert_eq!(w.finish(a).share().await.ambiguous.len(), 1);
-    w.finish(b).share().await;
+    assert_eq!(w.finish(a).await.ambiguous.len(), 1);
+    w.finish(b).await;
     let v = delete("").await;
     assert_eq!(v.repeat, Some(Repeat::Disturbed), "{v:?}");
     // Nothing in between: a clean repeat that changes the file again is found.
@@ -181,15 +181,15 @@ async fn a_root_removed_and_made_again_is_a_gap_then_watched_again() {
     fs::remove_dir_all(&root).unwrap();
     fs::create_dir(&root).unwrap();
     fs::write(root.join("r.txt"), "r\n").unwrap();
-    let share = w.finish(t).share().await;
+    let share = w.finish(t).await;
     assert!(share.gap && !share.late, "{share:?}");
     assert_eq!(w.stats().gaps, 1);
     // By this call's start at the latest the root is watched again.
     let t = w.begin("between".into());
-    let _ = w.finish(t).share().await;
+    let _ = w.finish(t).await;
     let t = w.begin("add".into());
     fs::write(root.join("c.txt"), "c\n").unwrap();
-    let share = w.finish(t).share().await;
+    let share = w.finish(t).await;
     assert!(!share.gap, "{share:?}");
     assert_eq!(
         kinds(&share),

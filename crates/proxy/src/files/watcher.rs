@@ -255,15 +255,7 @@ impl Watcher {
         s.paths.store(self.table.len() as u64, Ordering::Relaxed);
         // Ambiguous changes are no call's: they disturb repeats all the same.
         s.written_elsewhere(share.ambiguous.iter().map(|(c, _)| c));
-        let (number, done) = s
-            .calls
-            .lock()
-            .remove(&id)
-            .map_or((None, None), |c| (c.number, c.done));
-        // The writes read from now on came after this call's end.
-        if let Some(number) = number {
-            s.turns.settled(number);
-        }
+        let done = s.calls.lock().remove(&id).and_then(|c| c.done);
         let unsent = match done {
             Some(done) => done.send(share).err(),
             None => Some(share),

@@ -10,12 +10,12 @@
 //! [`Relay`](crate::Relay)). Requests that arrive without a session (stateless streamable
 //! HTTP, a client that skips `initialize`) go on the start-up connection.
 //!
-//! Around tools/call it runs the [`Observers`] (the database log's capture, `--watch`'s
-//! file watch: it knows none of them by kind), whose shares are recorded in the call's
-//! scope, which the `HintAuditLayer` wrapping this handler judges like an in-process call's
-//! effects. The answer goes back first: the shares are recorded on a task of their own once
-//! each observer has read past the call's end, and the layer judges the call then
-//! ([`CallScope::defer`](hintaudit_core::CallScope::defer)).
+//! Around tools/call it asks the [`Capture`] for the call's share of the database log and
+//! records it in the call's scope, which the `HintAuditLayer` wrapping this handler judges
+//! like an in-process call's effects; with `--watch`, the [`FileWatch`]'s share of the
+//! watched trees' changes too. The answer goes back first: the log's share is recorded on a
+//! task of its own once the capture has read past the call's end, and the layer judges the
+//! call then ([`CallScope::defer`]).
 
 mod handler;
 
@@ -24,6 +24,10 @@ use std::num::NonZeroUsize;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 
+use hintaudit_core::{
+    CallEffects, CallScope, EvidenceSource, ObservationSource, Operation, StatementEffect,
+    TransactionObservation,
+};
 use lru::LruCache;
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResponse, ClientRequest,
@@ -32,9 +36,9 @@ use rmcp::model::{
 use rmcp::service::{Peer, PeerRequestOptions, RequestContext, ServiceError};
 use rmcp::{ErrorData as McpError, RoleServer};
 
-use crate::capture::Capture;
+use crate::capture::{CallShare, Capture, Settling};
 use crate::exchange::{answer_or_cancel, meta_and_token, passed_on_error, unexpected_answer};
-use crate::observe::Observers;
+use crate::files::FileWatch;
 use crate::session::Session;
 use crate::upstream::{Upstream, UpstreamError};
 
@@ -62,11 +66,9 @@ struct Shared {
     retired: AtomicBool,
     /// Every session's connection slot, to close them all at shutdown.
     sessions: Mutex<Vec<Weak<Session>>>,
-    /// The database log's capture: its sessions read the log to now before their `--stdio`
-    /// child stops, and calls on the start-up child take turns.
     capture: Option<Capture>,
-    /// Every source of calls' evidence (the capture among them).
-    observers: Observers,
+    /// `--watch`: the watched trees' changes.
+    files: Option<FileWatch>,
     /// `--serialize`: tool calls go upstream one at a time, across sessions.
     serialize: Option<tokio::sync::Mutex<()>>,
     /// The start-up child's turn: with a capture, calls without a session (MCP 2026-07-28
@@ -81,13 +83,12 @@ struct Shared {
 }
 
 impl Forward {
-    /// Forwards to `upstream` (the start-up connection); gathers each tool call's evidence
-    /// with `observers`; `capture`, when given, is the one among them that reads the
-    /// database's log.
+    /// Forwards to `upstream` (the start-up connection); attributes database changes with
+    /// `capture` and file changes with `files`, when given.
     pub async fn new(
         upstream: Arc<Upstream>,
         capture: Option<Capture>,
-        observers: Observers,
+        files: Option<FileWatch>,
         serialize: bool,
     ) -> Self {
         let info = upstream.info().await.unwrap_or_default();
@@ -97,7 +98,7 @@ impl Forward {
                 retired: AtomicBool::new(false),
                 sessions: Mutex::default(),
                 capture,
-                observers,
+                files,
                 serialize: serialize.then(|| tokio::sync::Mutex::new(())),
                 startup_turn: tokio::sync::Mutex::new(()),
                 tools: Mutex::new(LruCache::new(TOOLS_KEPT)),
@@ -237,8 +238,8 @@ impl Forward {
         result.map_err(upstream_error)
     }
 
-    /// tools/call, one at a time under `--serialize`, watched by every observer; their
-    /// shares are recorded after the answer went back ([`Observers::finish`]).
+    /// tools/call, one at a time under `--serialize`, with the call's share of the log,
+    /// recorded after the answer went back ([`record_later`]).
     async fn call(
         &self,
         params: CallToolRequestParams,
@@ -249,18 +250,33 @@ impl Forward {
             None => self.startup_turn().await,
         };
         let tool: Arc<str> = Arc::from(params.name.as_ref());
-        let observed = self
+        let files = self
             .shared
-            .observers
-            .begin(&tool, self.upstream().link())
-            .await;
+            .files
+            .as_ref()
+            .map(|f| (f, f.begin(tool.clone())));
+        let ticket = match &self.shared.capture {
+            Some(c) => Some(c.begin(tool, self.upstream().link()).await),
+            None => None,
+        };
         let result = self
             .forward(
                 ClientRequest::CallToolRequest(CallToolRequest::new(params)),
                 &context,
             )
             .await;
-        self.shared.observers.finish(observed);
+        // An answer that carries the call's effects would await the share here instead:
+        // `let share = settling.share().await; record(scope.effects(), &share);
+        // settling.recorded(&share);` before it returns.
+        if let (Some(capture), Some(ticket)) = (&self.shared.capture, ticket) {
+            record_later(
+                capture.finish(ticket),
+                EvidenceSource::Database(capture.kind()),
+            );
+        }
+        if let Some((watch, ticket)) = files {
+            crate::files::record(&watch.finish(ticket).await);
+        }
         match result? {
             ServerResult::CallToolResult(r) => Ok(CallToolResponse::Complete(r)),
             ServerResult::InputRequiredResult(r) => Ok(CallToolResponse::InputRequired(r)),
@@ -285,6 +301,76 @@ impl Forward {
         } else {
             None
         }
+    }
+}
+
+/// Records the call's share of the log into its scope once it is judged, on a task of its
+/// own: the call's judgement is deferred until then ([`CallScope::defer`]), its answer is not.
+fn record_later(mut settling: Settling, source: EvidenceSource) {
+    let Some(scope) = CallScope::current() else {
+        return;
+    };
+    let deferred = scope.defer();
+    tokio::spawn(async move {
+        let share = settling.share().await;
+        record(deferred.effects(), &share, source);
+        // The layer judges the call here.
+        drop(deferred);
+        settling.recorded(&share);
+    });
+}
+
+/// Puts a call's share of the log into its effects: attributed commits as transaction
+/// observations from the log (`likely`), truncations as statements; ambiguous ones are
+/// logged with their candidate tools, never recorded as this call's. A gap makes the call's
+/// evidence from `source` incomplete, a late share pending (`Effect::completeness`).
+fn record(effects: &CallEffects, share: &CallShare, source: EvidenceSource) {
+    for commit in &share.attributed {
+        if !commit.tables.is_empty() {
+            effects.record_transaction(TransactionObservation {
+                wrote: true,
+                tables: commit.tables.clone(),
+                sequences: Vec::new(),
+                committed: true,
+                source: ObservationSource::Log,
+                images: commit.images.clone(),
+            });
+        }
+        for t in &commit.truncated {
+            let mut s = StatementEffect::new(Operation::Truncate, vec![t.clone()]);
+            s.summary = format!("TRUNCATE {t} (database log)").into();
+            effects.record_statement(s);
+        }
+        // A TRUNCATE of a table the log showed empty: observed, 0 rows (no driver counts a
+        // TRUNCATE), it removed nothing.
+        for t in &commit.truncated_empty {
+            let mut s = StatementEffect::new(Operation::Truncate, vec![t.clone()]);
+            s.summary = format!("TRUNCATE {t} (database log: already empty)").into();
+            s.rows_affected = Some(0);
+            s.observed = true;
+            effects.record_statement(s);
+        }
+    }
+    for (commit, tools) in &share.ambiguous {
+        let tables: Vec<&str> = commit.tables.iter().map(|w| w.table.as_str()).collect();
+        tracing::info!(
+            target: "hintaudit::proxy",
+            tool = effects.tool(),
+            candidates = ?tools,
+            ?tables,
+            "a commit while calls of several tools were in flight: not attributed"
+        );
+    }
+    if share.late {
+        effects.mark_pending(source);
+    }
+    if share.gap {
+        effects.mark_incomplete(source);
+        tracing::warn!(
+            target: "hintaudit::proxy",
+            tool = effects.tool(),
+            "the capture did not read the whole log of this call: its evidence is incomplete"
+        );
     }
 }
 
