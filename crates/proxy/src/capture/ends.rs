@@ -3,12 +3,13 @@
 //! answered whose shares are not recorded yet (pending, recorded in answer order:
 //! [`Turns`]), and when each commit was made, for the commit-to-finding latency.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, VecDeque};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, SystemTime};
 
 use hintaudit_telemetry::MetricName;
+use parking_lot::Mutex;
 use tokio::sync::{Notify, watch};
 use tokio::time::Instant;
 
@@ -20,6 +21,10 @@ use crate::capture::{CallShare, Lsn, Shared};
 /// A position read not answered within this has failed: the calls waiting for it go on, and
 /// no call waits for a read until one works again.
 pub(crate) const READ_LIMIT: Duration = Duration::from_secs(1);
+
+/// Reads kept for [`CallEnds::end_of`]: a call's judging task looks its read up
+/// milliseconds after it, thousands of reads before it would be gone.
+const READS_KEPT: usize = 4096;
 
 /// Buckets of the commit-to-finding latency, in seconds: from a millisecond (the log read at
 /// once) to 30 s (beyond the default `--capture-wait-ms`).
@@ -35,6 +40,11 @@ pub(crate) struct CallEnds {
     /// The last read: every call whose answer number is at most `.0` ended at or before
     /// position `.1`.
     read: watch::Sender<(u64, Lsn)>,
+    /// Each read that covered new answers, in order: `(covered, lsn)`, at most
+    /// [`READS_KEPT`]. A call's end is the first of these that covers it, not the latest:
+    /// a judging task that runs late (a loaded machine) must not take a later read's
+    /// position, which would stretch the call over the next call's commits.
+    reads: Mutex<VecDeque<(u64, Lsn)>>,
     wake: Notify,
     /// Whether the last read worked: while it fails, no call's start waits for it.
     healthy: AtomicBool,
@@ -63,6 +73,7 @@ impl CallEnds {
         CallEnds {
             answered: AtomicU64::new(0),
             read: watch::channel((0, start)).0,
+            reads: Mutex::default(),
             wake: Notify::new(),
             healthy: AtomicBool::new(true),
             failures: watch::channel(0).0,
@@ -129,10 +140,15 @@ impl CallEnds {
     /// `deadline`.
     pub(crate) async fn end_of(&self, number: u64, deadline: Instant) -> Option<Lsn> {
         let mut read = self.read.subscribe();
-        match tokio::time::timeout_at(deadline, read.wait_for(|r| r.0 >= number)).await {
-            Ok(Ok(r)) => Some(r.1),
-            _ => None,
-        }
+        let latest = match tokio::time::timeout_at(deadline, read.wait_for(|r| r.0 >= number)).await
+        {
+            Ok(Ok(r)) => r.1,
+            _ => return None,
+        };
+        // The first read that covered it; the latest only when that one is no longer kept.
+        let reads = self.reads.lock();
+        let first = reads.partition_point(|(covered, _)| *covered < number);
+        Some(reads.get(first).map_or(latest, |(_, lsn)| *lsn))
     }
 
     /// The calls answered that no read covers yet: the answer number a read now covers.
@@ -144,6 +160,16 @@ impl CallEnds {
     /// A read sent when `covered` calls had answered gave `lsn`.
     fn read_worked(&self, covered: u64, lsn: Lsn) {
         self.healthy.store(true, Ordering::Release);
+        {
+            let mut reads = self.reads.lock();
+            if reads.back().is_none_or(|(c, _)| covered > *c) {
+                let lsn = reads.back().map_or(lsn, |(_, l)| lsn.max(*l));
+                reads.push_back((covered, lsn));
+                if reads.len() > READS_KEPT {
+                    reads.pop_front();
+                }
+            }
+        }
         self.read
             .send_modify(|r| *r = (covered.max(r.0), lsn.max(r.1)));
     }
@@ -287,6 +313,23 @@ impl Turns {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A call's end is the read that first covered its answer, however late its judging
+    /// task asks: a later read's position would stretch it over the next call's commits
+    /// (seen under load as a commit ambiguous between one client's consecutive calls).
+    #[tokio::test]
+    async fn a_call_ends_at_the_first_read_after_its_answer_not_the_latest() {
+        let ends = CallEnds::new(10, "postgresql");
+        let first = ends.answered();
+        ends.read_worked(first, 100);
+        let next = ends.answered();
+        ends.read_worked(next, 200);
+        ends.read_worked(next, 250); // a read that covers no new answer
+        let deadline = Instant::now() + Duration::from_secs(5);
+        assert_eq!(ends.end_of(first, deadline).await, Some(100));
+        assert_eq!(ends.end_of(next, deadline).await, Some(200));
+        assert_eq!(ends.last(), 250, "a call's start takes the latest read");
+    }
 
     #[test]
     fn turns_run_through_the_numbers_done_without_a_hole() {
