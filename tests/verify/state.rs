@@ -5,6 +5,7 @@
 
 use std::process::Command;
 
+use hintaudit_test_support::git::git;
 use hintaudit_verify::{Report, ServerSpec, ToolReport, ToolStatus, Verifier};
 
 use crate::files::tree_state;
@@ -23,20 +24,6 @@ fn git_server_or_skip() -> Option<String> {
          HINTAUDIT_MCP_SERVER_GIT=V/bin/mcp-server-git",
     )
     .then_some(server)
-}
-
-/// `git` in `dir` with a fixed identity and no user configuration.
-fn git(dir: &std::path::Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args(["-c", "user.name=T", "-c", "user.email=t@example.com"])
-        .args(["-c", "commit.gpgsign=false"])
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .output()
-        .expect("git is installed");
-    assert!(out.status.success(), "git {args:?}: {out:?}");
-    String::from_utf8_lossy(&out.stdout).trim().to_owned()
 }
 
 /// A repository with one commit and a changed file, as the issue tried it.

@@ -20,6 +20,7 @@
 #![cfg_attr(test, allow(clippy::too_many_lines))]
 
 pub mod fake_api;
+pub mod git;
 pub mod logs;
 pub mod mariadb;
 pub mod mcp;

@@ -128,23 +128,12 @@ fn fold_one(
 #[cfg(test)]
 mod tests {
     use std::path::Path;
-    use std::process::Command;
+
+    use hintaudit_test_support::git::git;
 
     use hintaudit_core::Policy;
 
     use super::super::watch::FileWatch;
-
-    fn git(dir: &Path, args: &[&str]) {
-        let out = Command::new("git")
-            .args(["-c", "user.name=T", "-c", "user.email=t@example.com"])
-            .args(["-c", "commit.gpgsign=false"])
-            .args(args)
-            .current_dir(dir)
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .output()
-            .expect("git is installed");
-        assert!(out.status.success(), "git {args:?}: {out:?}");
-    }
 
     /// One call's changes as `(path, destructive, evidence)`.
     async fn call(watch: &mut FileWatch, dir: &Path, args: &[&str]) -> Vec<(String, bool, String)> {
